@@ -1,0 +1,261 @@
+//! Executing one batch: the calls of one assistant response.
+//!
+//! Calls are checked in call order, then launched in call order, at most
+//! `max_concurrent_tools` at a time (one at a time when the batch is sequential).
+//! Each launched call runs in its own task, bounded by its timeout. Results are
+//! recorded as they arrive (the end events follow completion order) and enter the
+//! transcript in call order. On cancellation, running calls end with a cancellation
+//! result and calls never started get none.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use super::validation::{check_calls, ValidCall};
+use super::{AgentInner, EventEmitter, EventKind};
+use crate::error::{Error, ErrorCode};
+use crate::message::{ToolCall, ToolResultMessage};
+use crate::tool::{CallState, Execution, Invocation, OnError, ToolOutcome, ToolResult, UpdateSink};
+
+/// What a batch needs from its run.
+pub(crate) struct BatchContext<'a> {
+    pub(crate) agent: &'a AgentInner,
+    pub(crate) events: &'a EventEmitter,
+    pub(crate) cancel: &'a CancellationToken,
+    pub(crate) run_serial: u64,
+    pub(crate) disclosed: &'a HashSet<String>,
+}
+
+/// How a batch went.
+pub(crate) struct BatchOutcome {
+    /// One entry per call, in call order; `None` for a call that never started.
+    pub(crate) results: Vec<Option<ToolResultMessage>>,
+    /// Every call returned a successful terminating result.
+    pub(crate) terminate: bool,
+    /// A tool with `on_error: fatal` failed.
+    pub(crate) fatal: Option<Error>,
+    /// The run was cancelled during the batch.
+    pub(crate) cancelled: bool,
+    /// Tools named in `added_tools` of successful results.
+    pub(crate) added_tools: Vec<String>,
+}
+
+/// How a launched call ended, seen from the runner.
+enum Ending {
+    Returned(ToolOutcome),
+    TimedOut(Duration),
+    Panicked,
+}
+
+/// Runs the batch. With `length_stopped` (the response was cut off), no function
+/// runs: every call gets an error result, since its arguments may be incomplete.
+pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], length_stopped: bool) -> BatchOutcome {
+    let mut recorder = Recorder::new(context, calls.len());
+    if length_stopped {
+        for (index, call) in calls.iter().enumerate() {
+            recorder.start(call).await;
+            let message = format!(
+                "The call to \"{}\" was not run: the response was cut off at the output token limit, so its arguments may be incomplete. Try again with shorter arguments.",
+                call.name
+            );
+            recorder.record(index, call, ToolResult::error(message), false).await;
+        }
+        return recorder.finish(calls, false);
+    }
+
+    let checked = check_calls(context.agent, context.disclosed, calls);
+    let sequential = context.agent.config.tool_execution == Execution::Sequential
+        || checked.iter().any(|c| matches!(c, Ok(v) if v.tool.options().execution == Execution::Sequential));
+    let bound = if sequential { 1 } else { context.agent.config.max_concurrent_tools };
+
+    let mut running = JoinSet::new();
+    let mut in_flight: HashMap<tokio::task::Id, usize> = HashMap::new();
+    let mut states: Vec<Option<Arc<CallState>>> = vec![None; calls.len()];
+    let mut pending = calls.iter().zip(checked).enumerate();
+    let cancelled = loop {
+        while running.len() < bound && !context.cancel.is_cancelled() {
+            let Some((index, (call, check))) = pending.next() else { break };
+            recorder.start(call).await;
+            match check {
+                Err(problem) => recorder.record(index, call, ToolResult::error(problem), false).await,
+                Ok(valid) => {
+                    let state = Arc::new(CallState::default());
+                    states[index] = Some(state.clone());
+                    let task = running.spawn(launch(context, call, valid, state));
+                    in_flight.insert(task.id(), index);
+                }
+            }
+        }
+        if running.is_empty() {
+            break context.cancel.is_cancelled();
+        }
+        tokio::select! {
+            biased;
+            _ = context.cancel.cancelled() => break true,
+            Some(joined) = running.join_next_with_id() => {
+                let (task, ending) = match joined {
+                    Ok((task, ending)) => (task, ending),
+                    Err(error) => (error.id(), Ending::Panicked),
+                };
+                let Some(index) = in_flight.remove(&task) else { continue };
+                let call = &calls[index];
+                if let Some(state) = &states[index] {
+                    state.finish().await;
+                }
+                let fatal_on_error = context.agent.tool(&call.name).is_some_and(|(_, t)| t.options().on_error == OnError::Fatal);
+                let (result, failed) = ending_result(call, ending);
+                recorder.record(index, call, result, failed && fatal_on_error).await;
+            }
+        }
+    };
+    if cancelled {
+        running.abort_all();
+        let mut unfinished: Vec<usize> = in_flight.into_values().collect();
+        unfinished.sort_unstable();
+        for index in unfinished {
+            let call = &calls[index];
+            if let Some(state) = &states[index] {
+                state.finish().await;
+            }
+            let message = format!("The call to \"{}\" was cancelled because the run was cancelled.", call.name);
+            recorder.record(index, call, ToolResult::error(message), false).await;
+        }
+    }
+    recorder.finish(calls, cancelled)
+}
+
+/// Starts the tool function for a valid call, bounded by the tool's timeout. On
+/// timeout the call's token is cancelled so the function can see it.
+fn launch(
+    context: &BatchContext<'_>,
+    call: &ToolCall,
+    valid: ValidCall<'_>,
+    state: Arc<CallState>,
+) -> impl std::future::Future<Output = Ending> + Send + 'static {
+    let tool = valid.tool;
+    let cancel = context.cancel.child_token();
+    let timeout_ms = match tool.options().timeout_ms {
+        0 => context.agent.config.tool_timeout_ms,
+        ms => ms,
+    };
+    let invocation = Invocation {
+        call: call.clone(),
+        arguments: valid.arguments,
+        run_serial: context.run_serial,
+        cancel: cancel.clone(),
+        updates: UpdateSink {
+            call_id: call.id.as_str().into(),
+            name: call.name.as_str().into(),
+            state,
+            events: context.events.clone(),
+        },
+    };
+    let function = tool.function().clone();
+    async move {
+        let returned = function.invoke(invocation);
+        if timeout_ms == 0 {
+            return Ending::Returned(returned.await);
+        }
+        let limit = Duration::from_millis(timeout_ms);
+        match tokio::time::timeout(limit, returned).await {
+            Ok(outcome) => Ending::Returned(outcome),
+            Err(_) => {
+                cancel.cancel();
+                Ending::TimedOut(limit)
+            }
+        }
+    }
+}
+
+/// The result a call's ending records, and whether it counts as a tool failure.
+fn ending_result(call: &ToolCall, ending: Ending) -> (ToolResult, bool) {
+    let name = &call.name;
+    match ending {
+        Ending::Returned(ToolOutcome::Completed(result)) => match result.check() {
+            Ok(()) => (result, false),
+            Err(problem) => (ToolResult::error(format!("Tool \"{name}\" returned an invalid result: {problem}")), true),
+        },
+        Ending::Returned(ToolOutcome::Failed(message)) => (ToolResult::error(message), true),
+        Ending::Returned(ToolOutcome::Invalid(problem)) => {
+            (ToolResult::error(format!("Tool \"{name}\" returned an invalid result: {problem}")), true)
+        }
+        Ending::TimedOut(limit) => (
+            ToolResult::error(format!("Tool \"{name}\" timed out after {} ms and was abandoned.", limit.as_millis())),
+            true,
+        ),
+        Ending::Panicked => (ToolResult::error(format!("Tool \"{name}\" failed unexpectedly.")), true),
+    }
+}
+
+/// The one place results are recorded: size bound, end event, slot in call order.
+struct Recorder<'a> {
+    events: &'a EventEmitter,
+    max_result_bytes: usize,
+    results: Vec<Option<ToolResultMessage>>,
+    terminating: Vec<bool>,
+    fatal: Option<Error>,
+    added_tools: Vec<String>,
+}
+
+impl<'a> Recorder<'a> {
+    fn new(context: &BatchContext<'a>, calls: usize) -> Self {
+        Recorder {
+            events: context.events,
+            max_result_bytes: context.agent.config.max_tool_result_bytes,
+            results: vec![None; calls],
+            terminating: vec![false; calls],
+            fatal: None,
+            added_tools: Vec::new(),
+        }
+    }
+
+    async fn start(&self, call: &ToolCall) {
+        if self.events.is_enabled() {
+            self.events.emit(EventKind::ToolExecutionStart { call: call.clone() }).await;
+        }
+    }
+
+    async fn record(&mut self, index: usize, call: &ToolCall, mut result: ToolResult, fatal: bool) {
+        if self.max_result_bytes > 0 {
+            result.truncate_text(self.max_result_bytes);
+        }
+        if fatal && self.fatal.is_none() {
+            let text = crate::message::text_of(&result.content);
+            self.fatal = Some(Error::new(
+                ErrorCode::ToolFailed,
+                format!("tool \"{}\" (call {}) failed: {text}", call.name, call.id),
+            ));
+        }
+        if !result.is_error {
+            self.added_tools.extend(result.added_tools.iter().cloned());
+        }
+        self.terminating[index] = result.terminate && !result.is_error;
+        let message = ToolResultMessage {
+            tool_call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: if self.events.is_enabled() { result.content.clone() } else { std::mem::take(&mut result.content) },
+            is_error: result.is_error,
+        };
+        if self.events.is_enabled() {
+            let is_error = result.is_error;
+            self.events
+                .emit(EventKind::ToolExecutionEnd { call_id: call.id.clone(), name: call.name.clone(), result, is_error })
+                .await;
+        }
+        self.results[index] = Some(message);
+    }
+
+    fn finish(self, calls: &[ToolCall], cancelled: bool) -> BatchOutcome {
+        let terminate = !cancelled && !calls.is_empty() && self.terminating.iter().all(|&t| t);
+        BatchOutcome {
+            results: self.results,
+            terminate,
+            fatal: self.fatal,
+            cancelled,
+            added_tools: self.added_tools,
+        }
+    }
+}

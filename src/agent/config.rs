@@ -1,0 +1,201 @@
+//! The agent configuration JSON (`ferrule_agent_builder_new`).
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::provider::{ScriptTurn, ToolChoice};
+use crate::tool::Execution;
+
+/// The whole agent configuration. Unknown fields are rejected by name.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Which model, and how to reach it.
+    pub model: ModelConfig,
+    /// The system prompt, sent before the transcript on every request (it is not
+    /// part of the transcript).
+    #[serde(default)]
+    pub system: Option<String>,
+    /// `parallel` (default) or `sequential` for every batch.
+    #[serde(default)]
+    pub tool_execution: Execution,
+    /// Which tool the model must use.
+    #[serde(default)]
+    pub tool_choice: ToolChoice,
+    /// Model requests per run before it ends with `max_rounds`.
+    #[serde(default = "default_max_rounds")]
+    pub max_rounds: u32,
+    /// Calls of one parallel batch running at once.
+    #[serde(default = "default_max_concurrent_tools")]
+    pub max_concurrent_tools: usize,
+    /// Default bound on one tool call in milliseconds; 0 means none.
+    #[serde(default)]
+    pub tool_timeout_ms: u64,
+    /// Bound on the text of one tool result in bytes; 0 means none. Longer text is
+    /// cut with a note saying so.
+    #[serde(default)]
+    pub max_tool_result_bytes: usize,
+    /// The built-in tools (read, write, edit, bash, apply_patch, list_files).
+    #[serde(default)]
+    pub builtin_tools: Option<Value>,
+}
+
+fn default_max_rounds() -> u32 {
+    50
+}
+
+fn default_max_concurrent_tools() -> usize {
+    16
+}
+
+/// Which provider serves the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions.
+    Openai,
+    /// OpenAI Responses.
+    OpenaiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Any server speaking the Chat Completions wire (needs `base_url`).
+    OpenaiCompatible,
+    /// The offline scripted model.
+    Scripted,
+}
+
+/// Request timeouts in milliseconds; 0 means none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timeouts {
+    /// Establishing the connection.
+    #[serde(default)]
+    pub connect_ms: u64,
+    /// Until the first byte of the response.
+    #[serde(default)]
+    pub first_byte_ms: u64,
+    /// Between two chunks of a stream.
+    #[serde(default)]
+    pub idle_ms: u64,
+    /// The whole request.
+    #[serde(default)]
+    pub total_ms: u64,
+}
+
+/// The `model` object.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The provider.
+    pub provider: ProviderKind,
+    /// The model name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The API base URL (see DESIGN: vendor SDK conventions).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The environment variable that holds the API key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Extra HTTP headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The scripted model's turns.
+    #[serde(default)]
+    pub script: Vec<ScriptTurn>,
+    /// Stream responses (default true).
+    #[serde(default = "default_true")]
+    pub stream: bool,
+    /// Output token limit per response.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// Retries of a failed request.
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+    /// Request timeouts.
+    #[serde(default)]
+    pub timeouts: Timeouts,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_max_retries() -> u32 {
+    2
+}
+
+impl AgentConfig {
+    /// Parses and checks the configuration JSON.
+    pub fn from_json(json: &str) -> Result<Self> {
+        let config: AgentConfig =
+            serde_json::from_str(json).map_err(|e| Error::from_json("agent config", e))?;
+        config.check()?;
+        Ok(config)
+    }
+
+    /// Checks values serde cannot.
+    pub fn check(&self) -> Result<()> {
+        if self.max_rounds == 0 {
+            return Err(Error::invalid_arg("agent config: max_rounds must be at least 1"));
+        }
+        if self.max_concurrent_tools == 0 {
+            return Err(Error::invalid_arg("agent config: max_concurrent_tools must be at least 1"));
+        }
+        if self.model.provider != ProviderKind::Scripted && !self.model.script.is_empty() {
+            return Err(Error::invalid_arg(
+                "agent config: model.script is only for the \"scripted\" provider",
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+
+    #[test]
+    fn minimal_config_has_design_defaults() {
+        let config = AgentConfig::from_json(r#"{"model": {"provider": "scripted"}}"#).unwrap();
+        assert_eq!(config.max_rounds, 50);
+        assert_eq!(config.max_concurrent_tools, 16);
+        assert_eq!(config.tool_choice, ToolChoice::Auto);
+        assert_eq!(config.model.max_retries, 2);
+        assert!(config.model.stream);
+    }
+
+    #[test]
+    fn unknown_fields_are_named_at_every_level() {
+        for (json, field) in [
+            (r#"{"model": {"provider": "scripted"}, "max_round": 3}"#, "max_round"),
+            (r#"{"model": {"provider": "scripted", "temp": 1}}"#, "temp"),
+            (r#"{"model": {"provider": "scripted", "script": [{"txt": "a"}]}}"#, "txt"),
+            (r#"{"model": {"provider": "scripted", "timeouts": {"idle": 1}}}"#, "idle"),
+        ] {
+            let err = AgentConfig::from_json(json).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidArg, "{json}");
+            assert!(err.message.contains(field), "{json}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn tool_choice_forms() {
+        let named = AgentConfig::from_json(r#"{"model": {"provider": "scripted"}, "tool_choice": {"name": "x"}}"#)
+            .unwrap();
+        assert_eq!(named.tool_choice, ToolChoice::Named("x".into()));
+        let err = AgentConfig::from_json(r#"{"model": {"provider": "scripted"}, "tool_choice": "always"}"#)
+            .unwrap_err();
+        assert!(err.message.contains("tool_choice"), "{}", err.message);
+    }
+
+    #[test]
+    fn zero_bounds_are_rejected() {
+        let err = AgentConfig::from_json(r#"{"model": {"provider": "scripted"}, "max_rounds": 0}"#).unwrap_err();
+        assert!(err.message.contains("max_rounds"));
+    }
+}

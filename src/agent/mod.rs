@@ -1,0 +1,137 @@
+//! Agents and runs: an [`Agent`] is built once from a configuration and tools, is
+//! immutable, and starts any number of concurrent [`Run`]s.
+
+mod batch;
+mod callback_scope;
+mod config;
+mod events;
+mod handle;
+mod input;
+mod result;
+mod run;
+mod validation;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub use callback_scope::CallbackScope;
+pub use config::{AgentConfig, ModelConfig, ProviderKind, Timeouts};
+pub use events::{Event, EventKind, EventSink};
+pub(crate) use events::EventEmitter;
+pub use handle::Run;
+pub use input::RunInput;
+pub use result::{RunResult, RunStatus};
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::provider::{Generator, ScriptedGenerator, ToolChoice, ToolDefinition};
+use crate::tool::Tool;
+
+/// Collects the configuration and tools of an agent. Not shared between threads.
+pub struct AgentBuilder {
+    config: AgentConfig,
+    tools: Vec<Tool>,
+    generator: Option<Box<dyn Generator>>,
+}
+
+impl AgentBuilder {
+    /// A builder from a checked configuration.
+    pub fn new(config: AgentConfig) -> Result<Self> {
+        config.check()?;
+        Ok(AgentBuilder { config, tools: Vec::new(), generator: None })
+    }
+
+    /// A builder from configuration JSON.
+    pub fn from_json(json: &str) -> Result<Self> {
+        AgentBuilder::new(AgentConfig::from_json(json)?)
+    }
+
+    /// Adds a tool; `DUPLICATE_TOOL` when one with its name is already there.
+    pub fn add_tool(&mut self, tool: Tool) -> Result<()> {
+        if self.tools.iter().any(|t| t.name() == tool.name()) {
+            return Err(Error::new(
+                ErrorCode::DuplicateTool,
+                format!("a tool named \"{}\" was already added", tool.name()),
+            ));
+        }
+        self.tools.push(tool);
+        Ok(())
+    }
+
+    /// Uses `generator` instead of the one `model.provider` names.
+    pub fn generator(&mut self, generator: Box<dyn Generator>) {
+        self.generator = Some(generator);
+    }
+
+    /// Builds the agent.
+    pub fn build(self) -> Result<Agent> {
+        let AgentBuilder { config, tools, generator } = self;
+        if config.builtin_tools.is_some() {
+            return Err(Error::invalid_arg("agent config: builtin_tools is not available in this build of ferrule"));
+        }
+        let generator = match generator {
+            Some(generator) => generator,
+            None => generator_for(&config)?,
+        };
+        let by_name: HashMap<String, usize> =
+            tools.iter().enumerate().map(|(i, t)| (t.name().to_owned(), i)).collect();
+        if let ToolChoice::Named(name) = &config.tool_choice {
+            if !by_name.contains_key(name) {
+                return Err(Error::invalid_arg(format!("agent config: tool_choice names unknown tool \"{name}\"")));
+            }
+        }
+        let definitions = tools
+            .iter()
+            .map(|t| ToolDefinition {
+                name: t.name().to_owned(),
+                description: t.description().to_owned(),
+                input_schema: t.schema().document().clone(),
+                strict: t.options().strict,
+            })
+            .collect();
+        Ok(Agent { inner: Arc::new(AgentInner { config, tools, by_name, definitions, generator }) })
+    }
+}
+
+fn generator_for(config: &AgentConfig) -> Result<Box<dyn Generator>> {
+    match config.model.provider {
+        ProviderKind::Scripted => Ok(Box::new(ScriptedGenerator::new(config.model.script.clone())?)),
+        other => Err(Error::new(
+            ErrorCode::InvalidArg,
+            format!("agent config: model.provider {other:?} is not available in this build of ferrule"),
+        )),
+    }
+}
+
+/// A built agent: immutable, cheap to clone, usable from any thread.
+#[derive(Clone)]
+pub struct Agent {
+    inner: Arc<AgentInner>,
+}
+
+pub(crate) struct AgentInner {
+    pub(crate) config: AgentConfig,
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) by_name: HashMap<String, usize>,
+    pub(crate) definitions: Vec<ToolDefinition>,
+    pub(crate) generator: Box<dyn Generator>,
+}
+
+impl AgentInner {
+    /// The tool called `name`, when it is registered.
+    pub(crate) fn tool(&self, name: &str) -> Option<(usize, &Tool)> {
+        self.by_name.get(name).map(|&i| (i, &self.tools[i]))
+    }
+}
+
+impl Agent {
+    /// Starts a run on ferrule's runtime. Events go to `sink` (if any), one at a
+    /// time, on the blocking pool. Dropping every handle of the run cancels it.
+    pub fn start(&self, input: RunInput, sink: Option<Box<dyn EventSink>>) -> Run {
+        run::start(self.clone(), input.into_messages(), sink)
+    }
+
+    /// The configuration the agent was built from.
+    pub fn config(&self) -> &AgentConfig {
+        &self.inner.config
+    }
+}

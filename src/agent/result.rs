@@ -1,0 +1,42 @@
+//! How a run ended: its status, transcript, usage and error.
+
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::message::{Message, Usage};
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// The model gave an answer without tool calls.
+    Completed,
+    /// Every call of the last batch returned a successful terminating result.
+    Terminated,
+    /// The run paused for the host (approvals); it can be resumed.
+    Interrupted,
+    /// The host cancelled the run.
+    Cancelled,
+    /// The model request failed, a fatal tool failed, or ferrule panicked.
+    Failed,
+    /// The run used its `max_rounds` model requests without finishing.
+    MaxRounds,
+}
+
+/// The outcome of a run, as `ferrule_run_wait` and the `run_end` event give it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunResult {
+    /// How the run ended.
+    pub status: RunStatus,
+    /// The last assistant message, if the model produced one.
+    #[serde(rename = "final")]
+    pub final_message: Option<Message>,
+    /// The whole transcript (input included), replayable as a later run's input.
+    pub messages: Vec<Message>,
+    /// Tokens used by every model request of the run.
+    pub usage: Usage,
+    /// Model requests made.
+    pub rounds: u32,
+    /// Why the run failed, when it did.
+    pub error: Option<Error>,
+}

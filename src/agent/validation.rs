@@ -1,0 +1,86 @@
+//! Steps 1 to 4 of checking a tool call, before anything runs: id and name, a
+//! registered (and disclosed) tool, arguments that are a JSON object, arguments
+//! that satisfy the schema. Each failure is a message written for the model.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use super::AgentInner;
+use crate::message::ToolCall;
+use crate::tool::{json_kind, Tool};
+
+/// A call that passed every check.
+pub(crate) struct ValidCall<'a> {
+    pub(crate) tool: &'a Tool,
+    pub(crate) arguments: Value,
+}
+
+/// Checks the calls of one response in call order. The first call with an id is
+/// the valid one; a later call repeating it gets the error.
+pub(crate) fn check_calls<'a>(
+    agent: &'a AgentInner,
+    disclosed: &HashSet<String>,
+    calls: &[ToolCall],
+) -> Vec<Result<ValidCall<'a>, String>> {
+    let mut seen_ids = HashSet::with_capacity(calls.len());
+    calls
+        .iter()
+        .map(|call| {
+            let fresh_id = seen_ids.insert(call.id.as_str());
+            check_call(agent, disclosed, call, fresh_id)
+        })
+        .collect()
+}
+
+fn check_call<'a>(
+    agent: &'a AgentInner,
+    disclosed: &HashSet<String>,
+    call: &ToolCall,
+    fresh_id: bool,
+) -> Result<ValidCall<'a>, String> {
+    if call.id.trim().is_empty() {
+        return Err(format!("The call to \"{}\" has no id, so it was not run.", call.name));
+    }
+    if !fresh_id {
+        return Err(format!(
+            "The call id \"{}\" was already used by an earlier call in this response, so this call was not run. Give every call its own id.",
+            call.id
+        ));
+    }
+    if call.name.trim().is_empty() {
+        return Err("The call has no tool name, so it was not run.".to_owned());
+    }
+    let tool = match agent.tool(&call.name) {
+        Some((_, tool)) if !tool.options().deferred || disclosed.contains(tool.name()) => tool,
+        _ => return Err(unknown_tool(agent, disclosed, &call.name)),
+    };
+    let arguments: Value = serde_json::from_str(&call.arguments).map_err(|e| {
+        format!("The arguments for \"{}\" are not valid JSON ({e}); send a JSON object.", call.name)
+    })?;
+    if !arguments.is_object() {
+        return Err(format!(
+            "The arguments for \"{}\" must be a JSON object, not {}.",
+            call.name,
+            json_kind(&arguments)
+        ));
+    }
+    tool.schema()
+        .validate(&arguments)
+        .map_err(|problems| format!("Invalid arguments for \"{}\": {problems}", call.name))?;
+    Ok(ValidCall { tool, arguments })
+}
+
+fn unknown_tool(agent: &AgentInner, disclosed: &HashSet<String>, name: &str) -> String {
+    let available: Vec<&str> = agent
+        .tools
+        .iter()
+        .filter(|t| !t.options().deferred || disclosed.contains(t.name()))
+        .map(Tool::name)
+        .collect();
+    if available.is_empty() {
+        format!("Unknown tool \"{name}\". No tools are available.")
+    } else {
+        format!("Unknown tool \"{name}\". Available tools: {}.", available.join(", "))
+    }
+}

@@ -1,0 +1,137 @@
+//! Model providers. A [`Generator`] turns a request (system prompt, transcript, tool
+//! definitions) into one streamed assistant message.
+
+mod scripted;
+
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+
+pub use scripted::{ScriptCall, ScriptError, ScriptTurn, ScriptedGenerator};
+
+use crate::error::Error;
+use crate::message::{AssistantMessage, Message};
+use crate::BoxFuture;
+
+/// Which tool the model must (or must not) use.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// The model may not call tools.
+    None,
+    /// The model must call some tool.
+    Required,
+    /// The model must call this tool.
+    Named(String),
+}
+
+impl<'de> Deserialize<'de> for ToolChoice {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Named {
+            name: String,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr {
+            Mode(String),
+            Named(Named),
+        }
+        let invalid = || {
+            serde::de::Error::custom(
+                "tool_choice must be \"auto\", \"none\", \"required\" or {\"name\": \"<tool>\"}",
+            )
+        };
+        match Repr::deserialize(d).map_err(|_| invalid())? {
+            Repr::Mode(mode) => match mode.as_str() {
+                "auto" => Ok(ToolChoice::Auto),
+                "none" => Ok(ToolChoice::None),
+                "required" => Ok(ToolChoice::Required),
+                _ => Err(invalid()),
+            },
+            Repr::Named(Named { name }) => Ok(ToolChoice::Named(name)),
+        }
+    }
+}
+
+/// A tool as a provider describes it to the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDefinition {
+    /// The tool's name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Its input schema (Draft 2020-12).
+    pub input_schema: Value,
+    /// Whether the provider should guarantee arguments match the schema.
+    pub strict: bool,
+}
+
+/// One model request.
+#[derive(Debug, Clone, Copy)]
+pub struct GenerationRequest<'a> {
+    /// The round this request belongs to, from 1.
+    pub turn: u32,
+    /// The agent's system prompt, sent before the transcript.
+    pub system: Option<&'a str>,
+    /// The transcript so far.
+    pub messages: &'a [Message],
+    /// The tools the model may call this round.
+    pub tools: &'a [&'a ToolDefinition],
+    /// The tool choice.
+    pub tool_choice: &'a ToolChoice,
+}
+
+/// A piece of a response as it streams in.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delta {
+    /// Answer text.
+    Text(String),
+    /// Reasoning text.
+    Thinking(String),
+    /// A piece of a tool call.
+    ToolCall {
+        /// The call's position in the response.
+        index: u32,
+        /// The call id, when this piece carries it.
+        id: Option<String>,
+        /// The tool name, when this piece carries it.
+        name: Option<String>,
+        /// More argument text.
+        arguments: String,
+    },
+}
+
+/// Where a generator sends deltas while it streams. Sending may wait (the run's
+/// event queue is bounded).
+pub trait DeltaSink: Send {
+    /// Forwards one delta.
+    fn send(&mut self, delta: Delta) -> BoxFuture<'_, ()>;
+}
+
+/// A model. Shared by every run of an agent; `generate` may be called
+/// concurrently. Dropping the returned future aborts the request.
+pub trait Generator: Send + Sync + 'static {
+    /// Streams one response into `deltas` and returns the complete message, or the
+    /// classified error that ended the request.
+    fn generate<'a>(
+        &'a self,
+        request: GenerationRequest<'a>,
+        deltas: &'a mut dyn DeltaSink,
+    ) -> BoxFuture<'a, Result<AssistantMessage, Error>>;
+}
+
+/// The error code for an HTTP status, the same for every provider.
+pub fn classify_status(status: u16) -> crate::error::ErrorCode {
+    use crate::error::ErrorCode::*;
+    match status {
+        401 | 403 => ProviderAuth,
+        404 => ProviderNotFound,
+        429 => ProviderRateLimited,
+        503 | 529 => ProviderOverloaded,
+        500..=599 => ProviderServer,
+        _ => ProviderInvalidRequest,
+    }
+}

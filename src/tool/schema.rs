@@ -1,0 +1,265 @@
+//! Input schemas: JSON Schema Draft 2020-12, compiled once at build, self-contained.
+//!
+//! Before compiling, the document is walked for what ferrule refuses: `$id`,
+//! `$recursiveRef`, `$recursiveAnchor`, a `$schema` other than 2020-12, and any
+//! `$ref` / `$dynamicRef` that leaves the document. The compiler itself runs
+//! offline, so no reference is ever fetched from the network or the file system.
+//! `format` is an annotation; defaults are never applied and values never coerced.
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, ErrorCode, Result};
+
+const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+/// Validation errors listed in one model-visible message; the rest are counted.
+const MAX_REPORTED_ERRORS: usize = 8;
+
+/// Keywords whose value is one subschema.
+const SUBSCHEMA_KEYWORDS: &[&str] = &[
+    "additionalProperties",
+    "items",
+    "contains",
+    "propertyNames",
+    "not",
+    "if",
+    "then",
+    "else",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "contentSchema",
+];
+/// Keywords whose value is an array of subschemas.
+const SUBSCHEMA_LIST_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+/// Keywords whose value maps names to subschemas.
+const SUBSCHEMA_MAP_KEYWORDS: &[&str] =
+    &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
+
+/// A compiled input schema. Immutable and shared by every run of an agent.
+pub struct InputSchema {
+    document: Value,
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for InputSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InputSchema").field("document", &self.document).finish()
+    }
+}
+
+impl InputSchema {
+    /// Checks and compiles `document`; an `INVALID_SCHEMA` error says what is wrong
+    /// and where (a JSON pointer into the schema).
+    pub fn compile(document: Value) -> Result<Self> {
+        if !document.is_object() {
+            return Err(invalid("an input schema must be a JSON object"));
+        }
+        check_subschema(&document, "")?;
+        let validator = jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .should_validate_formats(false)
+            .offline()
+            .build(&document)
+            .map_err(|e| invalid(format!("does not compile: {e}")))?;
+        Ok(InputSchema { document, validator })
+    }
+
+    /// The schema document, as sent to providers.
+    pub fn document(&self) -> &Value {
+        &self.document
+    }
+
+    /// Validates arguments; on failure, a message naming each failing field by JSON
+    /// pointer, written for the model.
+    pub fn validate(&self, arguments: &Value) -> Result<(), String> {
+        let mut errors = self.validator.iter_errors(arguments);
+        let mut lines = Vec::new();
+        let mut total = 0usize;
+        for error in errors.by_ref() {
+            total += 1;
+            if lines.len() < MAX_REPORTED_ERRORS {
+                let pointer = error.instance_path().as_str();
+                let at = if pointer.is_empty() { "(root)" } else { pointer };
+                lines.push(format!("{at}: {error}"));
+            }
+        }
+        if total == 0 {
+            return Ok(());
+        }
+        if total > lines.len() {
+            lines.push(format!("... and {} more", total - lines.len()));
+        }
+        Err(lines.join("; "))
+    }
+}
+
+fn invalid(message: impl Into<String>) -> Error {
+    Error::new(ErrorCode::InvalidSchema, message)
+}
+
+/// Walks one subschema (an object or a boolean) at `pointer`.
+fn check_subschema(schema: &Value, pointer: &str) -> Result<()> {
+    let Value::Object(object) = schema else {
+        return match schema {
+            Value::Bool(_) => Ok(()),
+            _ => Err(invalid(format!("{}: a subschema must be an object or a boolean", at(pointer)))),
+        };
+    };
+    check_keywords(object, pointer)?;
+    for (keyword, value) in object {
+        let here = format!("{pointer}/{}", escape(keyword));
+        if SUBSCHEMA_KEYWORDS.contains(&keyword.as_str()) {
+            check_subschema(value, &here)?;
+        } else if SUBSCHEMA_LIST_KEYWORDS.contains(&keyword.as_str()) {
+            if let Value::Array(items) = value {
+                for (i, item) in items.iter().enumerate() {
+                    check_subschema(item, &format!("{here}/{i}"))?;
+                }
+            }
+        } else if SUBSCHEMA_MAP_KEYWORDS.contains(&keyword.as_str()) {
+            if let Value::Object(entries) = value {
+                for (name, item) in entries {
+                    check_subschema(item, &format!("{here}/{}", escape(name)))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_keywords(object: &Map<String, Value>, pointer: &str) -> Result<()> {
+    for banned in ["$id", "$recursiveRef", "$recursiveAnchor"] {
+        if object.contains_key(banned) {
+            return Err(invalid(format!(
+                "{}: {banned} is not supported; input schemas must be self-contained Draft 2020-12 documents",
+                at(pointer)
+            )));
+        }
+    }
+    if let Some(dialect) = object.get("$schema") {
+        if dialect.as_str().map(|d| d.trim_end_matches('#')) != Some(DRAFT_2020_12) {
+            return Err(invalid(format!(
+                "{}: $schema {dialect} is not supported; only {DRAFT_2020_12} is",
+                at(pointer)
+            )));
+        }
+    }
+    for reference in ["$ref", "$dynamicRef"] {
+        if let Some(target) = object.get(reference) {
+            if !target.as_str().is_some_and(|t| t.starts_with('#')) {
+                return Err(invalid(format!(
+                    "{}: {reference} {target} leaves the document; only same-document references (starting with #) are allowed",
+                    at(pointer)
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn at(pointer: &str) -> &str {
+    if pointer.is_empty() {
+        "(root)"
+    } else {
+        pointer
+    }
+}
+
+fn escape(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rejection(schema: Value) -> String {
+        let err = InputSchema::compile(schema).unwrap_err();
+        assert_eq!(err.code, ErrorCode::InvalidSchema);
+        err.message
+    }
+
+    #[test]
+    fn rejects_id_anywhere() {
+        let message = rejection(json!({"type": "object", "properties": {"a": {"$id": "x"}}}));
+        assert!(message.contains("/properties/a") && message.contains("$id"), "{message}");
+    }
+
+    #[test]
+    fn a_property_named_id_is_not_a_keyword() {
+        InputSchema::compile(json!({"type": "object", "properties": {"$id": {"type": "string"}}}))
+            .unwrap();
+    }
+
+    #[test]
+    fn rejects_recursive_keywords() {
+        assert!(rejection(json!({"$recursiveAnchor": true})).contains("$recursiveAnchor"));
+        assert!(rejection(json!({"allOf": [{"$recursiveRef": "#"}]})).contains("/allOf/0"));
+    }
+
+    #[test]
+    fn rejects_other_dialects() {
+        let message = rejection(json!({"$schema": "http://json-schema.org/draft-07/schema#"}));
+        assert!(message.contains("draft-07"), "{message}");
+        InputSchema::compile(json!({"$schema": "https://json-schema.org/draft/2020-12/schema"})).unwrap();
+    }
+
+    #[test]
+    fn rejects_references_outside_the_document() {
+        assert!(rejection(json!({"$ref": "https://example.com/s.json"})).contains("leaves the document"));
+        assert!(rejection(json!({"$ref": "other.json#/a"})).contains("leaves the document"));
+        assert!(rejection(json!({"properties": {"a": {"$dynamicRef": "file:///etc/x"}}}))
+            .contains("/properties/a"));
+    }
+
+    #[test]
+    fn same_document_refs_validate() {
+        let schema = InputSchema::compile(json!({
+            "type": "object",
+            "$defs": {"id": {"type": "string", "minLength": 2}},
+            "properties": {"a": {"$ref": "#/$defs/id"}}
+        }))
+        .unwrap();
+        assert!(schema.validate(&json!({"a": "ok"})).is_ok());
+        let message = schema.validate(&json!({"a": "x"})).unwrap_err();
+        assert!(message.starts_with("/a:"), "{message}");
+    }
+
+    #[test]
+    fn dynamic_ref_resolves_within_the_document() {
+        let schema = InputSchema::compile(json!({
+            "$dynamicAnchor": "node",
+            "type": "object",
+            "properties": {"children": {"type": "array", "items": {"$dynamicRef": "#node"}}},
+            "additionalProperties": false
+        }))
+        .unwrap();
+        assert!(schema.validate(&json!({"children": [{"children": []}]})).is_ok());
+        let message = schema.validate(&json!({"children": [{"x": 1}]})).unwrap_err();
+        assert!(message.contains("/children/0"), "{message}");
+    }
+
+    #[test]
+    fn format_is_an_annotation_and_nothing_is_coerced() {
+        let schema = InputSchema::compile(json!({
+            "type": "object",
+            "properties": {"email": {"type": "string", "format": "email"}, "n": {"type": "integer", "default": 3}}
+        }))
+        .unwrap();
+        assert!(schema.validate(&json!({"email": "not-an-email"})).is_ok());
+        let message = schema.validate(&json!({"n": "123"})).unwrap_err();
+        assert!(message.starts_with("/n:"), "{message}");
+    }
+
+    #[test]
+    fn missing_required_field_is_reported_at_the_root() {
+        let schema = InputSchema::compile(json!({"type": "object", "required": ["customer_id"]})).unwrap();
+        let message = schema.validate(&json!({})).unwrap_err();
+        assert!(message.contains("(root)") && message.contains("customer_id"), "{message}");
+    }
+
+    #[test]
+    fn non_object_schema_is_rejected() {
+        assert!(rejection(json!([1])).contains("JSON object"));
+    }
+}
