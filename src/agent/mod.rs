@@ -47,13 +47,16 @@ impl AgentBuilder {
 
     /// Adds a tool; `DUPLICATE_TOOL` when one with its name is already there.
     pub fn add_tool(&mut self, tool: Tool) -> Result<()> {
-        if self.tools.iter().any(|t| t.name() == tool.name()) {
-            return Err(Error::new(
-                ErrorCode::DuplicateTool,
-                format!("a tool named \"{}\" was already added", tool.name()),
-            ));
-        }
+        self.check_unique(tool.name())?;
         self.tools.push(tool);
+        Ok(())
+    }
+
+    /// `DUPLICATE_TOOL` when a tool called `name` was already added.
+    pub fn check_unique(&self, name: &str) -> Result<()> {
+        if self.tools.iter().any(|t| t.name() == name) {
+            return Err(Error::new(ErrorCode::DuplicateTool, format!("a tool named \"{name}\" was already added")));
+        }
         Ok(())
     }
 

@@ -1,1 +1,30 @@
-//! placeholder
+//! The C ABI (`include/ferrule.h`). The only module with `extern "C"`: it converts
+//! handles, strings and JSON, and calls the Rust API. No agent logic lives here.
+//!
+//! Conventions (DESIGN section 2): fallible functions return `ferrule_error *`
+//! (NULL on success) and write results to trailing out-parameters only on success;
+//! strings in are `(ptr, len)` UTF-8; every pointer is NULL-checked; every body runs
+//! inside one panic boundary.
+
+#![allow(non_camel_case_types)]
+#![allow(clippy::missing_safety_doc)]
+
+mod agent;
+mod boundary;
+mod debug;
+mod error;
+mod foreign_data;
+mod run;
+mod string;
+mod tool;
+mod tool_call;
+mod version;
+
+pub use agent::*;
+pub use debug::*;
+pub use error::*;
+pub use run::*;
+pub use string::*;
+pub use tool::*;
+pub use tool_call::*;
+pub use version::*;

@@ -54,36 +54,30 @@ where
     }
 }
 
-/// A tool an agent can run: immutable once built.
-pub struct Tool {
+/// A checked tool definition (name, description, compiled schema, options) that
+/// has no function yet. Splitting the two lets a caller validate everything before
+/// handing over the function (and, through the C ABI, the host's user data).
+pub struct ToolSpec {
     name: String,
     description: String,
     schema: InputSchema,
     options: ToolOptions,
-    function: Arc<dyn ToolFunction>,
 }
 
-impl std::fmt::Debug for Tool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tool").field("name", &self.name).field("options", &self.options).finish()
-    }
-}
-
-impl Tool {
-    /// A tool from its parts. The name must be 1 to 64 characters of `A-Z a-z 0-9 _ -`
+impl ToolSpec {
+    /// Checks the parts. The name must be 1 to 64 characters of `A-Z a-z 0-9 _ -`
     /// (what every provider accepts); the schema is checked and compiled here.
     pub fn new(
         name: impl Into<String>,
         description: impl Into<String>,
         schema: Value,
         options: ToolOptions,
-        function: impl ToolFunction,
     ) -> Result<Self> {
         let name = name.into();
         check_name(&name)?;
         let schema = InputSchema::compile(schema)
             .map_err(|e| Error::new(e.code, format!("tool \"{name}\": input schema {}", e.message)))?;
-        Ok(Tool { name, description: description.into(), schema, options, function: Arc::new(function) })
+        Ok(ToolSpec { name, description: description.into(), schema, options })
     }
 
     /// The tool's name.
@@ -91,19 +85,54 @@ impl Tool {
         &self.name
     }
 
+    /// Attaches the function that performs calls.
+    pub fn implement(self, function: impl ToolFunction) -> Tool {
+        Tool { spec: self, function: Arc::new(function) }
+    }
+}
+
+/// A tool an agent can run: immutable once built.
+pub struct Tool {
+    spec: ToolSpec,
+    function: Arc<dyn ToolFunction>,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool").field("name", &self.spec.name).field("options", &self.spec.options).finish()
+    }
+}
+
+impl Tool {
+    /// A tool from its parts; see [`ToolSpec::new`] for the checks.
+    pub fn new(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        schema: Value,
+        options: ToolOptions,
+        function: impl ToolFunction,
+    ) -> Result<Self> {
+        Ok(ToolSpec::new(name, description, schema, options)?.implement(function))
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
     /// What the tool does, for the model.
     pub fn description(&self) -> &str {
-        &self.description
+        &self.spec.description
     }
 
     /// The compiled input schema.
     pub fn schema(&self) -> &InputSchema {
-        &self.schema
+        &self.spec.schema
     }
 
     /// The tool's options.
     pub fn options(&self) -> &ToolOptions {
-        &self.options
+        &self.spec.options
     }
 
     pub(crate) fn function(&self) -> &Arc<dyn ToolFunction> {

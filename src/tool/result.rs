@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::error::{Error, ErrorCode};
 use crate::message::{deserialize_content, Part, Usage};
 
 /// A tool's result (final, or provisional in an update).
@@ -53,20 +54,22 @@ impl ToolResult {
     }
 
     /// Reads a result from the JSON a tool produced: a string (a text result) or
-    /// an object of this shape. The error text says what is wrong, for the model.
-    pub fn from_json(json: &str) -> Result<Self, String> {
-        let value: Value = serde_json::from_str(json).map_err(|e| format!("not JSON: {e}"))?;
+    /// an object of this shape. `INVALID_JSON` when it does not parse, `INVALID_ARG`
+    /// when it has the wrong shape; the message says what is wrong.
+    pub fn from_json(json: &str) -> Result<Self, Error> {
+        let value: Value = serde_json::from_str(json)
+            .map_err(|e| Error::new(ErrorCode::InvalidJson, format!("not JSON: {e}")))?;
         let result = match value {
             Value::String(text) => ToolResult::text(text),
-            Value::Object(_) => serde_json::from_value(value).map_err(|e| e.to_string())?,
+            Value::Object(_) => serde_json::from_value(value).map_err(|e| Error::invalid_arg(e.to_string()))?,
             other => {
-                return Err(format!(
+                return Err(Error::invalid_arg(format!(
                     "expected a string or an object with \"content\", got {}",
                     json_kind(&other)
-                ))
+                )))
             }
         };
-        result.check()?;
+        result.check().map_err(Error::invalid_arg)?;
         Ok(result)
     }
 
@@ -139,7 +142,8 @@ mod tests {
     #[test]
     fn unknown_result_field_is_rejected_by_name() {
         let err = ToolResult::from_json(r#"{"content": "x", "colour": "red"}"#).unwrap_err();
-        assert!(err.contains("colour"), "{err}");
+        assert_eq!(err.code, ErrorCode::InvalidArg);
+        assert!(err.message.contains("colour"), "{}", err.message);
     }
 
     #[test]
@@ -151,12 +155,12 @@ mod tests {
 
     #[test]
     fn a_number_is_not_a_result() {
-        assert!(ToolResult::from_json("42").unwrap_err().contains("a number"));
+        assert!(ToolResult::from_json("42").unwrap_err().message.contains("a number"));
     }
 
     #[test]
     fn an_image_without_media_type_is_invalid() {
         let err = ToolResult::from_json(r#"{"content": [{"type": "image", "data": "AAAA"}]}"#).unwrap_err();
-        assert!(err.contains("media_type"), "{err}");
+        assert!(err.message.contains("media_type"), "{}", err.message);
     }
 }

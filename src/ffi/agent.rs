@@ -1,0 +1,179 @@
+//! Agent builders and agents.
+
+use std::ffi::{c_char, c_void};
+
+use serde_json::Value;
+
+use super::boundary::{guard, guard_void, out_arg, ref_arg, str_arg};
+use super::error::ferrule_error;
+use super::foreign_data::{ferrule_free_fn, ForeignData};
+use super::run::{ferrule_event_fn, ferrule_run, ForeignEventSink};
+use super::tool::{ferrule_tool_spec, ForeignTool};
+use crate::agent::{Agent, AgentBuilder, EventSink, RunInput};
+use crate::error::{Error, ErrorCode, Result};
+use crate::tool::{ToolOptions, ToolSpec};
+
+/// Collects an agent's configuration and tools. Owned by the host; not for use
+/// from two threads at once. Consumed by `ferrule_agent_build`.
+pub struct ferrule_agent_builder {
+    inner: AgentBuilder,
+}
+
+/// A built agent: immutable and shared. Every handle (from `_build` or `_clone`)
+/// is freed with `ferrule_agent_free`; runs keep the agent alive on their own.
+/// Any thread.
+pub struct ferrule_agent {
+    inner: Agent,
+}
+
+/// Creates a builder from the agent configuration JSON (`model`,
+/// `system`, `tool_execution`, `tool_choice`, `max_rounds`, ...). Unknown fields
+/// are `FERRULE_ERROR_INVALID_ARG` naming the field; text that is not JSON is
+/// `FERRULE_ERROR_INVALID_JSON`. On success `*out` owns a new builder.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_agent_builder_new(
+    config_json: *const c_char,
+    len: usize,
+    out: *mut *mut ferrule_agent_builder,
+) -> *mut ferrule_error {
+    guard(|| {
+        // SAFETY: the host passes a writable out-parameter and `len` readable bytes.
+        let out = unsafe { out_arg(out, "out") }?;
+        let json = unsafe { str_arg(config_json, len, "config_json") }?;
+        let inner = AgentBuilder::from_json(json)?;
+        *out = Box::into_raw(Box::new(ferrule_agent_builder { inner }));
+        Ok(())
+    })
+}
+
+/// Adds a host tool. Checks the name, compiles the schema
+/// (`FERRULE_ERROR_INVALID_SCHEMA`), parses the options, and refuses a second tool
+/// of the same name (`FERRULE_ERROR_DUPLICATE_TOOL`). On success the builder owns
+/// `spec->user_data` (freed with `spec->free_user_data` once the agent and all its
+/// runs are gone); on error the host still owns it. `spec` is only read during
+/// the call.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_agent_builder_add_tool(
+    builder: *mut ferrule_agent_builder,
+    spec: *const ferrule_tool_spec,
+) -> *mut ferrule_error {
+    guard(|| {
+        // SAFETY: the host passes a live builder and spec (or NULL).
+        let builder = unsafe { builder.as_mut() }.ok_or_else(|| Error::new(ErrorCode::NullArg, "builder must not be NULL"))?;
+        let spec = unsafe { ref_arg(spec, "spec") }?;
+        // SAFETY: `spec` is live; its strings are `(ptr, len)` pairs.
+        let tool = unsafe { tool_spec(spec) }?;
+        builder.inner.check_unique(tool.name())?;
+        let execute = spec.execute.ok_or_else(|| Error::new(ErrorCode::NullArg, "spec->execute must not be NULL"))?;
+        // Everything is checked: from here on the user data belongs to ferrule.
+        let function = ForeignTool::new(execute, ForeignData::new(spec.user_data, spec.free_user_data));
+        builder.inner.add_tool(tool.implement(function))
+    })
+}
+
+unsafe fn tool_spec(spec: &ferrule_tool_spec) -> Result<ToolSpec> {
+    if spec.struct_size as usize != std::mem::size_of::<ferrule_tool_spec>() {
+        return Err(Error::invalid_arg(format!(
+            "spec->struct_size is {}, but this library's ferrule_tool_spec has {} bytes; set it to sizeof(ferrule_tool_spec)",
+            spec.struct_size,
+            std::mem::size_of::<ferrule_tool_spec>()
+        )));
+    }
+    // SAFETY: the caller guarantees each `(ptr, len)` pair is readable.
+    let name = unsafe { str_arg(spec.name, spec.name_len, "spec->name") }?;
+    let description = unsafe { str_arg(spec.description, spec.description_len, "spec->description") }?;
+    let schema_json = unsafe { str_arg(spec.input_schema, spec.input_schema_len, "spec->input_schema") }?;
+    let options_json = unsafe { str_arg(spec.options, spec.options_len, "spec->options") }?;
+    let schema: Value = if schema_json.trim().is_empty() {
+        serde_json::json!({"type": "object"})
+    } else {
+        serde_json::from_str(schema_json)
+            .map_err(|e| Error::new(ErrorCode::InvalidJson, format!("tool \"{name}\": input schema: {e}")))?
+    };
+    let options = ToolOptions::from_json(options_json)
+        .map_err(|e| Error::new(e.code, format!("tool \"{name}\": {}", e.message)))?;
+    ToolSpec::new(name, description, schema, options)
+}
+
+/// Builds the agent. Consumes `builder`, also on error. On success `*out` owns a
+/// new agent handle.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_agent_build(
+    builder: *mut ferrule_agent_builder,
+    out: *mut *mut ferrule_agent,
+) -> *mut ferrule_error {
+    guard(|| {
+        // SAFETY: the host hands over a live builder (or NULL).
+        let builder = (!builder.is_null()).then(|| unsafe { Box::from_raw(builder) });
+        let out = unsafe { out_arg(out, "out") }?;
+        let builder = builder.ok_or_else(|| Error::new(ErrorCode::NullArg, "builder must not be NULL"))?;
+        let inner = builder.inner.build()?;
+        *out = Box::into_raw(Box::new(ferrule_agent { inner }));
+        Ok(())
+    })
+}
+
+/// Frees a builder that was not built (with its tools and their user data). NULL
+/// is a no-op.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_agent_builder_free(builder: *mut ferrule_agent_builder) {
+    guard_void(|| {
+        if !builder.is_null() {
+            // SAFETY: the host passes a builder from ferrule exactly once.
+            drop(unsafe { Box::from_raw(builder) });
+        }
+    })
+}
+
+/// A new handle on the same agent, freed separately with `ferrule_agent_free`.
+/// NULL for NULL. Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_agent_clone(agent: *const ferrule_agent) -> *mut ferrule_agent {
+    // SAFETY: the host passes NULL or a live agent.
+    match unsafe { agent.as_ref() } {
+        Some(agent) => Box::into_raw(Box::new(ferrule_agent { inner: agent.inner.clone() })),
+        None => std::ptr::null_mut(),
+    }
+}
+
+/// Frees one agent handle. Runs already started go on; the tools' user data is
+/// freed when the last handle and the last run are gone. NULL is a no-op. Any
+/// thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_agent_free(agent: *mut ferrule_agent) {
+    guard_void(|| {
+        if !agent.is_null() {
+            // SAFETY: the host passes an agent handle from ferrule exactly once.
+            drop(unsafe { Box::from_raw(agent) });
+        }
+    })
+}
+
+/// Starts a run from `{"prompt": "..."}` or `{"messages": [...]}`. Events go to
+/// `on_event(user_data, json, len)` one at a time, in order, on a ferrule thread
+/// (`json` is borrowed for the call and NUL-terminated); `run_end` is always the
+/// last, and `free_user_data(user_data)` runs once right after it. `on_event` may
+/// be NULL (no events). On success `*out` owns a run handle and ferrule owns
+/// `user_data`; on error the host still owns it. Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_agent_start(
+    agent: *const ferrule_agent,
+    input_json: *const c_char,
+    len: usize,
+    on_event: ferrule_event_fn,
+    user_data: *mut c_void,
+    free_user_data: ferrule_free_fn,
+    out: *mut *mut ferrule_run,
+) -> *mut ferrule_error {
+    guard(|| {
+        // SAFETY: the host passes live pointers (or NULL) and `len` readable bytes.
+        let agent = unsafe { ref_arg(agent, "agent") }?;
+        let out = unsafe { out_arg(out, "out") }?;
+        let json = unsafe { str_arg(input_json, len, "input_json") }?;
+        let input = RunInput::from_json(json)?;
+        let user_data = ForeignData::new(user_data, free_user_data);
+        let sink = on_event.map(|f| Box::new(ForeignEventSink::new(f, user_data)) as Box<dyn EventSink>);
+        *out = ferrule_run::new(agent.inner.start(input, sink));
+        Ok(())
+    })
+}
