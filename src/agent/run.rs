@@ -3,7 +3,7 @@
 
 use std::any::Any;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::batch::{self, BatchContext};
@@ -27,6 +27,7 @@ pub(crate) fn start(agent: Agent, messages: Vec<Message>, sink: Option<Box<dyn E
     let runtime = crate::runtime::get();
     let dispatcher = dispatcher.map(|d| runtime.spawn(d));
     let run = RunLoop {
+        open_turn: Arc::new(AtomicU32::new(0)),
         agent,
         serial,
         cancel: shared.cancel.clone(),
@@ -46,19 +47,17 @@ pub(crate) fn start(agent: Agent, messages: Vec<Message>, sink: Option<Box<dyn E
 async fn supervise(run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<()>>, shared: Arc<RunShared>) {
     let events = run.events.clone();
     let input = run.messages.clone();
+    let open_turn = run.open_turn.clone();
     let result = match tokio::spawn(run.drive()).await {
         Ok(result) => result,
-        Err(join_error) => RunResult {
-            status: RunStatus::Failed,
-            final_message: None,
-            messages: input,
-            usage: Usage::default(),
-            rounds: 0,
-            error: Some(Error::new(
-                ErrorCode::Panic,
-                format!("ferrule panicked during the run: {}", panic_text(join_error.into_panic())),
-            )),
-        },
+        Err(join_error) => {
+            // Keep turns balanced for the host even though the loop died mid-turn.
+            match open_turn.load(Ordering::Relaxed) {
+                0 => {}
+                turn => events.emit(EventKind::TurnEnd { turn }).await,
+            }
+            panic_result(input, join_error)
+        }
     };
     let result = Arc::new(result);
     events
@@ -71,6 +70,22 @@ async fn supervise(run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<()>>
     shared.finish(result);
 }
 
+/// The result of a run whose loop panicked: failed, with the input transcript.
+fn panic_result(input: Vec<Message>, join_error: tokio::task::JoinError) -> RunResult {
+    let text = match join_error.try_into_panic() {
+        Ok(payload) => panic_text(payload),
+        Err(_) => "the run task was stopped".to_owned(),
+    };
+    RunResult {
+        status: RunStatus::Failed,
+        final_message: None,
+        messages: input,
+        usage: Usage::default(),
+        rounds: 0,
+        error: Some(Error::new(ErrorCode::Panic, format!("ferrule panicked during the run: {text}"))),
+    }
+}
+
 fn panic_text(payload: Box<dyn Any + Send>) -> String {
     payload
         .downcast_ref::<&str>()
@@ -81,6 +96,8 @@ fn panic_text(payload: Box<dyn Any + Send>) -> String {
 
 /// The state of one run.
 struct RunLoop {
+    /// The turn between its turn_start and turn_end events, or 0.
+    open_turn: Arc<AtomicU32>,
     agent: Agent,
     serial: u64,
     cancel: tokio_util::sync::CancellationToken,
@@ -102,7 +119,9 @@ impl RunLoop {
                 return self.finish(RunStatus::Cancelled, None);
             }
             self.events.emit(EventKind::TurnStart { turn }).await;
+            self.open_turn.store(turn, Ordering::Relaxed);
             let ended = self.round(turn).await;
+            self.open_turn.store(0, Ordering::Relaxed);
             self.events.emit(EventKind::TurnEnd { turn }).await;
             if let Some((status, error)) = ended {
                 return self.finish(status, error);
