@@ -1,0 +1,57 @@
+# ferrule: `make demo` runs the C example host; `make test` runs every test suite.
+
+CARGO    ?= cargo
+CC       ?= cc
+CBINDGEN ?= cbindgen
+CBINDGEN_VERSION := 0.29.4
+BUILD    := build
+LIBDIR   := target/release
+CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
+
+.PHONY: all lib demo test test-rust test-header test-c header header-check clean
+
+all: lib
+
+lib:
+	$(CARGO) build --release --lib
+
+$(BUILD)/agent: examples/c/agent.c include/ferrule.h lib
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS_EXAMPLE) examples/c/agent.c -o $@ -L$(LIBDIR) -lferrule -lpthread -Wl,-rpath,$(CURDIR)/$(LIBDIR)
+
+demo: $(BUILD)/agent
+	./$(BUILD)/agent
+
+test: test-rust test-header test-c
+
+test-rust:
+	$(CARGO) test --release
+
+# The committed header must be what cbindgen makes of the sources, and it must
+# compile as C11 and C++17 with every warning an error.
+test-header: header-check
+	@mkdir -p $(BUILD)
+	printf '#include "ferrule.h"\nint main(void) { return ferrule_abi_version() == FERRULE_ABI_VERSION ? 0 : 1; }\n' > $(BUILD)/header_c.c
+	$(CC) -std=c11 -Wall -Wextra -Werror -pedantic -Iinclude -c $(BUILD)/header_c.c -o $(BUILD)/header_c.o
+	cp $(BUILD)/header_c.c $(BUILD)/header_cpp.cpp
+	c++ -std=c++17 -Wall -Wextra -Werror -pedantic -Iinclude -c $(BUILD)/header_cpp.cpp -o $(BUILD)/header_cpp.o
+
+header:
+	$(CBINDGEN) --quiet --config cbindgen.toml --crate ferrule --output include/ferrule.h
+
+header-check:
+	@$(CBINDGEN) --version | grep -q " $(CBINDGEN_VERSION)$$" || { echo "cbindgen $(CBINDGEN_VERSION) is required (cargo install cbindgen --version $(CBINDGEN_VERSION) --locked)"; exit 1; }
+	@mkdir -p $(BUILD)
+	$(CBINDGEN) --quiet --config cbindgen.toml --crate ferrule --output $(BUILD)/ferrule.h
+	@diff -u include/ferrule.h $(BUILD)/ferrule.h || { echo "include/ferrule.h is stale: run make header and commit it"; exit 1; }
+
+# C tests: each linked once against the shared and once against the static
+# library, under AddressSanitizer with leak detection.
+test-c: lib
+	cmake -S tests/c -B $(BUILD)/c -DCMAKE_BUILD_TYPE=Debug -DFERRULE_ROOT=$(CURDIR) > /dev/null
+	cmake --build $(BUILD)/c -j 2
+	cd $(BUILD)/c && ctest --output-on-failure
+
+clean:
+	rm -rf $(BUILD)
+	$(CARGO) clean

@@ -1,0 +1,139 @@
+/*
+ * A small ferrule host in C: two tools, the scripted model, events printed as
+ * they arrive.
+ *
+ *   lookup_customer  answers at once, inside its callback.
+ *   build_report     sends progress updates and completes later, from a thread
+ *                    of its own (the callback returns before the work is done).
+ *
+ * Build and run: make demo
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ferrule.h"
+
+#define STR(s) s, strlen(s)
+
+static int check(ferrule_error *err, const char *what) {
+    if (err == NULL) return 0;
+    ferrule_str msg = ferrule_error_message(err);
+    fprintf(stderr, "%s failed (code %u): %s\n", what, ferrule_error_code(err), msg.ptr);
+    ferrule_error_free(err);
+    return 1;
+}
+
+/* ---- tool 1: answers at once ------------------------------------------------ */
+
+static void lookup_customer(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    ferrule_str args = ferrule_tool_call_arguments(call);
+    const char *plan = strstr(args.ptr, "C-100") ? "Gold" : "Basic";
+    char result[128];
+    snprintf(result, sizeof result, "\"The customer is on the %s plan.\"", plan);
+    check(ferrule_tool_call_complete(call, STR(result)), "complete");
+}
+
+/* ---- tool 2: progress updates, completes later from another thread ---------- */
+
+static void *build_report_worker(void *arg) {
+    ferrule_tool_call *call = arg;
+    for (int step = 1; step <= 3; step++) {
+        if (ferrule_tool_call_is_cancelled(call)) break;
+        nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
+        char update[96];
+        snprintf(update, sizeof update, "{\"content\": \"step %d of 3\", \"display\": \"terminal\"}", step);
+        check(ferrule_tool_call_update(call, STR(update)), "update");
+    }
+    const char *result =
+        "{\"content\": \"Report: 3 sections, 12 pages.\", \"title\": \"Build report\","
+        " \"summary\": \"report built\", \"details\": {\"pages\": 12}}";
+    check(ferrule_tool_call_complete(call, STR(result)), "complete");
+    return NULL;
+}
+
+static void build_report(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    pthread_t worker;
+    if (pthread_create(&worker, NULL, build_report_worker, call) != 0) {
+        check(ferrule_tool_call_fail(call, STR("could not start the report worker")), "fail");
+        return;
+    }
+    pthread_detach(worker);
+}
+
+/* ---- events ------------------------------------------------------------------ */
+
+static void on_event(void *user_data, const char *json, size_t len) {
+    (void)user_data;
+    int shown = len > 150 ? 150 : (int)len;
+    printf("event: %.*s%s\n", shown, json, len > 150 ? " ..." : "");
+    fflush(stdout);
+}
+
+static const char CONFIG[] =
+    "{\"model\": {\"provider\": \"scripted\", \"script\": ["
+    "  {\"text\": \"Let me check the customer and build the report.\","
+    "   \"tool_calls\": ["
+    "     {\"id\": \"call_1\", \"name\": \"lookup_customer\", \"arguments\": {\"customer_id\": \"C-100\"}},"
+    "     {\"id\": \"call_2\", \"name\": \"build_report\", \"arguments\": {\"customer_id\": \"C-100\"}}]},"
+    "  {\"text\": \"C-100 is on the Gold plan; the report has 12 pages.\"}]},"
+    " \"system\": \"You are a helpful account assistant.\"}";
+
+static const char CUSTOMER_SCHEMA[] =
+    "{\"type\": \"object\", \"properties\": {\"customer_id\": {\"type\": \"string\", \"minLength\": 1}},"
+    " \"required\": [\"customer_id\"], \"additionalProperties\": false}";
+
+static int add_tool(ferrule_agent_builder *builder, const char *name, const char *description,
+                    ferrule_tool_fn execute) {
+    ferrule_tool_spec spec = {0};
+    spec.struct_size = sizeof spec;
+    spec.name = name;
+    spec.name_len = strlen(name);
+    spec.description = description;
+    spec.description_len = strlen(description);
+    spec.input_schema = CUSTOMER_SCHEMA;
+    spec.input_schema_len = strlen(CUSTOMER_SCHEMA);
+    spec.execute = execute;
+    return check(ferrule_agent_builder_add_tool(builder, &spec), "add_tool");
+}
+
+int main(void) {
+    if (ferrule_abi_version() != FERRULE_ABI_VERSION) {
+        fprintf(stderr, "ferrule ABI mismatch: library %u, header %u\n", ferrule_abi_version(), FERRULE_ABI_VERSION);
+        return 1;
+    }
+    printf("ferrule %s\n", ferrule_version().ptr);
+
+    ferrule_agent_builder *builder = NULL;
+    if (check(ferrule_agent_builder_new(STR(CONFIG), &builder), "builder_new")) return 1;
+    if (add_tool(builder, "lookup_customer", "Return the current plan for one customer ID.", lookup_customer) ||
+        add_tool(builder, "build_report", "Build the account report for one customer.", build_report)) {
+        ferrule_agent_builder_free(builder);
+        return 1;
+    }
+    ferrule_agent *agent = NULL;
+    if (check(ferrule_agent_build(builder, &agent), "build")) return 1;
+
+    ferrule_run *run = NULL;
+    const char *input = "{\"prompt\": \"Which plan is C-100 on, and can you build their report?\"}";
+    if (check(ferrule_agent_start(agent, STR(input), on_event, NULL, NULL, &run), "start")) {
+        ferrule_agent_free(agent);
+        return 1;
+    }
+    char *result = NULL;
+    size_t result_len = 0;
+    int failed = check(ferrule_run_wait(run, &result, &result_len), "wait");
+    if (!failed) {
+        printf("\nrun result (%zu bytes):\n%s\n", result_len, result);
+        failed = strstr(result, "\"status\":\"completed\"") == NULL;
+    }
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+    return failed;
+}
