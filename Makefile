@@ -48,7 +48,7 @@ header-check:
 # C tests: each linked once against the shared and once against the static
 # library, under AddressSanitizer with leak detection.
 test-c: lib
-	cmake -S tests/c -B $(BUILD)/c -DCMAKE_BUILD_TYPE=Debug -DFERRULE_ROOT=$(CURDIR) > /dev/null
+	cmake -S tests/c -B $(BUILD)/c -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFERRULE_ROOT=$(CURDIR) > /dev/null
 	cmake --build $(BUILD)/c -j 2
 	cd $(BUILD)/c && ctest --output-on-failure
 

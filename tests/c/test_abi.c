@@ -1,0 +1,257 @@
+/*
+ * Every entry point's argument checks: NULL pointers, invalid UTF-8, invalid
+ * JSON and unknown fields, each with its error code and a message that says what
+ * was wrong; user data is never taken by a call that fails.
+ */
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static const char SCRIPTED[] = "{\"model\": {\"provider\": \"scripted\", \"script\": [{\"text\": \"hi\"}]}}";
+static const char BAD_UTF8[] = "{\"prompt\": \"\xff\xfe\"}";
+
+static void complete_now(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    ferrule_error_free(ferrule_tool_call_complete(call, STR("\"done\"")));
+}
+
+static void runtime_configure_is_checked_and_only_once(void) {
+    /* First in this process: the runtime has not started yet. */
+    CHECK_ERROR(ferrule_runtime_configure(NULL, 3), FERRULE_ERROR_NULL_ARG, "json");
+    CHECK_ERROR(ferrule_runtime_configure(STR("{\"worker_threads\": ")), FERRULE_ERROR_INVALID_JSON, NULL);
+    CHECK_ERROR(ferrule_runtime_configure(STR("{\"workers\": 2}")), FERRULE_ERROR_INVALID_ARG, "workers");
+    CHECK_ERROR(ferrule_runtime_configure(STR("{\"worker_threads\": 0}")), FERRULE_ERROR_INVALID_ARG, "at least 1");
+    CHECK_OK(ferrule_runtime_configure(STR("{\"worker_threads\": 2, \"max_blocking_threads\": 64}")));
+    CHECK_ERROR(ferrule_runtime_configure(STR("{}")), FERRULE_ERROR_ALREADY_INITIALIZED, NULL);
+}
+
+static void versions_match_the_header(void) {
+    ferrule_str version = ferrule_version();
+    CHECK(version.len > 0 && version.ptr[version.len] == '\0');
+    CHECK(ferrule_abi_version() == FERRULE_ABI_VERSION);
+}
+
+static void errors_and_strings_accept_null(void) {
+    CHECK(ferrule_error_code(NULL) == 0);
+    ferrule_str empty = ferrule_error_message(NULL);
+    CHECK(empty.len == 0 && empty.ptr != NULL && empty.ptr[0] == '\0');
+    ferrule_error_free(NULL);
+    ferrule_string_free(NULL);
+    ferrule_agent_builder_free(NULL);
+    ferrule_agent_free(NULL);
+    ferrule_run_free(NULL);
+    ferrule_run_cancel(NULL);
+    CHECK(ferrule_agent_clone(NULL) == NULL);
+    CHECK(ferrule_run_clone(NULL) == NULL);
+    CHECK(ferrule_run_id(NULL).len == 0);
+    CHECK(ferrule_tool_call_id(NULL).len == 0);
+    CHECK(ferrule_tool_call_name(NULL).len == 0);
+    CHECK(ferrule_tool_call_arguments(NULL).len == 0);
+    CHECK(!ferrule_tool_call_is_cancelled(NULL));
+}
+
+static void builder_new_checks_its_arguments(void) {
+    ferrule_agent_builder *builder = NULL;
+    CHECK_ERROR(ferrule_agent_builder_new(STR(SCRIPTED), NULL), FERRULE_ERROR_NULL_ARG, "out");
+    CHECK_ERROR(ferrule_agent_builder_new(NULL, 5, &builder), FERRULE_ERROR_NULL_ARG, "config_json");
+    CHECK_ERROR(ferrule_agent_builder_new(STR("{\"model\": \"\xc3\x28\"}"), &builder), FERRULE_ERROR_INVALID_UTF8,
+                "config_json");
+    CHECK_ERROR(ferrule_agent_builder_new(STR("{\"model\": "), &builder), FERRULE_ERROR_INVALID_JSON, NULL);
+    CHECK_ERROR(ferrule_agent_builder_new(STR("{\"model\": {\"provider\": \"scripted\"}, \"max_round\": 2}"), &builder),
+                FERRULE_ERROR_INVALID_ARG, "max_round");
+    CHECK_ERROR(ferrule_agent_builder_new(STR("{\"model\": {\"provider\": \"gpt\"}}"), &builder),
+                FERRULE_ERROR_INVALID_ARG, "gpt");
+    CHECK(builder == NULL); /* out-parameters are written only on success */
+    CHECK_OK(ferrule_agent_builder_new(STR(SCRIPTED), &builder));
+    CHECK(builder != NULL);
+    ferrule_agent_builder_free(builder);
+}
+
+static void add_tool_checks_its_arguments_and_keeps_user_data_on_error(void) {
+    counter owned = {0};
+    ferrule_agent_builder *builder = NULL;
+    CHECK_OK(ferrule_agent_builder_new(STR(SCRIPTED), &builder));
+    ferrule_tool_spec spec = harness_spec("lookup", "", complete_now, &owned, counter_free);
+
+    CHECK_ERROR(ferrule_agent_builder_add_tool(NULL, &spec), FERRULE_ERROR_NULL_ARG, "builder");
+    CHECK_ERROR(ferrule_agent_builder_add_tool(builder, NULL), FERRULE_ERROR_NULL_ARG, "spec");
+
+    ferrule_tool_spec bad = spec;
+    bad.struct_size = 8;
+    CHECK_ERROR(ferrule_agent_builder_add_tool(builder, &bad), FERRULE_ERROR_INVALID_ARG, "struct_size");
+    bad = spec;
+    bad.name = "\xff";
+    bad.name_len = 1;
+    CHECK_ERROR(ferrule_agent_builder_add_tool(builder, &bad), FERRULE_ERROR_INVALID_UTF8, "spec->name");
+    bad = spec;
+    bad.name = NULL;
+    CHECK_ERROR(ferrule_agent_builder_add_tool(builder, &bad), FERRULE_ERROR_NULL_ARG, "spec->name");
+    bad = spec;
+    bad.name = "has space";
+    bad.name_len = 9;
+    CHECK_ERROR(ferrule_agent_builder_add_tool(builder, &bad), FERRULE_ERROR_INVALID_ARG, "has space");
+    bad = spec;
+    bad.input_schema = "{\"type\": ";
+    bad.input_schema_len = strlen(bad.input_schema);
+    CHECK_ERROR(ferrule_agent_builder_add_tool(builder, &bad), FERRULE_ERROR_INVALID_JSON, "input schema");
+    bad.input_schema = "{\"$schema\": \"http://json-schema.org/draft-07/schema#\"}";
+    bad.input_schema_len = strlen(bad.input_schema);
+    CHECK_ERROR(ferrule_agent_builder_add_tool(builder, &bad), FERRULE_ERROR_INVALID_SCHEMA, "draft-07");
+    bad.input_schema = "{\"properties\": {\"a\": {\"$ref\": \"https://example.com/a.json\"}}}";
+    bad.input_schema_len = strlen(bad.input_schema);
+    CHECK_ERROR(ferrule_agent_builder_add_tool(builder, &bad), FERRULE_ERROR_INVALID_SCHEMA, "/properties/a");
+    bad = spec;
+    bad.options = "{\"execution\": \"sequential\", \"retries\": 3}";
+    bad.options_len = strlen(bad.options);
+    CHECK_ERROR(ferrule_agent_builder_add_tool(builder, &bad), FERRULE_ERROR_INVALID_ARG, "retries");
+    bad.options = "{\"execution\": \"sideways\"}";
+    bad.options_len = strlen(bad.options);
+    CHECK_ERROR(ferrule_agent_builder_add_tool(builder, &bad), FERRULE_ERROR_INVALID_ARG, "sideways");
+    bad = spec;
+    bad.execute = NULL;
+    CHECK_ERROR(ferrule_agent_builder_add_tool(builder, &bad), FERRULE_ERROR_NULL_ARG, "execute");
+    CHECK(atomic_load(&owned.frees) == 0);
+
+    CHECK_OK(ferrule_agent_builder_add_tool(builder, &spec));
+    counter second = {0};
+    ferrule_tool_spec twin = harness_spec("lookup", "", complete_now, &second, counter_free);
+    CHECK_ERROR(ferrule_agent_builder_add_tool(builder, &twin), FERRULE_ERROR_DUPLICATE_TOOL, "lookup");
+    CHECK(atomic_load(&second.frees) == 0);
+
+    ferrule_agent_builder_free(builder);
+    CHECK(atomic_load(&owned.frees) == 1);
+}
+
+static void build_consumes_the_builder_even_on_error(void) {
+    counter owned = {0};
+    ferrule_agent_builder *builder = NULL;
+    ferrule_agent *agent = NULL;
+    CHECK_ERROR(ferrule_agent_build(NULL, &agent), FERRULE_ERROR_NULL_ARG, "builder");
+
+    CHECK_OK(ferrule_agent_builder_new(STR(SCRIPTED), &builder));
+    ferrule_tool_spec spec = harness_spec("lookup", "", complete_now, &owned, counter_free);
+    CHECK_OK(ferrule_agent_builder_add_tool(builder, &spec));
+    CHECK_ERROR(ferrule_agent_build(builder, NULL), FERRULE_ERROR_NULL_ARG, "out");
+    CHECK(atomic_load(&owned.frees) == 1); /* consumed, tools and all */
+
+    const char *named = "{\"model\": {\"provider\": \"scripted\"}, \"tool_choice\": {\"name\": \"missing\"}}";
+    CHECK_OK(ferrule_agent_builder_new(STR(named), &builder));
+    CHECK_ERROR(ferrule_agent_build(builder, &agent), FERRULE_ERROR_INVALID_ARG, "missing");
+    CHECK(agent == NULL);
+}
+
+static void start_checks_its_arguments_and_keeps_user_data_on_error(void) {
+    ferrule_agent *agent = harness_agent(SCRIPTED, NULL, 0);
+    CHECK(agent != NULL);
+    counter owned = {0};
+    ferrule_run *run = NULL;
+    const char *input = "{\"prompt\": \"hi\"}";
+    CHECK_ERROR(ferrule_agent_start(NULL, STR(input), NULL, &owned, counter_free, &run), FERRULE_ERROR_NULL_ARG,
+                "agent");
+    CHECK_ERROR(ferrule_agent_start(agent, STR(input), NULL, &owned, counter_free, NULL), FERRULE_ERROR_NULL_ARG,
+                "out");
+    CHECK_ERROR(ferrule_agent_start(agent, NULL, 4, NULL, &owned, counter_free, &run), FERRULE_ERROR_NULL_ARG,
+                "input_json");
+    CHECK_ERROR(ferrule_agent_start(agent, STR(BAD_UTF8), NULL, &owned, counter_free, &run),
+                FERRULE_ERROR_INVALID_UTF8, "input_json");
+    CHECK_ERROR(ferrule_agent_start(agent, STR("{\"prompt\": "), NULL, &owned, counter_free, &run),
+                FERRULE_ERROR_INVALID_JSON, NULL);
+    CHECK_ERROR(ferrule_agent_start(agent, STR("{\"promt\": \"hi\"}"), NULL, &owned, counter_free, &run),
+                FERRULE_ERROR_INVALID_ARG, "promt");
+    CHECK_ERROR(ferrule_agent_start(agent, STR("{\"messages\": [{\"role\": \"user\", \"content\": \"a\", \"x\": 1}]}"),
+                                    NULL, &owned, counter_free, &run),
+                FERRULE_ERROR_INVALID_ARG, "x");
+    CHECK(run == NULL);
+    CHECK(atomic_load(&owned.frees) == 0);
+
+    CHECK_OK(ferrule_agent_start(agent, STR(input), NULL, &owned, counter_free, &run));
+    char *result = harness_wait(run);
+    CHECK(result != NULL && strstr(result, "\"status\":\"completed\""));
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+    CHECK(atomic_load(&owned.frees) == 1);
+}
+
+static void wait_checks_its_arguments(void) {
+    ferrule_agent *agent = harness_agent(SCRIPTED, NULL, 0);
+    CHECK(agent != NULL);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"hi\"}"), NULL, NULL, NULL, &run));
+    char *json = NULL;
+    size_t len = 0;
+    CHECK_ERROR(ferrule_run_wait(NULL, &json, &len), FERRULE_ERROR_NULL_ARG, "run");
+    CHECK_ERROR(ferrule_run_wait(run, NULL, &len), FERRULE_ERROR_NULL_ARG, "result_json");
+    CHECK_ERROR(ferrule_run_wait(run, &json, NULL), FERRULE_ERROR_NULL_ARG, "len");
+    CHECK(json == NULL);
+    ferrule_str id = ferrule_run_id(run);
+    CHECK(id.len > 4 && strncmp(id.ptr, "run-", 4) == 0);
+    /* Waiting twice, and through a clone, gives the same result. */
+    ferrule_run *clone = ferrule_run_clone(run);
+    char *first = harness_wait(run);
+    char *second = harness_wait(clone);
+    CHECK(first && second && strcmp(first, second) == 0);
+    ferrule_string_free(first);
+    ferrule_string_free(second);
+    ferrule_run_free(clone);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+}
+
+static void tool_call_functions_check_null(void) {
+    CHECK_ERROR(ferrule_tool_call_complete(NULL, STR("\"x\"")), FERRULE_ERROR_NULL_ARG, "call");
+    CHECK_ERROR(ferrule_tool_call_fail(NULL, STR("x")), FERRULE_ERROR_NULL_ARG, "call");
+    CHECK_ERROR(ferrule_tool_call_update(NULL, STR("\"x\"")), FERRULE_ERROR_NULL_ARG, "call");
+}
+
+static void a_panic_becomes_an_error(void) {
+    CHECK_ERROR(ferrule_debug_panic(STR("test panic")), FERRULE_ERROR_PANIC, "test panic");
+    /* The library keeps working afterwards. */
+    ferrule_agent *agent = harness_agent(SCRIPTED, NULL, 0);
+    CHECK(agent != NULL);
+    ferrule_agent_free(agent);
+}
+
+static void a_forked_child_gets_forked(void) {
+    /* Make sure the runtime has started. */
+    ferrule_agent *agent = harness_agent(SCRIPTED, NULL, 0);
+    CHECK(agent != NULL);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"hi\"}"), NULL, NULL, NULL, &run));
+    char *result = harness_wait(run);
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        ferrule_agent_builder *builder = NULL;
+        ferrule_error *err = ferrule_agent_builder_new(STR(SCRIPTED), &builder);
+        int forked = err != NULL && ferrule_error_code(err) == FERRULE_ERROR_FORKED;
+        _exit(forked ? 0 : 1);
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+int main(int argc, char **argv) {
+    static const harness_case cases[] = {
+        {"runtime_configure_is_checked_and_only_once", runtime_configure_is_checked_and_only_once},
+        {"versions_match_the_header", versions_match_the_header},
+        {"errors_and_strings_accept_null", errors_and_strings_accept_null},
+        {"builder_new_checks_its_arguments", builder_new_checks_its_arguments},
+        {"add_tool_checks_its_arguments_and_keeps_user_data_on_error",
+         add_tool_checks_its_arguments_and_keeps_user_data_on_error},
+        {"build_consumes_the_builder_even_on_error", build_consumes_the_builder_even_on_error},
+        {"start_checks_its_arguments_and_keeps_user_data_on_error",
+         start_checks_its_arguments_and_keeps_user_data_on_error},
+        {"wait_checks_its_arguments", wait_checks_its_arguments},
+        {"tool_call_functions_check_null", tool_call_functions_check_null},
+        {"a_panic_becomes_an_error", a_panic_becomes_an_error},
+        {"a_forked_child_gets_forked", a_forked_child_gets_forked},
+    };
+    return harness_main(cases, sizeof cases / sizeof cases[0], argc, argv);
+}

@@ -1,0 +1,371 @@
+/*
+ * Runs through the C ABI: full runs, completion from another thread, handles freed
+ * early, cancellation and waiting from inside callbacks, tools that never
+ * complete, user data freed exactly once, panics inside a run.
+ */
+#include "harness.h"
+
+#define SCRIPT(turns) "{\"model\": {\"provider\": \"scripted\", \"script\": [" turns "]}}"
+#define CALL(id, name) "{\"id\": \"" id "\", \"name\": \"" name "\", \"arguments\": {\"n\": 1}}"
+
+/* ---- tools ------------------------------------------------------------------ */
+
+static void complete_now(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    ferrule_str name = ferrule_tool_call_name(call);
+    ferrule_str args = ferrule_tool_call_arguments(call);
+    char result[256];
+    snprintf(result, sizeof result, "\"%s saw %s\"", name.ptr, strcmp(args.ptr, "{\"n\":1}") == 0 ? "n=1" : "?");
+    ferrule_error_free(ferrule_tool_call_complete(call, STR(result)));
+}
+
+static void *complete_later_worker(void *arg) {
+    ferrule_tool_call *call = arg;
+    harness_sleep_ms(10);
+    ferrule_error_free(ferrule_tool_call_update(call, STR("{\"content\": \"working\"}")));
+    harness_sleep_ms(10);
+    ferrule_error_free(ferrule_tool_call_complete(call, STR("{\"content\": [{\"type\": \"text\", \"text\": \"late answer\"}]}")));
+    return NULL;
+}
+
+static void complete_later(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    pthread_t thread;
+    pthread_create(&thread, NULL, complete_later_worker, call);
+    pthread_detach(thread);
+}
+
+/* Never completes on its own: a watcher completes it once it is cancelled (by a
+ * timeout or the run), and that completion is discarded. */
+static atomic_int watchers_done;
+
+static void *watch_for_cancel(void *arg) {
+    ferrule_tool_call *call = arg;
+    while (!ferrule_tool_call_is_cancelled(call)) harness_sleep_ms(1);
+    ferrule_error_free(ferrule_tool_call_complete(call, STR("\"finished after all\"")));
+    atomic_fetch_add(&watchers_done, 1);
+    return NULL;
+}
+
+static void never_completes(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    pthread_t thread;
+    pthread_create(&thread, NULL, watch_for_cancel, call);
+    pthread_detach(thread);
+}
+
+static int wait_for_watchers(int expected) {
+    for (int i = 0; i < 2000 && atomic_load(&watchers_done) < expected; i++) harness_sleep_ms(1);
+    return atomic_load(&watchers_done) == expected;
+}
+
+/* ---- cases ------------------------------------------------------------------ */
+
+static void a_full_run_with_a_tool_that_answers_at_once(void) {
+    counter tool_data = {0};
+    ferrule_tool_spec spec = harness_spec("lookup", "", complete_now, &tool_data, counter_free);
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "lookup") "]}, {\"text\": \"done\"}"), &spec, 1);
+    CHECK(agent != NULL);
+    event_log log;
+    event_log_init(&log);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), event_log_on_event, &log, event_log_free, &run));
+    char *result = harness_wait(run);
+    CHECK(result != NULL);
+    CHECK(strstr(result, "\"status\":\"completed\""));
+    CHECK(strstr(result, "lookup saw n=1"));
+    CHECK(atomic_load(&log.freed) == 1); /* freed right after run_end, before wait returned */
+    CHECK(log.count > 0 && strstr(log.events[0], "\"type\":\"run_start\""));
+    CHECK(strstr(log.events[log.count - 1], "\"type\":\"run_end\""));
+    CHECK(event_log_count(&log, "\"type\":\"run_end\"") == 1);
+    CHECK(event_log_count(&log, "\"type\":\"tool_execution_start\"") == 1);
+    CHECK(event_log_count(&log, "\"type\":\"tool_execution_end\"") == 1);
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    CHECK(atomic_load(&tool_data.frees) == 0);
+    ferrule_agent_free(agent);
+    CHECK(atomic_load(&tool_data.frees) == 1);
+    event_log_destroy(&log);
+}
+
+static void a_tool_completes_later_from_another_thread(void) {
+    ferrule_tool_spec spec = harness_spec("slow", "", complete_later, NULL, NULL);
+    ferrule_agent *agent = harness_agent(
+        SCRIPT("{\"tool_calls\": [" CALL("c1", "slow") ", " CALL("c2", "slow") "]}, {\"text\": \"done\"}"), &spec, 1);
+    CHECK(agent != NULL);
+    event_log log;
+    event_log_init(&log);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), event_log_on_event, &log, event_log_free, &run));
+    char *result = harness_wait(run);
+    CHECK(result && strstr(result, "\"status\":\"completed\""));
+    CHECK(strstr(result, "late answer"));
+    CHECK(!strstr(result, "working")); /* updates never enter the transcript */
+    CHECK(event_log_count(&log, "\"type\":\"tool_execution_update\"") == 2);
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+    event_log_destroy(&log);
+}
+
+static void freeing_the_agent_while_its_run_is_live(void) {
+    counter tool_data = {0};
+    ferrule_tool_spec spec = harness_spec("lookup", "", complete_now, &tool_data, counter_free);
+    ferrule_agent *agent = harness_agent(
+        SCRIPT("{\"text\": \"thinking\", \"delay_ms\": 50, \"tool_calls\": [" CALL("c1", "lookup") "]}, {\"text\": \"done\"}"),
+        &spec, 1);
+    CHECK(agent != NULL);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+    ferrule_agent_free(agent); /* the run keeps what it needs */
+    char *result = harness_wait(run);
+    CHECK(result && strstr(result, "\"status\":\"completed\"") && strstr(result, "lookup saw n=1"));
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    CHECK(atomic_load(&tool_data.frees) == 1);
+}
+
+typedef struct {
+    event_log log;
+    _Atomic(ferrule_run *) run;
+    atomic_int wait_code;
+} reentrant;
+
+static ferrule_run *reentrant_run(reentrant *state) {
+    ferrule_run *run;
+    while ((run = atomic_load(&state->run)) == NULL) harness_sleep_ms(1);
+    return run;
+}
+
+static void cancel_on_tool_start(void *user_data, const char *json, size_t len) {
+    reentrant *state = user_data;
+    event_log_on_event(&state->log, json, len);
+    if (strstr(json, "\"type\":\"tool_execution_start\"")) ferrule_run_cancel(reentrant_run(state));
+}
+
+static void cancelling_from_inside_an_event_callback(void) {
+    atomic_store(&watchers_done, 0);
+    ferrule_tool_spec spec = harness_spec("stuck", "", never_completes, NULL, NULL);
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "stuck") "]}, {\"text\": \"never\"}"), &spec, 1);
+    CHECK(agent != NULL);
+    reentrant state = {0};
+    event_log_init(&state.log);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), cancel_on_tool_start, &state, event_log_free, &run));
+    atomic_store(&state.run, run);
+    char *result = harness_wait(run);
+    CHECK(result && strstr(result, "\"status\":\"cancelled\""));
+    CHECK(event_log_count(&state.log, "\"type\":\"run_end\"") == 1);
+    CHECK(event_log_count(&state.log, "\"type\":\"tool_execution_end\"") == 1);
+    CHECK(wait_for_watchers(1));
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+    event_log_destroy(&state.log);
+}
+
+static void wait_on_run_start(void *user_data, const char *json, size_t len) {
+    reentrant *state = user_data;
+    event_log_on_event(&state->log, json, len);
+    if (strstr(json, "\"type\":\"run_start\"")) {
+        char *out = NULL;
+        size_t out_len = 0;
+        ferrule_error *err = ferrule_run_wait(reentrant_run(state), &out, &out_len);
+        atomic_store(&state->wait_code, err ? (int)ferrule_error_code(err) : 0);
+        ferrule_error_free(err);
+        ferrule_string_free(out);
+    }
+}
+
+static void waiting_inside_the_runs_own_callback_would_deadlock(void) {
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"text\": \"hi\"}"), NULL, 0);
+    CHECK(agent != NULL);
+    reentrant state = {0};
+    event_log_init(&state.log);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), wait_on_run_start, &state, event_log_free, &run));
+    atomic_store(&state.run, run);
+    char *result = harness_wait(run);
+    CHECK(result && strstr(result, "\"status\":\"completed\""));
+    CHECK(atomic_load(&state.wait_code) == FERRULE_ERROR_WOULD_DEADLOCK);
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+    event_log_destroy(&state.log);
+}
+
+static _Atomic(ferrule_run *) tool_wait_run;
+static atomic_int tool_wait_code;
+
+static void wait_inside_tool(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    ferrule_run *run;
+    while ((run = atomic_load(&tool_wait_run)) == NULL) harness_sleep_ms(1);
+    char *out = NULL;
+    size_t len = 0;
+    ferrule_error *err = ferrule_run_wait(run, &out, &len);
+    atomic_store(&tool_wait_code, err ? (int)ferrule_error_code(err) : 0);
+    ferrule_error_free(err);
+    ferrule_error_free(ferrule_tool_call_complete(call, STR("\"ok\"")));
+}
+
+static void waiting_inside_the_runs_own_tool_would_deadlock(void) {
+    ferrule_tool_spec spec = harness_spec("waiter", "", wait_inside_tool, NULL, NULL);
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "waiter") "]}, {\"text\": \"done\"}"), &spec, 1);
+    CHECK(agent != NULL);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+    atomic_store(&tool_wait_run, run);
+    char *result = harness_wait(run);
+    CHECK(result && strstr(result, "\"status\":\"completed\""));
+    CHECK(atomic_load(&tool_wait_code) == FERRULE_ERROR_WOULD_DEADLOCK);
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+}
+
+static void a_tool_that_never_completes_times_out(void) {
+    atomic_store(&watchers_done, 0);
+    ferrule_tool_spec spec = harness_spec("stuck", "{\"timeout_ms\": 50}", never_completes, NULL, NULL);
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "stuck") "]}, {\"text\": \"moved on\"}"), &spec, 1);
+    CHECK(agent != NULL);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+    char *result = harness_wait(run);
+    CHECK(result && strstr(result, "\"status\":\"completed\""));
+    CHECK(strstr(result, "timed out after 50 ms"));
+    CHECK(!strstr(result, "finished after all")); /* the late completion is discarded */
+    CHECK(wait_for_watchers(1));
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+}
+
+static void freeing_the_last_run_handle_cancels_the_run(void) {
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"text\": \"slow\", \"delay_ms\": 60000}"), NULL, 0);
+    CHECK(agent != NULL);
+    event_log log;
+    event_log_init(&log);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), event_log_on_event, &log, event_log_free, &run));
+    ferrule_run_free(run);
+    CHECK(event_log_wait_freed(&log, 5000));
+    CHECK(event_log_count(&log, "\"status\":\"cancelled\"") == 1);
+    ferrule_agent_free(agent);
+    event_log_destroy(&log);
+}
+
+static atomic_int double_complete_code;
+
+static void complete_twice(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    ferrule_error_free(ferrule_tool_call_complete(call, STR("\"first\"")));
+    ferrule_error *err = ferrule_tool_call_complete(call, STR("\"second\""));
+    atomic_store(&double_complete_code, err ? (int)ferrule_error_code(err) : 0);
+    ferrule_error_free(err);
+    err = ferrule_tool_call_update(call, STR("\"after\""));
+    if (err == NULL || ferrule_error_code(err) != FERRULE_ERROR_ALREADY_COMPLETED) atomic_store(&double_complete_code, -1);
+    ferrule_error_free(err);
+}
+
+static void completing_twice_inside_the_callback_is_refused(void) {
+    ferrule_tool_spec spec = harness_spec("twice", "", complete_twice, NULL, NULL);
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "twice") "]}, {\"text\": \"done\"}"), &spec, 1);
+    CHECK(agent != NULL);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+    char *result = harness_wait(run);
+    CHECK(result && strstr(result, "first") && !strstr(result, "second"));
+    CHECK(atomic_load(&double_complete_code) == FERRULE_ERROR_ALREADY_COMPLETED);
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+}
+
+static atomic_int invalid_result_code;
+
+static void complete_with_bad_json(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    ferrule_error *err = ferrule_tool_call_complete(call, STR("{\"content\": "));
+    atomic_store(&invalid_result_code, err ? (int)ferrule_error_code(err) : 0);
+    ferrule_error_free(err);
+}
+
+static void fail_with_message(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    ferrule_error_free(ferrule_tool_call_fail(call, STR("the incident store is unreachable")));
+}
+
+static void invalid_results_and_failures_reach_the_model_as_errors(void) {
+    ferrule_tool_spec specs[2] = {
+        harness_spec("bad", "", complete_with_bad_json, NULL, NULL),
+        harness_spec("failing", "", fail_with_message, NULL, NULL),
+    };
+    ferrule_agent *agent = harness_agent(
+        SCRIPT("{\"tool_calls\": [" CALL("c1", "bad") ", " CALL("c2", "failing") "]}, {\"text\": \"done\"}"), specs, 2);
+    CHECK(agent != NULL);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+    char *result = harness_wait(run);
+    CHECK(result && strstr(result, "\"status\":\"completed\""));
+    CHECK(atomic_load(&invalid_result_code) == FERRULE_ERROR_INVALID_JSON);
+    CHECK(strstr(result, "returned an invalid result"));
+    CHECK(strstr(result, "the incident store is unreachable\"}],\"is_error\":true"));
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+}
+
+static void a_panic_inside_a_run_ends_it_failed(void) {
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"panic\": \"model blew up\"}"), NULL, 0);
+    CHECK(agent != NULL);
+    event_log log;
+    event_log_init(&log);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), event_log_on_event, &log, event_log_free, &run));
+    char *result = harness_wait(run);
+    CHECK(result && strstr(result, "\"status\":\"failed\"") && strstr(result, "\"code\":\"PANIC\""));
+    CHECK(event_log_count(&log, "\"type\":\"run_end\"") == 1);
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+    event_log_destroy(&log);
+}
+
+static void many_runs_of_one_agent_at_once(void) {
+    enum { RUNS = 64 };
+    counter tool_data = {0};
+    ferrule_tool_spec spec = harness_spec("slow", "", complete_later, &tool_data, counter_free);
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "slow") "]}, {\"text\": \"done\"}"), &spec, 1);
+    CHECK(agent != NULL);
+    ferrule_run *runs[RUNS];
+    for (int i = 0; i < RUNS; i++) CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &runs[i]));
+    ferrule_agent_free(agent);
+    int completed = 0;
+    for (int i = 0; i < RUNS; i++) {
+        char *result = harness_wait(runs[i]);
+        completed += result && strstr(result, "\"status\":\"completed\"") && strstr(result, "late answer");
+        ferrule_string_free(result);
+        ferrule_run_free(runs[i]);
+    }
+    CHECK(completed == RUNS);
+    CHECK(atomic_load(&tool_data.frees) == 1);
+}
+
+int main(int argc, char **argv) {
+    static const harness_case cases[] = {
+        {"a_full_run_with_a_tool_that_answers_at_once", a_full_run_with_a_tool_that_answers_at_once},
+        {"a_tool_completes_later_from_another_thread", a_tool_completes_later_from_another_thread},
+        {"freeing_the_agent_while_its_run_is_live", freeing_the_agent_while_its_run_is_live},
+        {"cancelling_from_inside_an_event_callback", cancelling_from_inside_an_event_callback},
+        {"waiting_inside_the_runs_own_callback_would_deadlock", waiting_inside_the_runs_own_callback_would_deadlock},
+        {"waiting_inside_the_runs_own_tool_would_deadlock", waiting_inside_the_runs_own_tool_would_deadlock},
+        {"a_tool_that_never_completes_times_out", a_tool_that_never_completes_times_out},
+        {"freeing_the_last_run_handle_cancels_the_run", freeing_the_last_run_handle_cancels_the_run},
+        {"completing_twice_inside_the_callback_is_refused", completing_twice_inside_the_callback_is_refused},
+        {"invalid_results_and_failures_reach_the_model_as_errors", invalid_results_and_failures_reach_the_model_as_errors},
+        {"a_panic_inside_a_run_ends_it_failed", a_panic_inside_a_run_ends_it_failed},
+        {"many_runs_of_one_agent_at_once", many_runs_of_one_agent_at_once},
+    };
+    return harness_main(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
