@@ -1,0 +1,326 @@
+/*
+ * Runs every scenario in tests/conformance/ with tools implemented in C from their
+ * declarative behaviours, and checks the expectations and event invariants.
+ */
+#include <dirent.h>
+
+#include <cjson/cJSON.h>
+
+#include "harness.h"
+
+typedef struct {
+    cJSON *behaviour; /* borrowed from the scenario document */
+    ferrule_tool_call *call;
+} tool_work;
+
+static char *print_json(const cJSON *value) {
+    return cJSON_PrintUnformatted(value);
+}
+
+static void complete_with(ferrule_tool_call *call, const cJSON *result) {
+    char *text = print_json(result);
+    ferrule_error_free(ferrule_tool_call_complete(call, STR(text)));
+    free(text);
+}
+
+static void do_work(cJSON *behaviour, ferrule_tool_call *call) {
+    if (cJSON_IsTrue(cJSON_GetObjectItem(behaviour, "never_complete"))) {
+        while (!ferrule_tool_call_is_cancelled(call)) harness_sleep_ms(1);
+        ferrule_error_free(ferrule_tool_call_complete(call, STR("\"completed after cancellation\"")));
+        return;
+    }
+    cJSON *sleep_ms = cJSON_GetObjectItem(behaviour, "sleep_ms");
+    if (cJSON_IsNumber(sleep_ms)) harness_sleep_ms((long)sleep_ms->valuedouble);
+    cJSON *update;
+    cJSON_ArrayForEach(update, cJSON_GetObjectItem(behaviour, "updates")) {
+        char *text = print_json(update);
+        ferrule_error_free(ferrule_tool_call_update(call, STR(text)));
+        free(text);
+    }
+    cJSON *fail = cJSON_GetObjectItem(behaviour, "fail");
+    if (cJSON_IsString(fail)) {
+        ferrule_error_free(ferrule_tool_call_fail(call, STR(fail->valuestring)));
+    } else if (cJSON_IsTrue(cJSON_GetObjectItem(behaviour, "echo"))) {
+        ferrule_str args = ferrule_tool_call_arguments(call);
+        cJSON *text = cJSON_CreateString(args.ptr);
+        complete_with(call, text);
+        cJSON_Delete(text);
+    } else {
+        complete_with(call, cJSON_GetObjectItem(behaviour, "result"));
+    }
+}
+
+static void *work_thread(void *arg) {
+    tool_work *work = arg;
+    do_work(work->behaviour, work->call);
+    free(work);
+    return NULL;
+}
+
+static void execute(void *user_data, ferrule_tool_call *call) {
+    cJSON *behaviour = user_data;
+    int off_thread = cJSON_IsTrue(cJSON_GetObjectItem(behaviour, "async")) ||
+                     cJSON_GetObjectItem(behaviour, "sleep_ms") != NULL ||
+                     cJSON_IsTrue(cJSON_GetObjectItem(behaviour, "never_complete"));
+    if (!off_thread) {
+        do_work(behaviour, call);
+        return;
+    }
+    tool_work *work = malloc(sizeof *work);
+    work->behaviour = behaviour;
+    work->call = call;
+    pthread_t thread;
+    pthread_create(&thread, NULL, work_thread, work);
+    pthread_detach(thread);
+}
+
+/* ---- checking ---------------------------------------------------------------- */
+
+static int failures;
+
+#define EXPECT(cond, ...)                                   \
+    do {                                                    \
+        if (!(cond)) {                                      \
+            fprintf(stderr, "  %s: ", scenario);            \
+            fprintf(stderr, __VA_ARGS__);                   \
+            fprintf(stderr, "\n");                          \
+            failures++;                                     \
+        }                                                   \
+    } while (0)
+
+static const char *event_type(const char *json, char *buf, size_t size) {
+    cJSON *event = cJSON_Parse(json);
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(event, "type"));
+    snprintf(buf, size, "%s", type ? type : "?");
+    cJSON_Delete(event);
+    return buf;
+}
+
+static size_t count_type(event_log *log, const char *type) {
+    char needle[96];
+    snprintf(needle, sizeof needle, "\"type\":\"%s\"", type);
+    return event_log_count(log, needle);
+}
+
+static void check_invariants(const char *scenario, event_log *log) {
+    char type[64];
+    EXPECT(log->count > 0 && strcmp(event_type(log->events[0], type, sizeof type), "run_start") == 0,
+           "the first event is not run_start");
+    EXPECT(log->count > 0 && strcmp(event_type(log->events[log->count - 1], type, sizeof type), "run_end") == 0,
+           "the last event is not run_end");
+    EXPECT(count_type(log, "run_end") == 1, "%zu run_end events", count_type(log, "run_end"));
+    EXPECT(count_type(log, "tool_execution_start") == count_type(log, "tool_execution_end"),
+           "%zu tool_execution_start but %zu tool_execution_end", count_type(log, "tool_execution_start"),
+           count_type(log, "tool_execution_end"));
+    EXPECT(count_type(log, "turn_start") == count_type(log, "turn_end"), "unbalanced turns");
+}
+
+static char *tool_text(const cJSON *message) {
+    size_t size = 1;
+    char *text = calloc(1, size);
+    cJSON *part;
+    cJSON_ArrayForEach(part, cJSON_GetObjectItem(message, "content")) {
+        const char *piece = cJSON_GetStringValue(cJSON_GetObjectItem(part, "text"));
+        if (!piece) continue;
+        size += strlen(piece);
+        text = realloc(text, size);
+        strcat(text, piece);
+    }
+    return text;
+}
+
+static void check_expectations(const char *scenario, const cJSON *expect, const cJSON *result, event_log *log) {
+    const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(result, "status"));
+    const char *wanted = cJSON_GetStringValue(cJSON_GetObjectItem(expect, "status"));
+    EXPECT(status && wanted && strcmp(status, wanted) == 0, "status %s, expected %s", status, wanted);
+
+    const char *code = cJSON_GetStringValue(cJSON_GetObjectItem(expect, "error_code"));
+    if (code) {
+        const char *got = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(result, "error"), "code"));
+        EXPECT(got && strcmp(got, code) == 0, "error code %s, expected %s", got, code);
+    }
+
+    const cJSON *events = cJSON_GetObjectItem(expect, "events");
+    if (events) {
+        int i = 0;
+        const cJSON *type;
+        char got[64];
+        EXPECT((size_t)cJSON_GetArraySize(events) == log->count, "%zu events, expected %d", log->count,
+               cJSON_GetArraySize(events));
+        cJSON_ArrayForEach(type, events) {
+            if ((size_t)i >= log->count) break;
+            event_type(log->events[i], got, sizeof got);
+            EXPECT(strcmp(got, type->valuestring) == 0, "event %d is %s, expected %s", i, got, type->valuestring);
+            i++;
+        }
+    }
+
+    const cJSON *count;
+    cJSON_ArrayForEach(count, cJSON_GetObjectItem(expect, "event_counts")) {
+        size_t got = count_type(log, count->string);
+        EXPECT(got == (size_t)count->valuedouble, "%zu %s events, expected %d", got, count->string, count->valueint);
+    }
+
+    const cJSON *messages = cJSON_GetObjectItem(result, "messages");
+    const cJSON *transcript = cJSON_GetObjectItem(expect, "transcript");
+    if (transcript) {
+        char *got = print_json(messages);
+        EXPECT(cJSON_Compare(transcript, messages, 1), "transcript differs; got %s", got);
+        free(got);
+    }
+
+    const cJSON *results = cJSON_GetObjectItem(expect, "results");
+    if (results) {
+        const cJSON *message, *want = results->child;
+        int index = 0;
+        cJSON_ArrayForEach(message, messages) {
+            const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(message, "role"));
+            if (!role || strcmp(role, "tool") != 0) continue;
+            if (!want) {
+                EXPECT(0, "more tool results than expected");
+                break;
+            }
+            const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(message, "tool_call_id"));
+            const char *want_id = cJSON_GetStringValue(cJSON_GetObjectItem(want, "tool_call_id"));
+            char *text = tool_text(message);
+            const char *needle = cJSON_GetStringValue(cJSON_GetObjectItem(want, "text_contains"));
+            EXPECT(id && want_id && strcmp(id, want_id) == 0, "result %d has id %s, expected %s", index, id, want_id);
+            EXPECT(cJSON_IsTrue(cJSON_GetObjectItem(message, "is_error")) ==
+                       cJSON_IsTrue(cJSON_GetObjectItem(want, "is_error")),
+                   "result %d error flag differs (text: %s)", index, text);
+            EXPECT(!needle || strstr(text, needle), "result %d text \"%s\" lacks \"%s\"", index, text, needle);
+            free(text);
+            want = want->next;
+            index++;
+        }
+        EXPECT(want == NULL, "fewer tool results than expected");
+    }
+}
+
+/* ---- running one scenario ----------------------------------------------------- */
+
+static char *read_file(const char *path) {
+    FILE *file = fopen(path, "rb");
+    if (!file) return NULL;
+    fseek(file, 0, SEEK_END);
+    long size = ftell(file);
+    fseek(file, 0, SEEK_SET);
+    char *text = malloc((size_t)size + 1);
+    size_t got = fread(text, 1, (size_t)size, file);
+    text[got] = '\0';
+    fclose(file);
+    return text;
+}
+
+static void run_scenario(const char *scenario, const char *path) {
+    char *text = read_file(path);
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
+    EXPECT(doc != NULL, "not valid JSON");
+    if (!doc) return;
+
+    char *config = print_json(cJSON_GetObjectItem(doc, "config"));
+    ferrule_agent_builder *builder = NULL;
+    ferrule_error *err = ferrule_agent_builder_new(STR(config), &builder);
+    free(config);
+    EXPECT(err == NULL, "config rejected: %s", ferrule_error_message(err).ptr);
+    if (err) {
+        ferrule_error_free(err);
+        cJSON_Delete(doc);
+        return;
+    }
+    const cJSON *tool;
+    cJSON_ArrayForEach(tool, cJSON_GetObjectItem(doc, "tools")) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(tool, "name"));
+        const char *description = cJSON_GetStringValue(cJSON_GetObjectItem(tool, "description"));
+        cJSON *schema = cJSON_GetObjectItem(tool, "input_schema");
+        cJSON *options = cJSON_GetObjectItem(tool, "options");
+        char *schema_text = schema ? print_json(schema) : NULL;
+        char *options_text = options ? print_json(options) : NULL;
+        ferrule_tool_spec spec = harness_spec(name, options_text ? options_text : "", execute,
+                                              cJSON_GetObjectItem(tool, "behaviour"), NULL);
+        spec.description = description ? description : "";
+        spec.description_len = strlen(spec.description);
+        if (schema_text) {
+            spec.input_schema = schema_text;
+            spec.input_schema_len = strlen(schema_text);
+        }
+        err = ferrule_agent_builder_add_tool(builder, &spec);
+        EXPECT(err == NULL, "tool %s rejected: %s", name, ferrule_error_message(err).ptr);
+        ferrule_error_free(err);
+        free(schema_text);
+        free(options_text);
+    }
+    ferrule_agent *agent = NULL;
+    err = ferrule_agent_build(builder, &agent);
+    EXPECT(err == NULL, "build failed: %s", ferrule_error_message(err).ptr);
+    if (err) {
+        ferrule_error_free(err);
+        cJSON_Delete(doc);
+        return;
+    }
+
+    event_log log;
+    event_log_init(&log);
+    char *input = print_json(cJSON_GetObjectItem(doc, "input"));
+    ferrule_run *run = NULL;
+    err = ferrule_agent_start(agent, STR(input), event_log_on_event, &log, event_log_free, &run);
+    free(input);
+    EXPECT(err == NULL, "start failed: %s", ferrule_error_message(err).ptr);
+    if (!err) {
+        char *result_text = harness_wait(run);
+        cJSON *result = cJSON_Parse(result_text);
+        EXPECT(result != NULL, "the run result is not JSON");
+        if (result) {
+            check_invariants(scenario, &log);
+            check_expectations(scenario, cJSON_GetObjectItem(doc, "expect"), result, &log);
+        }
+        cJSON_Delete(result);
+        ferrule_string_free(result_text);
+        ferrule_run_free(run);
+    }
+    ferrule_error_free(err);
+    ferrule_agent_free(agent);
+    /* Tools that completed after a timeout may still run; wait for their threads
+     * to finish with the behaviour before the document goes. */
+    harness_sleep_ms(20);
+    event_log_destroy(&log);
+    cJSON_Delete(doc);
+}
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int main(int argc, char **argv) {
+    const char *dir_path = argc > 1 ? argv[1] : FERRULE_CONFORMANCE_DIR;
+    DIR *dir = opendir(dir_path);
+    if (!dir) {
+        fprintf(stderr, "cannot open %s\n", dir_path);
+        return 1;
+    }
+    char *names[256];
+    size_t count = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL && count < 256) {
+        size_t len = strlen(entry->d_name);
+        if (len > 5 && strcmp(entry->d_name + len - 5, ".json") == 0) names[count++] = strdup(entry->d_name);
+    }
+    closedir(dir);
+    qsort(names, count, sizeof names[0], by_name);
+
+    size_t passed = 0, failed = 0;
+    for (size_t i = 0; i < count; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir_path, names[i]);
+        int before = failures;
+        run_scenario(names[i], path);
+        int ok = failures == before;
+        printf("%s %s\n", ok ? "ok  " : "FAIL", names[i]);
+        fflush(stdout);
+        if (ok) passed++; else failed++;
+        free(names[i]);
+    }
+    printf("%zu passed, %zu failed\n", passed, failed);
+    return failed == 0 && passed > 0 ? 0 : 1;
+}
