@@ -82,9 +82,9 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
             match check {
                 Err(problem) => recorder.record(index, call, ToolResult::error(problem), false).await,
                 Ok(valid) => {
-                    let state = Arc::new(CallState::default());
+                    let state = Arc::new(CallState::new(call.clone()));
                     states[index] = Some(state.clone());
-                    let task = running.spawn(launch(context, call, valid, state));
+                    let task = running.spawn(launch(context, valid, state));
                     in_flight.insert(task.id(), index);
                 }
             }
@@ -131,7 +131,6 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
 /// timeout the call's token is cancelled so the function can see it.
 fn launch(
     context: &BatchContext<'_>,
-    call: &ToolCall,
     valid: ValidCall<'_>,
     state: Arc<CallState>,
 ) -> impl std::future::Future<Output = Ending> + Send + 'static {
@@ -142,16 +141,10 @@ fn launch(
         ms => ms,
     };
     let invocation = Invocation {
-        call: call.clone(),
         arguments: valid.arguments,
         run_serial: context.run_serial,
         cancel: cancel.clone(),
-        updates: UpdateSink {
-            call_id: call.id.as_str().into(),
-            name: call.name.as_str().into(),
-            state,
-            events: context.events.clone(),
-        },
+        updates: UpdateSink { state, events: context.events.clone() },
     };
     let function = tool.function().clone();
     async move {

@@ -26,6 +26,7 @@ pub(crate) fn start(agent: Agent, messages: Vec<Message>, sink: Option<Box<dyn E
     let (events, dispatcher) = events::channel(id, serial, sink);
     let runtime = crate::runtime::get();
     let dispatcher = dispatcher.map(|d| runtime.spawn(d));
+    let messages_len = messages.len();
     let run = RunLoop {
         open_turn: Arc::new(AtomicU32::new(0)),
         agent,
@@ -35,7 +36,7 @@ pub(crate) fn start(agent: Agent, messages: Vec<Message>, sink: Option<Box<dyn E
         messages,
         usage: Usage::default(),
         rounds: 0,
-        final_message: None,
+        input_len: messages_len,
         disclosed: HashSet::new(),
     };
     runtime.spawn(supervise(run, dispatcher, shared.clone()));
@@ -105,7 +106,8 @@ struct RunLoop {
     messages: Vec<Message>,
     usage: Usage,
     rounds: u32,
-    final_message: Option<AssistantMessage>,
+    /// Messages that came with the input; the rest this run produced.
+    input_len: usize,
     /// Deferred tools disclosed by an earlier result in this run.
     disclosed: HashSet<String>,
 }
@@ -165,7 +167,8 @@ impl RunLoop {
             // Calls of a failed response are never executed, and are not kept:
             // nothing would answer them.
             message.tool_calls.clear();
-            self.record_message(turn, message).await;
+            self.announce(turn, &message).await;
+            self.messages.push(Message::Assistant(message));
             let error = Error::new(
                 ErrorCode::ProviderServer,
                 "the model's response ended in an error, so its tool calls were not executed",
@@ -173,10 +176,10 @@ impl RunLoop {
             return Some((RunStatus::Failed, Some(error)));
         }
 
-        let calls = message.tool_calls.clone();
         let length_stopped = message.stop_reason == StopReason::Length;
-        self.record_message(turn, message).await;
-        if calls.is_empty() {
+        self.announce(turn, &message).await;
+        if message.tool_calls.is_empty() {
+            self.messages.push(Message::Assistant(message));
             return Some((RunStatus::Completed, None));
         }
 
@@ -187,14 +190,18 @@ impl RunLoop {
             run_serial: self.serial,
             disclosed: &self.disclosed,
         };
-        let outcome = batch::execute(&context, &calls, length_stopped).await;
-        if outcome.results.iter().any(Option::is_none) {
-            self.drop_unanswered_calls(&outcome.results);
-        }
+        let outcome = batch::execute(&context, &message.tool_calls, length_stopped).await;
         for added in &outcome.added_tools {
             if inner.tool(added).is_some_and(|(_, tool)| tool.options().deferred) {
                 self.disclosed.insert(added.clone());
             }
+        }
+        // Calls that no result answers (a cancelled batch) leave the transcript,
+        // so it stays replayable.
+        let mut answered = outcome.results.iter().map(Option::is_some);
+        message.tool_calls.retain(|_| answered.next().unwrap_or(false));
+        if !message.tool_calls.is_empty() || !message.content.is_empty() {
+            self.messages.push(Message::Assistant(message));
         }
         let terminate = outcome.terminate;
         self.messages.extend(outcome.results.into_iter().flatten().map(Message::Tool));
@@ -210,29 +217,22 @@ impl RunLoop {
         }
     }
 
-    async fn record_message(&mut self, turn: u32, message: AssistantMessage) {
+    /// Emits `message_end` for a complete assistant message.
+    async fn announce(&self, turn: u32, message: &AssistantMessage) {
         if self.events.is_enabled() {
             self.events.emit(EventKind::MessageEnd { turn, message: message.clone() }).await;
-        }
-        self.final_message = Some(message.clone());
-        self.messages.push(Message::Assistant(message));
-    }
-
-    /// Removes calls that no result answers (a cancelled batch) from the last
-    /// assistant message, so the transcript stays replayable.
-    fn drop_unanswered_calls(&mut self, results: &[Option<crate::message::ToolResultMessage>]) {
-        let Some(Message::Assistant(message)) = self.messages.last_mut() else { return };
-        let mut answered = results.iter().map(Option::is_some);
-        message.tool_calls.retain(|_| answered.next().unwrap_or(false));
-        if message.tool_calls.is_empty() && message.content.is_empty() {
-            self.messages.pop();
         }
     }
 
     fn finish(self, status: RunStatus, error: Option<Error>) -> RunResult {
+        let final_message = self.messages[self.input_len..]
+            .iter()
+            .rev()
+            .find(|m| matches!(m, Message::Assistant(_)))
+            .cloned();
         RunResult {
             status,
-            final_message: self.final_message.map(Message::Assistant),
+            final_message,
             messages: self.messages,
             usage: self.usage,
             rounds: self.rounds,
@@ -248,7 +248,7 @@ struct TurnDeltas<'a> {
 }
 
 impl DeltaSink for TurnDeltas<'_> {
-    fn send(&mut self, delta: Delta) -> BoxFuture<'_, ()> {
+    fn send<'a>(&'a mut self, delta: Delta<'a>) -> BoxFuture<'a, ()> {
         let turn = self.turn;
         let events = self.events;
         Box::pin(async move {
@@ -256,11 +256,17 @@ impl DeltaSink for TurnDeltas<'_> {
                 return;
             }
             let kind = match delta {
-                Delta::Text(text) => EventKind::MessageDelta { turn, text: Some(text), thinking: None },
-                Delta::Thinking(thinking) => EventKind::MessageDelta { turn, text: None, thinking: Some(thinking) },
-                Delta::ToolCall { index, id, name, arguments } => {
-                    EventKind::ToolCallDelta { turn, index, id, name, arguments_delta: arguments }
+                Delta::Text(text) => EventKind::MessageDelta { turn, text: Some(text.to_owned()), thinking: None },
+                Delta::Thinking(thinking) => {
+                    EventKind::MessageDelta { turn, text: None, thinking: Some(thinking.to_owned()) }
                 }
+                Delta::ToolCall { index, id, name, arguments } => EventKind::ToolCallDelta {
+                    turn,
+                    index,
+                    id: id.map(str::to_owned),
+                    name: name.map(str::to_owned),
+                    arguments_delta: arguments.to_owned(),
+                },
             };
             events.emit(kind).await;
         })

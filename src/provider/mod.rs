@@ -84,23 +84,24 @@ pub struct GenerationRequest<'a> {
     pub tool_choice: &'a ToolChoice,
 }
 
-/// A piece of a response as it streams in.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Delta {
+/// A piece of a response as it streams in, borrowed from the generator (a sink
+/// copies only what it keeps).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Delta<'a> {
     /// Answer text.
-    Text(String),
+    Text(&'a str),
     /// Reasoning text.
-    Thinking(String),
+    Thinking(&'a str),
     /// A piece of a tool call.
     ToolCall {
         /// The call's position in the response.
         index: u32,
         /// The call id, when this piece carries it.
-        id: Option<String>,
+        id: Option<&'a str>,
         /// The tool name, when this piece carries it.
-        name: Option<String>,
+        name: Option<&'a str>,
         /// More argument text.
-        arguments: String,
+        arguments: &'a str,
     },
 }
 
@@ -108,7 +109,7 @@ pub enum Delta {
 /// event queue is bounded).
 pub trait DeltaSink: Send {
     /// Forwards one delta.
-    fn send(&mut self, delta: Delta) -> BoxFuture<'_, ()>;
+    fn send<'a>(&'a mut self, delta: Delta<'a>) -> BoxFuture<'a, ()>;
 }
 
 /// A model. Shared by every run of an agent; `generate` may be called

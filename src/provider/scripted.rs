@@ -147,22 +147,17 @@ impl Generator for ScriptedGenerator {
 
 async fn play(turn: &ScriptTurn, deltas: &mut dyn DeltaSink) -> Result<AssistantMessage, Error> {
     if let Some(thinking) = &turn.thinking {
-        deltas.send(Delta::Thinking(thinking.clone())).await;
+        deltas.send(Delta::Thinking(thinking)).await;
     }
     let mut content = Vec::new();
     if let Some(text) = turn.text.as_ref().filter(|t| !t.is_empty()) {
-        deltas.send(Delta::Text(text.clone())).await;
+        deltas.send(Delta::Text(text)).await;
         content.push(Part::text(text.clone()));
     }
     let mut tool_calls = Vec::with_capacity(turn.tool_calls.len());
     for (index, call) in (0u32..).zip(&turn.tool_calls) {
         deltas
-            .send(Delta::ToolCall {
-                index,
-                id: Some(call.id.clone()),
-                name: Some(call.name.clone()),
-                arguments: call.arguments.clone(),
-            })
+            .send(Delta::ToolCall { index, id: Some(&call.id), name: Some(&call.name), arguments: &call.arguments })
             .await;
         tool_calls.push(ToolCall { id: call.id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
     }

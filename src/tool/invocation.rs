@@ -11,15 +11,20 @@ use super::ToolResult;
 use crate::agent::{CallbackScope, EventEmitter, EventKind};
 use crate::message::ToolCall;
 
-/// Shared between a call's runner and its update sink: once the runner has
-/// recorded the call's result, updates are ignored. The lock makes "ignored after
-/// the end event" exact: an update either is queued before the end event or not at all.
-#[derive(Default)]
+/// One call as its runner, its function and its update sink share it: the call
+/// itself, and whether its result was recorded (after which updates are ignored).
+/// The lock makes "ignored after the end event" exact: an update is either queued
+/// before the end event or not at all.
 pub(crate) struct CallState {
+    call: ToolCall,
     finished: Mutex<bool>,
 }
 
 impl CallState {
+    pub(crate) fn new(call: ToolCall) -> Self {
+        CallState { call, finished: Mutex::new(false) }
+    }
+
     /// Marks the call finished; later updates are dropped.
     pub(crate) async fn finish(&self) {
         *self.finished.lock().await = true;
@@ -28,7 +33,6 @@ impl CallState {
 
 /// One call handed to a [`super::ToolFunction`].
 pub struct Invocation {
-    pub(crate) call: ToolCall,
     pub(crate) arguments: Value,
     pub(crate) run_serial: u64,
     pub(crate) cancel: CancellationToken,
@@ -38,17 +42,17 @@ pub struct Invocation {
 impl Invocation {
     /// The call id.
     pub fn id(&self) -> &str {
-        &self.call.id
+        &self.updates.state.call.id
     }
 
     /// The tool name.
     pub fn name(&self) -> &str {
-        &self.call.name
+        &self.updates.state.call.name
     }
 
     /// The arguments exactly as the model wrote them (a JSON object).
     pub fn arguments_json(&self) -> &str {
-        &self.call.arguments
+        &self.updates.state.call.arguments
     }
 
     /// The arguments, parsed and schema-validated.
@@ -83,8 +87,6 @@ impl Invocation {
 /// they are dropped. Cheap to clone; usable from any thread.
 #[derive(Clone)]
 pub struct UpdateSink {
-    pub(crate) call_id: Arc<str>,
-    pub(crate) name: Arc<str>,
     pub(crate) state: Arc<CallState>,
     pub(crate) events: EventEmitter,
 }
@@ -92,8 +94,8 @@ pub struct UpdateSink {
 impl UpdateSink {
     fn event(&self, partial: ToolResult) -> EventKind {
         EventKind::ToolExecutionUpdate {
-            call_id: self.call_id.to_string(),
-            name: self.name.to_string(),
+            call_id: self.state.call.id.clone(),
+            name: self.state.call.name.clone(),
             partial,
         }
     }

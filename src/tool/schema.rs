@@ -71,6 +71,9 @@ impl InputSchema {
     /// Validates arguments; on failure, a message naming each failing field by JSON
     /// pointer, written for the model.
     pub fn validate(&self, arguments: &Value) -> Result<(), String> {
+        if self.validator.is_valid(arguments) {
+            return Ok(());
+        }
         let mut errors = self.validator.iter_errors(arguments);
         let mut lines = Vec::new();
         let mut total = 0usize;
