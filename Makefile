@@ -8,7 +8,7 @@ BUILD    := build
 LIBDIR   := target/release
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib demo test test-rust test-header test-c header header-check clean
+.PHONY: all lib demo bench setup test test-rust test-header test-c header header-check clean
 
 all: lib
 
@@ -22,7 +22,10 @@ $(BUILD)/agent: examples/c/agent.c include/ferrule.h lib
 demo: $(BUILD)/agent
 	./$(BUILD)/agent
 
-test: test-rust test-header test-c
+test: setup test-rust test-header test-c
+
+setup:
+	./scripts/setup.sh
 
 test-rust:
 	$(CARGO) test --release
@@ -55,3 +58,11 @@ test-c: lib
 clean:
 	rm -rf $(BUILD)
 	$(CARGO) clean
+
+# Benchmarks (DESIGN section 7): W1 and W2 with the tool in Rust and in C.
+bench: setup lib
+	@mkdir -p $(BUILD)
+	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Iinclude bench/ffi.c -o $(BUILD)/bench_ffi \
+		-L$(LIBDIR) -lferrule -lcjson -lpthread -Wl,-rpath,$(CURDIR)/$(LIBDIR)
+	$(CARGO) bench --bench loop
+	./$(BUILD)/bench_ffi bench/workloads.json

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what the build and the tests need, when it is missing: the pinned
+# cbindgen (for the header check), and cmake, ninja and cJSON (for the C tests).
+# Idempotent; run by `make test`.
+set -euo pipefail
+
+CBINDGEN_VERSION=0.29.4
+
+if ! command -v cbindgen >/dev/null || ! cbindgen --version | grep -q " ${CBINDGEN_VERSION}\$"; then
+    echo "setup: installing cbindgen ${CBINDGEN_VERSION}"
+    cargo install cbindgen --version "${CBINDGEN_VERSION}" --locked --quiet
+fi
+
+missing=()
+command -v cmake >/dev/null || missing+=(cmake)
+command -v ninja >/dev/null || missing+=(ninja-build)
+[ -f /usr/include/cjson/cJSON.h ] || missing+=(libcjson-dev)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    sudo_cmd=""
+    [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
