@@ -169,7 +169,7 @@ typedef struct ferrule_str {
 extern "C" {
 #endif // __cplusplus
 
-// Creates a builder from the agent configuration JSON (DESIGN section 2: `model`,
+// Creates a builder from the agent configuration JSON (`model`,
 // `system`, `tool_execution`, `tool_choice`, `max_rounds`, ...). Unknown fields
 // are `FERRULE_ERROR_INVALID_ARG` naming the field; text that is not JSON is
 // `FERRULE_ERROR_INVALID_JSON`. On success `*out` owns a new builder.
