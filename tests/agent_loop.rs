@@ -227,14 +227,20 @@ fn updates_are_events_only_and_ignored_after_completion() {
     assert_event_invariants(&events);
 }
 
-#[test]
-fn a_length_stopped_response_runs_no_function() {
+/// A tool that answers "ran" and counts its calls.
+fn counting_tool(name: &str) -> (Tool, Arc<AtomicUsize>) {
     let ran = Arc::new(AtomicUsize::new(0));
     let counter = ran.clone();
-    let counted = tool("counted", json!({}), move |_: Invocation| {
+    let tool = tool(name, json!({}), move |_: Invocation| {
         counter.fetch_add(1, Ordering::SeqCst);
         async { ToolOutcome::Completed(ToolResult::text("ran")) }
     });
+    (tool, ran)
+}
+
+#[test]
+fn a_length_stopped_response_runs_no_function() {
+    let (counted, ran) = counting_tool("counted");
     let agent = agent(
         json!([{"tool_calls": [call("a", "counted", json!({})), call("b", "counted", json!({}))], "stop_reason": "length"},
                {"text": "shorter now"}]),
@@ -470,12 +476,7 @@ fn model_failures_end_the_run_with_their_code() {
 
 #[test]
 fn calls_of_a_failed_response_are_never_executed() {
-    let ran = Arc::new(AtomicUsize::new(0));
-    let counter = ran.clone();
-    let counted = tool("counted", json!({}), move |_: Invocation| {
-        counter.fetch_add(1, Ordering::SeqCst);
-        async { ToolOutcome::Completed(ToolResult::text("ran")) }
-    });
+    let (counted, ran) = counting_tool("counted");
     let agent = agent(
         json!([{"text": "partial", "tool_calls": [call("a", "counted", json!({}))], "stop_reason": "error"}]),
         json!({}),

@@ -153,8 +153,7 @@ fn send_update(call: &ferrule_tool_call, json: *const c_char, len: usize) -> Res
         return Err(Error::new(ErrorCode::AlreadyCompleted, "this tool call was already completed or failed"));
     }
     // SAFETY: the host passes `len` readable bytes.
-    let parsed = unsafe { str_arg(json, len, "json") }.and_then(ToolResult::from_json);
-    match parsed {
+    match unsafe { result_arg(json, len) } {
         Ok(partial) => {
             call.updates.send_blocking(partial);
             Ok(())
@@ -165,6 +164,15 @@ fn send_update(call: &ferrule_tool_call, json: *const c_char, len: usize) -> Res
             Err(error)
         }
     }
+}
+
+/// Reads a tool result argument.
+///
+/// # Safety
+/// A non-NULL `json` must point to `len` readable bytes.
+unsafe fn result_arg(json: *const c_char, len: usize) -> Result<ToolResult> {
+    // SAFETY: as the caller guarantees.
+    unsafe { str_arg(json, len, "json") }.and_then(ToolResult::from_json)
 }
 
 /// Completes the call with its result: a JSON string (a text result) or an object
@@ -185,8 +193,7 @@ pub unsafe extern "C" fn ferrule_tool_call_complete(
         let call = unsafe { ref_arg(call, "call") }?;
         let sender = call.take_completion()?;
         // SAFETY: the host passes `len` readable bytes.
-        let parsed = unsafe { str_arg(json, len, "json") }.and_then(ToolResult::from_json);
-        let (outcome, returned) = match parsed {
+        let (outcome, returned) = match unsafe { result_arg(json, len) } {
             Ok(result) => (ToolOutcome::Completed(result), Ok(())),
             Err(error) => (ToolOutcome::Invalid(error.message.clone()), Err(error)),
         };

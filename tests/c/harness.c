@@ -135,3 +135,14 @@ char *harness_wait(ferrule_run *run) {
     }
     return json;
 }
+
+char *harness_run(ferrule_agent *agent, event_log *log) {
+    ferrule_run *run = NULL;
+    ferrule_error *err = log ? ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), event_log_on_event, log,
+                                                   event_log_free, &run)
+                             : ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run);
+    if (!harness_expect_ok(err, __FILE__, __LINE__)) return NULL;
+    char *result = harness_wait(run);
+    ferrule_run_free(run);
+    return result;
+}

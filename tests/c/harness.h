@@ -79,5 +79,8 @@ ferrule_tool_spec harness_spec(const char *name, const char *options, ferrule_to
 ferrule_agent *harness_agent(const char *config, const ferrule_tool_spec *specs, size_t count);
 /* Waits for `run` and returns its result JSON (free with ferrule_string_free). */
 char *harness_wait(ferrule_run *run);
+/* Runs `agent` on {"prompt": "go"} with events to `log` (may be NULL), frees the
+ * run and returns its result JSON (free with ferrule_string_free), or NULL. */
+char *harness_run(ferrule_agent *agent, event_log *log);
 
 #endif

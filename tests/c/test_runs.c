@@ -68,9 +68,7 @@ static void a_full_run_with_a_tool_that_answers_at_once(void) {
     CHECK(agent != NULL);
     event_log log;
     event_log_init(&log);
-    ferrule_run *run = NULL;
-    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), event_log_on_event, &log, event_log_free, &run));
-    char *result = harness_wait(run);
+    char *result = harness_run(agent, &log);
     CHECK(result != NULL);
     CHECK(strstr(result, "\"status\":\"completed\""));
     CHECK(strstr(result, "lookup saw n=1"));
@@ -81,7 +79,6 @@ static void a_full_run_with_a_tool_that_answers_at_once(void) {
     CHECK(event_log_count(&log, "\"type\":\"tool_execution_start\"") == 1);
     CHECK(event_log_count(&log, "\"type\":\"tool_execution_end\"") == 1);
     ferrule_string_free(result);
-    ferrule_run_free(run);
     CHECK(atomic_load(&tool_data.frees) == 0);
     ferrule_agent_free(agent);
     CHECK(atomic_load(&tool_data.frees) == 1);
@@ -95,15 +92,12 @@ static void a_tool_completes_later_from_another_thread(void) {
     CHECK(agent != NULL);
     event_log log;
     event_log_init(&log);
-    ferrule_run *run = NULL;
-    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), event_log_on_event, &log, event_log_free, &run));
-    char *result = harness_wait(run);
+    char *result = harness_run(agent, &log);
     CHECK(result && strstr(result, "\"status\":\"completed\""));
     CHECK(strstr(result, "late answer"));
     CHECK(!strstr(result, "working")); /* updates never enter the transcript */
     CHECK(event_log_count(&log, "\"type\":\"tool_execution_update\"") == 2);
     ferrule_string_free(result);
-    ferrule_run_free(run);
     ferrule_agent_free(agent);
     event_log_destroy(&log);
 }
@@ -229,15 +223,12 @@ static void a_tool_that_never_completes_times_out(void) {
     ferrule_tool_spec spec = harness_spec("stuck", "{\"timeout_ms\": 50}", never_completes, NULL, NULL);
     ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "stuck") "]}, {\"text\": \"moved on\"}"), &spec, 1);
     CHECK(agent != NULL);
-    ferrule_run *run = NULL;
-    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
-    char *result = harness_wait(run);
+    char *result = harness_run(agent, NULL);
     CHECK(result && strstr(result, "\"status\":\"completed\""));
     CHECK(strstr(result, "timed out after 50 ms"));
     CHECK(!strstr(result, "finished after all")); /* the late completion is discarded */
     CHECK(wait_for_watchers(1));
     ferrule_string_free(result);
-    ferrule_run_free(run);
     ferrule_agent_free(agent);
 }
 
@@ -272,23 +263,42 @@ static void completing_twice_inside_the_callback_is_refused(void) {
     ferrule_tool_spec spec = harness_spec("twice", "", complete_twice, NULL, NULL);
     ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "twice") "]}, {\"text\": \"done\"}"), &spec, 1);
     CHECK(agent != NULL);
-    ferrule_run *run = NULL;
-    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
-    char *result = harness_wait(run);
+    char *result = harness_run(agent, NULL);
     CHECK(result && strstr(result, "first") && !strstr(result, "second"));
     CHECK(atomic_load(&double_complete_code) == FERRULE_ERROR_ALREADY_COMPLETED);
     ferrule_string_free(result);
-    ferrule_run_free(run);
     ferrule_agent_free(agent);
 }
 
 static atomic_int invalid_result_code;
 
+static atomic_int bad_utf8_code, bad_update_code, bad_failure_code;
+
+static int code_of(ferrule_error *err) {
+    int code = err ? (int)ferrule_error_code(err) : 0;
+    ferrule_error_free(err);
+    return code;
+}
+
 static void complete_with_bad_json(void *user_data, ferrule_tool_call *call) {
     (void)user_data;
-    ferrule_error *err = ferrule_tool_call_complete(call, STR("{\"content\": "));
-    atomic_store(&invalid_result_code, err ? (int)ferrule_error_code(err) : 0);
-    ferrule_error_free(err);
+    atomic_store(&invalid_result_code, code_of(ferrule_tool_call_complete(call, STR("{\"content\": "))));
+}
+
+static void complete_with_bad_utf8(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    atomic_store(&bad_utf8_code, code_of(ferrule_tool_call_complete(call, STR("\"\xc3\x28\""))));
+}
+
+static void update_with_bad_json(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    atomic_store(&bad_update_code, code_of(ferrule_tool_call_update(call, STR("{\"content\": 1,"))));
+    /* The invalid update consumed the handle: the call is over. */
+}
+
+static void fail_with_bad_utf8(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    atomic_store(&bad_failure_code, code_of(ferrule_tool_call_fail(call, STR("\xff broken"))));
 }
 
 static void fail_with_message(void *user_data, ferrule_tool_call *call) {
@@ -297,22 +307,28 @@ static void fail_with_message(void *user_data, ferrule_tool_call *call) {
 }
 
 static void invalid_results_and_failures_reach_the_model_as_errors(void) {
-    ferrule_tool_spec specs[2] = {
+    ferrule_tool_spec specs[5] = {
         harness_spec("bad", "", complete_with_bad_json, NULL, NULL),
         harness_spec("failing", "", fail_with_message, NULL, NULL),
+        harness_spec("bad_utf8", "", complete_with_bad_utf8, NULL, NULL),
+        harness_spec("bad_update", "", update_with_bad_json, NULL, NULL),
+        harness_spec("bad_failure", "", fail_with_bad_utf8, NULL, NULL),
     };
     ferrule_agent *agent = harness_agent(
-        SCRIPT("{\"tool_calls\": [" CALL("c1", "bad") ", " CALL("c2", "failing") "]}, {\"text\": \"done\"}"), specs, 2);
+        SCRIPT("{\"tool_calls\": [" CALL("c1", "bad") ", " CALL("c2", "failing") ", " CALL("c3", "bad_utf8") ", "
+               CALL("c4", "bad_update") ", " CALL("c5", "bad_failure") "]}, {\"text\": \"done\"}"), specs, 5);
     CHECK(agent != NULL);
-    ferrule_run *run = NULL;
-    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
-    char *result = harness_wait(run);
+    char *result = harness_run(agent, NULL);
     CHECK(result && strstr(result, "\"status\":\"completed\""));
     CHECK(atomic_load(&invalid_result_code) == FERRULE_ERROR_INVALID_JSON);
+    CHECK(atomic_load(&bad_utf8_code) == FERRULE_ERROR_INVALID_UTF8);
+    CHECK(atomic_load(&bad_update_code) == FERRULE_ERROR_INVALID_JSON);
+    CHECK(atomic_load(&bad_failure_code) == FERRULE_ERROR_INVALID_UTF8);
     CHECK(strstr(result, "returned an invalid result"));
+    CHECK(strstr(result, "invalid update"));
+    CHECK(strstr(result, "not valid UTF-8"));
     CHECK(strstr(result, "the incident store is unreachable\"}],\"is_error\":true"));
     ferrule_string_free(result);
-    ferrule_run_free(run);
     ferrule_agent_free(agent);
 }
 
@@ -321,13 +337,10 @@ static void a_panic_inside_a_run_ends_it_failed(void) {
     CHECK(agent != NULL);
     event_log log;
     event_log_init(&log);
-    ferrule_run *run = NULL;
-    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), event_log_on_event, &log, event_log_free, &run));
-    char *result = harness_wait(run);
+    char *result = harness_run(agent, &log);
     CHECK(result && strstr(result, "\"status\":\"failed\"") && strstr(result, "\"code\":\"PANIC\""));
     CHECK(event_log_count(&log, "\"type\":\"run_end\"") == 1);
     ferrule_string_free(result);
-    ferrule_run_free(run);
     ferrule_agent_free(agent);
     event_log_destroy(&log);
 }
