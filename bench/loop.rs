@@ -15,8 +15,7 @@ use serde_json::Value;
 const REPEATS: usize = 7;
 
 fn main() {
-    let workloads: Value =
-        serde_json::from_str(include_str!("workloads.json")).expect("bench/workloads.json");
+    let workloads: Value = serde_json::from_str(include_str!("workloads.json")).expect("bench/workloads.json");
     for (key, schema) in [("w1", "open_schema"), ("w2", "schema")] {
         let workload = &workloads[key];
         let agent = build(&workload["config"], workloads[schema].clone());
@@ -26,9 +25,12 @@ fn main() {
         let counted = Arc::new(AtomicUsize::new(0));
         let with_events = median(|| {
             let counted = counted.clone();
-            run(&agent, Some(Box::new(move |_: &Event| {
-                counted.fetch_add(1, Ordering::Relaxed);
-            })))
+            run(
+                &agent,
+                Some(Box::new(move |_: &Event| {
+                    counted.fetch_add(1, Ordering::Relaxed);
+                })),
+            )
         });
         println!("{}", workload["description"].as_str().unwrap());
         for (label, time) in [("no event sink", quiet), ("event sink", with_events)] {

@@ -32,10 +32,7 @@ pub struct SystemMessage {
 #[serde(deny_unknown_fields)]
 pub struct UserMessage {
     /// The content; serialised as a plain string when it is a single text part.
-    #[serde(
-        serialize_with = "serialize_user_content",
-        deserialize_with = "deserialize_content"
-    )]
+    #[serde(serialize_with = "serialize_user_content", deserialize_with = "deserialize_content")]
     pub content: Vec<Part>,
 }
 
@@ -131,9 +128,7 @@ impl Part {
             Part::Image { data: Some(_), url: Some(_), .. } => {
                 Err("an image part has both data and url; give exactly one".into())
             }
-            Part::Image { data: None, url: None, .. } => {
-                Err("an image part has neither data nor url".into())
-            }
+            Part::Image { data: None, url: None, .. } => Err("an image part has neither data nor url".into()),
             Part::Image { data: Some(_), media_type: None, .. } => {
                 Err("an image part with data needs a media_type".into())
             }
@@ -244,8 +239,7 @@ mod tests {
 
     #[test]
     fn unknown_message_field_is_named() {
-        let err = serde_json::from_value::<Message>(json!({"role": "user", "content": "x", "colour": 1}))
-            .unwrap_err();
+        let err = serde_json::from_value::<Message>(json!({"role": "user", "content": "x", "colour": 1})).unwrap_err();
         assert!(err.to_string().contains("colour"), "{err}");
     }
 

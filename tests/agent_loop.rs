@@ -27,10 +27,7 @@ fn a_plain_answer_completes_the_run() {
     assert_eq!(result.status, RunStatus::Completed);
     assert_eq!(result.rounds, 1);
     assert_eq!(result.usage.output_tokens, 2);
-    assert_eq!(
-        types(&events),
-        ["run_start", "turn_start", "message_delta", "message_end", "turn_end", "run_end"]
-    );
+    assert_eq!(types(&events), ["run_start", "turn_start", "message_delta", "message_end", "turn_end", "run_end"]);
     let transcript = serde_json::to_value(&result.messages).unwrap();
     assert_eq!(transcript[0], json!({"role": "user", "content": "hi"}));
     assert_eq!(transcript[1]["content"], json!([{"type": "text", "text": "hello"}]));

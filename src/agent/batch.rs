@@ -229,13 +229,22 @@ impl<'a> Recorder<'a> {
         let message = ToolResultMessage {
             tool_call_id: call.id.clone(),
             name: call.name.clone(),
-            content: if self.events.is_enabled() { result.content.clone() } else { std::mem::take(&mut result.content) },
+            content: if self.events.is_enabled() {
+                result.content.clone()
+            } else {
+                std::mem::take(&mut result.content)
+            },
             is_error: result.is_error,
         };
         if self.events.is_enabled() {
             let is_error = result.is_error;
             self.events
-                .emit(EventKind::ToolExecutionEnd { call_id: call.id.clone(), name: call.name.clone(), result, is_error })
+                .emit(EventKind::ToolExecutionEnd {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    result,
+                    is_error,
+                })
                 .await;
         }
         self.results[index] = Some(message);
@@ -243,12 +252,6 @@ impl<'a> Recorder<'a> {
 
     fn finish(self, calls: &[ToolCall], cancelled: bool) -> BatchOutcome {
         let terminate = !cancelled && !calls.is_empty() && self.terminating.iter().all(|&t| t);
-        BatchOutcome {
-            results: self.results,
-            terminate,
-            fatal: self.fatal,
-            cancelled,
-            added_tools: self.added_tools,
-        }
+        BatchOutcome { results: self.results, terminate, fatal: self.fatal, cancelled, added_tools: self.added_tools }
     }
 }

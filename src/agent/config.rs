@@ -131,8 +131,7 @@ fn default_max_retries() -> u32 {
 impl AgentConfig {
     /// Parses and checks the configuration JSON.
     pub fn from_json(json: &str) -> Result<Self> {
-        let config: AgentConfig =
-            serde_json::from_str(json).map_err(|e| Error::from_json("agent config", e))?;
+        let config: AgentConfig = serde_json::from_str(json).map_err(|e| Error::from_json("agent config", e))?;
         config.check()?;
         Ok(config)
     }
@@ -146,9 +145,7 @@ impl AgentConfig {
             return Err(Error::invalid_arg("agent config: max_concurrent_tools must be at least 1"));
         }
         if self.model.provider != ProviderKind::Scripted && !self.model.script.is_empty() {
-            return Err(Error::invalid_arg(
-                "agent config: model.script is only for the \"scripted\" provider",
-            ));
+            return Err(Error::invalid_arg("agent config: model.script is only for the \"scripted\" provider"));
         }
         Ok(())
     }
@@ -185,11 +182,11 @@ mod tests {
 
     #[test]
     fn tool_choice_forms() {
-        let named = AgentConfig::from_json(r#"{"model": {"provider": "scripted"}, "tool_choice": {"name": "x"}}"#)
-            .unwrap();
+        let named =
+            AgentConfig::from_json(r#"{"model": {"provider": "scripted"}, "tool_choice": {"name": "x"}}"#).unwrap();
         assert_eq!(named.tool_choice, ToolChoice::Named("x".into()));
-        let err = AgentConfig::from_json(r#"{"model": {"provider": "scripted"}, "tool_choice": "always"}"#)
-            .unwrap_err();
+        let err =
+            AgentConfig::from_json(r#"{"model": {"provider": "scripted"}, "tool_choice": "always"}"#).unwrap_err();
         assert!(err.message.contains("tool_choice"), "{}", err.message);
     }
 

@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 pub use callback_scope::CallbackScope;
 pub use config::{AgentConfig, ModelConfig, ProviderKind, Timeouts};
-pub use events::{Event, EventKind, EventSink};
 pub(crate) use events::EventEmitter;
+pub use events::{Event, EventKind, EventSink};
 pub use handle::Run;
 pub use input::RunInput;
 pub use result::{RunResult, RunStatus};
@@ -75,8 +75,7 @@ impl AgentBuilder {
             Some(generator) => generator,
             None => generator_for(&config)?,
         };
-        let by_name: HashMap<String, usize> =
-            tools.iter().enumerate().map(|(i, t)| (t.name().to_owned(), i)).collect();
+        let by_name: HashMap<String, usize> = tools.iter().enumerate().map(|(i, t)| (t.name().to_owned(), i)).collect();
         if let ToolChoice::Named(name) = &config.tool_choice {
             if !by_name.contains_key(name) {
                 return Err(Error::invalid_arg(format!("agent config: tool_choice names unknown tool \"{name}\"")));

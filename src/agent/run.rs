@@ -61,9 +61,7 @@ async fn supervise(run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<()>>
         }
     };
     let result = Arc::new(result);
-    events
-        .emit(EventKind::RunEnd { status: result.status, result: result.clone(), error: result.error.clone() })
-        .await;
+    events.emit(EventKind::RunEnd { status: result.status, result: result.clone(), error: result.error.clone() }).await;
     drop(events);
     if let Some(dispatcher) = dispatcher {
         let _ = dispatcher.await;
@@ -225,19 +223,9 @@ impl RunLoop {
     }
 
     fn finish(self, status: RunStatus, error: Option<Error>) -> RunResult {
-        let final_message = self.messages[self.input_len..]
-            .iter()
-            .rev()
-            .find(|m| matches!(m, Message::Assistant(_)))
-            .cloned();
-        RunResult {
-            status,
-            final_message,
-            messages: self.messages,
-            usage: self.usage,
-            rounds: self.rounds,
-            error,
-        }
+        let final_message =
+            self.messages[self.input_len..].iter().rev().find(|m| matches!(m, Message::Assistant(_))).cloned();
+        RunResult { status, final_message, messages: self.messages, usage: self.usage, rounds: self.rounds, error }
     }
 }
 

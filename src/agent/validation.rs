@@ -55,9 +55,8 @@ fn check_call<'a>(
         Some((_, tool)) if !tool.options().deferred || disclosed.contains(tool.name()) => tool,
         _ => return Err(unknown_tool(agent, disclosed, &call.name)),
     };
-    let arguments: Value = serde_json::from_str(&call.arguments).map_err(|e| {
-        format!("The arguments for \"{}\" are not valid JSON ({e}); send a JSON object.", call.name)
-    })?;
+    let arguments: Value = serde_json::from_str(&call.arguments)
+        .map_err(|e| format!("The arguments for \"{}\" are not valid JSON ({e}); send a JSON object.", call.name))?;
     if !arguments.is_object() {
         return Err(format!(
             "The arguments for \"{}\" must be a JSON object, not {}.",
@@ -72,12 +71,8 @@ fn check_call<'a>(
 }
 
 fn unknown_tool(agent: &AgentInner, disclosed: &HashSet<String>, name: &str) -> String {
-    let available: Vec<&str> = agent
-        .tools
-        .iter()
-        .filter(|t| !t.options().deferred || disclosed.contains(t.name()))
-        .map(Tool::name)
-        .collect();
+    let available: Vec<&str> =
+        agent.tools.iter().filter(|t| !t.options().deferred || disclosed.contains(t.name())).map(Tool::name).collect();
     if available.is_empty() {
         format!("Unknown tool \"{name}\". No tools are available.")
     } else {

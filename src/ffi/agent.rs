@@ -59,7 +59,8 @@ pub unsafe extern "C" fn ferrule_agent_builder_add_tool(
 ) -> *mut ferrule_error {
     guard(|| {
         // SAFETY: the host passes a live builder and spec (or NULL).
-        let builder = unsafe { builder.as_mut() }.ok_or_else(|| Error::new(ErrorCode::NullArg, "builder must not be NULL"))?;
+        let builder =
+            unsafe { builder.as_mut() }.ok_or_else(|| Error::new(ErrorCode::NullArg, "builder must not be NULL"))?;
         let spec = unsafe { ref_arg(spec, "spec") }?;
         // SAFETY: `spec` is live; its strings are `(ptr, len)` pairs.
         let tool = unsafe { tool_spec(spec) }?;

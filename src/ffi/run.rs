@@ -37,7 +37,10 @@ pub(crate) struct ForeignEventSink {
 }
 
 impl ForeignEventSink {
-    pub(crate) fn new(on_event: unsafe extern "C" fn(*mut c_void, *const c_char, usize), user_data: ForeignData) -> Self {
+    pub(crate) fn new(
+        on_event: unsafe extern "C" fn(*mut c_void, *const c_char, usize),
+        user_data: ForeignData,
+    ) -> Self {
         ForeignEventSink { on_event, user_data, buffer: Vec::with_capacity(512) }
     }
 }

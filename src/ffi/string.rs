@@ -43,8 +43,8 @@ impl NulTerminated {
 /// Hands `text` to the host as an owned string (freed with `ferrule_string_free`).
 pub(crate) fn give_string(text: String, out: &mut *mut c_char, out_len: &mut usize) -> Result<()> {
     let len = text.len();
-    let owned = CString::new(text)
-        .map_err(|_| Error::new(ErrorCode::InvalidArg, "the string to return holds a NUL byte"))?;
+    let owned =
+        CString::new(text).map_err(|_| Error::new(ErrorCode::InvalidArg, "the string to return holds a NUL byte"))?;
     *out = owned.into_raw();
     *out_len = len;
     Ok(())

@@ -58,7 +58,10 @@ struct ForeignCallback {
 }
 
 impl ForeignTool {
-    pub(crate) fn new(execute: unsafe extern "C" fn(*mut c_void, *mut ferrule_tool_call), user_data: ForeignData) -> Self {
+    pub(crate) fn new(
+        execute: unsafe extern "C" fn(*mut c_void, *mut ferrule_tool_call),
+        user_data: ForeignData,
+    ) -> Self {
         ForeignTool { callback: Arc::new(ForeignCallback { execute, user_data }) }
     }
 }
@@ -75,9 +78,9 @@ impl ToolFunction for ForeignTool {
             handle.release();
         });
         Box::pin(async move {
-            completion.await.unwrap_or_else(|_| {
-                ToolOutcome::Failed("The tool's call was dropped before it completed.".to_owned())
-            })
+            completion
+                .await
+                .unwrap_or_else(|_| ToolOutcome::Failed("The tool's call was dropped before it completed.".to_owned()))
         })
     }
 }

@@ -71,9 +71,11 @@ impl CallHandle {
 
 impl ferrule_tool_call {
     fn take_completion(&self) -> Result<oneshot::Sender<ToolOutcome>> {
-        self.completion.lock().unwrap_or_else(|e| e.into_inner()).take().ok_or_else(|| {
-            Error::new(ErrorCode::AlreadyCompleted, "this tool call was already completed or failed")
-        })
+        self.completion
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .ok_or_else(|| Error::new(ErrorCode::AlreadyCompleted, "this tool call was already completed or failed"))
     }
 
     fn is_completed(&self) -> bool {
@@ -219,7 +221,9 @@ pub unsafe extern "C" fn ferrule_tool_call_fail(
         // SAFETY: the host passes `len` readable bytes.
         let (outcome, returned) = match unsafe { str_arg(message, len, "message") } {
             Ok(text) => (ToolOutcome::Failed(text.to_owned()), Ok(())),
-            Err(error) => (ToolOutcome::Invalid(format!("the failure message was unusable: {}", error.message)), Err(error)),
+            Err(error) => {
+                (ToolOutcome::Invalid(format!("the failure message was unusable: {}", error.message)), Err(error))
+            }
         };
         call.finish(sender, outcome);
         returned

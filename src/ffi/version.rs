@@ -36,8 +36,7 @@ pub unsafe extern "C" fn ferrule_runtime_configure(json: *const c_char, len: usi
     guard(|| {
         // SAFETY: the host passes `len` readable bytes.
         let json = unsafe { str_arg(json, len, "json") }?;
-        let config: RuntimeConfig =
-            serde_json::from_str(json).map_err(|e| Error::from_json("runtime config", e))?;
+        let config: RuntimeConfig = serde_json::from_str(json).map_err(|e| Error::from_json("runtime config", e))?;
         runtime::configure(config)
     })
 }

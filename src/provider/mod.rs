@@ -40,9 +40,7 @@ impl<'de> Deserialize<'de> for ToolChoice {
             Named(Named),
         }
         let invalid = || {
-            serde::de::Error::custom(
-                "tool_choice must be \"auto\", \"none\", \"required\" or {\"name\": \"<tool>\"}",
-            )
+            serde::de::Error::custom("tool_choice must be \"auto\", \"none\", \"required\" or {\"name\": \"<tool>\"}")
         };
         match Repr::deserialize(d).map_err(|_| invalid())? {
             Repr::Mode(mode) => match mode.as_str() {

@@ -161,10 +161,7 @@ async fn play(turn: &ScriptTurn, deltas: &mut dyn DeltaSink) -> Result<Assistant
             .await;
         tool_calls.push(ToolCall { id: call.id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
     }
-    let stop_reason = turn.stop_reason.unwrap_or(if tool_calls.is_empty() {
-        StopReason::EndTurn
-    } else {
-        StopReason::ToolUse
-    });
+    let stop_reason =
+        turn.stop_reason.unwrap_or(if tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse });
     Ok(AssistantMessage { content, tool_calls, stop_reason, usage: turn.usage })
 }

@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use invocation::{Invocation, UpdateSink};
 pub(crate) use invocation::CallState;
+pub use invocation::{Invocation, UpdateSink};
 pub use options::{Execution, OnError, ToolOptions};
-pub use result::ToolResult;
 pub(crate) use result::json_kind;
+pub use result::ToolResult;
 pub use schema::InputSchema;
 
 use crate::error::{Error, ErrorCode, Result};

@@ -57,8 +57,8 @@ impl ToolResult {
     /// an object of this shape. `INVALID_JSON` when it does not parse, `INVALID_ARG`
     /// when it has the wrong shape; the message says what is wrong.
     pub fn from_json(json: &str) -> Result<Self, Error> {
-        let value: Value = serde_json::from_str(json)
-            .map_err(|e| Error::new(ErrorCode::InvalidJson, format!("not JSON: {e}")))?;
+        let value: Value =
+            serde_json::from_str(json).map_err(|e| Error::new(ErrorCode::InvalidJson, format!("not JSON: {e}")))?;
         let result = match value {
             Value::String(text) => ToolResult::text(text),
             Value::Object(_) => serde_json::from_value(value).map_err(|e| Error::invalid_arg(e.to_string()))?,

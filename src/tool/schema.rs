@@ -190,8 +190,7 @@ mod tests {
 
     #[test]
     fn a_property_named_id_is_not_a_keyword() {
-        InputSchema::compile(json!({"type": "object", "properties": {"$id": {"type": "string"}}}))
-            .unwrap();
+        InputSchema::compile(json!({"type": "object", "properties": {"$id": {"type": "string"}}})).unwrap();
     }
 
     #[test]
@@ -211,8 +210,7 @@ mod tests {
     fn rejects_references_outside_the_document() {
         assert!(rejection(json!({"$ref": "https://example.com/s.json"})).contains("leaves the document"));
         assert!(rejection(json!({"$ref": "other.json#/a"})).contains("leaves the document"));
-        assert!(rejection(json!({"properties": {"a": {"$dynamicRef": "file:///etc/x"}}}))
-            .contains("/properties/a"));
+        assert!(rejection(json!({"properties": {"a": {"$dynamicRef": "file:///etc/x"}}})).contains("/properties/a"));
     }
 
     #[test]
