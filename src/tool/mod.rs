@@ -38,6 +38,10 @@ pub enum ToolOutcome {
 
 /// Performs calls of one tool. Shared by every run of an agent, so it must be
 /// safe to use from several threads at once.
+///
+/// The futures of one batch are polled together on the run's task: they run
+/// concurrently, and a tool that blocks or computes for long must move that work
+/// off the runtime (`tokio::task::spawn_blocking`) like any async code.
 pub trait ToolFunction: Send + Sync + 'static {
     /// Starts one call; the future resolves with its outcome. ferrule bounds the
     /// future by the tool's timeout and drops it when the run is cancelled.
