@@ -18,8 +18,6 @@ use crate::tool::ToolResult;
 
 /// Events a run may have queued before its producer waits for the host.
 const EVENT_QUEUE_CAPACITY: usize = 256;
-/// Events handed to the host per trip to the blocking pool.
-const DELIVERY_BATCH: usize = 64;
 
 /// One event of a run, as the host receives it.
 #[derive(Debug, Clone, Serialize)]
@@ -208,30 +206,28 @@ pub(crate) fn channel(
 }
 
 async fn dispatch(mut queue: mpsc::Receiver<Event>, mut sink: Box<dyn EventSink>, run_serial: u64) {
-    let mut batch = Vec::with_capacity(DELIVERY_BATCH);
-    while queue.recv_many(&mut batch, DELIVERY_BATCH).await > 0 {
+    while let Some(first) = queue.recv().await {
+        // One trip to the blocking pool delivers everything queued by the time the
+        // host is done, so a busy run does not pay a thread hand-off per event.
         let delivery = tokio::task::spawn_blocking(move || {
             let _scope = CallbackScope::enter(run_serial);
-            let mut finished = false;
-            for event in batch.drain(..) {
+            let mut next = Some(first);
+            while let Some(event) = next {
                 sink.on_event(&event);
-                finished = matches!(event.kind, EventKind::RunEnd { .. });
-                if finished {
-                    break;
+                if matches!(event.kind, EventKind::RunEnd { .. }) {
+                    return None;
                 }
+                next = queue.try_recv().ok();
             }
-            (sink, batch, finished)
+            Some((sink, queue))
         });
         match delivery.await {
-            Ok((returned_sink, returned_batch, finished)) => {
-                if finished {
-                    break;
-                }
+            Ok(Some((returned_sink, returned_queue))) => {
                 sink = returned_sink;
-                batch = returned_batch;
+                queue = returned_queue;
             }
-            // The sink panicked; it is gone, and so is delivery for this run.
-            Err(_) => return,
+            // run_end was delivered, or the sink panicked: delivery for this run is over.
+            Ok(None) | Err(_) => return,
         }
     }
 }
