@@ -28,6 +28,8 @@ setup:
 	./scripts/setup.sh
 
 test-rust:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --release --all-targets -- -D warnings
 	$(CARGO) test --release
 
 # The committed header must be what cbindgen makes of the sources, and it must

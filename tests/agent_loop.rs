@@ -557,3 +557,23 @@ fn the_run_result_serialises_in_the_design_shape() {
     assert_eq!(run_end["result"], value);
     assert!(run_end["run_id"].as_str().unwrap().starts_with("run-"));
 }
+
+#[test]
+fn a_transcript_is_replayable_as_the_next_runs_input() {
+    let first = agent(script_calls(vec![call("a", "echo", json!({"text": "noted"}))]), json!({}), vec![echo("echo")]);
+    let (result, _) = run(&first, "remember this");
+    let mut messages = serde_json::to_value(&result.messages).unwrap();
+    messages.as_array_mut().unwrap().push(json!({"role": "user", "content": "and now?"}));
+    let input = ferrule::agent::RunInput::from_json(&json!({"messages": messages}).to_string())
+        .expect("a run's transcript parses as input");
+
+    let second = agent(json!([{"text": "still here"}]), json!({}), vec![echo("echo")]);
+    let run_handle = second.start(input, None);
+    let next = run_handle.wait_blocking().unwrap();
+    assert_eq!(next.status, RunStatus::Completed);
+    assert_eq!(next.messages.len(), result.messages.len() + 2);
+    assert_eq!(next.messages[..result.messages.len()], result.messages[..]);
+    // `final` is the last assistant message of this run, not of the input.
+    let last = serde_json::to_value(&next.final_message).unwrap();
+    assert_eq!(last["content"][0]["text"], "still here");
+}
