@@ -296,6 +296,21 @@ static void update_with_bad_json(void *user_data, ferrule_tool_call *call) {
     /* The invalid update consumed the handle: the call is over. */
 }
 
+static atomic_int unknown_field_code, null_json_code;
+
+static void complete_with_unknown_field(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    ferrule_error *err = ferrule_tool_call_complete(call, STR("{\"content\": \"x\", \"colour\": \"red\"}"));
+    int named = err && strstr(ferrule_error_message(err).ptr, "colour") != NULL;
+    atomic_store(&unknown_field_code, named ? code_of(err) : -1);
+    if (!named) ferrule_error_free(err);
+}
+
+static void complete_with_null_json(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    atomic_store(&null_json_code, code_of(ferrule_tool_call_complete(call, NULL, 5)));
+}
+
 static void fail_with_bad_utf8(void *user_data, ferrule_tool_call *call) {
     (void)user_data;
     atomic_store(&bad_failure_code, code_of(ferrule_tool_call_fail(call, STR("\xff broken"))));
@@ -307,16 +322,19 @@ static void fail_with_message(void *user_data, ferrule_tool_call *call) {
 }
 
 static void invalid_results_and_failures_reach_the_model_as_errors(void) {
-    ferrule_tool_spec specs[5] = {
+    ferrule_tool_spec specs[7] = {
         harness_spec("bad", "", complete_with_bad_json, NULL, NULL),
         harness_spec("failing", "", fail_with_message, NULL, NULL),
         harness_spec("bad_utf8", "", complete_with_bad_utf8, NULL, NULL),
         harness_spec("bad_update", "", update_with_bad_json, NULL, NULL),
         harness_spec("bad_failure", "", fail_with_bad_utf8, NULL, NULL),
+        harness_spec("unknown_field", "", complete_with_unknown_field, NULL, NULL),
+        harness_spec("null_json", "", complete_with_null_json, NULL, NULL),
     };
     ferrule_agent *agent = harness_agent(
         SCRIPT("{\"tool_calls\": [" CALL("c1", "bad") ", " CALL("c2", "failing") ", " CALL("c3", "bad_utf8") ", "
-               CALL("c4", "bad_update") ", " CALL("c5", "bad_failure") "]}, {\"text\": \"done\"}"), specs, 5);
+               CALL("c4", "bad_update") ", " CALL("c5", "bad_failure") ", " CALL("c6", "unknown_field") ", "
+               CALL("c7", "null_json") "]}, {\"text\": \"done\"}"), specs, 7);
     CHECK(agent != NULL);
     char *result = harness_run(agent, NULL);
     CHECK(result && strstr(result, "\"status\":\"completed\""));
@@ -324,6 +342,8 @@ static void invalid_results_and_failures_reach_the_model_as_errors(void) {
     CHECK(atomic_load(&bad_utf8_code) == FERRULE_ERROR_INVALID_UTF8);
     CHECK(atomic_load(&bad_update_code) == FERRULE_ERROR_INVALID_JSON);
     CHECK(atomic_load(&bad_failure_code) == FERRULE_ERROR_INVALID_UTF8);
+    CHECK(atomic_load(&unknown_field_code) == FERRULE_ERROR_INVALID_ARG);
+    CHECK(atomic_load(&null_json_code) == FERRULE_ERROR_NULL_ARG);
     CHECK(strstr(result, "returned an invalid result"));
     CHECK(strstr(result, "invalid update"));
     CHECK(strstr(result, "not valid UTF-8"));
