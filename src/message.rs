@@ -103,6 +103,21 @@ pub enum Part {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         url: Option<String>,
     },
+    /// Model reasoning, kept so it can be sent back (Anthropic requires its
+    /// signature on later turns of a tool loop).
+    Thinking {
+        /// The reasoning text.
+        thinking: String,
+        /// The provider's signature over it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// Reasoning the provider returned encrypted.
+    #[serde(rename = "redacted_thinking")]
+    RedactedThinking {
+        /// The opaque data, sent back as received.
+        data: String,
+    },
     /// A file, inline as base64.
     File {
         /// The MIME type.

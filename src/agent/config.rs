@@ -115,6 +115,18 @@ pub struct ModelConfig {
     /// Retries of a failed request.
     #[serde(default = "default_max_retries")]
     pub max_retries: u32,
+    /// The first retry's delay in milliseconds (doubling, with jitter), unless
+    /// the provider says how long to wait.
+    #[serde(default = "default_retry_backoff_ms")]
+    pub retry_backoff_ms: u64,
+    /// Whether the model takes images (default true); images it cannot take are
+    /// replaced by a note.
+    #[serde(default = "default_true")]
+    pub image_input: bool,
+    /// Whether the provider can guarantee strict tool arguments (default: true
+    /// for `openai` and `openai-responses`, false otherwise).
+    #[serde(default)]
+    pub strict_tools: Option<bool>,
     /// Request timeouts.
     #[serde(default)]
     pub timeouts: Timeouts,
@@ -126,6 +138,10 @@ fn default_true() -> bool {
 
 fn default_max_retries() -> u32 {
     2
+}
+
+fn default_retry_backoff_ms() -> u64 {
+    500
 }
 
 impl AgentConfig {

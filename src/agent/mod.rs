@@ -23,7 +23,7 @@ pub use input::RunInput;
 pub use result::{RunResult, RunStatus};
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::provider::{Generator, ScriptedGenerator, ToolChoice, ToolDefinition};
+use crate::provider::{Generator, ToolChoice, ToolDefinition};
 use crate::tool::Tool;
 
 /// Collects the configuration and tools of an agent. Not shared between threads.
@@ -73,7 +73,7 @@ impl AgentBuilder {
         }
         let generator = match generator {
             Some(generator) => generator,
-            None => generator_for(&config)?,
+            None => crate::provider::generator_for(&config.model)?,
         };
         let by_name: HashMap<String, usize> = tools.iter().enumerate().map(|(i, t)| (t.name().to_owned(), i)).collect();
         if let ToolChoice::Named(name) = &config.tool_choice {
@@ -91,16 +91,6 @@ impl AgentBuilder {
             })
             .collect();
         Ok(Agent { inner: Arc::new(AgentInner { config, tools, by_name, definitions, generator }) })
-    }
-}
-
-fn generator_for(config: &AgentConfig) -> Result<Box<dyn Generator>> {
-    match config.model.provider {
-        ProviderKind::Scripted => Ok(Box::new(ScriptedGenerator::new(config.model.script.clone())?)),
-        other => Err(Error::new(
-            ErrorCode::InvalidArg,
-            format!("agent config: model.provider {other:?} is not available in this build of ferrule"),
-        )),
     }
 }
 

@@ -236,6 +236,14 @@ struct TurnDeltas<'a> {
 }
 
 impl DeltaSink for TurnDeltas<'_> {
+    fn retry<'a>(&'a mut self, attempt: u32, error: &'a Error, delay: std::time::Duration) -> BoxFuture<'a, ()> {
+        Box::pin(self.events.emit(EventKind::Retry {
+            attempt,
+            error: error.clone(),
+            delay_ms: delay.as_millis() as u64,
+        }))
+    }
+
     fn send<'a>(&'a mut self, delta: Delta<'a>) -> BoxFuture<'a, ()> {
         let turn = self.turn;
         let events = self.events;

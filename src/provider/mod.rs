@@ -1,14 +1,25 @@
 //! Model providers. A [`Generator`] turns a request (system prompt, transcript, tool
 //! definitions) into one streamed assistant message.
 
+mod anthropic;
+pub(crate) mod http;
+mod images;
+mod openai_chat;
+mod openai_responses;
+mod response;
 mod scripted;
+mod select;
+mod tool_calls;
+
+use std::time::Duration;
 
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 pub use scripted::{ScriptCall, ScriptError, ScriptTurn, ScriptedGenerator};
+pub(crate) use select::generator_for;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorCode};
 use crate::message::{AssistantMessage, Message};
 use crate::BoxFuture;
 
@@ -103,11 +114,14 @@ pub enum Delta<'a> {
     },
 }
 
-/// Where a generator sends deltas while it streams. Sending may wait (the run's
-/// event queue is bounded).
+/// Where a generator reports while it works: streamed deltas, and retries of a
+/// failed request. Sending may wait (the run's event queue is bounded).
 pub trait DeltaSink: Send {
     /// Forwards one delta.
     fn send<'a>(&'a mut self, delta: Delta<'a>) -> BoxFuture<'a, ()>;
+    /// Says that attempt number `attempt` (from 2) follows in `delay`, because the
+    /// previous one failed with `error`.
+    fn retry<'a>(&'a mut self, attempt: u32, error: &'a Error, delay: Duration) -> BoxFuture<'a, ()>;
 }
 
 /// A model. Shared by every run of an agent; `generate` may be called
@@ -122,9 +136,24 @@ pub trait Generator: Send + Sync + 'static {
     ) -> BoxFuture<'a, Result<AssistantMessage, Error>>;
 }
 
+/// Refuses, before anything is sent, a request whose tools ask for strict
+/// arguments when the model cannot guarantee them.
+fn strict_tools_check(provider: &str, model: &http::ModelSettings, request: &GenerationRequest<'_>) -> Result<(), Error> {
+    match request.tools.iter().find(|tool| tool.strict) {
+        Some(tool) if !model.strict_tools => Err(Error::new(
+            ErrorCode::ProviderInvalidRequest,
+            format!(
+                "tool \"{}\" asks for strict arguments, which {provider} model \"{}\" does not support here (set model.strict_tools if it does)",
+                tool.name, model.name
+            ),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The error code for an HTTP status, the same for every provider.
-pub fn classify_status(status: u16) -> crate::error::ErrorCode {
-    use crate::error::ErrorCode::*;
+pub fn classify_status(status: u16) -> ErrorCode {
+    use ErrorCode::*;
     match status {
         401 | 403 => ProviderAuth,
         404 => ProviderNotFound,

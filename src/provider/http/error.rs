@@ -1,0 +1,204 @@
+//! Provider failures: classified by HTTP status or by the error object in a body
+//! or an in-band stream event, with the provider's own message, and never
+//! carrying the API key.
+
+use std::time::Duration;
+
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use crate::error::{Error, ErrorCode};
+use crate::provider::classify_status;
+
+/// A failed attempt, with what the retry loop needs to know about it.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) error: Error,
+    /// The provider's explicit word (`x-should-retry`), when it gave one.
+    pub(crate) should_retry: Option<bool>,
+    /// How long the provider asked us to wait (`retry-after-ms`, `retry-after`).
+    pub(crate) retry_after: Option<Duration>,
+}
+
+impl Failure {
+    pub(crate) fn new(error: Error) -> Self {
+        Failure { error, should_retry: None, retry_after: None }
+    }
+
+    /// Whether another attempt may succeed: the provider's word if it gave one,
+    /// else rate limits, overload, server errors, network failures and timeouts.
+    pub(crate) fn is_retryable(&self) -> bool {
+        self.should_retry.unwrap_or(matches!(
+            self.error.code,
+            ErrorCode::ProviderRateLimited
+                | ErrorCode::ProviderOverloaded
+                | ErrorCode::ProviderServer
+                | ErrorCode::ProviderNetwork
+                | ErrorCode::Timeout
+        ))
+    }
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Failure::new(error)
+    }
+}
+
+/// The failure for an HTTP error response.
+pub(crate) fn from_response(provider: &str, status: u16, headers: &HeaderMap, body: &str) -> Failure {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let object = parsed.as_ref().map(error_object);
+    let code = match object.and_then(|o| code_from_object(o)) {
+        // A body that names its class refines the status (Anthropic's 529 overloaded_error).
+        Some(code) if code != ErrorCode::ProviderInvalidRequest => code,
+        _ => classify_status(status),
+    };
+    let detail = object.map(describe).unwrap_or_else(|| body.trim().chars().take(300).collect());
+    let error = Error::new(code, format!("{provider} returned HTTP {status}: {detail}"));
+    Failure {
+        error,
+        should_retry: header(headers, "x-should-retry").and_then(|v| v.parse().ok()),
+        retry_after: retry_after(headers),
+    }
+}
+
+/// The error for an error object inside a stream (Anthropic `error` events,
+/// Responses `error` / `response.failed`, OpenAI-compatible error chunks).
+pub(crate) fn in_band(provider: &str, value: &Value) -> Error {
+    let object = error_object(value);
+    let code = code_from_object(object).unwrap_or(ErrorCode::ProviderServer);
+    Error::new(code, format!("{provider} reported an error in the stream: {}", describe(object)))
+}
+
+/// `{"error": {...}}` or the object itself.
+fn error_object(value: &Value) -> &Value {
+    match value.get("error") {
+        Some(inner) if inner.is_object() => inner,
+        _ => value,
+    }
+}
+
+fn code_from_object(object: &Value) -> Option<ErrorCode> {
+    let numeric = ["status_code", "status", "code"].iter().find_map(|k| object.get(*k)?.as_u64());
+    if let Some(status) = numeric.filter(|s| (400..600).contains(s)) {
+        return Some(classify_status(status as u16));
+    }
+    let name = ["type", "code"].iter().find_map(|k| object.get(*k)?.as_str())?;
+    Some(match name {
+        "authentication_error" | "permission_error" | "invalid_api_key" => ErrorCode::ProviderAuth,
+        "not_found_error" | "model_not_found" => ErrorCode::ProviderNotFound,
+        "rate_limit_error" | "rate_limit_exceeded" | "insufficient_quota" => ErrorCode::ProviderRateLimited,
+        "overloaded_error" | "server_is_overloaded" | "slow_down" => ErrorCode::ProviderOverloaded,
+        "api_error" | "server_error" | "internal_error" => ErrorCode::ProviderServer,
+        _ => ErrorCode::ProviderInvalidRequest,
+    })
+}
+
+fn describe(object: &Value) -> String {
+    let message = object.get("message").and_then(Value::as_str).unwrap_or("no message");
+    match ["type", "code"].iter().find_map(|k| object.get(*k)?.as_str()) {
+        Some(kind) => format!("{kind}: {message}"),
+        None => message.to_owned(),
+    }
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name)?.to_str().ok().map(str::trim)
+}
+
+/// `retry-after-ms` (OpenAI), else `retry-after` in seconds or as an HTTP date.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    if let Some(ms) = header(headers, "retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+    }
+    let value = header(headers, "retry-after")?;
+    if let Ok(seconds) = value.parse::<f64>() {
+        return Some(Duration::from_secs_f64(seconds.max(0.0)));
+    }
+    let date = httpdate::parse_http_date(value).ok()?;
+    Some(date.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+}
+
+/// An API key, kept out of `Debug` output and scrubbed from provider messages.
+#[derive(Clone)]
+pub(crate) struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// Shortest piece of a key that counts as the key when it appears in a message.
+const KEY_FRAGMENT: usize = 8;
+
+impl Secret {
+    pub(crate) fn new(key: String) -> Self {
+        Secret(key)
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+
+    /// `message` with every word that contains a piece of the key (8 characters
+    /// or more) replaced by `[redacted]`; providers echo keys, sometimes in part.
+    pub(crate) fn scrub(&self, message: &str) -> String {
+        let key = self.0.as_bytes();
+        if key.len() < KEY_FRAGMENT {
+            return message.replace(&self.0, "[redacted]");
+        }
+        let leaks = |word: &str| key.windows(KEY_FRAGMENT).any(|w| word.as_bytes().windows(KEY_FRAGMENT).any(|m| m == w));
+        let mut out = String::with_capacity(message.len());
+        let mut word = String::new();
+        for c in message.chars().chain(std::iter::once(' ')) {
+            if c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '`') {
+                out.push_str(if leaks(&word) { "[redacted]" } else { &word });
+                word.clear();
+                out.push(c);
+            } else {
+                word.push(c);
+            }
+        }
+        out.pop();
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn anthropic_overloaded_body_refines_the_status() {
+        let body = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        let failure = from_response("anthropic", 529, &HeaderMap::new(), body);
+        assert_eq!(failure.error.code, ErrorCode::ProviderOverloaded);
+        assert!(failure.error.message.contains("overloaded_error: Overloaded"), "{}", failure.error.message);
+        assert!(failure.is_retryable());
+    }
+
+    #[test]
+    fn retry_headers_are_read() {
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("2"));
+        headers.insert("x-should-retry", HeaderValue::from_static("false"));
+        let failure = from_response("openai", 429, &headers, "{}");
+        assert_eq!(failure.retry_after, Some(Duration::from_secs(2)));
+        assert!(!failure.is_retryable());
+        headers.insert("retry-after-ms", HeaderValue::from_static("150"));
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(150)));
+    }
+
+    #[test]
+    fn a_key_and_pieces_of_it_are_scrubbed() {
+        let secret = Secret::new("sk-test-0123456789abcdefXYZ".into());
+        let message = "Incorrect API key provided: sk-test-0123456789abcdefXYZ. Also 'sk-test-0123****XYZ' and 6789abcdef.";
+        let scrubbed = secret.scrub(message);
+        assert!(!scrubbed.contains("0123456789"), "{scrubbed}");
+        assert!(scrubbed.starts_with("Incorrect API key provided: [redacted]"), "{scrubbed}");
+        assert!(scrubbed.contains("'[redacted]'"), "{scrubbed}");
+    }
+}

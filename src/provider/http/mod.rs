@@ -1,0 +1,292 @@
+//! The HTTP providers' shared machinery: one request per model turn, streamed over
+//! SSE (or whole, with `stream: false`), with timeouts, classified errors and
+//! retries. Each wire format is a [`Protocol`]: how to build the request body and
+//! how to decode the response.
+
+mod error;
+mod sse;
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use serde_json::Value;
+
+pub(crate) use error::{in_band, Failure, Secret};
+pub(crate) use sse::{SseEvent, SseParser};
+
+use super::response::ResponseBuilder;
+use super::{DeltaSink, GenerationRequest, Generator};
+use crate::agent::{ModelConfig, Timeouts};
+use crate::error::{Error, ErrorCode};
+use crate::message::AssistantMessage;
+use crate::BoxFuture;
+
+/// Largest stream event, and largest whole response body, ferrule reads.
+pub(crate) const MAX_EVENT_BYTES: usize = 16 << 20;
+/// Most bytes read of one streamed response.
+pub(crate) const MAX_STREAM_BYTES: usize = 64 << 20;
+/// Most bytes of an error body kept for the message.
+const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+/// Longest wait between attempts, whatever the provider asks.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+
+/// What a wire format decides.
+pub(crate) trait Protocol: Send + Sync + 'static {
+    /// The decoder of one response.
+    type Decoder: Decoder;
+    /// The provider's name in messages (`"openai"`).
+    fn name(&self) -> &'static str;
+    /// The request body for one turn. Fails (before anything is sent) when the
+    /// request asks for what the model cannot do.
+    fn body(&self, model: &ModelSettings, request: &GenerationRequest<'_>) -> Result<Value, Error>;
+}
+
+/// Reads one response into a [`ResponseBuilder`].
+pub(crate) trait Decoder: Default + Send {
+    /// One stream event; `Ok(true)` once the response is complete.
+    fn event(&mut self, event: &SseEvent, out: &mut ResponseBuilder) -> Result<bool, Error>;
+    /// A whole response body (`stream: false`).
+    fn whole(&mut self, body: &Value, out: &mut ResponseBuilder) -> Result<(), Error>;
+    /// Whether a stream that ends now, without its closing event, still holds a
+    /// complete response (the stop reason has arrived).
+    fn complete_at_end(&self) -> bool;
+}
+
+/// The model settings a protocol reads.
+#[derive(Debug, Clone)]
+pub(crate) struct ModelSettings {
+    pub(crate) name: String,
+    pub(crate) max_tokens: Option<u32>,
+    pub(crate) stream: bool,
+    pub(crate) image_input: bool,
+    pub(crate) strict_tools: bool,
+}
+
+/// How to reach the provider.
+pub(crate) struct Endpoint {
+    pub(crate) url: String,
+    pub(crate) headers: HeaderMap,
+    pub(crate) key: Option<Secret>,
+}
+
+/// A [`Generator`] that speaks `P` over HTTP.
+pub(crate) struct HttpGenerator<P: Protocol> {
+    protocol: P,
+    model: ModelSettings,
+    endpoint: Endpoint,
+    client: reqwest::Client,
+    timeouts: Timeouts,
+    max_retries: u32,
+    retry_backoff: Duration,
+}
+
+impl<P: Protocol> HttpGenerator<P> {
+    pub(crate) fn new(protocol: P, config: &ModelConfig, model: ModelSettings, mut endpoint: Endpoint) -> Result<Self, Error> {
+        let mut client = reqwest::Client::builder().user_agent(concat!("ferrule/", env!("CARGO_PKG_VERSION")));
+        if config.timeouts.connect_ms > 0 {
+            client = client.connect_timeout(Duration::from_millis(config.timeouts.connect_ms));
+        }
+        let client = client
+            .build()
+            .map_err(|e| Error::invalid_arg(format!("model: the HTTP client could not be built: {e}")))?;
+        endpoint.headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        for (name, value) in &config.headers {
+            let name = HeaderName::try_from(name.as_str())
+                .map_err(|_| Error::invalid_arg(format!("model.headers: {name:?} is not a valid header name")))?;
+            let value = HeaderValue::try_from(value.as_str())
+                .map_err(|_| Error::invalid_arg(format!("model.headers: the value of {name} is not a valid header value")))?;
+            endpoint.headers.insert(name, value);
+        }
+        Ok(HttpGenerator {
+            protocol,
+            model,
+            endpoint,
+            client,
+            timeouts: config.timeouts,
+            max_retries: config.max_retries,
+            retry_backoff: Duration::from_millis(config.retry_backoff_ms),
+        })
+    }
+
+    /// Sends the request until it succeeds, fails for good, or output has streamed.
+    async fn generate_with_retries(
+        &self,
+        body: Vec<u8>,
+        deltas: &mut dyn DeltaSink,
+    ) -> Result<AssistantMessage, Error> {
+        let mut attempt = 1;
+        loop {
+            let mut out = ResponseBuilder::default();
+            let outcome = match self.timeouts.total_ms {
+                0 => self.attempt(&body, &mut out, deltas).await,
+                ms => tokio::time::timeout(Duration::from_millis(ms), self.attempt(&body, &mut out, deltas))
+                    .await
+                    .unwrap_or_else(|_| Err(timeout("the whole request", ms))),
+            };
+            let failure = match outcome {
+                Ok(()) => return Ok(out.finish()),
+                Err(failure) => failure,
+            };
+            if out.has_streamed() || attempt > self.max_retries || !failure.is_retryable() {
+                return Err(self.scrub(failure.error));
+            }
+            let delay = failure.retry_after.unwrap_or_else(|| self.backoff(attempt)).min(MAX_RETRY_DELAY);
+            attempt += 1;
+            deltas.retry(attempt, &self.scrub(failure.error), delay).await;
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// Exponential backoff with ±25 % jitter.
+    fn backoff(&self, attempt: u32) -> Duration {
+        let base = self.retry_backoff.saturating_mul(1 << (attempt - 1).min(10));
+        base.mul_f64(0.75 + fastrand::f64() * 0.5)
+    }
+
+    fn scrub(&self, error: Error) -> Error {
+        match &self.endpoint.key {
+            Some(key) => Error::new(error.code, key.scrub(&error.message)),
+            None => error,
+        }
+    }
+
+    async fn attempt(&self, body: &[u8], out: &mut ResponseBuilder, deltas: &mut dyn DeltaSink) -> Result<(), Failure> {
+        let request = self.client.post(&self.endpoint.url).headers(self.endpoint.headers.clone()).body(body.to_vec());
+        let response = match self.timeouts.first_byte_ms {
+            0 => request.send().await,
+            ms => tokio::time::timeout(Duration::from_millis(ms), request.send())
+                .await
+                .map_err(|_| timeout("the first byte of the response", ms))?,
+        }
+        .map_err(|e| network(self.protocol.name(), &e))?;
+        let status = response.status().as_u16();
+        if !response.status().is_success() {
+            let headers = response.headers().clone();
+            let body = self.read_body(response, MAX_ERROR_BODY_BYTES).await.unwrap_or_default();
+            return Err(error::from_response(self.protocol.name(), status, &headers, &String::from_utf8_lossy(&body)));
+        }
+        let mut decoder = P::Decoder::default();
+        if !self.model.stream {
+            let body = self.read_body(response, MAX_EVENT_BYTES).await?;
+            let value: Value = serde_json::from_slice(&body).map_err(|e| malformed(self.protocol.name(), &e))?;
+            decoder.whole(&value, out)?;
+            out.flush(deltas).await;
+            return Ok(());
+        }
+        self.read_stream(response, &mut decoder, out, deltas).await
+    }
+
+    async fn read_stream(
+        &self,
+        mut response: reqwest::Response,
+        decoder: &mut P::Decoder,
+        out: &mut ResponseBuilder,
+        deltas: &mut dyn DeltaSink,
+    ) -> Result<(), Failure> {
+        let mut parser = SseParser::new(MAX_EVENT_BYTES);
+        let mut events = Vec::new();
+        let mut total = 0usize;
+        loop {
+            let chunk = self.next_chunk(&mut response).await?;
+            match &chunk {
+                Some(bytes) => {
+                    total += bytes.len();
+                    if total > MAX_STREAM_BYTES {
+                        return Err(Error::new(
+                            ErrorCode::ProviderMalformedStream,
+                            format!("the response stream is larger than {MAX_STREAM_BYTES} bytes"),
+                        )
+                        .into());
+                    }
+                    parser.feed(bytes, &mut events)?;
+                }
+                None => parser.finish(&mut events)?,
+            }
+            for event in events.drain(..) {
+                let done = decoder.event(&event, out)?;
+                out.flush(deltas).await;
+                if done {
+                    return Ok(());
+                }
+            }
+            if chunk.is_none() {
+                if decoder.complete_at_end() {
+                    return Ok(());
+                }
+                return Err(Error::new(
+                    ErrorCode::ProviderNetwork,
+                    format!("{}: the stream ended before the response was complete", self.protocol.name()),
+                )
+                .into());
+            }
+        }
+    }
+
+    async fn next_chunk(&self, response: &mut reqwest::Response) -> Result<Option<bytes::Bytes>, Failure> {
+        let chunk = match self.timeouts.idle_ms {
+            0 => response.chunk().await,
+            ms => tokio::time::timeout(Duration::from_millis(ms), response.chunk())
+                .await
+                .map_err(|_| timeout("the next part of the stream", ms))?,
+        };
+        chunk.map_err(|e| network(self.protocol.name(), &e).into())
+    }
+
+    async fn read_body(&self, mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, Failure> {
+        let mut body = Vec::new();
+        while let Some(chunk) = self.next_chunk(&mut response).await? {
+            if body.len() + chunk.len() > limit {
+                body.extend_from_slice(&chunk[..limit - body.len()]);
+                if limit == MAX_ERROR_BODY_BYTES {
+                    break;
+                }
+                return Err(Error::new(
+                    ErrorCode::ProviderMalformedStream,
+                    format!("the response body is larger than {limit} bytes"),
+                )
+                .into());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+}
+
+impl<P: Protocol> Generator for HttpGenerator<P> {
+    fn generate<'a>(
+        &'a self,
+        request: GenerationRequest<'a>,
+        deltas: &'a mut dyn DeltaSink,
+    ) -> BoxFuture<'a, Result<AssistantMessage, Error>> {
+        Box::pin(async move {
+            let body = self.protocol.body(&self.model, &request)?;
+            let body = serde_json::to_vec(&body).map_err(|e| Error::invalid_arg(format!("request body: {e}")))?;
+            self.generate_with_retries(body, deltas).await
+        })
+    }
+}
+
+fn timeout(what: &str, ms: u64) -> Failure {
+    Failure::new(Error::new(ErrorCode::Timeout, format!("waited {ms} ms for {what}")))
+}
+
+fn network(provider: &str, error: &reqwest::Error) -> Failure {
+    let kind = if error.is_connect() { "could not connect" } else { "the connection failed" };
+    // reqwest's Display names the URL, never headers, so no key can appear here.
+    Failure::new(Error::new(ErrorCode::ProviderNetwork, format!("{provider}: {kind}: {}", source_chain(error))))
+}
+
+fn malformed(provider: &str, error: &serde_json::Error) -> Failure {
+    Failure::new(Error::new(ErrorCode::ProviderMalformedStream, format!("{provider}: the response is not valid JSON: {error}")))
+}
+
+fn source_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}

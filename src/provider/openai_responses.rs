@@ -1,0 +1,207 @@
+//! OpenAI Responses (`openai-responses`).
+
+use serde_json::{json, Map, Value};
+
+use super::http::{in_band, Decoder, ModelSettings, Protocol, SseEvent};
+use super::images::{self, ImageSource};
+use super::response::ResponseBuilder;
+use super::{strict_tools_check, GenerationRequest, ToolChoice};
+use crate::error::{Error, ErrorCode};
+use crate::message::{text_of, Message, Part, StopReason, Usage};
+
+/// The Responses wire format.
+pub(crate) struct Responses;
+
+impl Protocol for Responses {
+    type Decoder = ResponsesDecoder;
+
+    fn name(&self) -> &'static str {
+        "openai-responses"
+    }
+
+    fn body(&self, model: &ModelSettings, request: &GenerationRequest<'_>) -> Result<Value, Error> {
+        strict_tools_check(self.name(), model, request)?;
+        let mut body = Map::new();
+        body.insert("model".into(), json!(model.name));
+        if let Some(system) = request.system {
+            body.insert("instructions".into(), json!(system));
+        }
+        body.insert("input".into(), Value::Array(input(model, request)));
+        if !request.tools.is_empty() {
+            let tools = request
+                .tools
+                .iter()
+                .map(|tool| {
+                    json!({"type": "function", "name": tool.name, "description": tool.description,
+                           "parameters": tool.input_schema, "strict": tool.strict})
+                })
+                .collect();
+            body.insert("tools".into(), Value::Array(tools));
+            body.insert(
+                "tool_choice".into(),
+                match request.tool_choice {
+                    ToolChoice::Auto => json!("auto"),
+                    ToolChoice::None => json!("none"),
+                    ToolChoice::Required => json!("required"),
+                    ToolChoice::Named(name) => json!({"type": "function", "name": name}),
+                },
+            );
+        }
+        if let Some(max) = model.max_tokens {
+            body.insert("max_output_tokens".into(), json!(max));
+        }
+        body.insert("store".into(), json!(false));
+        if model.stream {
+            body.insert("stream".into(), json!(true));
+        }
+        Ok(Value::Object(body))
+    }
+}
+
+/// The transcript as input items. A tool result with images is sent as a content
+/// list (`input_text`, `input_image`) in its `function_call_output`.
+fn input(model: &ModelSettings, request: &GenerationRequest<'_>) -> Vec<Value> {
+    let mut items = Vec::with_capacity(request.messages.len());
+    for message in request.messages {
+        match message {
+            Message::System(m) => items.push(json!({"role": "system", "content": m.content})),
+            Message::User(m) => items.push(json!({"role": "user", "content": user_content(&m.content)})),
+            Message::Assistant(m) => {
+                let text = text_of(&m.content);
+                if !text.is_empty() {
+                    items.push(json!({"role": "assistant", "content": [{"type": "output_text", "text": text}]}));
+                }
+                items.extend(m.tool_calls.iter().map(|call| {
+                    json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments})
+                }));
+            }
+            Message::Tool(m) => {
+                let split = images::split(&m.content, &model.name, model.image_input);
+                let output = if split.images.is_empty() {
+                    json!(split.text)
+                } else {
+                    let mut parts = vec![json!({"type": "input_text", "text": split.text})];
+                    parts.extend(split.images.into_iter().map(image_part));
+                    Value::Array(parts)
+                };
+                items.push(json!({"type": "function_call_output", "call_id": m.tool_call_id, "output": output}));
+            }
+        }
+    }
+    items
+}
+
+fn image_part(source: ImageSource<'_>) -> Value {
+    json!({"type": "input_image", "image_url": source.to_url()})
+}
+
+fn user_content(parts: &[Part]) -> Vec<Value> {
+    parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Text { text } => Some(json!({"type": "input_text", "text": text})),
+            Part::Image { media_type, data, url } => match (data, url) {
+                (Some(data), _) => Some(image_part(ImageSource::Inline { media_type: media_type.as_deref().unwrap_or(""), data })),
+                (None, Some(url)) => Some(image_part(ImageSource::Url(url))),
+                (None, None) => None,
+            },
+            Part::File { media_type, data, name } => Some(json!({"type": "input_file",
+                "filename": name.as_deref().unwrap_or("file"), "file_data": format!("data:{media_type};base64,{data}")})),
+            Part::Thinking { .. } | Part::RedactedThinking { .. } => None,
+        })
+        .collect()
+}
+
+/// Decodes Responses stream events.
+#[derive(Default)]
+pub(crate) struct ResponsesDecoder;
+
+impl Decoder for ResponsesDecoder {
+    fn event(&mut self, event: &SseEvent, out: &mut ResponseBuilder) -> Result<bool, Error> {
+        let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+            Error::new(ErrorCode::ProviderMalformedStream, format!("openai-responses: an event is not valid JSON: {e}"))
+        })?;
+        let kind = data.get("type").and_then(Value::as_str).or(event.name.as_deref()).unwrap_or("");
+        let position = data.get("output_index").and_then(Value::as_u64).unwrap_or(0);
+        let text = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or("");
+        match kind {
+            "response.output_text.delta" | "response.refusal.delta" => out.text(text("delta")),
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => out.thinking(text("delta")),
+            "response.output_item.added" => {
+                let item = data.get("item").unwrap_or(&Value::Null);
+                out.end_part();
+                if item.get("type").and_then(Value::as_str) == Some("function_call") {
+                    let field = |key: &str| item.get(key).and_then(Value::as_str);
+                    out.tool_call(position, field("call_id"), field("name"), field("arguments").unwrap_or(""))?;
+                }
+            }
+            "response.function_call_arguments.delta" => out.tool_call(position, None, None, text("delta"))?,
+            "response.output_item.done" => out.end_part(),
+            "response.completed" | "response.incomplete" => {
+                finish(data.get("response").unwrap_or(&Value::Null), out);
+                return Ok(true);
+            }
+            "response.failed" => {
+                let response = data.get("response").unwrap_or(&Value::Null);
+                return Err(in_band("openai-responses", response.get("error").unwrap_or(response)));
+            }
+            "error" => return Err(in_band("openai-responses", &data)),
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    fn whole(&mut self, body: &Value, out: &mut ResponseBuilder) -> Result<(), Error> {
+        if body.get("status").and_then(Value::as_str) == Some("failed") {
+            return Err(in_band("openai-responses", body.get("error").unwrap_or(body)));
+        }
+        for (position, item) in (0u64..).zip(body.get("output").and_then(Value::as_array).into_iter().flatten()) {
+            let field = |key: &str| item.get(key).and_then(Value::as_str);
+            match field("type") {
+                Some("message") => {
+                    for part in item.get("content").and_then(Value::as_array).into_iter().flatten() {
+                        for key in ["text", "refusal"] {
+                            if let Some(text) = part.get(key).and_then(Value::as_str) {
+                                out.text(text);
+                            }
+                        }
+                    }
+                }
+                Some("reasoning") => {
+                    for summary in item.get("summary").and_then(Value::as_array).into_iter().flatten() {
+                        out.thinking(summary.get("text").and_then(Value::as_str).unwrap_or(""));
+                    }
+                }
+                Some("function_call") => {
+                    out.tool_call(position, field("call_id"), field("name"), field("arguments").unwrap_or(""))?
+                }
+                _ => {}
+            }
+            out.end_part();
+        }
+        finish(body, out);
+        Ok(())
+    }
+
+    fn complete_at_end(&self) -> bool {
+        false
+    }
+}
+
+/// Usage and the stop reason from a finished response object.
+fn finish(response: &Value, out: &mut ResponseBuilder) {
+    if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
+        let count = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+        out.usage = Usage {
+            input_tokens: count("/input_tokens"),
+            output_tokens: count("/output_tokens"),
+            cached_tokens: count("/input_tokens_details/cached_tokens"),
+        };
+    }
+    if response.get("status").and_then(Value::as_str) == Some("incomplete") {
+        out.stop_reason = Some(match response.pointer("/incomplete_details/reason").and_then(Value::as_str) {
+            Some("content_filter") => StopReason::ContentFilter,
+            _ => StopReason::Length,
+        });
+    }
+}

@@ -1,0 +1,138 @@
+//! Builds one assistant message from a provider's stream, and queues the deltas
+//! the run turns into events.
+
+use super::tool_calls::ToolCallAssembler;
+use super::{Delta, DeltaSink};
+use crate::error::Error;
+use crate::message::{AssistantMessage, Part, StopReason, Usage};
+
+/// A delta waiting to be forwarded.
+enum Pending {
+    Text(String),
+    Thinking(String),
+    ToolCall { index: u32, id: Option<String>, name: Option<String>, arguments: String },
+}
+
+/// Collects a response as a decoder reads it. Decoders are synchronous; the
+/// transport forwards what they queued after each event (`flush`).
+#[derive(Default)]
+pub(crate) struct ResponseBuilder {
+    parts: Vec<Part>,
+    /// The last part may still grow (its block has not ended).
+    part_open: bool,
+    calls: ToolCallAssembler,
+    pending: Vec<Pending>,
+    streamed: bool,
+    /// Token counts, as the provider reports them.
+    pub(crate) usage: Usage,
+    /// The stop reason, once known.
+    pub(crate) stop_reason: Option<StopReason>,
+}
+
+impl ResponseBuilder {
+    /// Appends answer text.
+    pub(crate) fn text(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match self.parts.last_mut() {
+            Some(Part::Text { text: current }) if self.part_open => current.push_str(text),
+            _ => {
+                self.parts.push(Part::text(text));
+                self.part_open = true;
+            }
+        }
+        self.pending.push(Pending::Text(text.to_owned()));
+    }
+
+    /// Appends reasoning text.
+    pub(crate) fn thinking(&mut self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        match self.parts.last_mut() {
+            Some(Part::Thinking { thinking, .. }) if self.part_open => thinking.push_str(text),
+            _ => {
+                self.parts.push(Part::Thinking { thinking: text.to_owned(), signature: None });
+                self.part_open = true;
+            }
+        }
+        self.pending.push(Pending::Thinking(text.to_owned()));
+    }
+
+    /// Sets the signature of the current reasoning part.
+    pub(crate) fn thinking_signature(&mut self, signature: &str) {
+        match self.parts.last_mut() {
+            Some(Part::Thinking { signature: current, .. }) if self.part_open => {
+                current.get_or_insert_with(String::new).push_str(signature)
+            }
+            _ => {
+                self.parts.push(Part::Thinking { thinking: String::new(), signature: Some(signature.to_owned()) });
+                self.part_open = true;
+            }
+        }
+    }
+
+    /// Adds encrypted reasoning.
+    pub(crate) fn redacted_thinking(&mut self, data: &str) {
+        self.parts.push(Part::RedactedThinking { data: data.to_owned() });
+        self.part_open = false;
+    }
+
+    /// Ends the current text or reasoning part; the next piece starts a new one.
+    pub(crate) fn end_part(&mut self) {
+        self.part_open = false;
+    }
+
+    /// Adds a piece of a tool call at a provider position.
+    pub(crate) fn tool_call(
+        &mut self,
+        position: u64,
+        id: Option<&str>,
+        name: Option<&str>,
+        arguments: &str,
+    ) -> Result<(), Error> {
+        let index = self.calls.piece(position, id, name, arguments)?;
+        self.part_open = false;
+        self.pending.push(Pending::ToolCall {
+            index: index as u32,
+            id: id.map(str::to_owned),
+            name: name.map(str::to_owned),
+            arguments: arguments.to_owned(),
+        });
+        Ok(())
+    }
+
+    /// Whether any output has been forwarded (after which a request is not retried).
+    pub(crate) fn has_streamed(&self) -> bool {
+        self.streamed
+    }
+
+    /// Forwards queued deltas.
+    pub(crate) async fn flush(&mut self, deltas: &mut dyn DeltaSink) {
+        for pending in std::mem::take(&mut self.pending) {
+            self.streamed = true;
+            let delta = match &pending {
+                Pending::Text(text) => Delta::Text(text),
+                Pending::Thinking(text) => Delta::Thinking(text),
+                Pending::ToolCall { index, id, name, arguments } => Delta::ToolCall {
+                    index: *index,
+                    id: id.as_deref(),
+                    name: name.as_deref(),
+                    arguments,
+                },
+            };
+            deltas.send(delta).await;
+        }
+    }
+
+    /// The message. Without a stop reason from the provider: `tool_use` when there
+    /// are calls, `end_turn` otherwise.
+    pub(crate) fn finish(self) -> AssistantMessage {
+        let has_calls = !self.calls.is_empty();
+        let tool_calls = self.calls.finish();
+        let stop_reason = self.stop_reason.unwrap_or(if has_calls { StopReason::ToolUse } else { StopReason::EndTurn });
+        let content = self.parts.into_iter().filter(|p| !matches!(p, Part::Text { text } if text.is_empty())).collect();
+        AssistantMessage { content, tool_calls, stop_reason, usage: self.usage }
+    }
+}

@@ -1,0 +1,112 @@
+//! The generator a `model` configuration names, with its endpoint and key.
+//!
+//! Base URLs follow each vendor's SDK: for `openai`, `openai-responses` and
+//! `openai-compatible` the base includes the version path and ferrule appends
+//! `/chat/completions` or `/responses`; for `anthropic` it is the root and ferrule
+//! appends `/v1/messages`. Keys come from the environment: `OPENAI_API_KEY`,
+//! `ANTHROPIC_API_KEY`, or the variable `api_key_env` names. An
+//! `openai-compatible` server gets a key only when `api_key_env` names one, so an
+//! OpenAI key never goes to another server.
+
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+
+use super::anthropic::Messages;
+use super::http::{Endpoint, HttpGenerator, ModelSettings, Secret};
+use super::openai_chat::ChatCompletions;
+use super::openai_responses::Responses;
+use super::{Generator, ScriptedGenerator};
+use crate::agent::{ModelConfig, ProviderKind};
+use crate::error::{Error, ErrorCode, Result};
+
+const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Builds the generator `config` names.
+pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> {
+    let provider = config.provider;
+    if provider == ProviderKind::Scripted {
+        return Ok(Box::new(ScriptedGenerator::new(config.script.clone())?));
+    }
+    let name = config
+        .name
+        .clone()
+        .filter(|n| !n.trim().is_empty())
+        .ok_or_else(|| Error::invalid_arg("model.name is required for this provider"))?;
+    let settings = ModelSettings {
+        name,
+        max_tokens: config.max_tokens,
+        stream: config.stream,
+        image_input: config.image_input,
+        strict_tools: config
+            .strict_tools
+            .unwrap_or(matches!(provider, ProviderKind::Openai | ProviderKind::OpenaiResponses)),
+    };
+    Ok(match provider {
+        ProviderKind::Openai => {
+            let endpoint = openai_endpoint(config, "/chat/completions", Some("OPENAI_API_KEY"))?;
+            Box::new(HttpGenerator::new(ChatCompletions { is_openai: true }, config, settings, endpoint)?)
+        }
+        ProviderKind::OpenaiResponses => {
+            let endpoint = openai_endpoint(config, "/responses", Some("OPENAI_API_KEY"))?;
+            Box::new(HttpGenerator::new(Responses, config, settings, endpoint)?)
+        }
+        ProviderKind::OpenaiCompatible => {
+            if config.base_url.is_none() {
+                return Err(Error::invalid_arg("model.base_url is required for the openai-compatible provider"));
+            }
+            let endpoint = openai_endpoint(config, "/chat/completions", None)?;
+            Box::new(HttpGenerator::new(ChatCompletions { is_openai: false }, config, settings, endpoint)?)
+        }
+        ProviderKind::Anthropic => {
+            let base = base_url(config, "ANTHROPIC_BASE_URL", ANTHROPIC_BASE_URL);
+            let key = api_key(config, Some("ANTHROPIC_API_KEY"))?;
+            let mut headers = HeaderMap::new();
+            headers.insert("anthropic-version", HeaderValue::from_static(ANTHROPIC_VERSION));
+            if let Some(key) = &key {
+                headers.insert("x-api-key", sensitive(key.expose())?);
+            }
+            let endpoint = Endpoint { url: format!("{base}/v1/messages"), headers, key };
+            Box::new(HttpGenerator::new(Messages, config, settings, endpoint)?)
+        }
+        ProviderKind::Scripted => unreachable!("handled above"),
+    })
+}
+
+fn openai_endpoint(config: &ModelConfig, path: &str, default_key: Option<&str>) -> Result<Endpoint> {
+    let base = base_url(config, "OPENAI_BASE_URL", OPENAI_BASE_URL);
+    let key = api_key(config, default_key)?;
+    let mut headers = HeaderMap::new();
+    if let Some(key) = &key {
+        headers.insert(AUTHORIZATION, sensitive(&format!("Bearer {}", key.expose()))?);
+    }
+    Ok(Endpoint { url: format!("{base}{path}"), headers, key })
+}
+
+fn base_url(config: &ModelConfig, env: &str, default: &str) -> String {
+    let base = match &config.base_url {
+        Some(url) => url.clone(),
+        None => std::env::var(env).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| default.to_owned()),
+    };
+    base.trim_end_matches('/').to_owned()
+}
+
+/// The key from `api_key_env`, else from `default_env`; required whenever a
+/// variable is named.
+fn api_key(config: &ModelConfig, default_env: Option<&str>) -> Result<Option<Secret>> {
+    let Some(variable) = config.api_key_env.as_deref().or(default_env) else { return Ok(None) };
+    match std::env::var(variable) {
+        Ok(key) if !key.trim().is_empty() => Ok(Some(Secret::new(key.trim().to_owned()))),
+        _ => Err(Error::new(
+            ErrorCode::ProviderAuth,
+            format!("model: the environment variable {variable} that should hold the API key is not set"),
+        )),
+    }
+}
+
+fn sensitive(value: &str) -> Result<HeaderValue> {
+    let mut value = HeaderValue::try_from(value)
+        .map_err(|_| Error::new(ErrorCode::ProviderAuth, "model: the API key is not a valid HTTP header value"))?;
+    value.set_sensitive(true);
+    Ok(value)
+}
