@@ -52,7 +52,7 @@ pub fn get() -> &'static Runtime {
     RUNTIME.get_or_init(|| {
         let config = CONFIG.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert_with(Default::default).clone();
         let mut builder = tokio::runtime::Builder::new_multi_thread();
-        builder.enable_time().thread_name_fn(|| {
+        builder.enable_all().thread_name_fn(|| {
             static NEXT: AtomicUsize = AtomicUsize::new(1);
             format!("ferrule-{}", NEXT.fetch_add(1, Ordering::Relaxed))
         });

@@ -107,7 +107,9 @@ fn tool_result(model: &ModelSettings, result: &ToolResultMessage) -> Result<Valu
     for image in split.images {
         content.push(image_block(image)?);
     }
-    Ok(json!({"type": "tool_result", "tool_use_id": result.tool_call_id, "content": content, "is_error": result.is_error}))
+    Ok(
+        json!({"type": "tool_result", "tool_use_id": result.tool_call_id, "content": content, "is_error": result.is_error}),
+    )
 }
 
 fn blocks(parts: &[Part]) -> Result<Vec<Value>, Error> {
@@ -160,8 +162,9 @@ pub(crate) struct MessagesDecoder {
 
 impl Decoder for MessagesDecoder {
     fn event(&mut self, event: &SseEvent, out: &mut ResponseBuilder) -> Result<bool, Error> {
-        let data: Value = serde_json::from_str(&event.data)
-            .map_err(|e| Error::new(ErrorCode::ProviderMalformedStream, format!("anthropic: an event is not valid JSON: {e}")))?;
+        let data: Value = serde_json::from_str(&event.data).map_err(|e| {
+            Error::new(ErrorCode::ProviderMalformedStream, format!("anthropic: an event is not valid JSON: {e}"))
+        })?;
         let kind = data.get("type").and_then(Value::as_str).or(event.name.as_deref()).unwrap_or("");
         let position = data.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {

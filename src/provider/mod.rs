@@ -138,7 +138,11 @@ pub trait Generator: Send + Sync + 'static {
 
 /// Refuses, before anything is sent, a request whose tools ask for strict
 /// arguments when the model cannot guarantee them.
-fn strict_tools_check(provider: &str, model: &http::ModelSettings, request: &GenerationRequest<'_>) -> Result<(), Error> {
+fn strict_tools_check(
+    provider: &str,
+    model: &http::ModelSettings,
+    request: &GenerationRequest<'_>,
+) -> Result<(), Error> {
     match request.tools.iter().find(|tool| tool.strict) {
         Some(tool) if !model.strict_tools => Err(Error::new(
             ErrorCode::ProviderInvalidRequest,

@@ -38,7 +38,8 @@ impl Protocol for ChatCompletions {
                 .tools
                 .iter()
                 .map(|tool| {
-                    let mut function = json!({"name": tool.name, "description": tool.description, "parameters": tool.input_schema});
+                    let mut function =
+                        json!({"name": tool.name, "description": tool.description, "parameters": tool.input_schema});
                     if tool.strict {
                         function["strict"] = json!(true);
                     }
@@ -86,7 +87,8 @@ fn messages(model: &ModelSettings, request: &GenerationRequest<'_>) -> Vec<Value
             Message::User(m) => out.push(json!({"role": "user", "content": user_content(&m.content)})),
             Message::Assistant(m) => {
                 let text = crate::message::text_of(&m.content);
-                let mut assistant = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
+                let mut assistant =
+                    json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
                 if !m.tool_calls.is_empty() {
                     assistant["tool_calls"] = m
                         .tool_calls
@@ -100,7 +102,8 @@ fn messages(model: &ModelSettings, request: &GenerationRequest<'_>) -> Vec<Value
                 let split = images::split(&m.content, &model.name, model.image_input);
                 out.push(json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": split.text}));
                 if !split.images.is_empty() {
-                    round_images.push(json!({"type": "text", "text": format!("Images from tool call {}:", m.tool_call_id)}));
+                    round_images
+                        .push(json!({"type": "text", "text": format!("Images from tool call {}:", m.tool_call_id)}));
                     round_images.extend(split.images.into_iter().map(image_part));
                 }
             }
@@ -129,7 +132,9 @@ fn user_content(parts: &[Part]) -> Value {
         .filter_map(|part| match part {
             Part::Text { text } => Some(json!({"type": "text", "text": text})),
             Part::Image { media_type, data, url } => match (data, url) {
-                (Some(data), _) => Some(image_part(ImageSource::Inline { media_type: media_type.as_deref().unwrap_or(""), data })),
+                (Some(data), _) => {
+                    Some(image_part(ImageSource::Inline { media_type: media_type.as_deref().unwrap_or(""), data }))
+                }
                 (None, Some(url)) => Some(image_part(ImageSource::Url(url))),
                 (None, None) => None,
             },
@@ -205,7 +210,8 @@ impl Decoder for ChatDecoder {
                 out.text(text);
             }
         }
-        for (position, call) in (0u64..).zip(message.get("tool_calls").and_then(Value::as_array).into_iter().flatten()) {
+        for (position, call) in (0u64..).zip(message.get("tool_calls").and_then(Value::as_array).into_iter().flatten())
+        {
             let function = call.get("function");
             out.tool_call(
                 position,
@@ -228,11 +234,7 @@ impl Decoder for ChatDecoder {
 
 /// The first choice (`n` above 1 is not supported; other choices are ignored).
 fn first_choice(chunk: &Value) -> Option<&Value> {
-    chunk
-        .get("choices")?
-        .as_array()?
-        .iter()
-        .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+    chunk.get("choices")?.as_array()?.iter().find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
 }
 
 fn stop_reason(reason: &str) -> StopReason {

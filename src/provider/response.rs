@@ -115,12 +115,9 @@ impl ResponseBuilder {
             let delta = match &pending {
                 Pending::Text(text) => Delta::Text(text),
                 Pending::Thinking(text) => Delta::Thinking(text),
-                Pending::ToolCall { index, id, name, arguments } => Delta::ToolCall {
-                    index: *index,
-                    id: id.as_deref(),
-                    name: name.as_deref(),
-                    arguments,
-                },
+                Pending::ToolCall { index, id, name, arguments } => {
+                    Delta::ToolCall { index: *index, id: id.as_deref(), name: name.as_deref(), arguments }
+                }
             };
             deltas.send(delta).await;
         }

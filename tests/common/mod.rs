@@ -156,3 +156,29 @@ pub fn assert_event_invariants(events: &[Value]) {
         "{kinds:?}"
     );
 }
+
+pub mod fixtures;
+pub mod server;
+
+/// The API key every provider test uses, set in the environment variable
+/// `TEST_KEY_ENV`; tests grep what ferrule emits for it.
+pub const TEST_KEY: &str = "sk-ferrule-test-7Hq2LmX9pQ4vR8sT1uW6yZ3a";
+pub const TEST_KEY_ENV: &str = "FERRULE_TEST_API_KEY";
+
+/// An agent on `provider` talking to `base_url`, with the test key.
+pub fn provider_agent(provider: &str, base_url: &str, model: Value, extra: Value, tools: Vec<Tool>) -> Agent {
+    std::env::set_var(TEST_KEY_ENV, TEST_KEY);
+    let mut config = json!({"model": {"provider": provider, "name": "test-model", "base_url": base_url,
+                                      "api_key_env": TEST_KEY_ENV, "retry_backoff_ms": 5}});
+    if let Value::Object(fields) = model {
+        config["model"].as_object_mut().unwrap().extend(fields);
+    }
+    if let Value::Object(fields) = extra {
+        config.as_object_mut().unwrap().extend(fields);
+    }
+    let mut builder = AgentBuilder::from_json(&config.to_string()).expect("config");
+    for tool in tools {
+        builder.add_tool(tool).expect("tool");
+    }
+    builder.build().expect("build")
+}

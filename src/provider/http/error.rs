@@ -49,7 +49,7 @@ impl From<Error> for Failure {
 pub(crate) fn from_response(provider: &str, status: u16, headers: &HeaderMap, body: &str) -> Failure {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let object = parsed.as_ref().map(error_object);
-    let code = match object.and_then(|o| code_from_object(o)) {
+    let code = match object.and_then(code_from_object) {
         // A body that names its class refines the status (Anthropic's 529 overloaded_error).
         Some(code) if code != ErrorCode::ProviderInvalidRequest => code,
         _ => classify_status(status),
@@ -84,22 +84,31 @@ fn code_from_object(object: &Value) -> Option<ErrorCode> {
     if let Some(status) = numeric.filter(|s| (400..600).contains(s)) {
         return Some(classify_status(status as u16));
     }
-    let name = ["type", "code"].iter().find_map(|k| object.get(*k)?.as_str())?;
+    // OpenAI's `code` is the finer name (`model_not_found` under `invalid_request_error`).
+    ["code", "type"].iter().find_map(|k| code_from_name(object.get(*k)?.as_str()?))
+}
+
+fn code_from_name(name: &str) -> Option<ErrorCode> {
     Some(match name {
         "authentication_error" | "permission_error" | "invalid_api_key" => ErrorCode::ProviderAuth,
         "not_found_error" | "model_not_found" => ErrorCode::ProviderNotFound,
         "rate_limit_error" | "rate_limit_exceeded" | "insufficient_quota" => ErrorCode::ProviderRateLimited,
         "overloaded_error" | "server_is_overloaded" | "slow_down" => ErrorCode::ProviderOverloaded,
         "api_error" | "server_error" | "internal_error" => ErrorCode::ProviderServer,
-        _ => ErrorCode::ProviderInvalidRequest,
+        "invalid_request_error" | "request_too_large" | "unsupported_parameter" => ErrorCode::ProviderInvalidRequest,
+        _ => return None,
     })
 }
 
+/// `type (code): message`, with whichever of the three the object has.
 fn describe(object: &Value) -> String {
     let message = object.get("message").and_then(Value::as_str).unwrap_or("no message");
-    match ["type", "code"].iter().find_map(|k| object.get(*k)?.as_str()) {
-        Some(kind) => format!("{kind}: {message}"),
-        None => message.to_owned(),
+    let names: Vec<&str> = ["type", "code"].iter().filter_map(|k| object.get(*k)?.as_str()).collect();
+    match names.as_slice() {
+        [] => message.to_owned(),
+        [kind] => format!("{kind}: {message}"),
+        [kind, code, ..] if kind == code => format!("{kind}: {message}"),
+        [kind, code, ..] => format!("{kind} ({code}): {message}"),
     }
 }
 
@@ -149,7 +158,8 @@ impl Secret {
         if key.len() < KEY_FRAGMENT {
             return message.replace(&self.0, "[redacted]");
         }
-        let leaks = |word: &str| key.windows(KEY_FRAGMENT).any(|w| word.as_bytes().windows(KEY_FRAGMENT).any(|m| m == w));
+        let leaks =
+            |word: &str| key.windows(KEY_FRAGMENT).any(|w| word.as_bytes().windows(KEY_FRAGMENT).any(|m| m == w));
         let mut out = String::with_capacity(message.len());
         let mut word = String::new();
         for c in message.chars().chain(std::iter::once(' ')) {
@@ -195,7 +205,8 @@ mod tests {
     #[test]
     fn a_key_and_pieces_of_it_are_scrubbed() {
         let secret = Secret::new("sk-test-0123456789abcdefXYZ".into());
-        let message = "Incorrect API key provided: sk-test-0123456789abcdefXYZ. Also 'sk-test-0123****XYZ' and 6789abcdef.";
+        let message =
+            "Incorrect API key provided: sk-test-0123456789abcdefXYZ. Also 'sk-test-0123****XYZ' and 6789abcdef.";
         let scrubbed = secret.scrub(message);
         assert!(!scrubbed.contains("0123456789"), "{scrubbed}");
         assert!(scrubbed.starts_with("Incorrect API key provided: [redacted]"), "{scrubbed}");

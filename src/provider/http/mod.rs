@@ -81,7 +81,12 @@ pub(crate) struct HttpGenerator<P: Protocol> {
 }
 
 impl<P: Protocol> HttpGenerator<P> {
-    pub(crate) fn new(protocol: P, config: &ModelConfig, model: ModelSettings, mut endpoint: Endpoint) -> Result<Self, Error> {
+    pub(crate) fn new(
+        protocol: P,
+        config: &ModelConfig,
+        model: ModelSettings,
+        mut endpoint: Endpoint,
+    ) -> Result<Self, Error> {
         let mut client = reqwest::Client::builder().user_agent(concat!("ferrule/", env!("CARGO_PKG_VERSION")));
         if config.timeouts.connect_ms > 0 {
             client = client.connect_timeout(Duration::from_millis(config.timeouts.connect_ms));
@@ -93,8 +98,9 @@ impl<P: Protocol> HttpGenerator<P> {
         for (name, value) in &config.headers {
             let name = HeaderName::try_from(name.as_str())
                 .map_err(|_| Error::invalid_arg(format!("model.headers: {name:?} is not a valid header name")))?;
-            let value = HeaderValue::try_from(value.as_str())
-                .map_err(|_| Error::invalid_arg(format!("model.headers: the value of {name} is not a valid header value")))?;
+            let value = HeaderValue::try_from(value.as_str()).map_err(|_| {
+                Error::invalid_arg(format!("model.headers: the value of {name} is not a valid header value"))
+            })?;
             endpoint.headers.insert(name, value);
         }
         Ok(HttpGenerator {
@@ -229,7 +235,7 @@ impl<P: Protocol> HttpGenerator<P> {
                 .await
                 .map_err(|_| timeout("the next part of the stream", ms))?,
         };
-        chunk.map_err(|e| network(self.protocol.name(), &e).into())
+        chunk.map_err(|e| network(self.protocol.name(), &e))
     }
 
     async fn read_body(&self, mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, Failure> {
@@ -277,7 +283,10 @@ fn network(provider: &str, error: &reqwest::Error) -> Failure {
 }
 
 fn malformed(provider: &str, error: &serde_json::Error) -> Failure {
-    Failure::new(Error::new(ErrorCode::ProviderMalformedStream, format!("{provider}: the response is not valid JSON: {error}")))
+    Failure::new(Error::new(
+        ErrorCode::ProviderMalformedStream,
+        format!("{provider}: the response is not valid JSON: {error}"),
+    ))
 }
 
 fn source_chain(error: &dyn std::error::Error) -> String {

@@ -166,10 +166,10 @@ mod tests {
 
     #[test]
     fn the_last_event_is_dispatched_without_a_blank_line() {
-        assert_eq!(parse_in_pieces(b"data: {\"a\":1}\n\ndata: {\"b\":2}", 7), vec![
-            event(None, "{\"a\":1}"),
-            event(None, "{\"b\":2}")
-        ]);
+        assert_eq!(
+            parse_in_pieces(b"data: {\"a\":1}\n\ndata: {\"b\":2}", 7),
+            vec![event(None, "{\"a\":1}"), event(None, "{\"b\":2}")]
+        );
     }
 
     #[test]
