@@ -67,22 +67,25 @@ pub enum ProviderKind {
     Scripted,
 }
 
-/// Request timeouts in milliseconds; 0 means none.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Request timeouts in milliseconds; 0 means none. The defaults keep a dead
+/// connection from holding a run forever while leaving slow reasoning models room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct Timeouts {
-    /// Establishing the connection.
-    #[serde(default)]
+    /// Establishing the connection (default 30 s).
     pub connect_ms: u64,
-    /// Until the first byte of the response.
-    #[serde(default)]
+    /// Until the response headers arrive (default 10 min).
     pub first_byte_ms: u64,
-    /// Between two chunks of a stream.
-    #[serde(default)]
+    /// Between two chunks of a stream (default 5 min).
     pub idle_ms: u64,
-    /// The whole request.
-    #[serde(default)]
+    /// The whole request, retries not included (default none).
     pub total_ms: u64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts { connect_ms: 30_000, first_byte_ms: 600_000, idle_ms: 300_000, total_ms: 0 }
+    }
 }
 
 /// The `model` object.

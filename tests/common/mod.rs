@@ -182,3 +182,4 @@ pub fn provider_agent(provider: &str, base_url: &str, model: Value, extra: Value
     }
     builder.build().expect("build")
 }
+pub mod wire;

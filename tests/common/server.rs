@@ -19,6 +19,8 @@ pub enum Ending {
     Cut,
     /// The server stops sending but keeps the connection open.
     Stall,
+    /// The server reads the request and never answers at all.
+    Silent,
 }
 
 /// One scripted reply.
@@ -146,6 +148,10 @@ async fn serve(mut socket: TcpStream, replies: Arc<Mutex<VecDeque<Reply>>>, requ
     requests.lock().unwrap().push(request);
     let reply =
         replies.lock().unwrap().pop_front().unwrap_or_else(|| Reply::json(500, b"{\"error\": \"no reply left\"}"));
+    if reply.ending == Ending::Silent {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        return;
+    }
     let mut head = format!("HTTP/1.1 {} Scripted\r\nconnection: close\r\ntransfer-encoding: chunked\r\n", reply.status);
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));

@@ -1,0 +1,485 @@
+//! The HTTP providers against a local server: the request bodies ferrule sends,
+//! faults and retries, and keys that never leak.
+
+mod common;
+
+use std::time::Duration;
+
+use common::server::{Ending, MockServer, Reply};
+use common::wire::{self, base_url, PROVIDERS};
+use common::*;
+use ferrule::agent::RunStatus;
+use ferrule::message::Part;
+use ferrule::tool::{Invocation, Tool, ToolOutcome, ToolResult};
+use ferrule::ErrorCode;
+use serde_json::{json, Value};
+
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+fn chart() -> Tool {
+    tool("chart", json!({}), |_: Invocation| async {
+        ToolOutcome::Completed(ToolResult {
+            content: vec![
+                Part::text("the chart"),
+                Part::Image { media_type: Some("image/png".into()), data: Some(PNG.into()), url: None },
+            ],
+            ..ToolResult::default()
+        })
+    })
+}
+
+fn broken() -> Tool {
+    tool("broken", json!({}), |_: Invocation| async { ToolOutcome::Failed("the store is down".into()) })
+}
+
+const CALLS: [wire::Call; 3] =
+    [("c1", "lookup", r#"{"text":"C-100"}"#), ("c2", "chart", r#"{"metric":"sales"}"#), ("c3", "broken", "{}")];
+
+/// A two-round run with three parallel calls (a text result, an image result and
+/// an error), returning the two request bodies.
+fn two_rounds(provider: &str, model: Value) -> (Value, Value, MockServer) {
+    let server = MockServer::start(vec![
+        Reply::sse(&wire::stream(provider, "Checking.", &CALLS)),
+        Reply::sse(&wire::stream(provider, "All done.", &[])),
+    ]);
+    let agent = provider_agent(
+        provider,
+        &base_url(provider, server.url()),
+        model,
+        json!({"system": "Be brief."}),
+        vec![echo("lookup"), chart(), broken()],
+    );
+    let (result, events) = run(&agent, "Look up C-100.");
+    assert_eq!(result.status, RunStatus::Completed, "{provider}: {:?}", result.error);
+    assert_event_invariants(&events);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "{provider}");
+    for request in &requests {
+        assert_eq!(request.method, "POST");
+        assert_eq!(request.path, wire::path(provider), "{provider}");
+    }
+    (requests[0].json(), requests[1].json(), server)
+}
+
+#[test]
+fn openai_chat_request_bodies() {
+    let (first, second, server) = two_rounds("openai", json!({"max_tokens": 300}));
+    assert_eq!(server.requests()[0].header("authorization"), Some(format!("Bearer {TEST_KEY}").as_str()));
+    assert_eq!(first["model"], "test-model");
+    assert_eq!(first["stream"], true);
+    assert_eq!(first["stream_options"], json!({"include_usage": true}));
+    assert_eq!(first["max_completion_tokens"], 300);
+    assert_eq!(first["tool_choice"], "auto");
+    assert_eq!(
+        first["tools"][0],
+        json!({"type": "function", "function": {"name": "lookup", "description": "test tool lookup", "parameters": {"type": "object"}}})
+    );
+    assert_eq!(
+        first["messages"],
+        json!([
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "Look up C-100."}
+        ])
+    );
+    let messages = second["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[2],
+        json!({"role": "assistant", "content": "Checking.", "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": r#"{"text":"C-100"}"#}},
+            {"id": "c2", "type": "function", "function": {"name": "chart", "arguments": r#"{"metric":"sales"}"#}},
+            {"id": "c3", "type": "function", "function": {"name": "broken", "arguments": "{}"}}
+        ]})
+    );
+    assert_eq!(messages[3], json!({"role": "tool", "tool_call_id": "c1", "content": "C-100"}));
+    assert_eq!(messages[4], json!({"role": "tool", "tool_call_id": "c2", "content": "the chart"}));
+    assert_eq!(messages[5], json!({"role": "tool", "tool_call_id": "c3", "content": "the store is down"}));
+    // The round's images follow its tool messages, each call's introduced by its id.
+    assert_eq!(
+        messages[6],
+        json!({"role": "user", "content": [
+            {"type": "text", "text": "Images from tool call c2:"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG}")}}
+        ]})
+    );
+    assert_eq!(messages.len(), 7);
+}
+
+#[test]
+fn openai_compatible_uses_max_tokens_and_sends_no_key_unless_named() {
+    let server = MockServer::start(vec![Reply::sse(&wire::chat("hi", &[]))]);
+    let config = json!({"model": {"provider": "openai-compatible", "name": "llama3", "base_url": format!("{}/v1", server.url()),
+                                  "max_tokens": 50}});
+    std::env::set_var("OPENAI_API_KEY", "sk-must-never-go-to-another-server");
+    let agent = ferrule::agent::AgentBuilder::from_json(&config.to_string()).unwrap().build().unwrap();
+    let (result, _) = run(&agent, "hi");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let request = &server.requests()[0];
+    assert_eq!(request.header("authorization"), None);
+    assert_eq!(request.json()["max_tokens"], 50);
+}
+
+#[test]
+fn anthropic_request_bodies() {
+    let (first, second, server) = two_rounds("anthropic", json!({}));
+    let request = &server.requests()[0];
+    assert_eq!(request.header("x-api-key"), Some(TEST_KEY));
+    assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(first["system"], "Be brief.");
+    assert_eq!(first["max_tokens"], 8192);
+    assert_eq!(first["stream"], true);
+    assert_eq!(first["tool_choice"], json!({"type": "auto"}));
+    assert_eq!(
+        first["tools"][1],
+        json!({"name": "chart", "description": "test tool chart", "input_schema": {"type": "object"}})
+    );
+    assert_eq!(first["messages"], json!([{"role": "user", "content": [{"type": "text", "text": "Look up C-100."}]}]));
+    let messages = second["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[1],
+        json!({"role": "assistant", "content": [
+            {"type": "text", "text": "Checking."},
+            {"type": "tool_use", "id": "c1", "name": "lookup", "input": {"text": "C-100"}},
+            {"type": "tool_use", "id": "c2", "name": "chart", "input": {"metric": "sales"}},
+            {"type": "tool_use", "id": "c3", "name": "broken", "input": {}}
+        ]})
+    );
+    // One user message answers the round; images sit inside their tool_result.
+    assert_eq!(
+        messages[2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "c1", "content": [{"type": "text", "text": "C-100"}], "is_error": false},
+            {"type": "tool_result", "tool_use_id": "c2", "content": [
+                {"type": "text", "text": "the chart"},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}
+            ], "is_error": false},
+            {"type": "tool_result", "tool_use_id": "c3", "content": [{"type": "text", "text": "the store is down"}], "is_error": true}
+        ]})
+    );
+    assert_eq!(messages.len(), 3);
+}
+
+#[test]
+fn openai_responses_request_bodies() {
+    let (first, second, server) = two_rounds("openai-responses", json!({"max_tokens": 99}));
+    assert_eq!(server.requests()[0].header("authorization"), Some(format!("Bearer {TEST_KEY}").as_str()));
+    assert_eq!(first["instructions"], "Be brief.");
+    assert_eq!(first["max_output_tokens"], 99);
+    assert_eq!(first["store"], false);
+    assert_eq!(
+        first["tools"][2],
+        json!({"type": "function", "name": "broken", "description": "test tool broken",
+        "parameters": {"type": "object"}, "strict": false})
+    );
+    assert_eq!(
+        first["input"],
+        json!([{"role": "user", "content": [{"type": "input_text", "text": "Look up C-100."}]}])
+    );
+    let input = second["input"].as_array().unwrap();
+    assert_eq!(input[1], json!({"role": "assistant", "content": [{"type": "output_text", "text": "Checking."}]}));
+    assert_eq!(
+        input[2],
+        json!({"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": r#"{"text":"C-100"}"#})
+    );
+    assert_eq!(input[5], json!({"type": "function_call_output", "call_id": "c1", "output": "C-100"}));
+    assert_eq!(
+        input[6],
+        json!({"type": "function_call_output", "call_id": "c2", "output": [
+            {"type": "input_text", "text": "the chart"},
+            {"type": "input_image", "image_url": format!("data:image/png;base64,{PNG}")}
+        ]})
+    );
+    assert_eq!(input[7], json!({"type": "function_call_output", "call_id": "c3", "output": "the store is down"}));
+    assert_eq!(input.len(), 8);
+}
+
+#[test]
+fn images_a_model_cannot_take_become_notes_for_every_provider() {
+    for provider in PROVIDERS {
+        let (_, second, _server) = two_rounds(provider, json!({"image_input": false}));
+        let text = second.to_string();
+        assert!(!text.contains(PNG), "{provider}: the image was sent");
+        assert!(
+            text.contains(r#"[image 1 of 1 not shown: model \"test-model\" does not accept image input]"#),
+            "{provider}: {text}"
+        );
+    }
+}
+
+#[test]
+fn anthropic_refuses_other_image_types_before_sending() {
+    let server = MockServer::start(vec![Reply::sse(&wire::anthropic("", &[("c1", "bmp", "{}")]))]);
+    let bmp = tool("bmp", json!({}), |_: Invocation| async {
+        ToolOutcome::Completed(ToolResult {
+            content: vec![Part::Image { media_type: Some("image/bmp".into()), data: Some("Qk0=".into()), url: None }],
+            ..ToolResult::default()
+        })
+    });
+    let agent = provider_agent("anthropic", server.url(), json!({}), json!({}), vec![bmp]);
+    let (result, _) = run(&agent, "draw");
+    let error = result.error.as_ref().unwrap();
+    assert_eq!(error.code, ErrorCode::ProviderInvalidRequest);
+    assert!(error.message.contains("image/bmp"), "{}", error.message);
+    assert_eq!(server.requests().len(), 1, "the second request was never sent");
+}
+
+#[test]
+fn strict_tools_are_refused_before_sending_where_unsupported() {
+    for (provider, supported) in
+        [("openai", true), ("openai-responses", true), ("anthropic", false), ("openai-compatible", false)]
+    {
+        let server = MockServer::start(vec![Reply::sse(&wire::stream(provider, "ok", &[]))]);
+        let strict = tool("lookup", json!({"strict": true}), |_: Invocation| async {
+            ToolOutcome::Completed(ToolResult::text("x"))
+        });
+        let agent = provider_agent(provider, &base_url(provider, server.url()), json!({}), json!({}), vec![strict]);
+        let (result, _) = run(&agent, "go");
+        if supported {
+            assert_eq!(result.status, RunStatus::Completed, "{provider}");
+            let body = server.requests()[0].json().to_string();
+            assert!(body.contains(r#""strict":true"#), "{provider}: {body}");
+        } else {
+            let error = result.error.as_ref().unwrap();
+            assert_eq!(error.code, ErrorCode::ProviderInvalidRequest, "{provider}");
+            assert!(error.message.contains("strict"), "{provider}: {}", error.message);
+            assert!(server.requests().is_empty(), "{provider}: nothing was sent");
+        }
+    }
+}
+
+#[test]
+fn tool_choice_translates_per_provider() {
+    let cases = [
+        ("openai", json!("required"), json!("required")),
+        ("openai", json!({"name": "lookup"}), json!({"type": "function", "function": {"name": "lookup"}})),
+        ("openai-responses", json!({"name": "lookup"}), json!({"type": "function", "name": "lookup"})),
+        ("anthropic", json!("required"), json!({"type": "any"})),
+        ("anthropic", json!("none"), json!({"type": "none"})),
+        ("anthropic", json!({"name": "lookup"}), json!({"type": "tool", "name": "lookup"})),
+    ];
+    for (provider, choice, wire_choice) in cases {
+        let server = MockServer::start(vec![Reply::sse(&wire::stream(provider, "ok", &[]))]);
+        let agent = provider_agent(
+            provider,
+            &base_url(provider, server.url()),
+            json!({}),
+            json!({"tool_choice": choice}),
+            vec![echo("lookup")],
+        );
+        run(&agent, "go");
+        assert_eq!(server.requests()[0].json()["tool_choice"], wire_choice, "{provider} {choice}");
+    }
+}
+
+// ---- faults ---------------------------------------------------------------------
+
+fn chat_agent(server: &MockServer, model: Value) -> ferrule::agent::Agent {
+    provider_agent("openai", &format!("{}/v1", server.url()), model, json!({}), vec![])
+}
+
+fn failure(server: &MockServer, model: Value) -> (ferrule::Error, Vec<Value>) {
+    let (result, events) = run(&chat_agent(server, model), "go");
+    assert_eq!(result.status, RunStatus::Failed);
+    assert_event_invariants(&events);
+    (result.error.clone().unwrap(), events)
+}
+
+#[test]
+fn a_connection_cut_mid_stream_fails_without_retry() {
+    let long = wire::chat(&"word ".repeat(200), &[]);
+    let server = MockServer::start(vec![Reply::sse(&long).ending(Ending::Cut), Reply::sse(&wire::chat("again", &[]))]);
+    let (error, events) = failure(&server, json!({}));
+    assert_eq!(error.code, ErrorCode::ProviderNetwork, "{}", error.message);
+    assert!(of_type(&events, "retry").is_empty(), "output had streamed");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_malformed_chunk_fails_the_request() {
+    let body = b"data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"a\"}}]}\n\ndata: {not json}\n\n";
+    let server = MockServer::start(vec![Reply::sse(body)]);
+    let (error, _) = failure(&server, json!({}));
+    assert_eq!(error.code, ErrorCode::ProviderMalformedStream, "{}", error.message);
+}
+
+#[test]
+fn a_server_that_stops_sending_hits_the_idle_timeout() {
+    let server = MockServer::start(vec![Reply::sse(&wire::chat("partial answer", &[])[..60]).ending(Ending::Stall)]);
+    let (error, _) = failure(&server, json!({"timeouts": {"idle_ms": 150}, "max_retries": 0}));
+    assert_eq!(error.code, ErrorCode::Timeout, "{}", error.message);
+    assert!(error.message.contains("150 ms"), "{}", error.message);
+}
+
+#[test]
+fn a_server_that_never_answers_hits_the_first_byte_timeout_and_is_retried() {
+    let stalled = Reply { status: 200, headers: vec![], chunks: vec![], ending: Ending::Silent };
+    let server = MockServer::start(vec![stalled.clone(), stalled]);
+    let (error, events) = failure(&server, json!({"timeouts": {"first_byte_ms": 100}, "max_retries": 1}));
+    assert_eq!(error.code, ErrorCode::Timeout, "{}", error.message);
+    assert_eq!(of_type(&events, "retry").len(), 1);
+}
+
+#[test]
+fn rate_limits_honour_retry_after_then_succeed() {
+    let limited =
+        Reply::json(429, br#"{"error": {"message": "slow down", "type": "requests", "code": "rate_limit_exceeded"}}"#)
+            .header("retry-after", "1");
+    let server = MockServer::start(vec![limited, Reply::sse(&wire::chat("finally", &[]))]);
+    let (result, events) = run(&chat_agent(&server, json!({})), "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let retries = of_type(&events, "retry");
+    assert_eq!(retries.len(), 1);
+    assert_eq!(retries[0]["attempt"], 2);
+    assert_eq!(retries[0]["delay_ms"], 1000);
+    assert_eq!(retries[0]["error"]["code"], "PROVIDER_RATE_LIMITED");
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
+fn retry_after_ms_and_backoff_bound_the_wait() {
+    let limited = || Reply::json(429, b"{}").header("retry-after-ms", "20");
+    let server = MockServer::start(vec![limited(), Reply::json(503, b"{}"), Reply::sse(&wire::chat("ok", &[]))]);
+    let (result, events) = run(&chat_agent(&server, json!({"max_retries": 2, "retry_backoff_ms": 40})), "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let delays: Vec<u64> = of_type(&events, "retry").iter().map(|r| r["delay_ms"].as_u64().unwrap()).collect();
+    assert_eq!(delays[0], 20);
+    // The second wait is backoff: 40 ms doubled once, within ±25 % jitter.
+    assert!((60..=100).contains(&delays[1]), "{delays:?}");
+}
+
+#[test]
+fn an_auth_failure_is_not_retried() {
+    let server =
+        MockServer::start(vec![Reply::json(401, br#"{"error": {"message": "bad key", "code": "invalid_api_key"}}"#)]);
+    let (error, events) = failure(&server, json!({"max_retries": 3}));
+    assert_eq!(error.code, ErrorCode::ProviderAuth);
+    assert!(of_type(&events, "retry").is_empty());
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn overload_is_retried_until_the_attempts_run_out() {
+    let overloaded =
+        || Reply::json(529, br#"{"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}"#);
+    let server =
+        MockServer::start(vec![overloaded(), overloaded(), overloaded(), Reply::sse(&wire::anthropic("late", &[]))]);
+    let agent = provider_agent("anthropic", server.url(), json!({"max_retries": 2}), json!({}), vec![]);
+    let (result, events) = run(&agent, "go");
+    let error = result.error.as_ref().unwrap();
+    assert_eq!(error.code, ErrorCode::ProviderOverloaded);
+    assert!(error.message.contains("Overloaded"));
+    assert_eq!(of_type(&events, "retry").len(), 2);
+    assert_eq!(server.requests().len(), 3);
+
+    let server = MockServer::start(vec![Reply::json(503, b"busy"), Reply::sse(&wire::chat("recovered", &[]))]);
+    let (result, _) = run(&chat_agent(&server, json!({})), "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+}
+
+fn anthropic_error_event(kind: &str) -> String {
+    format!("event: error\ndata: {{\"type\": \"error\", \"error\": {{\"type\": \"{kind}\", \"message\": \"Overloaded\"}}}}\n\n")
+}
+
+#[test]
+fn an_error_event_mid_stream_ends_the_request_with_its_code() {
+    let text = wire::anthropic("some text", &[]);
+    let cut = String::from_utf8(text).unwrap();
+    let before_stop = cut.split("event: message_delta").next().unwrap().to_owned();
+    let server =
+        MockServer::start(vec![Reply::sse((before_stop + &anthropic_error_event("overloaded_error")).as_bytes())]);
+    let agent = provider_agent("anthropic", server.url(), json!({}), json!({}), vec![]);
+    let (result, events) = run(&agent, "go");
+    assert_eq!(result.error.as_ref().unwrap().code, ErrorCode::ProviderOverloaded);
+    assert!(of_type(&events, "retry").is_empty(), "text had streamed");
+
+    // Before any output, the same error is retried.
+    let server = MockServer::start(vec![
+        Reply::sse(anthropic_error_event("overloaded_error").as_bytes()),
+        Reply::sse(&wire::anthropic("second try", &[])),
+    ]);
+    let agent = provider_agent("anthropic", server.url(), json!({}), json!({}), vec![]);
+    let (result, events) = run(&agent, "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(of_type(&events, "retry").len(), 1);
+}
+
+#[test]
+fn a_body_far_larger_than_any_bound_fails_cleanly() {
+    // One event of 20 MiB, never finished: the parser gives up at its bound.
+    let mut body = b"data: \"".to_vec();
+    body.extend(std::iter::repeat_n(b'x', 20 << 20));
+    let reply = Reply {
+        status: 200,
+        headers: vec![("content-type".into(), "text/event-stream".into())],
+        chunks: body.chunks(1 << 16).map(<[u8]>::to_vec).collect(),
+        ending: Ending::Complete,
+    };
+    let server = MockServer::start(vec![reply]);
+    let (error, _) = failure(&server, json!({}));
+    assert_eq!(error.code, ErrorCode::ProviderMalformedStream, "{}", error.message);
+    assert!(error.message.contains("larger than"), "{}", error.message);
+}
+
+#[test]
+fn an_unreachable_server_is_a_network_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let agent =
+        provider_agent("openai", &format!("http://127.0.0.1:{port}/v1"), json!({"max_retries": 1}), json!({}), vec![]);
+    let (result, events) = run(&agent, "go");
+    assert_eq!(result.error.as_ref().unwrap().code, ErrorCode::ProviderNetwork);
+    assert_eq!(of_type(&events, "retry").len(), 1);
+}
+
+#[test]
+fn the_whole_request_timeout_bounds_a_slow_stream() {
+    let server = MockServer::start(vec![Reply::sse(&wire::chat("slow", &[])[..40]).ending(Ending::Stall)]);
+    let started = std::time::Instant::now();
+    let (error, _) = failure(&server, json!({"timeouts": {"total_ms": 200}, "max_retries": 0}));
+    assert_eq!(error.code, ErrorCode::Timeout);
+    assert!(started.elapsed() < Duration::from_secs(30));
+}
+
+// ---- secrets --------------------------------------------------------------------
+
+#[test]
+fn the_api_key_never_reaches_events_errors_or_results() {
+    let echoed = format!(
+        r#"{{"error": {{"message": "Incorrect API key provided: {TEST_KEY}. Key fragment {}.", "code": "invalid_api_key"}}}}"#,
+        &TEST_KEY[3..20]
+    );
+    let server = MockServer::start(vec![
+        Reply::sse(&wire::chat("", &[("c1", "lookup", "{}")])),
+        Reply::json(401, echoed.as_bytes()),
+    ]);
+    let agent = chat_agent(&server, json!({}));
+    let agent_with_tool =
+        provider_agent("openai", &format!("{}/v1", server.url()), json!({}), json!({}), vec![echo("lookup")]);
+    drop(agent);
+    let (result, events) = run(&agent_with_tool, "go");
+    assert_eq!(result.error.as_ref().unwrap().code, ErrorCode::ProviderAuth);
+    let emitted = format!("{}{}", serde_json::to_string(&events).unwrap(), serde_json::to_string(&*result).unwrap());
+    assert!(emitted.contains("Incorrect API key provided"), "the provider's message is kept");
+    assert!(!emitted.contains(TEST_KEY), "the key leaked: {emitted}");
+    assert!(!emitted.contains(&TEST_KEY[3..20]), "a piece of the key leaked: {emitted}");
+    assert!(!format!("{:?}", result.error).contains(TEST_KEY));
+}
+
+#[test]
+fn a_missing_key_is_reported_at_build() {
+    let config = json!({"model": {"provider": "anthropic", "name": "claude", "api_key_env": "FERRULE_TEST_UNSET_KEY"}});
+    std::env::remove_var("FERRULE_TEST_UNSET_KEY");
+    let err = ferrule::agent::AgentBuilder::from_json(&config.to_string()).unwrap().build().err().unwrap();
+    assert_eq!(err.code, ErrorCode::ProviderAuth);
+    assert!(err.message.contains("FERRULE_TEST_UNSET_KEY"), "{}", err.message);
+}
+
+#[test]
+fn stream_false_reads_whole_responses() {
+    let body = json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": "whole"}, "finish_reason": "stop"}],
+                      "usage": {"prompt_tokens": 3, "completion_tokens": 1}});
+    let server = MockServer::start(vec![Reply::json(200, body.to_string().as_bytes())]);
+    let (result, events) = run(&chat_agent(&server, json!({"stream": false})), "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert!(server.requests()[0].json().get("stream").is_none());
+    assert_eq!(of_type(&events, "message_delta")[0]["text"], "whole");
+    assert_eq!(result.usage.input_tokens, 3);
+}
