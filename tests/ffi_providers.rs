@@ -16,7 +16,8 @@ unsafe extern "C" fn lookup(_user_data: *mut c_void, call: *mut ferrule_tool_cal
     let arguments = ferrule_tool_call_arguments(call);
     let arguments = std::slice::from_raw_parts(arguments.ptr.cast::<u8>(), arguments.len);
     let arguments: Value = serde_json::from_slice(arguments).unwrap();
-    let result = json!({"content": format!("plan for {}: Gold", arguments["customer_id"].as_str().unwrap())}).to_string();
+    let result =
+        json!({"content": format!("plan for {}: Gold", arguments["customer_id"].as_str().unwrap())}).to_string();
     let error = ferrule_tool_call_complete(call, result.as_ptr().cast(), result.len());
     assert!(error.is_null());
 }
@@ -45,9 +46,10 @@ fn run_through_the_c_abi(provider: &str) {
         Reply::sse(&wire::stream(provider, "Let me look.", &[("call_1", "lookup", r#"{"customer_id":"C-100"}"#)])),
         Reply::sse(&wire::stream(provider, "C-100 is on Gold.", &[])),
     ]);
-    let config = json!({"model": {"provider": provider, "name": "test-model", "base_url": base_url(provider, server.url()),
+    let config =
+        json!({"model": {"provider": provider, "name": "test-model", "base_url": base_url(provider, server.url()),
                                   "api_key_env": TEST_KEY_ENV}})
-    .to_string();
+        .to_string();
     let schema = r#"{"type":"object","properties":{"customer_id":{"type":"string"}},"required":["customer_id"]}"#;
     unsafe {
         let mut builder = std::ptr::null_mut();
@@ -73,7 +75,15 @@ fn run_through_the_c_abi(provider: &str) {
         let events = Box::into_raw(Box::new(Mutex::new(Vec::<String>::new())));
         let input = r#"{"prompt": "Which plan is C-100 on?"}"#;
         let mut run = std::ptr::null_mut();
-        check(ferrule_agent_start(agent, input.as_ptr().cast(), input.len(), Some(collect), events.cast(), None, &mut run));
+        check(ferrule_agent_start(
+            agent,
+            input.as_ptr().cast(),
+            input.len(),
+            Some(collect),
+            events.cast(),
+            None,
+            &mut run,
+        ));
         let mut result: *mut c_char = std::ptr::null_mut();
         let mut len = 0;
         check(ferrule_run_wait(run, &mut result, &mut len));

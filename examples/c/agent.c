@@ -75,7 +75,7 @@ static void on_event(void *user_data, const char *json, size_t len) {
     fflush(stdout);
 }
 
-static const char CONFIG[] =
+static const char SCRIPTED_CONFIG[] =
     "{\"model\": {\"provider\": \"scripted\", \"script\": ["
     "  {\"text\": \"Let me check the customer and build the report.\","
     "   \"tool_calls\": ["
@@ -83,6 +83,30 @@ static const char CONFIG[] =
     "     {\"id\": \"call_2\", \"name\": \"build_report\", \"arguments\": {\"customer_id\": \"C-100\"}}]},"
     "  {\"text\": \"C-100 is on the Gold plan; the report has 12 pages.\"}]},"
     " \"system\": \"You are a helpful account assistant.\"}";
+
+/* With OPENAI_API_KEY or ANTHROPIC_API_KEY set, a real model answers (its name
+ * from FERRULE_MODEL, or a default); otherwise the scripted one does. */
+static const char *choose_config(char *buffer, size_t size) {
+    const char *provider = NULL, *model = NULL;
+    if (getenv("OPENAI_API_KEY") && *getenv("OPENAI_API_KEY")) {
+        provider = "openai";
+        model = "gpt-4.1-mini";
+    } else if (getenv("ANTHROPIC_API_KEY") && *getenv("ANTHROPIC_API_KEY")) {
+        provider = "anthropic";
+        model = "claude-sonnet-4-5";
+    }
+    if (provider == NULL) {
+        printf("model: scripted (set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real one)\n");
+        return SCRIPTED_CONFIG;
+    }
+    if (getenv("FERRULE_MODEL") && *getenv("FERRULE_MODEL")) model = getenv("FERRULE_MODEL");
+    snprintf(buffer, size,
+             "{\"model\": {\"provider\": \"%s\", \"name\": \"%s\"},"
+             " \"system\": \"You are a helpful account assistant. Use the tools to answer.\"}",
+             provider, model);
+    printf("model: %s %s\n", provider, model);
+    return buffer;
+}
 
 static const char CUSTOMER_SCHEMA[] =
     "{\"type\": \"object\", \"properties\": {\"customer_id\": {\"type\": \"string\", \"minLength\": 1}},"
@@ -109,8 +133,10 @@ int main(void) {
     }
     printf("ferrule %s\n", ferrule_version().ptr);
 
+    char config_buffer[512];
+    const char *config = choose_config(config_buffer, sizeof config_buffer);
     ferrule_agent_builder *builder = NULL;
-    if (check(ferrule_agent_builder_new(STR(CONFIG), &builder), "builder_new")) return 1;
+    if (check(ferrule_agent_builder_new(STR(config), &builder), "builder_new")) return 1;
     if (add_tool(builder, "lookup_customer", "Return the current plan for one customer ID.", lookup_customer) ||
         add_tool(builder, "build_report", "Build the account report for one customer.", build_report)) {
         ferrule_agent_builder_free(builder);

@@ -17,6 +17,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 pub use scripted::{ScriptCall, ScriptError, ScriptTurn, ScriptedGenerator};
+pub use select::decode_recorded;
 pub(crate) use select::generator_for;
 
 use crate::error::{Error, ErrorCode};

@@ -73,6 +73,22 @@ pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> 
     })
 }
 
+/// Decodes a recorded response body of `provider` into the message it holds, the
+/// way a run would: an SSE stream, or a whole JSON body when `stream` is false.
+/// No network; for replaying recordings and measuring the parsers. The scripted
+/// provider has no wire format and is refused.
+pub fn decode_recorded(provider: ProviderKind, body: &[u8], stream: bool) -> Result<crate::message::AssistantMessage> {
+    match provider {
+        ProviderKind::Openai => super::http::decode_recorded(&ChatCompletions { is_openai: true }, body, stream),
+        ProviderKind::OpenaiCompatible => {
+            super::http::decode_recorded(&ChatCompletions { is_openai: false }, body, stream)
+        }
+        ProviderKind::OpenaiResponses => super::http::decode_recorded(&Responses, body, stream),
+        ProviderKind::Anthropic => super::http::decode_recorded(&Messages, body, stream),
+        ProviderKind::Scripted => Err(Error::invalid_arg("the scripted provider has no wire format to decode")),
+    }
+}
+
 fn openai_endpoint(config: &ModelConfig, path: &str, default_key: Option<&str>) -> Result<Endpoint> {
     let base = base_url(config, "OPENAI_BASE_URL", OPENAI_BASE_URL);
     let key = api_key(config, default_key)?;

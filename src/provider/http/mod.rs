@@ -171,59 +171,28 @@ impl<P: Protocol> HttpGenerator<P> {
             let body = self.read_body(response, MAX_ERROR_BODY_BYTES).await.unwrap_or_default();
             return Err(error::from_response(self.protocol.name(), status, &headers, &String::from_utf8_lossy(&body)));
         }
-        let mut decoder = P::Decoder::default();
         if !self.model.stream {
             let body = self.read_body(response, MAX_EVENT_BYTES).await?;
-            let value: Value = serde_json::from_slice(&body).map_err(|e| malformed(self.protocol.name(), &e))?;
-            decoder.whole(&value, out)?;
+            decode_whole::<P::Decoder>(self.protocol.name(), &body, out)?;
             out.flush(deltas).await;
             return Ok(());
         }
-        self.read_stream(response, &mut decoder, out, deltas).await
+        self.read_stream(response, out, deltas).await
     }
 
     async fn read_stream(
         &self,
         mut response: reqwest::Response,
-        decoder: &mut P::Decoder,
         out: &mut ResponseBuilder,
         deltas: &mut dyn DeltaSink,
     ) -> Result<(), Failure> {
-        let mut parser = SseParser::new(MAX_EVENT_BYTES);
-        let mut events = Vec::new();
-        let mut total = 0usize;
+        let mut stream = StreamDecoding::<P::Decoder>::new(self.protocol.name());
         loop {
             let chunk = self.next_chunk(&mut response).await?;
-            match &chunk {
-                Some(bytes) => {
-                    total += bytes.len();
-                    if total > MAX_STREAM_BYTES {
-                        return Err(Error::new(
-                            ErrorCode::ProviderMalformedStream,
-                            format!("the response stream is larger than {MAX_STREAM_BYTES} bytes"),
-                        )
-                        .into());
-                    }
-                    parser.feed(bytes, &mut events)?;
-                }
-                None => parser.finish(&mut events)?,
-            }
-            for event in events.drain(..) {
-                let done = decoder.event(&event, out)?;
-                out.flush(deltas).await;
-                if done {
-                    return Ok(());
-                }
-            }
-            if chunk.is_none() {
-                if decoder.complete_at_end() {
-                    return Ok(());
-                }
-                return Err(Error::new(
-                    ErrorCode::ProviderNetwork,
-                    format!("{}: the stream ended before the response was complete", self.protocol.name()),
-                )
-                .into());
+            let done = stream.push(chunk.as_deref(), out)?;
+            out.flush(deltas).await;
+            if done {
+                return Ok(());
             }
         }
     }
@@ -270,6 +239,76 @@ impl<P: Protocol> Generator for HttpGenerator<P> {
             self.generate_with_retries(body, deltas).await
         })
     }
+}
+
+/// One streamed response on its way through the SSE parser and a decoder.
+struct StreamDecoding<D> {
+    provider: &'static str,
+    parser: SseParser,
+    decoder: D,
+    events: Vec<SseEvent>,
+    bytes: usize,
+}
+
+impl<D: Decoder> StreamDecoding<D> {
+    fn new(provider: &'static str) -> Self {
+        StreamDecoding {
+            provider,
+            parser: SseParser::new(MAX_EVENT_BYTES),
+            decoder: D::default(),
+            events: Vec::new(),
+            bytes: 0,
+        }
+    }
+
+    /// Takes the next chunk (`None` at the end of the stream); `Ok(true)` once the
+    /// response is complete.
+    fn push(&mut self, chunk: Option<&[u8]>, out: &mut ResponseBuilder) -> Result<bool, Error> {
+        match chunk {
+            Some(bytes) => {
+                self.bytes += bytes.len();
+                if self.bytes > MAX_STREAM_BYTES {
+                    return Err(Error::new(
+                        ErrorCode::ProviderMalformedStream,
+                        format!("the response stream is larger than {MAX_STREAM_BYTES} bytes"),
+                    ));
+                }
+                self.parser.feed(bytes, &mut self.events)?;
+            }
+            None => self.parser.finish(&mut self.events)?,
+        }
+        for event in self.events.drain(..) {
+            if self.decoder.event(&event, out)? {
+                return Ok(true);
+            }
+        }
+        if chunk.is_none() && !self.decoder.complete_at_end() {
+            return Err(Error::new(
+                ErrorCode::ProviderNetwork,
+                format!("{}: the stream ended before the response was complete", self.provider),
+            ));
+        }
+        Ok(chunk.is_none())
+    }
+}
+
+fn decode_whole<D: Decoder>(provider: &str, body: &[u8], out: &mut ResponseBuilder) -> Result<(), Error> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| malformed(provider, &e).error)?;
+    D::default().whole(&value, out)
+}
+
+/// Decodes a recorded response body offline (see [`crate::provider::decode_recorded`]).
+pub(crate) fn decode_recorded<P: Protocol>(protocol: &P, body: &[u8], stream: bool) -> Result<AssistantMessage, Error> {
+    let mut out = ResponseBuilder::default();
+    if stream {
+        let mut decoding = StreamDecoding::<P::Decoder>::new(protocol.name());
+        if !decoding.push(Some(body), &mut out)? {
+            decoding.push(None, &mut out)?;
+        }
+    } else {
+        decode_whole::<P::Decoder>(protocol.name(), body, &mut out)?;
+    }
+    Ok(out.finish())
 }
 
 fn timeout(what: &str, ms: u64) -> Failure {
