@@ -483,3 +483,33 @@ fn stream_false_reads_whole_responses() {
     assert_eq!(of_type(&events, "message_delta")[0]["text"], "whole");
     assert_eq!(result.usage.input_tokens, 3);
 }
+
+#[test]
+fn anthropic_thinking_and_its_signature_go_back_on_the_next_turn() {
+    let thinking = [
+        r#"{"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Need the plan."}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2lnbmF0dXJl"}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"t1","name":"lookup","input":{}}}"#,
+        r#"{"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"text\":\"C-1\"}"}}"#,
+        r#"{"type":"content_block_stop","index":1}"#,
+        r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}"#,
+        r#"{"type":"message_stop"}"#,
+    ]
+    .iter()
+    .map(|data| format!("data: {data}\n\n"))
+    .collect::<String>();
+    let server = MockServer::start(vec![Reply::sse(thinking.as_bytes()), Reply::sse(&wire::anthropic("Gold.", &[]))]);
+    let agent = provider_agent("anthropic", server.url(), json!({}), json!({}), vec![echo("lookup")]);
+    let (result, events) = run(&agent, "plan?");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(of_type(&events, "message_delta")[0]["thinking"], "Need the plan.");
+    let second = server.requests()[1].json();
+    assert_eq!(
+        second["messages"][1]["content"][0],
+        json!({"type": "thinking", "thinking": "Need the plan.", "signature": "c2lnbmF0dXJl"})
+    );
+    assert_eq!(second["messages"][1]["content"][1]["type"], "tool_use");
+}
