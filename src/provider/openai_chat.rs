@@ -47,15 +47,9 @@ impl Protocol for ChatCompletions {
                 })
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
-            body.insert(
-                "tool_choice".into(),
-                match request.tool_choice {
-                    ToolChoice::Auto => json!("auto"),
-                    ToolChoice::None => json!("none"),
-                    ToolChoice::Required => json!("required"),
-                    ToolChoice::Named(name) => json!({"type": "function", "function": {"name": name}}),
-                },
-            );
+            let choice =
+                tool_choice(request.tool_choice, |name| json!({"type": "function", "function": {"name": name}}));
+            body.insert("tool_choice".into(), choice);
         }
         if let Some(max) = model.max_tokens {
             let field = if self.is_openai { "max_completion_tokens" } else { "max_tokens" };
@@ -178,14 +172,7 @@ impl Decoder for ChatDecoder {
                 }
             }
             for call in delta.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
-                let position = call.get("index").and_then(Value::as_u64).unwrap_or(0);
-                let function = call.get("function");
-                out.tool_call(
-                    position,
-                    call.get("id").and_then(Value::as_str),
-                    function.and_then(|f| f.get("name")).and_then(Value::as_str),
-                    function.and_then(|f| f.get("arguments")).and_then(Value::as_str).unwrap_or(""),
-                )?;
+                add_call(call.get("index").and_then(Value::as_u64).unwrap_or(0), call, out)?;
             }
         }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -212,13 +199,7 @@ impl Decoder for ChatDecoder {
         }
         for (position, call) in (0u64..).zip(message.get("tool_calls").and_then(Value::as_array).into_iter().flatten())
         {
-            let function = call.get("function");
-            out.tool_call(
-                position,
-                call.get("id").and_then(Value::as_str),
-                function.and_then(|f| f.get("name")).and_then(Value::as_str),
-                function.and_then(|f| f.get("arguments")).and_then(Value::as_str).unwrap_or(""),
-            )?;
+            add_call(position, call, out)?;
         }
         out.stop_reason = choice.get("finish_reason").and_then(Value::as_str).map(stop_reason);
         if let Some(usage) = body.get("usage").filter(|u| u.is_object()) {
@@ -229,6 +210,28 @@ impl Decoder for ChatDecoder {
 
     fn complete_at_end(&self) -> bool {
         self.finished
+    }
+}
+
+/// A `tool_calls` entry (whole, or a streamed piece) at `position`.
+fn add_call(position: u64, call: &Value, out: &mut ResponseBuilder) -> Result<(), Error> {
+    let function = call.get("function");
+    out.tool_call(
+        position,
+        call.get("id").and_then(Value::as_str),
+        function.and_then(|f| f.get("name")).and_then(Value::as_str),
+        function.and_then(|f| f.get("arguments")).and_then(Value::as_str).unwrap_or(""),
+    )
+}
+
+/// `tool_choice` as both OpenAI wires spell it; they differ only in how a named
+/// tool is given.
+pub(crate) fn tool_choice(choice: &ToolChoice, named: impl FnOnce(&str) -> Value) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Named(name) => named(name),
     }
 }
 

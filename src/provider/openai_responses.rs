@@ -4,8 +4,9 @@ use serde_json::{json, Map, Value};
 
 use super::http::{in_band, Decoder, ModelSettings, Protocol, SseEvent};
 use super::images::{self, ImageSource};
+use super::openai_chat::tool_choice;
 use super::response::ResponseBuilder;
-use super::{strict_tools_check, GenerationRequest, ToolChoice};
+use super::{strict_tools_check, GenerationRequest};
 use crate::error::{Error, ErrorCode};
 use crate::message::{text_of, Message, Part, StopReason, Usage};
 
@@ -37,15 +38,8 @@ impl Protocol for Responses {
                 })
                 .collect();
             body.insert("tools".into(), Value::Array(tools));
-            body.insert(
-                "tool_choice".into(),
-                match request.tool_choice {
-                    ToolChoice::Auto => json!("auto"),
-                    ToolChoice::None => json!("none"),
-                    ToolChoice::Required => json!("required"),
-                    ToolChoice::Named(name) => json!({"type": "function", "name": name}),
-                },
-            );
+            let choice = tool_choice(request.tool_choice, |name| json!({"type": "function", "name": name}));
+            body.insert("tool_choice".into(), choice);
         }
         if let Some(max) = model.max_tokens {
             body.insert("max_output_tokens".into(), json!(max));

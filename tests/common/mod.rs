@@ -12,7 +12,11 @@ use serde_json::{json, Value};
 
 /// An agent on the scripted model with `script` and extra config fields.
 pub fn agent(script: Value, extra: Value, tools: Vec<Tool>) -> Agent {
-    let mut config = json!({"model": {"provider": "scripted", "script": script}});
+    build(json!({"model": {"provider": "scripted", "script": script}}), extra, tools)
+}
+
+/// An agent from `config` with the top-level fields of `extra` added.
+fn build(mut config: Value, extra: Value, tools: Vec<Tool>) -> Agent {
     if let Value::Object(fields) = extra {
         config.as_object_mut().unwrap().extend(fields);
     }
@@ -173,13 +177,6 @@ pub fn provider_agent(provider: &str, base_url: &str, model: Value, extra: Value
     if let Value::Object(fields) = model {
         config["model"].as_object_mut().unwrap().extend(fields);
     }
-    if let Value::Object(fields) = extra {
-        config.as_object_mut().unwrap().extend(fields);
-    }
-    let mut builder = AgentBuilder::from_json(&config.to_string()).expect("config");
-    for tool in tools {
-        builder.add_tool(tool).expect("tool");
-    }
-    builder.build().expect("build")
+    build(config, extra, tools)
 }
 pub mod wire;
