@@ -98,7 +98,7 @@ fn messages(model: &ModelSettings, request: &GenerationRequest<'_>) -> Result<(S
 }
 
 fn tool_result(model: &ModelSettings, result: &ToolResultMessage) -> Result<Value, Error> {
-    let split = images::split(&result.content, &model.name, model.image_input);
+    let split = images::split(&result.content, &model.name, model.image_input, None);
     let mut content = Vec::new();
     // The API refuses an empty text block.
     if !split.text.is_empty() {

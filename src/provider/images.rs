@@ -30,8 +30,17 @@ pub(crate) struct SplitContent<'a> {
     pub(crate) images: Vec<ImageSource<'a>>,
 }
 
-/// Splits `content`. `image_input` says whether the model takes images at all.
-pub(crate) fn split<'a>(content: &'a [Part], model_name: &str, image_input: bool) -> SplitContent<'a> {
+/// The image types the OpenAI APIs take inline.
+pub(crate) const OPENAI_IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+/// Splits `content`. `image_input` says whether the model takes images at all;
+/// inline images of a type outside `accepted` (when given) become notes too.
+pub(crate) fn split<'a>(
+    content: &'a [Part],
+    model_name: &str,
+    image_input: bool,
+    accepted: Option<&[&str]>,
+) -> SplitContent<'a> {
     let total = content.iter().filter(|p| matches!(p, Part::Image { .. })).count();
     let mut text = String::new();
     let mut notes = Vec::new();
@@ -48,6 +57,13 @@ pub(crate) fn split<'a>(content: &'a [Part], model_name: &str, image_input: bool
                     _ => None,
                 };
                 match source {
+                    Some(ImageSource::Inline { media_type, .. })
+                        if image_input && accepted.is_some_and(|types| !types.contains(&media_type)) =>
+                    {
+                        notes.push(format!(
+                            "[image {number} of {total} not shown: media type {media_type} is not supported]"
+                        ))
+                    }
                     Some(source) if image_input => images.push(source),
                     Some(_) => notes.push(format!(
                         "[image {number} of {total} not shown: model \"{model_name}\" does not accept image input]"
@@ -82,16 +98,24 @@ mod tests {
     #[test]
     fn images_go_when_the_model_takes_them() {
         let content = vec![Part::text("chart"), image("image/png")];
-        let split = split(&content, "gpt-4o", true);
+        let split = split(&content, "gpt-4o", true, Some(OPENAI_IMAGE_TYPES));
         assert_eq!(split.text, "chart");
         assert_eq!(split.images, vec![ImageSource::Inline { media_type: "image/png", data: "AAAA" }]);
         assert_eq!(split.images[0].to_url(), "data:image/png;base64,AAAA");
     }
 
     #[test]
+    fn unsupported_media_types_become_notes() {
+        let content = vec![image("image/bmp"), image("image/png")];
+        let split = split(&content, "gpt-4o", true, Some(OPENAI_IMAGE_TYPES));
+        assert_eq!(split.images.len(), 1);
+        assert_eq!(split.text, "[image 1 of 2 not shown: media type image/bmp is not supported]");
+    }
+
+    #[test]
     fn images_a_model_cannot_take_become_notes() {
         let content = vec![Part::text("two charts"), image("image/png"), image("image/jpeg")];
-        let split = split(&content, "glm-5.3", false);
+        let split = split(&content, "glm-5.3", false, None);
         assert!(split.images.is_empty());
         assert_eq!(
             split.text,

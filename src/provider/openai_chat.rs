@@ -93,7 +93,7 @@ fn messages(model: &ModelSettings, request: &GenerationRequest<'_>) -> Vec<Value
                 out.push(assistant);
             }
             Message::Tool(m) => {
-                let split = images::split(&m.content, &model.name, model.image_input);
+                let split = images::split(&m.content, &model.name, model.image_input, Some(images::OPENAI_IMAGE_TYPES));
                 out.push(json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": split.text}));
                 if !split.images.is_empty() {
                     round_images

@@ -70,7 +70,7 @@ fn input(model: &ModelSettings, request: &GenerationRequest<'_>) -> Vec<Value> {
                 }));
             }
             Message::Tool(m) => {
-                let split = images::split(&m.content, &model.name, model.image_input);
+                let split = images::split(&m.content, &model.name, model.image_input, Some(images::OPENAI_IMAGE_TYPES));
                 let output = if split.images.is_empty() {
                     json!(split.text)
                 } else {
