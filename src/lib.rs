@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 pub mod agent;
+pub mod builtin;
 pub mod error;
 pub mod ffi;
 pub mod message;

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 
 use serde::Deserialize;
-use serde_json::Value;
+
+use crate::builtin::BuiltinToolsConfig;
 
 use crate::error::{Error, Result};
 use crate::provider::{ScriptTurn, ToolChoice};
@@ -38,9 +39,10 @@ pub struct AgentConfig {
     /// cut with a note saying so.
     #[serde(default)]
     pub max_tool_result_bytes: usize,
-    /// The built-in tools (read, write, edit, bash, apply_patch, list_files).
+    /// The built-in tools (read, bash, edit, write, apply_patch, list_files);
+    /// absent means none.
     #[serde(default)]
-    pub builtin_tools: Option<Value>,
+    pub builtin_tools: Option<BuiltinToolsConfig>,
 }
 
 fn default_max_rounds() -> u32 {

@@ -68,9 +68,10 @@ impl AgentBuilder {
     /// Builds the agent.
     pub fn build(self) -> Result<Agent> {
         let AgentBuilder { config, tools, generator } = self;
-        if config.builtin_tools.is_some() {
-            return Err(Error::invalid_arg("agent config: builtin_tools is not available in this build of ferrule"));
-        }
+        let tools = match &config.builtin_tools {
+            Some(builtins) => crate::builtin::select(builtins, tools)?,
+            None => tools,
+        };
         let generator = match generator {
             Some(generator) => generator,
             None => crate::provider::generator_for(&config.model)?,

@@ -1,0 +1,145 @@
+//! The built-in tools: read, bash, edit, write (the default set, in that order),
+//! apply_patch and list_files (when `allowed` names them).
+//!
+//! They are not a sandbox: they run with the host process's file, process,
+//! environment and network permissions. `confine: true` keeps paths inside the
+//! working directory; anything stronger needs process isolation.
+
+mod apply_patch;
+mod bash;
+mod edit;
+mod list_files;
+mod read;
+mod workspace;
+mod write;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::tool::{Execution, Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
+use workspace::Workspace;
+
+/// The `builtin_tools` configuration. Unknown fields are rejected.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuiltinToolsConfig {
+    /// Where relative paths resolve and commands run; captured when the agent is
+    /// built. Empty or absent: the process directory.
+    #[serde(default)]
+    pub working_directory: Option<String>,
+    /// The tools to offer, built-in and host alike; absent selects every candidate,
+    /// an empty list none.
+    #[serde(default)]
+    pub allowed: Option<Vec<String>>,
+    /// Tools to leave out; applied last, always wins.
+    #[serde(default)]
+    pub excluded: Vec<String>,
+    /// Remove the built-ins, keep the host tools.
+    #[serde(default)]
+    pub disable: bool,
+    /// Refuse paths outside the working directory (symlinks followed).
+    #[serde(default)]
+    pub confine: bool,
+    /// The bash timeout in seconds when a call gives none (default: none).
+    #[serde(default)]
+    pub bash_timeout_s: Option<u64>,
+}
+
+/// Every built-in, in the order they are offered.
+const BUILTINS: [&str; 6] = ["read", "bash", "edit", "write", "apply_patch", "list_files"];
+/// The built-ins offered unless `allowed` says otherwise.
+const DEFAULTS: [&str; 4] = ["read", "bash", "edit", "write"];
+
+/// Applies the selection rules to the built-ins and the host's tools.
+pub(crate) fn select(config: &BuiltinToolsConfig, host: Vec<Tool>) -> Result<Vec<Tool>> {
+    for name in config.allowed.iter().flatten().chain(&config.excluded) {
+        if !BUILTINS.contains(&name.as_str()) && !host.iter().any(|t| t.name() == name) {
+            return Err(Error::invalid_arg(format!(
+                "builtin_tools: no tool is called \"{name}\" (built-ins: {})",
+                BUILTINS.join(", ")
+            )));
+        }
+    }
+    let allowed: Option<HashSet<&str>> = config.allowed.as_ref().map(|l| l.iter().map(String::as_str).collect());
+    let excluded: HashSet<&str> = config.excluded.iter().map(String::as_str).collect();
+    let wanted = |name: &str, by_default: bool| {
+        !excluded.contains(name) && allowed.as_ref().map_or(by_default, |a| a.contains(name))
+    };
+    let workspace = Arc::new(Workspace::new(config.working_directory.as_deref(), config.confine)?);
+    let mut tools = Vec::new();
+    if !config.disable {
+        for name in BUILTINS {
+            if wanted(name, DEFAULTS.contains(&name)) {
+                tools.push(builtin(name, &workspace, config)?);
+            }
+        }
+    }
+    tools.extend(host.into_iter().filter(|tool| wanted(tool.name(), true)));
+    Ok(tools)
+}
+
+fn builtin(name: &str, workspace: &Arc<Workspace>, config: &BuiltinToolsConfig) -> Result<Tool> {
+    let sequential = ToolOptions { execution: Execution::Sequential, ..ToolOptions::default() };
+    match name {
+        "read" => blocking(name, read::DESCRIPTION, read::schema(), ToolOptions::default(), workspace, read::run),
+        "write" => blocking(name, write::DESCRIPTION, write::schema(), sequential, workspace, write::run),
+        "edit" => blocking(name, edit::DESCRIPTION, edit::schema(), sequential, workspace, edit::run),
+        "apply_patch" => {
+            blocking(name, apply_patch::DESCRIPTION, apply_patch::schema(), sequential, workspace, apply_patch::run)
+        }
+        "list_files" => blocking(
+            name,
+            list_files::DESCRIPTION,
+            list_files::schema(),
+            ToolOptions::default(),
+            workspace,
+            list_files::run,
+        ),
+        "bash" => bash::tool(workspace.clone(), config.bash_timeout_s),
+        other => unreachable!("unknown built-in {other}"),
+    }
+}
+
+/// A built-in whose work is synchronous file I/O, run on the blocking pool. The
+/// function's error text is what the model sees.
+fn blocking(
+    name: &str,
+    description: &str,
+    schema: Value,
+    options: ToolOptions,
+    workspace: &Arc<Workspace>,
+    run: fn(&Workspace, &Value) -> Result<ToolResult, String>,
+) -> Result<Tool> {
+    let workspace = workspace.clone();
+    Tool::new(name, description, schema, options, move |call: Invocation| {
+        let workspace = workspace.clone();
+        let arguments = call.arguments().clone();
+        async move {
+            match tokio::task::spawn_blocking(move || run(&workspace, &arguments)).await {
+                Ok(Ok(result)) => ToolOutcome::Completed(result),
+                Ok(Err(message)) => ToolOutcome::Failed(message),
+                Err(_) => ToolOutcome::Failed("The tool failed unexpectedly.".to_owned()),
+            }
+        }
+    })
+}
+
+/// A schema of string and integer properties, the first `required` of them required.
+fn object_schema(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
+}
+
+/// Reads an optional positive integer argument.
+fn positive(arguments: &Value, name: &str) -> Result<Option<usize>, String> {
+    match arguments.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => match value.as_u64() {
+            Some(n) if n >= 1 => Ok(Some(n as usize)),
+            _ => Err(format!("{name} must be a whole number of at least 1.")),
+        },
+    }
+}

@@ -1,0 +1,211 @@
+//! `read {path, offset?, limit?}`: text up to 2,000 lines or 50 KiB a call, with
+//! one-indexed paging and a notice saying how to continue; PNG, JPEG, GIF and WebP
+//! as images (resized or re-encoded to fit 2,000 x 2,000 pixels and 4 MiB of
+//! base64); binary files refused. Text is read line by line, never whole.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+use base64::Engine;
+use image::{DynamicImage, ImageFormat};
+use serde_json::{json, Value};
+
+use super::workspace::Workspace;
+use super::{object_schema, positive};
+use crate::message::Part;
+use crate::tool::ToolResult;
+
+pub(crate) const DESCRIPTION: &str = "Read a file. Text comes back up to 2000 lines or 50 KiB at a time; use offset (the first line, from 1) and limit (how many lines) to page. PNG, JPEG, GIF and WebP files come back as images.";
+const MAX_LINES: usize = 2000;
+const MAX_BYTES: usize = 50 * 1024;
+const MAX_LINE_CHARS: usize = 2000;
+const MAX_IMAGE_SIDE: u32 = 2000;
+const MAX_IMAGE_BASE64: usize = 4 << 20;
+/// Larger image files are refused rather than decoded.
+const MAX_IMAGE_FILE: u64 = 64 << 20;
+
+pub(crate) fn schema() -> Value {
+    object_schema(
+        json!({"path": {"type": "string", "description": "The file, relative to the working directory or absolute."},
+               "offset": {"type": "integer", "minimum": 1, "description": "The first line to read, from 1."},
+               "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read (at most 2000)."}}),
+        &["path"],
+    )
+}
+
+pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult, String> {
+    let shown = arguments["path"].as_str().unwrap_or_default();
+    let path = workspace.resolve(shown)?;
+    let offset = positive(arguments, "offset")?.unwrap_or(1);
+    let limit = positive(arguments, "limit")?.unwrap_or(MAX_LINES).min(MAX_LINES);
+    let metadata = std::fs::metadata(&path).map_err(|e| format!("Could not read {shown}: {e}"))?;
+    if metadata.is_dir() {
+        return Err(format!("{shown} is a directory; list it with list_files or bash."));
+    }
+    let mut head = Vec::with_capacity(8192);
+    File::open(&path)
+        .and_then(|f| f.take(8192).read_to_end(&mut head))
+        .map_err(|e| format!("Could not read {shown}: {e}"))?;
+    if let Some(format) = image_format(&head) {
+        if metadata.len() > MAX_IMAGE_FILE {
+            return Err(format!("{shown} is an image of {} bytes, too large to read.", metadata.len()));
+        }
+        return read_image(&path, shown, format);
+    }
+    if head.contains(&0) {
+        return Err(format!("{shown} is a binary file ({} bytes); read only shows text and images.", metadata.len()));
+    }
+    read_text(&path, shown, offset, limit)
+}
+
+fn read_text(path: &Path, shown: &str, offset: usize, limit: usize) -> Result<ToolResult, String> {
+    let mut reader = BufReader::new(File::open(path).map_err(|e| format!("Could not read {shown}: {e}"))?);
+    let mut text = String::new();
+    let mut line = Vec::new();
+    let (mut number, mut shown_lines, mut cut_lines) = (0usize, 0usize, 0usize);
+    let mut stopped_by_bytes = false;
+    while let Some(long) = read_line(&mut reader, &mut line).map_err(|e| format!("Could not read {shown}: {e}"))? {
+        number += 1;
+        if number < offset || shown_lines == limit || stopped_by_bytes {
+            continue;
+        }
+        let mut piece = String::from_utf8_lossy(&line).into_owned();
+        if long || piece.chars().count() > MAX_LINE_CHARS {
+            piece = piece.chars().take(MAX_LINE_CHARS).collect();
+            piece.push_str(" [line cut]");
+            cut_lines += 1;
+        }
+        if !text.is_empty() && text.len() + piece.len() + 1 > MAX_BYTES {
+            stopped_by_bytes = true;
+            continue;
+        }
+        if shown_lines > 0 {
+            text.push('\n');
+        }
+        text.push_str(&piece);
+        shown_lines += 1;
+    }
+    if number == 0 {
+        return Ok(ToolResult::text(format!("{shown} is empty.")));
+    }
+    if offset > number {
+        return Err(format!("offset {offset} is past the end of {shown}, which has {number} lines."));
+    }
+    let last = offset + shown_lines - 1;
+    if cut_lines > 0 {
+        text.push_str(&format!(
+            "\n\n[{cut_lines} line(s) longer than {MAX_LINE_CHARS} characters were cut; use bash (for example cut or fold) to see them whole]"
+        ));
+    }
+    if last < number {
+        text.push_str(&format!(
+            "\n\n[Showing lines {offset}-{last} of {number}. Use offset={} to continue.]",
+            last + 1
+        ));
+    }
+    Ok(ToolResult::text(text))
+}
+
+/// Reads one line (without its line break) into `line`, keeping at most
+/// `MAX_LINE_CHARS * 4` bytes of it. `None` at the end of the file; `Some(true)`
+/// when the line was longer than what was kept.
+fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+    let keep = MAX_LINE_CHARS * 4;
+    line.clear();
+    let (mut any, mut long) = (false, false);
+    loop {
+        let buffer = reader.fill_buf()?;
+        if buffer.is_empty() {
+            return Ok(any.then_some(long));
+        }
+        any = true;
+        let (piece, done) = match buffer.iter().position(|&b| b == b'\n') {
+            Some(end) => (&buffer[..end], Some(end + 1)),
+            None => (buffer, None),
+        };
+        let room = keep.saturating_sub(line.len());
+        long |= piece.len() > room;
+        line.extend_from_slice(&piece[..piece.len().min(room)]);
+        let used = done.unwrap_or(buffer.len());
+        reader.consume(used);
+        if done.is_some() {
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(Some(long));
+        }
+    }
+}
+
+fn image_format(head: &[u8]) -> Option<ImageFormat> {
+    match head {
+        [0x89, b'P', b'N', b'G', ..] => Some(ImageFormat::Png),
+        [0xFF, 0xD8, 0xFF, ..] => Some(ImageFormat::Jpeg),
+        [b'G', b'I', b'F', b'8', ..] => Some(ImageFormat::Gif),
+        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some(ImageFormat::WebP),
+        _ => None,
+    }
+}
+
+fn base64_len(bytes: usize) -> usize {
+    bytes.div_ceil(3) * 4
+}
+
+fn read_image(path: &Path, shown: &str, format: ImageFormat) -> Result<ToolResult, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("Could not read {shown}: {e}"))?;
+    let image = image::load_from_memory_with_format(&bytes, format)
+        .map_err(|e| format!("{shown} is not a readable image: {e}"))?;
+    let (width, height) = (image.width(), image.height());
+    let media_type = format.to_mime_type();
+    let fits = width <= MAX_IMAGE_SIDE && height <= MAX_IMAGE_SIDE && base64_len(bytes.len()) <= MAX_IMAGE_BASE64;
+    let (data, media_type, note) = if fits {
+        (bytes, media_type, String::new())
+    } else {
+        let resized = if width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE {
+            image.resize(MAX_IMAGE_SIDE, MAX_IMAGE_SIDE, image::imageops::FilterType::Triangle)
+        } else {
+            image
+        };
+        let (data, media_type) = encode_within_budget(&resized)?;
+        let note = format!(
+            "; sent as {}x{} {media_type} (was {width}x{height}, {} bytes)",
+            resized.width(),
+            resized.height(),
+            std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+        );
+        (data, media_type, note)
+    };
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&data);
+    Ok(ToolResult {
+        content: vec![
+            Part::text(format!("Image {shown}: {width}x{height} {}{note}", format.to_mime_type())),
+            Part::Image { media_type: Some(media_type.to_owned()), data: Some(encoded), url: None },
+        ],
+        ..ToolResult::default()
+    })
+}
+
+/// PNG if it fits the base64 budget, else JPEG at falling quality, then smaller.
+fn encode_within_budget(image: &DynamicImage) -> Result<(Vec<u8>, &'static str), String> {
+    let mut png = Vec::new();
+    image
+        .write_to(&mut std::io::Cursor::new(&mut png), ImageFormat::Png)
+        .map_err(|e| format!("The image could not be re-encoded: {e}"))?;
+    if base64_len(png.len()) <= MAX_IMAGE_BASE64 {
+        return Ok((png, "image/png"));
+    }
+    let mut current = DynamicImage::ImageRgb8(image.to_rgb8());
+    loop {
+        for quality in [85u8, 70, 50] {
+            let mut jpeg = Vec::new();
+            let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, quality);
+            current.write_with_encoder(encoder).map_err(|e| format!("The image could not be re-encoded: {e}"))?;
+            if base64_len(jpeg.len()) <= MAX_IMAGE_BASE64 {
+                return Ok((jpeg, "image/jpeg"));
+            }
+        }
+        current =
+            current.resize(current.width() * 3 / 4, current.height() * 3 / 4, image::imageops::FilterType::Triangle);
+    }
+}
