@@ -127,4 +127,9 @@ impl Agent {
     pub fn config(&self) -> &AgentConfig {
         &self.inner.config
     }
+
+    /// The names of the agent's tools (built-in and host), in the order offered.
+    pub fn tool_names(&self) -> Vec<&str> {
+        self.inner.tools.iter().map(Tool::name).collect()
+    }
 }
