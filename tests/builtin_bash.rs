@@ -1,0 +1,129 @@
+//! The bash built-in: combined output, exit codes, timeouts and cancellation that
+//! kill the whole process group, bounded output, background children.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use ferrule::agent::{Agent, RunStatus};
+use serde_json::{json, Value};
+
+fn bash_agent(dir: &Path, arguments: Value, builtins: Value) -> Agent {
+    let mut builtins = builtins;
+    builtins["working_directory"] = json!(dir.to_str().unwrap());
+    builtins["allowed"] = json!(["bash"]);
+    let script = json!([{"tool_calls": [{"id": "b", "name": "bash", "arguments": arguments}]}, {"text": "done"}]);
+    agent(script, json!({"builtin_tools": builtins}), vec![])
+}
+
+fn bash(dir: &Path, arguments: Value) -> (String, bool, Vec<Value>) {
+    let (result, events) = run(&bash_agent(dir, arguments, json!({})), "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let message = &tool_results(&result)[0];
+    (text(message), message["is_error"].as_bool().unwrap(), events)
+}
+
+/// Whether `pid` is a live process (a zombie counts as gone).
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"),
+        Err(_) => false,
+    }
+}
+
+fn wait_until_gone(pid: i32) -> bool {
+    for _ in 0..500 {
+        if !alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    false
+}
+
+fn read_pid(path: &Path) -> i32 {
+    for _ in 0..1000 {
+        if let Some(pid) = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse().ok()) {
+            return pid;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("no pid in {}", path.display());
+}
+
+#[test]
+fn output_is_combined_and_the_exit_code_stated() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, is_error, _) = bash(dir.path(), json!({"command": "pwd; echo out; echo err >&2; exit 3"}));
+    let root = dir.path().canonicalize().unwrap();
+    assert_eq!(text, format!("{}\nout\nerr\n[exit code 3]", root.display()));
+    assert!(is_error);
+    let (text, is_error, _) = bash(dir.path(), json!({"command": "read line; echo \"got [$line]\""}));
+    assert_eq!(text, "got []\n[exit code 0]", "stdin is empty");
+    assert!(!is_error);
+}
+
+#[test]
+fn a_timeout_kills_the_runaway_child_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, is_error, _) =
+        bash(dir.path(), json!({"command": "sleep 300 & echo $! > child.pid; echo started; sleep 300", "timeout": 0.5}));
+    assert!(is_error);
+    assert!(text.starts_with("started\n") && text.contains("[timed out after 0.5 s"), "{text}");
+    assert!(wait_until_gone(read_pid(&dir.path().join("child.pid"))), "the background child survived");
+}
+
+#[test]
+fn the_configured_default_timeout_applies() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = bash_agent(dir.path(), json!({"command": "sleep 300"}), json!({"bash_timeout_s": 1}));
+    let (result, _) = run(&agent, "go");
+    assert!(text(&tool_results(&result)[0]).contains("[timed out after 1 s"));
+}
+
+#[test]
+fn huge_output_keeps_a_bounded_tail_and_spills_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, _, _) = bash(dir.path(), json!({"command": "yes 0123456789 | head -c 100000000; echo; echo LAST"}));
+    assert!(text.len() < 52 * 1024, "{} bytes kept", text.len());
+    assert!(text.ends_with("LAST\n[exit code 0]"), "{}", &text[text.len() - 40..]);
+    let spill = text.split("the whole output is in ").nth(1).unwrap().split(']').next().unwrap();
+    assert_eq!(std::fs::metadata(spill).unwrap().len(), 100_000_000 + 6);
+    std::fs::remove_file(spill).unwrap();
+}
+
+#[test]
+fn a_background_child_holding_the_pipe_does_not_hold_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let (text, is_error, _) = bash(dir.path(), json!({"command": "sleep 300 & echo $!"}));
+    assert!(!is_error, "{text}");
+    let pid: i32 = text.lines().next().unwrap().parse().unwrap();
+    assert!(alive(pid), "the call returned while the child lives on");
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+}
+
+#[test]
+fn cancelling_mid_command_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let command = "echo $$ > shell.pid; sleep 300 & echo $! > child.pid; wait";
+    let agent = bash_agent(dir.path(), json!({"command": command}), json!({}));
+    let (run_handle, events) = start(&agent, "go");
+    let shell = read_pid(&dir.path().join("shell.pid"));
+    let child = read_pid(&dir.path().join("child.pid"));
+    run_handle.cancel();
+    assert_eq!(run_handle.wait_blocking().unwrap().status, RunStatus::Cancelled);
+    assert!(wait_until_gone(shell), "the shell survived");
+    assert!(wait_until_gone(child), "the child survived");
+    assert_event_invariants(&events.lock().unwrap());
+}
+
+#[test]
+fn progress_updates_show_output_as_it_comes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, events) = bash(dir.path(), json!({"command": "for i in 1 2 3; do echo tick $i; sleep 0.7; done"}));
+    let updates = of_type(&events, "tool_execution_update");
+    assert!(!updates.is_empty());
+    assert!(updates[0]["partial"]["content"][0]["text"].as_str().unwrap().contains("tick 1"));
+}
