@@ -68,8 +68,10 @@ fn output_is_combined_and_the_exit_code_stated() {
 #[test]
 fn a_timeout_kills_the_runaway_child_too() {
     let dir = tempfile::tempdir().unwrap();
-    let (text, is_error, _) =
-        bash(dir.path(), json!({"command": "sleep 300 & echo $! > child.pid; echo started; sleep 300", "timeout": 0.5}));
+    let (text, is_error, _) = bash(
+        dir.path(),
+        json!({"command": "sleep 300 & echo $! > child.pid; echo started; sleep 300", "timeout": 0.5}),
+    );
     assert!(is_error);
     assert!(text.starts_with("started\n") && text.contains("[timed out after 0.5 s"), "{text}");
     assert!(wait_until_gone(read_pid(&dir.path().join("child.pid"))), "the background child survived");

@@ -81,7 +81,11 @@ fn write_creates_parents_and_read_pages_with_a_notice() {
     assert_eq!(std::fs::read_to_string(dir.path().join("deep/er/notes.txt")).unwrap(), lines);
     assert!(out[0].0.contains(&format!("Wrote {} bytes", lines.len())), "{}", out[0].0);
     assert!(out[1].0.starts_with("line 1\nline 2\n"));
-    assert!(out[1].0.ends_with("[Showing lines 1-2000 of 2500. Use offset=2001 to continue.]"), "{}", &out[1].0[out[1].0.len() - 80..]);
+    assert!(
+        out[1].0.ends_with("[Showing lines 1-2000 of 2500. Use offset=2001 to continue.]"),
+        "{}",
+        &out[1].0[out[1].0.len() - 80..]
+    );
     assert!(out[2].0.starts_with("line 2001\n") && out[2].0.ends_with("line 2500"), "{}", out[2].0);
     assert_eq!(out[3].0, "line 10\nline 11\n\n[Showing lines 10-11 of 2500. Use offset=12 to continue.]");
     assert!(out[4].1 && out[4].0.contains("past the end"), "{:?}", out[4]);
@@ -93,7 +97,10 @@ fn read_bounds_bytes_and_cuts_long_lines() {
     let wide: String = (0..100).map(|i| format!("{i:03}{}\n", "x".repeat(997))).collect();
     std::fs::write(dir.path().join("wide.txt"), &wide).unwrap();
     std::fs::write(dir.path().join("long.txt"), format!("{}\nshort\n", "y".repeat(10_000))).unwrap();
-    let out = results(dir.path(), vec![call("a", "read", json!({"path": "wide.txt"})), call("b", "read", json!({"path": "long.txt"}))]);
+    let out = results(
+        dir.path(),
+        vec![call("a", "read", json!({"path": "wide.txt"})), call("b", "read", json!({"path": "long.txt"}))],
+    );
     assert!(out[0].0.len() < 52 * 1024, "{}", out[0].0.len());
     assert!(out[0].0.contains("Use offset="), "a byte-limited page says how to continue");
     assert!(out[1].0.contains(" [line cut]") && out[1].0.contains("short"), "{}", &out[1].0[..50]);
@@ -125,7 +132,9 @@ fn images_come_back_resized_to_fit() {
     let (text, decoded, media) = image_result(dir.path(), "small.png");
     assert_eq!((decoded.width(), decoded.height(), media.as_str()), (40, 20, "image/png"), "{text}");
 
-    let big = image::RgbImage::from_fn(3000, 1200, |x, y| image::Rgb([(x * 7 % 255) as u8, (y * 13 % 255) as u8, ((x ^ y) % 255) as u8]));
+    let big = image::RgbImage::from_fn(3000, 1200, |x, y| {
+        image::Rgb([(x * 7 % 255) as u8, (y * 13 % 255) as u8, ((x ^ y) % 255) as u8])
+    });
     big.save(dir.path().join("big.jpg")).unwrap();
     let (text, decoded, _) = image_result(dir.path(), "big.jpg");
     assert_eq!((decoded.width(), decoded.height()), (2000, 800), "{text}");
@@ -151,8 +160,12 @@ fn edit_keeps_bom_and_crlf_and_explains_failures() {
     let out = results(
         dir.path(),
         vec![
-            call("a", "edit", json!({"path": "win.txt", "edits": [
-                {"oldText": "first\nsecond \"quoted\"", "newText": "1st\n2nd"}]})),
+            call(
+                "a",
+                "edit",
+                json!({"path": "win.txt", "edits": [
+                {"oldText": "first\nsecond \"quoted\"", "newText": "1st\n2nd"}]}),
+            ),
             call("b", "edit", json!({"path": "win.txt", "edits": [{"oldText": "absent", "newText": "x"}]})),
         ],
     );
@@ -187,7 +200,10 @@ fn confinement_refuses_paths_outside() {
     let dir = tempfile::tempdir().unwrap();
     let agent = builtin_agent(
         dir.path(),
-        vec![call("a", "read", json!({"path": "/etc/hostname"})), call("b", "write", json!({"path": "../escape.txt", "content": "x"}))],
+        vec![
+            call("a", "read", json!({"path": "/etc/hostname"})),
+            call("b", "write", json!({"path": "../escape.txt", "content": "x"})),
+        ],
         json!({"confine": true}),
     );
     let (result, _) = run(&agent, "go");
