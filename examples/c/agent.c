@@ -1,11 +1,13 @@
 /*
- * A small ferrule host in C: two tools, the scripted model, events printed as
- * they arrive.
+ * A small ferrule host in C: two host tools plus the built-in file and shell
+ * tools working in a scratch directory, events printed as they arrive.
  *
  *   lookup_customer  answers at once, inside its callback.
  *   build_report     sends progress updates and completes later, from a thread
  *                    of its own (the callback returns before the work is done).
+ *   read, bash, edit, write   ferrule's built-ins, confined to the scratch directory.
  *
+ * The scripted model drives it unless OPENAI_API_KEY or ANTHROPIC_API_KEY is set.
  * Build and run: make demo
  */
 #define _POSIX_C_SOURCE 200809L
@@ -14,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ferrule.h"
 
@@ -75,18 +78,27 @@ static void on_event(void *user_data, const char *json, size_t len) {
     fflush(stdout);
 }
 
+/* %s: the scratch directory. */
 static const char SCRIPTED_CONFIG[] =
     "{\"model\": {\"provider\": \"scripted\", \"script\": ["
     "  {\"text\": \"Let me check the customer and build the report.\","
     "   \"tool_calls\": ["
     "     {\"id\": \"call_1\", \"name\": \"lookup_customer\", \"arguments\": {\"customer_id\": \"C-100\"}},"
     "     {\"id\": \"call_2\", \"name\": \"build_report\", \"arguments\": {\"customer_id\": \"C-100\"}}]},"
-    "  {\"text\": \"C-100 is on the Gold plan; the report has 12 pages.\"}]},"
-    " \"system\": \"You are a helpful account assistant.\"}";
+    "  {\"tool_calls\": [{\"id\": \"call_3\", \"name\": \"write\", \"arguments\":"
+    "     {\"path\": \"notes/C-100.md\", \"content\": \"# C-100\\nplan: Gold\\nreport: pending\\n\"}}]},"
+    "  {\"tool_calls\": [{\"id\": \"call_4\", \"name\": \"edit\", \"arguments\":"
+    "     {\"path\": \"notes/C-100.md\", \"edits\": [{\"oldText\": \"report: pending\", \"newText\": \"report: 12 pages\"}]}}]},"
+    "  {\"tool_calls\": ["
+    "     {\"id\": \"call_5\", \"name\": \"read\", \"arguments\": {\"path\": \"notes/C-100.md\"}},"
+    "     {\"id\": \"call_6\", \"name\": \"bash\", \"arguments\": {\"command\": \"ls -R && wc -l notes/C-100.md\", \"timeout\": 10}}]},"
+    "  {\"text\": \"C-100 is on the Gold plan; the 12-page report is noted in notes/C-100.md.\"}]},"
+    " \"system\": \"You are a helpful account assistant.\","
+    " \"builtin_tools\": {\"working_directory\": \"%s\", \"confine\": true}}";
 
 /* With OPENAI_API_KEY or ANTHROPIC_API_KEY set, a real model answers (its name
  * from FERRULE_MODEL, or a default); otherwise the scripted one does. */
-static const char *choose_config(char *buffer, size_t size) {
+static const char *choose_config(char *buffer, size_t size, const char *scratch) {
     const char *provider = NULL, *model = NULL;
     if (getenv("OPENAI_API_KEY") && *getenv("OPENAI_API_KEY")) {
         provider = "openai";
@@ -97,13 +109,16 @@ static const char *choose_config(char *buffer, size_t size) {
     }
     if (provider == NULL) {
         printf("model: scripted (set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real one)\n");
-        return SCRIPTED_CONFIG;
+        snprintf(buffer, size, SCRIPTED_CONFIG, scratch);
+        return buffer;
     }
     if (getenv("FERRULE_MODEL") && *getenv("FERRULE_MODEL")) model = getenv("FERRULE_MODEL");
     snprintf(buffer, size,
              "{\"model\": {\"provider\": \"%s\", \"name\": \"%s\"},"
-             " \"system\": \"You are a helpful account assistant. Use the tools to answer.\"}",
-             provider, model);
+             " \"system\": \"You are a helpful account assistant. Use the tools to answer, and keep"
+             " notes on each customer in notes/<id>.md.\","
+             " \"builtin_tools\": {\"working_directory\": \"%s\", \"confine\": true}}",
+             provider, model, scratch);
     printf("model: %s %s\n", provider, model);
     return buffer;
 }
@@ -126,6 +141,18 @@ static int add_tool(ferrule_agent_builder *builder, const char *name, const char
     return check(ferrule_agent_builder_add_tool(builder, &spec), "add_tool");
 }
 
+/* Prints what the agent left in the scratch directory. */
+static void show_notes(const char *scratch) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/notes/C-100.md", scratch);
+    FILE *file = fopen(path, "r");
+    if (file == NULL) return;
+    printf("\n%s now holds:\n", path);
+    char line[256];
+    while (fgets(line, sizeof line, file)) printf("  %s", line);
+    fclose(file);
+}
+
 int main(void) {
     if (ferrule_abi_version() != FERRULE_ABI_VERSION) {
         fprintf(stderr, "ferrule ABI mismatch: library %u, header %u\n", ferrule_abi_version(), FERRULE_ABI_VERSION);
@@ -133,8 +160,14 @@ int main(void) {
     }
     printf("ferrule %s\n", ferrule_version().ptr);
 
-    char config_buffer[512];
-    const char *config = choose_config(config_buffer, sizeof config_buffer);
+    char scratch[] = "/tmp/ferrule-demo-XXXXXX";
+    if (mkdtemp(scratch) == NULL) {
+        perror("mkdtemp");
+        return 1;
+    }
+    printf("scratch directory: %s\n", scratch);
+    char config_buffer[4096];
+    const char *config = choose_config(config_buffer, sizeof config_buffer, scratch);
     ferrule_agent_builder *builder = NULL;
     if (check(ferrule_agent_builder_new(STR(config), &builder), "builder_new")) return 1;
     if (add_tool(builder, "lookup_customer", "Return the current plan for one customer ID.", lookup_customer) ||
@@ -161,5 +194,6 @@ int main(void) {
     ferrule_string_free(result);
     ferrule_run_free(run);
     ferrule_agent_free(agent);
+    show_notes(scratch);
     return failed;
 }

@@ -3,6 +3,8 @@
  * early, cancellation and waiting from inside callbacks, tools that never
  * complete, user data freed exactly once, panics inside a run.
  */
+#include <unistd.h>
+
 #include "harness.h"
 
 #define SCRIPT(turns) "{\"model\": {\"provider\": \"scripted\", \"script\": [" turns "]}}"
@@ -385,6 +387,41 @@ static void many_runs_of_one_agent_at_once(void) {
     CHECK(atomic_load(&tool_data.frees) == 1);
 }
 
+static void builtin_tools_in_a_full_run(void) {
+    char dir[] = "/tmp/ferrule-c-builtins-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL);
+    char config[2048];
+    snprintf(config, sizeof config,
+             "{\"model\": {\"provider\": \"scripted\", \"script\": ["
+             "{\"tool_calls\": [{\"id\": \"w\", \"name\": \"write\", \"arguments\": {\"path\": \"notes/a.txt\", \"content\": \"alpha\\nbeta\\n\"}}]},"
+             "{\"tool_calls\": [{\"id\": \"e\", \"name\": \"edit\", \"arguments\": {\"path\": \"notes/a.txt\", \"edits\": [{\"oldText\": \"beta\", \"newText\": \"gamma\"}]}}]},"
+             "{\"tool_calls\": [{\"id\": \"r\", \"name\": \"read\", \"arguments\": {\"path\": \"notes/a.txt\"}},"
+             "                  {\"id\": \"b\", \"name\": \"bash\", \"arguments\": {\"command\": \"wc -l < notes/a.txt\"}}]},"
+             "{\"text\": \"done\"}]},"
+             " \"builtin_tools\": {\"working_directory\": \"%s\"}}",
+             dir);
+    ferrule_agent *agent = harness_agent(config, NULL, 0);
+    CHECK(agent != NULL);
+    char *result = harness_run(agent, NULL);
+    CHECK(result && strstr(result, "\"status\":\"completed\""));
+    CHECK(strstr(result, "\"text\":\"alpha\\ngamma\""));  /* read saw the edit */
+    CHECK(strstr(result, "2\\n[exit code 0]"));           /* bash counted the lines */
+    char path[256];
+    snprintf(path, sizeof path, "%s/notes/a.txt", dir);
+    FILE *file = fopen(path, "r");
+    CHECK(file != NULL);
+    char content[64] = {0};
+    size_t got = fread(content, 1, sizeof content - 1, file);
+    fclose(file);
+    CHECK(got == 12 && strcmp(content, "alpha\ngamma\n") == 0);
+    remove(path);
+    snprintf(path, sizeof path, "%s/notes", dir);
+    rmdir(path);
+    rmdir(dir);
+    ferrule_string_free(result);
+    ferrule_agent_free(agent);
+}
+
 int main(int argc, char **argv) {
     static const harness_case cases[] = {
         {"a_full_run_with_a_tool_that_answers_at_once", a_full_run_with_a_tool_that_answers_at_once},
@@ -399,6 +436,7 @@ int main(int argc, char **argv) {
         {"invalid_results_and_failures_reach_the_model_as_errors", invalid_results_and_failures_reach_the_model_as_errors},
         {"a_panic_inside_a_run_ends_it_failed", a_panic_inside_a_run_ends_it_failed},
         {"many_runs_of_one_agent_at_once", many_runs_of_one_agent_at_once},
+        {"builtin_tools_in_a_full_run", builtin_tools_in_a_full_run},
     };
     return harness_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
