@@ -24,8 +24,8 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::object_schema;
 use super::workspace::Workspace;
+use super::{fold_typography, object_schema};
 use crate::tool::ToolResult;
 
 pub(crate) const DESCRIPTION: &str = "Apply a patch in the Codex format: *** Begin Patch, then *** Add File: / *** Delete File: / *** Update File: (optionally *** Move to:) sections, *** End Patch. Update sections hold @@ chunks of context (space), removed (-) and added (+) lines. Every change applies, or none does.";
@@ -289,18 +289,8 @@ const LEVELS: [fn(&str) -> String; 4] = [
     |s| s.to_owned(),
     |s| s.trim_end().to_owned(),
     |s| s.trim().to_owned(),
-    |s| s.trim().chars().map(fold_punctuation).collect(),
+    |s| s.trim().chars().map(fold_typography).collect(),
 ];
-
-fn fold_punctuation(c: char) -> char {
-    match c {
-        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' => '\'',
-        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' => '"',
-        '\u{2010}'..='\u{2015}' | '\u{2212}' => '-',
-        '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' => ' ',
-        c => c,
-    }
-}
 
 /// Where `needle` occurs in `lines` at or after `from`: exactly (the first match),
 /// else at the first looser level that matches, where the match must be unique.

@@ -9,8 +9,8 @@
 
 use serde_json::{json, Value};
 
-use super::object_schema;
 use super::workspace::Workspace;
+use super::{fold_typography as fold, object_schema};
 use crate::tool::ToolResult;
 
 pub(crate) const DESCRIPTION: &str = "Edit a file by replacing exact text. Each oldText must match exactly one place in the file as it is now (copy it from read output, with enough surrounding lines to be unique); all edits are checked against the original file and applied together, or none is.";
@@ -147,17 +147,6 @@ fn occurrences(haystack: &str, needle: &str) -> Vec<usize> {
         from += at + haystack[from + at..].chars().next().map_or(1, char::len_utf8);
     }
     found
-}
-
-/// The character a fuzzy match compares, or `None` for a character it ignores.
-fn fold(c: char) -> char {
-    match c {
-        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' => '\'',
-        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' | '\u{2033}' => '"',
-        '\u{2010}'..='\u{2015}' | '\u{2212}' => '-',
-        '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\t' => ' ',
-        c => c,
-    }
 }
 
 /// A text with quotes, dashes and spaces folded, trailing whitespace dropped and

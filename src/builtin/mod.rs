@@ -133,6 +133,18 @@ fn object_schema(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
 }
 
+/// A character as the loose matches of edit and apply_patch compare it: curly
+/// quotes straight, dashes and minus signs as `-`, tabs and odd spaces as a space.
+fn fold_typography(c: char) -> char {
+    match c {
+        '\u{2018}' | '\u{2019}' | '\u{201A}' | '\u{201B}' | '\u{2032}' => '\'',
+        '\u{201C}' | '\u{201D}' | '\u{201E}' | '\u{201F}' | '\u{2033}' => '"',
+        '\u{2010}'..='\u{2015}' | '\u{2212}' => '-',
+        '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\t' => ' ',
+        c => c,
+    }
+}
+
 /// Reads an optional positive integer argument.
 fn positive(arguments: &Value, name: &str) -> Result<Option<usize>, String> {
     match arguments.get(name) {
