@@ -1,8 +1,10 @@
-//! W1 and W2 (DESIGN section 7) with the tool in Rust, on the scripted model.
+//! W1, W2 and W3 (DESIGN section 7) with the tool in Rust, on the scripted model.
 //!
-//! Prints one line per workload: median wall time of a whole run, microseconds per
-//! round (W1) or per call (W2), with and without an event sink. Run with
-//! `make bench`; nothing here is asserted.
+//! W1 and W2 print the median wall time of a whole run and microseconds per round
+//! (W1) or per call (W2), with and without an event sink. W3 starts 1,000 and then
+//! 10,000 concurrent runs of 5 rounds with a 10 ms model delay and prints the wall
+//! time and the process's peak resident memory. Run with `make bench`; nothing here
+//! is asserted.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -42,6 +44,38 @@ fn main() {
             );
         }
     }
+    println!("W3 concurrency: concurrent runs of 5 rounds, model delay 10 ms");
+    for runs in [1000, 10_000] {
+        concurrency(runs);
+    }
+}
+
+/// W3: `runs` concurrent runs of 5 rounds (4 tool rounds, then an answer), each
+/// model turn taking 10 ms.
+fn concurrency(runs: usize) {
+    let config = serde_json::json!({"model": {"provider": "scripted", "script": [
+        {"tool_calls": [{"id": "c1", "name": "noop", "arguments": {}}], "delay_ms": 10, "repeat": 4},
+        {"text": "done", "delay_ms": 10}]}});
+    let agent = build(&config, serde_json::json!({"type": "object"}));
+    let started = Instant::now();
+    let handles: Vec<_> = (0..runs).map(|_| agent.start(RunInput::Prompt("go".into()), None)).collect();
+    for handle in &handles {
+        assert_eq!(handle.wait_blocking().unwrap().status, RunStatus::Completed);
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "  {runs:6} runs: wall {:8.1} ms (5 rounds x 10 ms of model time each = 50 ms), peak RSS {} MiB",
+        elapsed.as_secs_f64() * 1e3,
+        peak_rss_kib() / 1024
+    );
+}
+
+/// The process's peak resident set (VmHWM), in KiB.
+fn peak_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok())
+        .unwrap_or(0)
 }
 
 fn build(config: &Value, schema: Value) -> Agent {

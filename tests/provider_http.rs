@@ -125,7 +125,7 @@ fn anthropic_request_bodies() {
     assert_eq!(request.header("x-api-key"), Some(TEST_KEY));
     assert_eq!(request.header("anthropic-version"), Some("2023-06-01"));
     assert_eq!(first["system"], "Be brief.");
-    assert_eq!(first["max_tokens"], 8192);
+    assert_eq!(first["max_tokens"], 4096);
     assert_eq!(first["stream"], true);
     assert_eq!(first["tool_choice"], json!({"type": "auto"}));
     assert_eq!(

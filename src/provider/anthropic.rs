@@ -11,7 +11,7 @@ use crate::message::{Message, Part, StopReason, ToolResultMessage, Usage};
 
 /// Output tokens asked for when the configuration sets no `max_tokens` (the
 /// Messages API requires a value).
-const DEFAULT_MAX_TOKENS: u32 = 8192;
+const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// The image types the Messages API accepts.
 const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
 
