@@ -3,8 +3,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::server::{Ending, MockServer, Reply};
 use common::wire::{self, base_url, PROVIDERS};
 use common::*;
@@ -432,10 +430,9 @@ fn an_unreachable_server_is_a_network_error() {
 #[test]
 fn the_whole_request_timeout_bounds_a_slow_stream() {
     let server = MockServer::start(vec![Reply::sse(&wire::chat("slow", &[])[..40]).ending(Ending::Stall)]);
-    let started = std::time::Instant::now();
     let (error, _) = failure(&server, json!({"timeouts": {"total_ms": 200}, "max_retries": 0}));
     assert_eq!(error.code, ErrorCode::Timeout);
-    assert!(started.elapsed() < Duration::from_secs(30));
+    assert!(error.message.contains("200 ms") && error.message.contains("whole request"), "{}", error.message);
 }
 
 // ---- secrets --------------------------------------------------------------------
