@@ -138,5 +138,14 @@ impl Error {
     }
 }
 
+/// The text of a caught panic's payload.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-text panic".to_owned())
+}
+
 /// `Result` with ferrule's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;

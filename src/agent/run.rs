@@ -1,12 +1,14 @@
 //! The run loop: request, stream, validate and execute the batch, record results,
 //! repeat until the model answers, a batch terminates, or a bound is reached.
 
-use std::any::Any;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::batch::{self, BatchContext};
+use futures_util::FutureExt;
+
 use super::events::{self, EventEmitter, EventKind, EventSink};
 use super::handle::{Run, RunShared};
 use super::{Agent, RunResult, RunStatus};
@@ -28,7 +30,7 @@ pub(crate) fn start(agent: Agent, messages: Vec<Message>, sink: Option<Box<dyn E
     let dispatcher = dispatcher.map(|d| runtime.spawn(d));
     let messages_len = messages.len();
     let run = RunLoop {
-        open_turn: Arc::new(AtomicU32::new(0)),
+        open_turn: 0,
         agent,
         serial,
         cancel: shared.cancel.clone(),
@@ -43,24 +45,23 @@ pub(crate) fn start(agent: Agent, messages: Vec<Message>, sink: Option<Box<dyn E
     Run::new(shared)
 }
 
-/// Runs the loop in its own task so a panic in it still ends the run with one
-/// `failed` run_end; then waits for the event dispatcher and publishes the result.
-async fn supervise(run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<()>>, shared: Arc<RunShared>) {
-    let events = run.events.clone();
-    let input = run.messages.clone();
-    let open_turn = run.open_turn.clone();
-    let result = match tokio::spawn(run.drive()).await {
-        Ok(result) => result,
-        Err(join_error) => {
+/// Runs the loop with its panics caught, so a panic still ends the run with one
+/// `failed` run_end (keeping the transcript so far); then waits for the event
+/// dispatcher and publishes the result.
+async fn supervise(mut run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<()>>, shared: Arc<RunShared>) {
+    let (status, error) = match AssertUnwindSafe(run.drive()).catch_unwind().await {
+        Ok(ending) => ending,
+        Err(payload) => {
             // Keep turns balanced for the host even though the loop died mid-turn.
-            match open_turn.load(Ordering::Relaxed) {
-                0 => {}
-                turn => events.emit(EventKind::TurnEnd { turn }).await,
+            if run.open_turn != 0 {
+                run.events.emit(EventKind::TurnEnd { turn: run.open_turn }).await;
             }
-            panic_result(input, join_error)
+            let text = crate::error::panic_text(payload.as_ref());
+            (RunStatus::Failed, Some(Error::new(ErrorCode::Panic, format!("ferrule panicked during the run: {text}"))))
         }
     };
-    let result = Arc::new(result);
+    let events = run.events.clone();
+    let result = Arc::new(run.finish(status, error));
     events.emit(EventKind::RunEnd { status: result.status, result: result.clone(), error: result.error.clone() }).await;
     drop(events);
     if let Some(dispatcher) = dispatcher {
@@ -69,34 +70,10 @@ async fn supervise(run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<()>>
     shared.finish(result);
 }
 
-/// The result of a run whose loop panicked: failed, with the input transcript.
-fn panic_result(input: Vec<Message>, join_error: tokio::task::JoinError) -> RunResult {
-    let text = match join_error.try_into_panic() {
-        Ok(payload) => panic_text(payload),
-        Err(_) => "the run task was stopped".to_owned(),
-    };
-    RunResult {
-        status: RunStatus::Failed,
-        final_message: None,
-        messages: input,
-        usage: Usage::default(),
-        rounds: 0,
-        error: Some(Error::new(ErrorCode::Panic, format!("ferrule panicked during the run: {text}"))),
-    }
-}
-
-fn panic_text(payload: Box<dyn Any + Send>) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-text panic".to_owned())
-}
-
 /// The state of one run.
 struct RunLoop {
     /// The turn between its turn_start and turn_end events, or 0.
-    open_turn: Arc<AtomicU32>,
+    open_turn: u32,
     agent: Agent,
     serial: u64,
     cancel: tokio_util::sync::CancellationToken,
@@ -111,23 +88,24 @@ struct RunLoop {
 }
 
 impl RunLoop {
-    async fn drive(mut self) -> RunResult {
+    /// The loop; returns how the run ended.
+    async fn drive(&mut self) -> (RunStatus, Option<Error>) {
         self.events.emit(EventKind::RunStart).await;
         let max_rounds = self.agent.inner.config.max_rounds;
         for turn in 1..=max_rounds {
             if self.cancel.is_cancelled() {
-                return self.finish(RunStatus::Cancelled, None);
+                return (RunStatus::Cancelled, None);
             }
             self.events.emit(EventKind::TurnStart { turn }).await;
-            self.open_turn.store(turn, Ordering::Relaxed);
+            self.open_turn = turn;
             let ended = self.round(turn).await;
-            self.open_turn.store(0, Ordering::Relaxed);
+            self.open_turn = 0;
             self.events.emit(EventKind::TurnEnd { turn }).await;
-            if let Some((status, error)) = ended {
-                return self.finish(status, error);
+            if let Some(ending) = ended {
+                return ending;
             }
         }
-        self.finish(RunStatus::MaxRounds, None)
+        (RunStatus::MaxRounds, None)
     }
 
     /// One model request and its batch; `Some` when the run ends with it.

@@ -26,12 +26,7 @@ pub(crate) fn guard_void(body: impl FnOnce()) {
 }
 
 fn panic_error(payload: Box<dyn Any + Send>) -> Error {
-    let text = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-text panic".to_owned());
-    Error::new(ErrorCode::Panic, format!("ferrule panicked: {text}"))
+    Error::new(ErrorCode::Panic, format!("ferrule panicked: {}", crate::error::panic_text(payload.as_ref())))
 }
 
 fn null_arg(name: &str) -> Error {
