@@ -73,7 +73,9 @@ pub(crate) struct Endpoint {
 pub(crate) struct HttpGenerator<P: Protocol> {
     protocol: P,
     model: ModelSettings,
-    endpoint: Endpoint,
+    url: String,
+    /// The API key, kept to scrub it from provider messages.
+    key: Option<Secret>,
     client: reqwest::Client,
     timeouts: Timeouts,
     max_retries: u32,
@@ -85,28 +87,34 @@ impl<P: Protocol> HttpGenerator<P> {
         protocol: P,
         config: &ModelConfig,
         model: ModelSettings,
-        mut endpoint: Endpoint,
+        endpoint: Endpoint,
     ) -> Result<Self, Error> {
-        let mut client = reqwest::Client::builder().user_agent(concat!("ferrule/", env!("CARGO_PKG_VERSION")));
-        if config.timeouts.connect_ms > 0 {
-            client = client.connect_timeout(Duration::from_millis(config.timeouts.connect_ms));
-        }
-        let client = client
-            .build()
-            .map_err(|e| Error::invalid_arg(format!("model: the HTTP client could not be built: {e}")))?;
-        endpoint.headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let Endpoint { url, mut headers, key } = endpoint;
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         for (name, value) in &config.headers {
             let name = HeaderName::try_from(name.as_str())
                 .map_err(|_| Error::invalid_arg(format!("model.headers: {name:?} is not a valid header name")))?;
             let value = HeaderValue::try_from(value.as_str()).map_err(|_| {
                 Error::invalid_arg(format!("model.headers: the value of {name} is not a valid header value"))
             })?;
-            endpoint.headers.insert(name, value);
+            headers.insert(name, value);
         }
+        // Every request carries these headers; the client adds them, so no request
+        // copies them.
+        let mut client = reqwest::Client::builder()
+            .user_agent(concat!("ferrule/", env!("CARGO_PKG_VERSION")))
+            .default_headers(headers);
+        if config.timeouts.connect_ms > 0 {
+            client = client.connect_timeout(Duration::from_millis(config.timeouts.connect_ms));
+        }
+        let client = client
+            .build()
+            .map_err(|e| Error::invalid_arg(format!("model: the HTTP client could not be built: {e}")))?;
         Ok(HttpGenerator {
             protocol,
             model,
-            endpoint,
+            url,
+            key,
             client,
             timeouts: config.timeouts,
             max_retries: config.max_retries,
@@ -117,7 +125,7 @@ impl<P: Protocol> HttpGenerator<P> {
     /// Sends the request until it succeeds, fails for good, or output has streamed.
     async fn generate_with_retries(
         &self,
-        body: Vec<u8>,
+        body: bytes::Bytes,
         deltas: &mut dyn DeltaSink,
     ) -> Result<AssistantMessage, Error> {
         let mut attempt = 1;
@@ -150,14 +158,20 @@ impl<P: Protocol> HttpGenerator<P> {
     }
 
     fn scrub(&self, error: Error) -> Error {
-        match &self.endpoint.key {
+        match &self.key {
             Some(key) => Error::new(error.code, key.scrub(&error.message)),
             None => error,
         }
     }
 
-    async fn attempt(&self, body: &[u8], out: &mut ResponseBuilder, deltas: &mut dyn DeltaSink) -> Result<(), Failure> {
-        let request = self.client.post(&self.endpoint.url).headers(self.endpoint.headers.clone()).body(body.to_vec());
+    async fn attempt(
+        &self,
+        body: &bytes::Bytes,
+        out: &mut ResponseBuilder,
+        deltas: &mut dyn DeltaSink,
+    ) -> Result<(), Failure> {
+        // Bytes are shared, not copied, between attempts.
+        let request = self.client.post(&self.url).body(body.clone());
         let response = match self.timeouts.first_byte_ms {
             0 => request.send().await,
             ms => tokio::time::timeout(Duration::from_millis(ms), request.send())
@@ -236,7 +250,7 @@ impl<P: Protocol> Generator for HttpGenerator<P> {
         Box::pin(async move {
             let body = self.protocol.body(&self.model, &request)?;
             let body = serde_json::to_vec(&body).map_err(|e| Error::invalid_arg(format!("request body: {e}")))?;
-            self.generate_with_retries(body, deltas).await
+            self.generate_with_retries(body.into(), deltas).await
         })
     }
 }
