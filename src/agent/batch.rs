@@ -67,7 +67,7 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
             );
             recorder.record(index, call, ToolResult::error(message), false).await;
         }
-        return recorder.finish(calls, false);
+        return recorder.finish(false);
     }
 
     let checked = check_calls(context.agent, context.disclosed, calls);
@@ -122,7 +122,7 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
             recorder.record(index, call, ToolResult::error(message), false).await;
         }
     }
-    recorder.finish(calls, cancelled)
+    recorder.finish(cancelled)
 }
 
 /// Starts the tool function for a valid call, bounded by the tool's timeout. On
@@ -249,8 +249,8 @@ impl<'a> Recorder<'a> {
         self.results[index] = Some(message);
     }
 
-    fn finish(self, calls: &[ToolCall], cancelled: bool) -> BatchOutcome {
-        let terminate = !cancelled && !calls.is_empty() && self.terminating.iter().all(|&t| t);
+    fn finish(self, cancelled: bool) -> BatchOutcome {
+        let terminate = !cancelled && !self.terminating.is_empty() && self.terminating.iter().all(|&t| t);
         BatchOutcome { results: self.results, terminate, fatal: self.fatal, cancelled, added_tools: self.added_tools }
     }
 }

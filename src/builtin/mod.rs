@@ -128,7 +128,7 @@ fn blocking(
     })
 }
 
-/// A schema of string and integer properties, the first `required` of them required.
+/// An object schema with `properties`, those named in `required` required, and no others allowed.
 fn object_schema(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required, "additionalProperties": false})
 }
