@@ -58,36 +58,29 @@ enum Line {
 pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult, String> {
     let hunks = parse(arguments["input"].as_str().unwrap_or_default())
         .map_err(|e| format!("apply_patch: {e} Nothing was changed."))?;
-    let mut paths = Vec::new();
-    for hunk in &hunks {
-        let (path, move_to) = match hunk {
-            Hunk::Add { path, .. } | Hunk::Delete { path } => (path, None),
-            Hunk::Update { path, move_to, .. } => (path, move_to.as_ref()),
-        };
-        paths.push(workspace.resolve(path)?);
-        if let Some(destination) = move_to {
-            paths.push(workspace.resolve(destination)?);
-        }
-    }
-    // Lock every file the patch touches, in one order, so concurrent runs cannot
-    // interleave their changes or deadlock.
-    let mut ordered = paths.clone();
-    ordered.sort();
-    ordered.dedup();
-    let locks: Vec<_> = ordered.iter().map(|p| workspace.lock_for(p)).collect();
-    let _guards: Vec<_> = locks.iter().map(|l| l.blocking_lock()).collect();
+    // Each section's file (and move destination), resolved before anything runs.
+    let targets = hunks
+        .iter()
+        .map(|hunk| {
+            let (path, move_to) = match hunk {
+                Hunk::Add { path, .. } | Hunk::Delete { path } => (path, None),
+                Hunk::Update { path, move_to, .. } => (path, move_to.as_ref()),
+            };
+            Ok((workspace.resolve(path)?, move_to.map(|m| workspace.resolve(m)).transpose()?))
+        })
+        .collect::<Result<Vec<(PathBuf, Option<PathBuf>)>, String>>()?;
+    let _locked = workspace
+        .lock(targets.iter().flat_map(|(path, moved)| std::iter::once(path).chain(moved)).map(PathBuf::as_path));
 
     let mut view = FileView::default();
     let mut summary = Vec::new();
-    let mut resolved = paths.into_iter();
     let count = hunks.len();
-    for (number, hunk) in hunks.iter().enumerate() {
+    for (number, (hunk, (target, destination_path))) in hunks.iter().zip(targets).enumerate() {
         let failed = |what: &str, path: &str, e: String| {
             format!("apply_patch: {what} {path} (section {} of {count}): {e} Nothing was changed.", number + 1)
         };
         match hunk {
             Hunk::Add { path, lines } => {
-                let target = resolved.next().unwrap_or_default();
                 view.ensure_not_dir(&target).map_err(|e| failed("Add File", path, e))?;
                 let mut content = lines.join("\n");
                 content.push('\n');
@@ -95,20 +88,18 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult
                 summary.push(format!("A {path}"));
             }
             Hunk::Delete { path } => {
-                let target = resolved.next().unwrap_or_default();
                 view.read(&target).map_err(|e| failed("Delete File", path, e))?;
                 view.set(target, None);
                 summary.push(format!("D {path}"));
             }
             Hunk::Update { path, move_to, chunks } => {
-                let source = resolved.next().unwrap_or_default();
+                let source = target;
                 let original = view.read(&source).map_err(|e| failed("Update File", path, e))?;
                 let original = String::from_utf8(original)
                     .map_err(|_| failed("Update File", path, "the file is not UTF-8 text.".to_owned()))?;
                 let updated = update(&original, chunks).map_err(|e| failed("Update File", path, e))?;
-                match move_to {
-                    Some(destination) => {
-                        let target = resolved.next().unwrap_or_default();
+                match move_to.as_ref().zip(destination_path) {
+                    Some((destination, target)) => {
                         view.ensure_not_dir(&target).map_err(|e| failed("Move to", destination, e))?;
                         view.set(source, None);
                         view.set(target, Some(updated.into_bytes()));

@@ -33,8 +33,7 @@ const BOM: &str = "\u{FEFF}";
 pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult, String> {
     let shown = arguments["path"].as_str().unwrap_or_default();
     let path = workspace.resolve(shown)?;
-    let lock = workspace.lock_for(&path);
-    let _guard = lock.blocking_lock();
+    let _locked = workspace.lock([path.as_path()]);
     let bytes = std::fs::read(&path).map_err(|e| format!("Could not read {shown}: {e}"))?;
     let original =
         String::from_utf8(bytes).map_err(|_| format!("{shown} is not a UTF-8 text file; edit cannot change it."))?;

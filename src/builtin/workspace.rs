@@ -60,11 +60,19 @@ impl Workspace {
         Ok(joined)
     }
 
-    /// The lock for writes to `path`; edit, write and apply_patch hold it while
-    /// they read, change and write a file.
-    pub(crate) fn lock_for(&self, path: &Path) -> Arc<tokio::sync::Mutex<()>> {
-        let key = real_path(path);
-        self.locks.lock().unwrap_or_else(|e| e.into_inner()).entry(key).or_default().clone()
+    /// Takes the write locks of `paths` (blocking; call it from the blocking
+    /// pool). edit, write and apply_patch hold them while they read, change and
+    /// write files. Locks are keyed by real path and taken once each, in one order,
+    /// so two names for one file cannot deadlock and concurrent runs cannot either.
+    pub(crate) fn lock<'a>(&self, paths: impl IntoIterator<Item = &'a Path>) -> Vec<tokio::sync::OwnedMutexGuard<()>> {
+        let mut keys: Vec<PathBuf> = paths.into_iter().map(real_path).collect();
+        keys.sort();
+        keys.dedup();
+        let locks: Vec<_> = {
+            let mut table = self.locks.lock().unwrap_or_else(|e| e.into_inner());
+            keys.into_iter().map(|key| table.entry(key).or_default().clone()).collect()
+        };
+        locks.into_iter().map(|lock| lock.blocking_lock_owned()).collect()
     }
 }
 
@@ -129,5 +137,16 @@ mod tests {
         assert!(workspace.resolve("/etc/hosts").is_err());
         std::os::unix::fs::symlink("/etc", dir.path().join("escape")).unwrap();
         assert!(workspace.resolve("escape/hosts").is_err());
+    }
+
+    #[test]
+    fn two_names_for_one_file_take_one_lock() {
+        let (dir, workspace) = workspace(false);
+        std::fs::write(dir.path().join("real.txt"), "x").unwrap();
+        std::os::unix::fs::symlink("real.txt", dir.path().join("alias.txt")).unwrap();
+        let real = workspace.resolve("real.txt").unwrap();
+        let alias = workspace.resolve("alias.txt").unwrap();
+        let other = workspace.resolve("sub/../real.txt").unwrap();
+        assert_eq!(workspace.lock([real.as_path(), alias.as_path(), other.as_path()]).len(), 1);
     }
 }

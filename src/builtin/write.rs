@@ -21,8 +21,7 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult
     let path_text = arguments["path"].as_str().unwrap_or_default();
     let content = arguments["content"].as_str().unwrap_or_default();
     let path = workspace.resolve(path_text)?;
-    let lock = workspace.lock_for(&path);
-    let _guard = lock.blocking_lock();
+    let _locked = workspace.lock([path.as_path()]);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .map_err(|e| format!("Could not create the directory {}: {e}", parent.display()))?;
