@@ -10,8 +10,9 @@ mod wire;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use ferrule::agent::{AgentBuilder, ProviderKind, RunInput, RunStatus};
+use ferrule::agent::{AgentBuilder, RunInput, RunStatus};
 use ferrule::provider::decode_recorded;
+use ferrule::provider::ProviderKind;
 use ferrule::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
 use serde_json::json;
 use server::{MockServer, Reply};
@@ -80,7 +81,7 @@ fn time_run(config: serde_json::Value) -> Duration {
     builder.add_tool(noop()).unwrap();
     let agent = builder.build().unwrap();
     let started = Instant::now();
-    let result = agent.start(RunInput::Prompt("go".into()), None).wait_blocking().unwrap();
+    let result = agent.start(RunInput::Prompt("go".into()), None).expect("start").wait_blocking().unwrap();
     let elapsed = started.elapsed();
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     elapsed

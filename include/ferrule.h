@@ -62,6 +62,8 @@ enum FERRULE_ERROR
   FERRULE_ERROR_TOOL_FAILED = 15,
   // The scripted model was asked for more turns than its script holds.
   FERRULE_ERROR_SCRIPT_EXHAUSTED = 16,
+  // The system refused ferrule a thread (a thread or memory limit).
+  FERRULE_ERROR_RESOURCE_EXHAUSTED = 17,
   // The provider rejected the credentials (HTTP 401, 403).
   FERRULE_ERROR_PROVIDER_AUTH = 32,
   // The provider rejected the request (HTTP 400, 413, 422).
@@ -105,14 +107,17 @@ typedef struct ferrule_error ferrule_error;
 // Any thread.
 typedef struct ferrule_run ferrule_run;
 
-// One call of a host tool. Borrowed strings from it stay valid until the call is
-// completed or failed; after that the handle must not be used.
+// One call of a host tool: an opaque handle. See `ferrule_tool_call_complete`
+// for its life.
 typedef struct ferrule_tool_call ferrule_tool_call;
 
-// A host tool's function. Runs on ferrule's blocking pool (never a runtime worker),
-// so it may block. It must eventually call exactly one of
+// A host tool's function. It must eventually call exactly one of
 // `ferrule_tool_call_complete` or `ferrule_tool_call_fail` on `call`, before it
-// returns or later from any thread.
+// returns or later from any thread. It runs on one of ferrule's tool callback
+// threads, where it may block (a blocked tool slows only its own run), unless
+// the tool's options say `"nonblocking": true`: then it runs on ferrule's runtime
+// and must return at once, handing the work to a thread, goroutine or task of
+// the host's.
 typedef void (*ferrule_tool_fn)(void *user_data,
                                 struct ferrule_tool_call *call);
 
@@ -137,7 +142,7 @@ typedef struct ferrule_tool_spec {
   // Length of `input_schema` in bytes.
   size_t input_schema_len;
   // Options JSON (`execution`, `timeout_ms`, `deferred`, `strict`,
-  // `on_error`) or empty.
+  // `nonblocking`, `on_error`) or empty.
   const char *options;
   // Length of `options` in bytes.
   size_t options_len;
@@ -151,7 +156,7 @@ typedef struct ferrule_tool_spec {
 
 // Receives one event: a JSON object with `"type"` and `"run_id"`, `len` bytes at
 // `event_json` (NUL-terminated), borrowed for the duration of the call. Called on
-// a ferrule thread, never twice at once for one run, in order.
+// one of ferrule's event threads, never twice at once for one run, in order.
 typedef void (*ferrule_event_fn)(void *user_data,
                                  const char *event_json,
                                  size_t len);
@@ -164,6 +169,10 @@ typedef struct ferrule_str {
   // The length in bytes, without the NUL.
   size_t len;
 } ferrule_str;
+
+// Runs when a call is cancelled before it completes; see
+// `ferrule_tool_call_on_cancel`.
+typedef void (*ferrule_cancel_fn)(void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -191,25 +200,31 @@ struct ferrule_error *ferrule_agent_builder_add_tool(struct ferrule_agent_builde
 struct ferrule_error *ferrule_agent_build(struct ferrule_agent_builder *builder,
                                           struct ferrule_agent **out);
 
-// Frees a builder that was not built (with its tools and their user data). NULL
-// is a no-op.
+// Frees a builder that was not built (with its tools and their user data, freed
+// on this thread). NULL is a no-op.
 void ferrule_agent_builder_free(struct ferrule_agent_builder *builder);
 
 // A new handle on the same agent, freed separately with `ferrule_agent_free`.
 // NULL for NULL. Any thread.
 struct ferrule_agent *ferrule_agent_clone(const struct ferrule_agent *agent);
 
-// Frees one agent handle. Runs already started go on; the tools' user data is
-// freed when the last handle and the last run are gone. NULL is a no-op. Any
-// thread.
+// Frees one agent handle. Runs already started go on. The tools' user data is
+// freed when the last handle and the last run are gone: inside this call when it
+// frees the last handle and no run is left, otherwise on a ferrule callback
+// thread after the last run's `run_end`, before that run's `ferrule_run_wait`
+// returns. NULL is a no-op. Any thread.
 void ferrule_agent_free(struct ferrule_agent *agent);
 
 // Starts a run from `{"prompt": "..."}` or `{"messages": [...]}`. Events go to
-// `on_event(user_data, json, len)` one at a time, in order, on a ferrule thread
-// (`json` is borrowed for the call and NUL-terminated); `run_end` is always the
-// last, and `free_user_data(user_data)` runs once right after it. `on_event` may
-// be NULL (no events). On success `*out` owns a run handle and ferrule owns
-// `user_data`; on error the host still owns it. Any thread.
+// `on_event(user_data, json, len)` one at a time, in order, on one of ferrule's
+// event threads (`json` is borrowed for the call and NUL-terminated); `run_end`
+// is always the last, and `free_user_data(user_data)` runs once right after it,
+// on the same thread, before `ferrule_run_wait` returns. `on_event` may be NULL
+// (no events); then `free_user_data(user_data)` runs before this returns.
+//
+// On success `*out` owns a run handle and ferrule owns `user_data`; on any error
+// the host still owns it. `FERRULE_ERROR_RESOURCE_EXHAUSTED` when the runtime
+// cannot start its threads (a later call tries again). Any thread.
 struct ferrule_error *ferrule_agent_start(const struct ferrule_agent *agent,
                                           const char *input_json,
                                           size_t len,
@@ -224,26 +239,31 @@ struct ferrule_error *ferrule_agent_start(const struct ferrule_agent *agent,
 struct ferrule_error *ferrule_debug_panic(const char *message,
                                           size_t len);
 
-// The error's stable code, one of `FERRULE_ERROR_*`. Returns 0 for NULL.
+// The error's stable code, one of `FERRULE_ERROR_*`. Returns 0 for NULL. Any
+// thread; works in a forked child too.
 uint32_t ferrule_error_code(const struct ferrule_error *error);
 
 // The error's message: UTF-8, NUL-terminated at `ptr[len]`, borrowed from `error`
-// and valid until `ferrule_error_free(error)`. Empty for NULL.
+// and valid until `ferrule_error_free(error)`. Empty for NULL. Any thread; works
+// in a forked child too.
 struct ferrule_str ferrule_error_message(const struct ferrule_error *error);
 
-// Frees an error. NULL is a no-op.
+// Frees an error. NULL is a no-op. Any thread; works in a forked child too.
 void ferrule_error_free(struct ferrule_error *error);
 
 // The run's id (`"run-7"`), as in its events. Borrowed from `run`; valid until
 // that handle is freed. Empty for NULL.
 struct ferrule_str ferrule_run_id(const struct ferrule_run *run);
 
-// Blocks until the run has ended and every event was delivered, then writes the
-// run result JSON (`status`, `final`, `messages`, `usage`, `rounds`, `error`) to
-// `*result_json` / `*len`, owned by the host (free with `ferrule_string_free`).
-// Succeeds for every status; a failed run has its error inside the result. May
-// be called any number of times, from any thread; inside one of this run's own
-// callbacks it returns `FERRULE_ERROR_WOULD_DEADLOCK` instead of hanging.
+// Blocks until the run has ended, every event was delivered and the run let go
+// of the host's user data (the event callback's, and the tools' when the run held
+// the agent last), then writes the run result JSON (`status`, `final`,
+// `messages`, `usage`, `rounds`, `error`) to `*result_json` / `*len`, owned by the
+// host (free with `ferrule_string_free`). Succeeds for every status; a failed run
+// has its error inside the result. May be called any number of times, from any
+// thread. Returns `FERRULE_ERROR_WOULD_DEADLOCK` instead of hanging inside one of
+// this run's own callbacks or `free_user_data` functions, and inside a
+// `nonblocking` tool's callback (which runs on ferrule's runtime).
 struct ferrule_error *ferrule_run_wait(struct ferrule_run *run,
                                        char **result_json,
                                        size_t *len);
@@ -263,37 +283,41 @@ struct ferrule_run *ferrule_run_clone(const struct ferrule_run *run);
 void ferrule_run_free(struct ferrule_run *run);
 
 // Frees a string ferrule returned through a `char **` out-parameter. NULL is a
-// no-op. Any thread.
+// no-op. Any thread; works in a forked child too.
 void ferrule_string_free(char *text);
 
 // The call id the model gave. Borrowed from `call`; valid until the call is
-// completed or failed. Empty for NULL.
+// completed or failed. Empty for NULL and for a call that was already completed.
+// Any thread.
 struct ferrule_str ferrule_tool_call_id(const struct ferrule_tool_call *call);
 
 // The tool name. Borrowed from `call`; valid until the call is completed or
-// failed. Empty for NULL.
+// failed. Empty for NULL and for a call that was already completed. Any thread.
 struct ferrule_str ferrule_tool_call_name(const struct ferrule_tool_call *call);
 
 // The arguments: a JSON object that satisfied the tool's schema, exactly as the
 // model wrote it. Borrowed from `call`; valid until the call is completed or
-// failed. Empty for NULL.
+// failed. Empty for NULL and for a call that was already completed. Any thread.
 struct ferrule_str ferrule_tool_call_arguments(const struct ferrule_tool_call *call);
 
-// Whether the call timed out or its run was cancelled. Its result will be
-// discarded, so the tool should stop and complete (or fail) soon. Any thread.
-// False for NULL.
+// Whether the call timed out or its run was cancelled: its result will be
+// discarded, so the tool should stop and complete (or fail) soon. True as well
+// for a call that was already completed, and for NULL. Any thread.
 bool ferrule_tool_call_is_cancelled(const struct ferrule_tool_call *call);
 
 // Sends a provisional result (a JSON string, or a tool result object) as a
-// `tool_execution_update` event. Updates never reach the model; after the call
-// has ended (timeout, cancellation) they are dropped. May block while the run's
-// event queue is full. Any thread, any number of times before `_complete` or
-// `_fail`, and never after.
+// `tool_execution_update` event. Updates never reach the model and are never
+// dropped while the call is live: when the run's event queue is full this
+// waits for room. After the call timed out or its run was cancelled they are
+// accepted and dropped. Any thread, any number of times before `_complete` or
+// `_fail`; safe while another thread completes the call.
 //
-// An update that is not valid JSON or not a valid result fails the call (the model
+// Errors: `FERRULE_ERROR_ALREADY_COMPLETED` once the call was completed or
+// failed. `FERRULE_ERROR_WOULD_DEADLOCK` when the queue is full and waiting could
+// never end: inside a `nonblocking` tool's callback (it runs on ferrule's
+// runtime) or inside the run's own event callback; send from another thread. An
+// update that is not valid JSON or not a valid result fails the call (the model
 // sees an error result) and consumes the handle; the error says what was wrong.
-// `FERRULE_ERROR_ALREADY_COMPLETED` when called inside the callback after the call
-// was completed.
 struct ferrule_error *ferrule_tool_call_update(struct ferrule_tool_call *call,
                                                const char *json,
                                                size_t len);
@@ -301,35 +325,59 @@ struct ferrule_error *ferrule_tool_call_update(struct ferrule_tool_call *call,
 // Completes the call with its result: a JSON string (a text result) or an object
 // `{"content": ..., "is_error", "terminate", "details", "display", "title",
 // "summary", "usage", "added_tools"}`. Consumes the handle, also when the result
-// is invalid (then the model sees an error result and this returns the error). A
-// completion after the call timed out or the run was cancelled is accepted and
-// discarded. Any thread. `FERRULE_ERROR_ALREADY_COMPLETED` when called a second
-// time inside the callback.
+// is invalid (then the model sees an error result and this returns the error).
+// A completion after the call timed out or the run was cancelled is accepted and
+// discarded. Any thread, inside the callback or later.
+// `FERRULE_ERROR_ALREADY_COMPLETED` once the call was completed or failed,
+// whichever thread did it.
 struct ferrule_error *ferrule_tool_call_complete(struct ferrule_tool_call *call,
                                                  const char *json,
                                                  size_t len);
 
 // Fails the call: the model sees an error result whose text is `message` (write
 // it for the model; never put secrets in it). Consumes the handle. Any thread.
-// `FERRULE_ERROR_ALREADY_COMPLETED` when called inside the callback after the
-// call was completed.
+// `FERRULE_ERROR_ALREADY_COMPLETED` once the call was completed or failed.
 struct ferrule_error *ferrule_tool_call_fail(struct ferrule_tool_call *call,
                                              const char *message,
                                              size_t len);
 
-// The library version (`"0.1.0"`): a static string, valid forever.
+// Registers a one-shot cancel handler: `on_cancel(user_data)` runs when the call
+// times out or its run is cancelled before the call is completed, or at once if
+// that already happened. It runs on a ferrule callback thread, never inside this
+// function (a completion racing the cancellation may come first).
+// `free_user_data(user_data)`
+// runs once when the call ends either way: after the handler, or when the call
+// is completed or failed without it having run. The call must still be completed
+// or failed after a cancellation (that completion is discarded).
+//
+// A call has at most one handler: a second is `FERRULE_ERROR_INVALID_ARG`.
+// `FERRULE_ERROR_NULL_ARG` for a NULL `call` or `on_cancel`;
+// `FERRULE_ERROR_ALREADY_COMPLETED` once the call was completed. On error the
+// host still owns `user_data`. Any thread.
+struct ferrule_error *ferrule_tool_call_on_cancel(struct ferrule_tool_call *call,
+                                                  ferrule_cancel_fn on_cancel,
+                                                  void *user_data,
+                                                  ferrule_free_fn free_user_data);
+
+// The library version (for example `"0.1.0"`): a static string, valid forever.
+// Any thread; works in a forked child too.
 struct ferrule_str ferrule_version(void);
 
 // The ABI version of the loaded library. Bindings compare it with
 // `FERRULE_ABI_VERSION` from the header they were built against and refuse to run
-// on a mismatch.
+// on a mismatch. Any thread; works in a forked child too.
 uint32_t ferrule_abi_version(void);
 
-// Sets the runtime's sizes before first use, from JSON such as
-// `{"worker_threads": 2, "max_blocking_threads": 64}` (unknown fields are an
-// error). Fails with `FERRULE_ERROR_ALREADY_INITIALIZED` once the runtime has
-// started (the first run starts it) or after an earlier successful call.
-// Any thread.
+// Sets ferrule's thread sizes before first use, from JSON such as
+// `{"worker_threads": 2, "max_callback_threads": 256, "callback_stack_size":
+// 1048576}`: `worker_threads` (the async runtime; default one per core),
+// `max_blocking_threads` (ferrule's own file and process work; default 512),
+// `max_callback_threads` (host tool callbacks across all runs; default 4096),
+// `max_event_threads` (event delivery across all runs; default 4096) and
+// `callback_stack_size` (bytes, for both; default 2 MiB, at least 64 KiB).
+// Unknown fields are `FERRULE_ERROR_INVALID_ARG`. Fails with
+// `FERRULE_ERROR_ALREADY_INITIALIZED` once the threads have started (the first
+// run starts them) or after an earlier successful call. Any thread.
 struct ferrule_error *ferrule_runtime_configure(const char *json,
                                                 size_t len);
 

@@ -10,6 +10,8 @@ use std::fmt;
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
+    // Core failures: 1 to 31. None has been retired yet; a retired number stays
+    // here as a comment and is never reused.
     /// A required pointer argument was NULL.
     NullArg = 1,
     /// A string argument was not valid UTF-8.
@@ -42,6 +44,9 @@ pub enum ErrorCode {
     ToolFailed = 15,
     /// The scripted model was asked for more turns than its script holds.
     ScriptExhausted = 16,
+    /// The system refused ferrule a thread (a thread or memory limit).
+    ResourceExhausted = 17,
+    // Model request failures: 32 to 63.
     /// The provider rejected the credentials (HTTP 401, 403).
     ProviderAuth = 32,
     /// The provider rejected the request (HTTP 400, 413, 422).
@@ -80,6 +85,7 @@ impl ErrorCode {
             ErrorCode::Shutdown => "SHUTDOWN",
             ErrorCode::ToolFailed => "TOOL_FAILED",
             ErrorCode::ScriptExhausted => "SCRIPT_EXHAUSTED",
+            ErrorCode::ResourceExhausted => "RESOURCE_EXHAUSTED",
             ErrorCode::ProviderAuth => "PROVIDER_AUTH",
             ErrorCode::ProviderInvalidRequest => "PROVIDER_INVALID_REQUEST",
             ErrorCode::ProviderNotFound => "PROVIDER_NOT_FOUND",
@@ -136,15 +142,6 @@ impl Error {
         };
         Error::new(code, format!("{what}: {err}"))
     }
-}
-
-/// The text of a caught panic's payload.
-pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a non-text panic".to_owned())
 }
 
 /// `Result` with ferrule's [`Error`].

@@ -13,6 +13,7 @@ pub mod builtin;
 pub mod error;
 pub mod ffi;
 pub mod message;
+mod panic;
 pub mod provider;
 pub mod runtime;
 pub mod tool;

@@ -212,7 +212,7 @@ fn updates_are_events_only_and_ignored_after_completion() {
     while !events.lock().unwrap().iter().any(|e| e["type"] == "tool_execution_end") {
         std::thread::sleep(Duration::from_millis(1));
     }
-    late.lock().unwrap().as_ref().unwrap().send_blocking(ToolResult::text("too late"));
+    late.lock().unwrap().as_ref().unwrap().send_blocking(ToolResult::text("too late")).unwrap();
     let result = run_handle.wait_blocking().unwrap();
     let events = events.lock().unwrap().clone();
     let partials: Vec<&Value> = of_type(&events, "tool_execution_update").iter().map(|e| &e["partial"]).collect();
@@ -568,7 +568,7 @@ fn a_transcript_is_replayable_as_the_next_runs_input() {
         .expect("a run's transcript parses as input");
 
     let second = agent(json!([{"text": "still here"}]), json!({}), vec![echo("echo")]);
-    let run_handle = second.start(input, None);
+    let run_handle = second.start(input, None).unwrap();
     let next = run_handle.wait_blocking().unwrap();
     assert_eq!(next.status, RunStatus::Completed);
     assert_eq!(next.messages.len(), result.messages.len() + 2);

@@ -38,15 +38,17 @@ fn a_slow_host_slows_its_run_and_the_queue_stays_bounded() {
     let gate = Mutex::new(Some(gate));
     let events = Arc::new(Mutex::new(Vec::<Value>::new()));
     let log = events.clone();
-    let run = agent.start(
-        RunInput::Prompt("go".into()),
-        Some(Box::new(move |event: &Event| {
-            if let Some(gate) = gate.lock().unwrap().take() {
-                gate.recv().unwrap();
-            }
-            log.lock().unwrap().push(serde_json::to_value(event).unwrap());
-        })),
-    );
+    let run = agent
+        .start(
+            RunInput::Prompt("go".into()),
+            Some(Box::new(move |event: &Event| {
+                if let Some(gate) = gate.lock().unwrap().take() {
+                    gate.recv().unwrap();
+                }
+                log.lock().unwrap().push(serde_json::to_value(event).unwrap());
+            })),
+        )
+        .expect("start");
     std::thread::sleep(Duration::from_millis(200));
     let while_blocked = sent.load(Ordering::SeqCst);
     assert!(while_blocked < 300, "{while_blocked} updates were produced while the host was blocked");

@@ -4,8 +4,8 @@
 //! `max_concurrent_tools` at a time (one at a time when the batch is sequential).
 //! Launched calls are polled together by the run's own task, each bounded by its
 //! timeout and guarded against panics: no task is spawned per call, which keeps a
-//! call's overhead to about a microsecond. Host (C) tools run on the blocking pool
-//! regardless. Results are recorded as they arrive (the end events follow
+//! call's overhead to about a microsecond (host tools that block run on ferrule's
+//! callback threads regardless). Results are recorded as they arrive (the end events follow
 //! completion order) and enter the transcript in call order. On cancellation,
 //! running calls end with a cancellation result and calls never started get none.
 
@@ -15,14 +15,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::stream::FuturesUnordered;
-use futures_util::{FutureExt, StreamExt};
+use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
+use super::call_updates::{CallProgress, CallUpdates};
+use super::eager::eager_next;
+use super::events::{EventEmitter, EventKind};
 use super::validation::{check_calls, ValidCall};
-use super::{AgentInner, EventEmitter, EventKind};
+use super::AgentInner;
 use crate::error::{Error, ErrorCode};
 use crate::message::{ToolCall, ToolResultMessage};
-use crate::tool::{CallState, Execution, Invocation, OnError, ToolOutcome, ToolResult, UpdateSink};
+use crate::tool::{Execution, Invocation, OnError, ToolOutcome, ToolResult, UpdateSink};
 
 /// What a batch needs from its run.
 pub(crate) struct BatchContext<'a> {
@@ -65,7 +68,7 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
                 "The call to \"{}\" was not run: the response was cut off at the output token limit, so its arguments may be incomplete. Try again with shorter arguments.",
                 call.name
             );
-            recorder.record(index, call, ToolResult::error(message), false).await;
+            recorder.record(index, call, ToolResult::error(message), false, None).await;
         }
         return recorder.finish(false);
     }
@@ -77,18 +80,18 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
 
     let mut running = FuturesUnordered::new();
     let mut in_flight = BTreeSet::new();
-    let mut states: Vec<Option<Arc<CallState>>> = vec![None; calls.len()];
+    let mut progress: Vec<Option<Arc<CallProgress>>> = vec![None; calls.len()];
     let mut pending = calls.iter().zip(checked).enumerate();
     let cancelled = loop {
         while running.len() < bound && !context.cancel.is_cancelled() {
             let Some((index, (call, check))) = pending.next() else { break };
             recorder.start(call).await;
             match check {
-                Err(problem) => recorder.record(index, call, ToolResult::error(problem), false).await,
+                Err(problem) => recorder.record(index, call, ToolResult::error(problem), false, None).await,
                 Ok(valid) => {
-                    let state = Arc::new(CallState::new(call.clone()));
-                    states[index] = Some(state.clone());
-                    running.push(launch(context, valid, state).map(move |ending| (index, ending)));
+                    let call_progress = Arc::new(CallProgress::default());
+                    progress[index] = Some(call_progress.clone());
+                    running.push(launch(context, call, valid, call_progress).map(move |ending| (index, ending)));
                     in_flight.insert(index);
                 }
             }
@@ -99,15 +102,12 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
         tokio::select! {
             biased;
             _ = context.cancel.cancelled() => break true,
-            Some((index, ending)) = running.next() => {
+            Some((index, ending)) = eager_next(&mut running) => {
                 in_flight.remove(&index);
                 let call = &calls[index];
-                if let Some(state) = &states[index] {
-                    state.finish().await;
-                }
                 let fatal_on_error = context.agent.tool(&call.name).is_some_and(|(_, t)| t.options().on_error == OnError::Fatal);
                 let (result, failed) = ending_result(call, ending);
-                recorder.record(index, call, result, failed && fatal_on_error).await;
+                recorder.record(index, call, result, failed && fatal_on_error, progress[index].as_ref()).await;
             }
         }
     };
@@ -115,11 +115,8 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
         drop(running);
         for index in in_flight {
             let call = &calls[index];
-            if let Some(state) = &states[index] {
-                state.finish().await;
-            }
             let message = format!("The call to \"{}\" was cancelled because the run was cancelled.", call.name);
-            recorder.record(index, call, ToolResult::error(message), false).await;
+            recorder.record(index, call, ToolResult::error(message), false, progress[index].as_ref()).await;
         }
     }
     recorder.finish(cancelled)
@@ -129,8 +126,9 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
 /// timeout the call's token is cancelled so the function can see it.
 fn launch(
     context: &BatchContext<'_>,
+    call: &ToolCall,
     valid: ValidCall<'_>,
-    state: Arc<CallState>,
+    progress: Arc<CallProgress>,
 ) -> impl std::future::Future<Output = Ending> + Send + 'static {
     let tool = valid.tool;
     let cancel = context.cancel.child_token();
@@ -138,12 +136,15 @@ fn launch(
         0 => context.agent.config.tool_timeout_ms,
         ms => ms,
     };
-    let invocation = Invocation {
-        arguments: valid.arguments,
-        run_serial: context.run_serial,
-        cancel: cancel.clone(),
-        updates: UpdateSink { state, events: context.events.clone() },
+    let updates = if context.events.is_enabled() {
+        UpdateSink::new(CallUpdates::new(call, progress, context.events.clone()))
+    } else {
+        UpdateSink::discard()
     };
+    let invocation = Invocation::new(call.clone(), valid.arguments)
+        .with_cancellation(cancel.clone())
+        .with_updates(updates)
+        .in_run(context.run_serial);
     let function = tool.function().clone();
     let bounded = async move {
         let returned = function.invoke(invocation);
@@ -210,7 +211,19 @@ impl<'a> Recorder<'a> {
         }
     }
 
-    async fn record(&mut self, index: usize, call: &ToolCall, mut result: ToolResult, fatal: bool) {
+    /// Records a call's result. `progress` is the call's, when it was launched:
+    /// its updates stop here.
+    async fn record(
+        &mut self,
+        index: usize,
+        call: &ToolCall,
+        mut result: ToolResult,
+        fatal: bool,
+        progress: Option<&Arc<CallProgress>>,
+    ) {
+        if let Some(progress) = progress {
+            progress.finish();
+        }
         if self.max_result_bytes > 0 {
             result.truncate_text(self.max_result_bytes);
         }
@@ -237,14 +250,12 @@ impl<'a> Recorder<'a> {
         };
         if self.events.is_enabled() {
             let is_error = result.is_error;
-            self.events
-                .emit(EventKind::ToolExecutionEnd {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    result,
-                    is_error,
-                })
-                .await;
+            let end =
+                EventKind::ToolExecutionEnd { call_id: call.id.clone(), name: call.name.clone(), result, is_error };
+            match progress {
+                Some(progress) => self.events.emit_call_end(end, progress).await,
+                None => self.events.emit(end).await,
+            }
         }
         self.results[index] = Some(message);
     }

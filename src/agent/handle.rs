@@ -5,8 +5,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::{CallbackScope, RunResult};
+use super::RunResult;
 use crate::error::{Error, ErrorCode, Result};
+use crate::runtime::CallbackScope;
 
 /// A run in progress or finished. Cloning adds a handle; when the last handle is
 /// dropped the run is cancelled (it still ends properly, with a `run_end` event).
@@ -82,13 +83,25 @@ impl Run {
         self.shared.result()
     }
 
-    /// Blocks until the run has ended and every event was delivered. Fails with
-    /// `WOULD_DEADLOCK` inside one of this run's own callbacks.
+    /// Blocks until the run has ended, every event was delivered and the run let go
+    /// of everything of the host's. Fails with `WOULD_DEADLOCK` inside one of this
+    /// run's own callbacks (or `free_user_data` functions), and on ferrule's
+    /// runtime threads (inside a `nonblocking` tool's callback), where blocking
+    /// would stall the runs it waits for.
     pub fn wait_blocking(&self) -> Result<Arc<RunResult>> {
         if CallbackScope::is_inside(self.shared.serial) {
             return Err(Error::new(
                 ErrorCode::WouldDeadlock,
                 format!("waiting for {} from inside one of its own callbacks would never return", self.shared.id),
+            ));
+        }
+        if crate::runtime::on_runtime_thread() {
+            return Err(Error::new(
+                ErrorCode::WouldDeadlock,
+                format!(
+                    "waiting for {} on ferrule's runtime (inside a nonblocking tool's callback) could stall the runs it waits for",
+                    self.shared.id
+                ),
             ));
         }
         let mut result = self.shared.result.lock().unwrap_or_else(|e| e.into_inner());

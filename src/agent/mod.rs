@@ -2,8 +2,9 @@
 //! immutable, and starts any number of concurrent [`Run`]s.
 
 mod batch;
-mod callback_scope;
+mod call_updates;
 mod config;
+mod eager;
 mod events;
 mod handle;
 mod input;
@@ -14,9 +15,7 @@ mod validation;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-pub use callback_scope::CallbackScope;
-pub use config::{AgentConfig, ModelConfig, ProviderKind, Timeouts};
-pub(crate) use events::EventEmitter;
+pub use config::AgentConfig;
 pub use events::{Event, EventKind, EventSink};
 pub use handle::Run;
 pub use input::RunInput;
@@ -25,6 +24,7 @@ pub use result::{RunResult, RunStatus};
 use crate::error::{Error, ErrorCode, Result};
 use crate::provider::{Generator, ToolChoice, ToolDefinition};
 use crate::tool::Tool;
+use tokio::runtime::Runtime;
 
 /// Collects the configuration and tools of an agent. Not shared between threads.
 pub struct AgentBuilder {
@@ -118,9 +118,21 @@ impl AgentInner {
 
 impl Agent {
     /// Starts a run on ferrule's runtime. Events go to `sink` (if any), one at a
-    /// time, on the blocking pool. Dropping every handle of the run cancels it.
-    pub fn start(&self, input: RunInput, sink: Option<Box<dyn EventSink>>) -> Run {
-        run::start(self.clone(), input.into_messages(), sink)
+    /// time, on ferrule's event threads. Dropping every handle of the run cancels
+    /// it. Fails with `RESOURCE_EXHAUSTED` when the runtime cannot start its threads.
+    pub fn start(&self, input: RunInput, sink: Option<Box<dyn EventSink>>) -> Result<Run> {
+        Ok(self.start_on(crate::runtime::get()?, input, sink))
+    }
+
+    /// Starts a run on the runtime the caller already holds; cannot fail, so a
+    /// caller that must not lose `sink` gets the runtime first.
+    pub(crate) fn start_on(&self, runtime: &'static Runtime, input: RunInput, sink: Option<Box<dyn EventSink>>) -> Run {
+        run::start(runtime, self.clone(), input.into_messages(), sink)
+    }
+
+    /// Gives up this handle, returning the agent itself when this was the last one.
+    fn into_last(self) -> Option<AgentInner> {
+        Arc::into_inner(self.inner)
     }
 
     /// The configuration the agent was built from.

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use super::batch::{self, BatchContext};
 use futures_util::FutureExt;
+use tokio::runtime::Runtime;
 
 use super::events::{self, EventEmitter, EventKind, EventSink};
 use super::handle::{Run, RunShared};
@@ -15,18 +16,23 @@ use super::{Agent, RunResult, RunStatus};
 use crate::error::{Error, ErrorCode};
 use crate::message::{AssistantMessage, Message, StopReason, Usage};
 use crate::provider::{Delta, DeltaSink, GenerationRequest};
+use crate::runtime::{CallbackKind, CallbackScope};
 use crate::BoxFuture;
 
-/// Run serial numbers start at 1 (0 means "no run" to [`super::CallbackScope`]).
+/// Run serial numbers start at 1 (0 means "no run" to the callback scope).
 static NEXT_RUN_SERIAL: AtomicU64 = AtomicU64::new(1);
 
-/// Starts a run task on the runtime and returns the host's handle.
-pub(crate) fn start(agent: Agent, messages: Vec<Message>, sink: Option<Box<dyn EventSink>>) -> Run {
+/// Starts a run task on `runtime` and returns the host's handle.
+pub(crate) fn start(
+    runtime: &'static Runtime,
+    agent: Agent,
+    messages: Vec<Message>,
+    sink: Option<Box<dyn EventSink>>,
+) -> Run {
     let serial = NEXT_RUN_SERIAL.fetch_add(1, Ordering::Relaxed);
     let id: Arc<str> = format!("run-{serial}").into();
     let shared = Arc::new(RunShared::new(id.clone(), serial));
     let (events, dispatcher) = events::channel(id, serial, sink);
-    let runtime = crate::runtime::get();
     let dispatcher = dispatcher.map(|d| runtime.spawn(d));
     let messages_len = messages.len();
     let run = RunLoop {
@@ -46,8 +52,11 @@ pub(crate) fn start(agent: Agent, messages: Vec<Message>, sink: Option<Box<dyn E
 }
 
 /// Runs the loop with its panics caught, so a panic still ends the run with one
-/// `failed` run_end (keeping the transcript so far); then waits for the event
-/// dispatcher and publishes the result.
+/// `failed` run_end (keeping the transcript so far). Then, in this order: the
+/// event dispatcher delivers run_end and drops the sink; the run lets go of its
+/// agent (when that was the last hold, the tools' user data is released on a
+/// callback thread, inside this run's scope); the result is published, which wakes
+/// every waiter. So when a wait returns, nothing of the run calls the host again.
 async fn supervise(mut run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<()>>, shared: Arc<RunShared>) {
     let (status, error) = match AssertUnwindSafe(run.drive()).catch_unwind().await {
         Ok(ending) => ending,
@@ -56,16 +65,25 @@ async fn supervise(mut run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<
             if run.open_turn != 0 {
                 run.events.emit(EventKind::TurnEnd { turn: run.open_turn }).await;
             }
-            let text = crate::error::panic_text(payload.as_ref());
+            let text = crate::panic::describe(payload.as_ref());
             (RunStatus::Failed, Some(Error::new(ErrorCode::Panic, format!("ferrule panicked during the run: {text}"))))
         }
     };
     let events = run.events.clone();
-    let result = Arc::new(run.finish(status, error));
+    let serial = run.serial;
+    let (result, agent) = run.finish(status, error);
+    let result = Arc::new(result);
     events.emit(EventKind::RunEnd { status: result.status, result: result.clone(), error: result.error.clone() }).await;
     drop(events);
     if let Some(dispatcher) = dispatcher {
         let _ = dispatcher.await;
+    }
+    if let Some(last) = agent.into_last() {
+        let release = move || {
+            let _scope = CallbackScope::enter(serial, CallbackKind::Tool);
+            drop(last);
+        };
+        crate::runtime::tool_callbacks().run(release).await;
     }
     shared.finish(result);
 }
@@ -200,10 +218,13 @@ impl RunLoop {
         }
     }
 
-    fn finish(self, status: RunStatus, error: Option<Error>) -> RunResult {
+    /// The run result, and the agent the run no longer needs.
+    fn finish(self, status: RunStatus, error: Option<Error>) -> (RunResult, Agent) {
         let final_message =
             self.messages[self.input_len..].iter().rev().find(|m| matches!(m, Message::Assistant(_))).cloned();
-        RunResult { status, final_message, messages: self.messages, usage: self.usage, rounds: self.rounds, error }
+        let result =
+            RunResult { status, final_message, messages: self.messages, usage: self.usage, rounds: self.rounds, error };
+        (result, self.agent)
     }
 }
 

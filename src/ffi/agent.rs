@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_void};
 
 use serde_json::Value;
 
-use super::boundary::{guard, guard_void, out_arg, ref_arg, str_arg};
+use super::boundary::{arg_mut, arg_ref, arg_str, arg_take, free_box, give_box, guard, guard_or, null_arg};
 use super::error::ferrule_error;
 use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::run::{ferrule_event_fn, ferrule_run, ForeignEventSink};
@@ -38,10 +38,10 @@ pub unsafe extern "C" fn ferrule_agent_builder_new(
 ) -> *mut ferrule_error {
     guard(|| {
         // SAFETY: the host passes a writable out-parameter and `len` readable bytes.
-        let out = unsafe { out_arg(out, "out") }?;
-        let json = unsafe { str_arg(config_json, len, "config_json") }?;
+        let out = unsafe { arg_mut(out, "out") }?;
+        let json = unsafe { arg_str(config_json, len, "config_json") }?;
         let inner = AgentBuilder::from_json(json)?;
-        *out = Box::into_raw(Box::new(ferrule_agent_builder { inner }));
+        *out = give_box(ferrule_agent_builder { inner });
         Ok(())
     })
 }
@@ -59,15 +59,15 @@ pub unsafe extern "C" fn ferrule_agent_builder_add_tool(
 ) -> *mut ferrule_error {
     guard(|| {
         // SAFETY: the host passes a live builder and spec (or NULL).
-        let builder =
-            unsafe { builder.as_mut() }.ok_or_else(|| Error::new(ErrorCode::NullArg, "builder must not be NULL"))?;
-        let spec = unsafe { ref_arg(spec, "spec") }?;
+        let builder = unsafe { arg_mut(builder, "builder") }?;
+        let spec = unsafe { arg_ref(spec, "spec") }?;
         // SAFETY: `spec` is live; its strings are `(ptr, len)` pairs.
         let tool = unsafe { tool_spec(spec) }?;
         builder.inner.check_unique(tool.name())?;
-        let execute = spec.execute.ok_or_else(|| Error::new(ErrorCode::NullArg, "spec->execute must not be NULL"))?;
+        let execute = spec.execute.ok_or_else(|| null_arg("spec->execute"))?;
         // Everything is checked: from here on the user data belongs to ferrule.
-        let function = ForeignTool::new(execute, ForeignData::new(spec.user_data, spec.free_user_data));
+        let user_data = ForeignData::new(spec.user_data, spec.free_user_data);
+        let function = ForeignTool::new(execute, user_data, tool.options().nonblocking);
         builder.inner.add_tool(tool.implement(function))
     })
 }
@@ -81,10 +81,10 @@ unsafe fn tool_spec(spec: &ferrule_tool_spec) -> Result<ToolSpec> {
         )));
     }
     // SAFETY: the caller guarantees each `(ptr, len)` pair is readable.
-    let name = unsafe { str_arg(spec.name, spec.name_len, "spec->name") }?;
-    let description = unsafe { str_arg(spec.description, spec.description_len, "spec->description") }?;
-    let schema_json = unsafe { str_arg(spec.input_schema, spec.input_schema_len, "spec->input_schema") }?;
-    let options_json = unsafe { str_arg(spec.options, spec.options_len, "spec->options") }?;
+    let name = unsafe { arg_str(spec.name, spec.name_len, "spec->name") }?;
+    let description = unsafe { arg_str(spec.description, spec.description_len, "spec->description") }?;
+    let schema_json = unsafe { arg_str(spec.input_schema, spec.input_schema_len, "spec->input_schema") }?;
+    let options_json = unsafe { arg_str(spec.options, spec.options_len, "spec->options") }?;
     let schema: Value = if schema_json.trim().is_empty() {
         serde_json::json!({"type": "object"})
     } else {
@@ -104,58 +104,56 @@ pub unsafe extern "C" fn ferrule_agent_build(
     out: *mut *mut ferrule_agent,
 ) -> *mut ferrule_error {
     guard(|| {
-        // SAFETY: the host hands over a live builder (or NULL).
-        let builder = (!builder.is_null()).then(|| unsafe { Box::from_raw(builder) });
-        let out = unsafe { out_arg(out, "out") }?;
-        let builder = builder.ok_or_else(|| Error::new(ErrorCode::NullArg, "builder must not be NULL"))?;
-        let inner = builder.inner.build()?;
-        *out = Box::into_raw(Box::new(ferrule_agent { inner }));
+        // SAFETY: the host hands over a live builder (or NULL) and a writable
+        // out-parameter. The builder is taken first, so it is consumed on error too.
+        let builder = unsafe { arg_take(builder, "builder") };
+        let out = unsafe { arg_mut(out, "out") }?;
+        let inner = builder?.inner.build()?;
+        *out = give_box(ferrule_agent { inner });
         Ok(())
     })
 }
 
-/// Frees a builder that was not built (with its tools and their user data). NULL
-/// is a no-op.
+/// Frees a builder that was not built (with its tools and their user data, freed
+/// on this thread). NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_agent_builder_free(builder: *mut ferrule_agent_builder) {
-    guard_void(|| {
-        if !builder.is_null() {
-            // SAFETY: the host passes a builder from ferrule exactly once.
-            drop(unsafe { Box::from_raw(builder) });
-        }
-    })
+    // SAFETY: the host passes NULL or a builder from ferrule, once.
+    guard_or((), || unsafe { free_box(builder) })
 }
 
 /// A new handle on the same agent, freed separately with `ferrule_agent_free`.
 /// NULL for NULL. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_agent_clone(agent: *const ferrule_agent) -> *mut ferrule_agent {
-    // SAFETY: the host passes NULL or a live agent.
-    match unsafe { agent.as_ref() } {
-        Some(agent) => Box::into_raw(Box::new(ferrule_agent { inner: agent.inner.clone() })),
-        None => std::ptr::null_mut(),
-    }
-}
-
-/// Frees one agent handle. Runs already started go on; the tools' user data is
-/// freed when the last handle and the last run are gone. NULL is a no-op. Any
-/// thread.
-#[no_mangle]
-pub unsafe extern "C" fn ferrule_agent_free(agent: *mut ferrule_agent) {
-    guard_void(|| {
-        if !agent.is_null() {
-            // SAFETY: the host passes an agent handle from ferrule exactly once.
-            drop(unsafe { Box::from_raw(agent) });
-        }
+    guard_or(std::ptr::null_mut(), || {
+        // SAFETY: the host passes NULL or a live agent.
+        unsafe { agent.as_ref() }
+            .map_or(std::ptr::null_mut(), |agent| give_box(ferrule_agent { inner: agent.inner.clone() }))
     })
 }
 
+/// Frees one agent handle. Runs already started go on. The tools' user data is
+/// freed when the last handle and the last run are gone: inside this call when it
+/// frees the last handle and no run is left, otherwise on a ferrule callback
+/// thread after the last run's `run_end`, before that run's `ferrule_run_wait`
+/// returns. NULL is a no-op. Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_agent_free(agent: *mut ferrule_agent) {
+    // SAFETY: the host passes NULL or an agent handle from ferrule, once.
+    guard_or((), || unsafe { free_box(agent) })
+}
+
 /// Starts a run from `{"prompt": "..."}` or `{"messages": [...]}`. Events go to
-/// `on_event(user_data, json, len)` one at a time, in order, on a ferrule thread
-/// (`json` is borrowed for the call and NUL-terminated); `run_end` is always the
-/// last, and `free_user_data(user_data)` runs once right after it. `on_event` may
-/// be NULL (no events). On success `*out` owns a run handle and ferrule owns
-/// `user_data`; on error the host still owns it. Any thread.
+/// `on_event(user_data, json, len)` one at a time, in order, on one of ferrule's
+/// event threads (`json` is borrowed for the call and NUL-terminated); `run_end`
+/// is always the last, and `free_user_data(user_data)` runs once right after it,
+/// on the same thread, before `ferrule_run_wait` returns. `on_event` may be NULL
+/// (no events); then `free_user_data(user_data)` runs before this returns.
+///
+/// On success `*out` owns a run handle and ferrule owns `user_data`; on any error
+/// the host still owns it. `FERRULE_ERROR_RESOURCE_EXHAUSTED` when the runtime
+/// cannot start its threads (a later call tries again). Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_agent_start(
     agent: *const ferrule_agent,
@@ -168,13 +166,21 @@ pub unsafe extern "C" fn ferrule_agent_start(
 ) -> *mut ferrule_error {
     guard(|| {
         // SAFETY: the host passes live pointers (or NULL) and `len` readable bytes.
-        let agent = unsafe { ref_arg(agent, "agent") }?;
-        let out = unsafe { out_arg(out, "out") }?;
-        let json = unsafe { str_arg(input_json, len, "input_json") }?;
+        let agent = unsafe { arg_ref(agent, "agent") }?;
+        let out = unsafe { arg_mut(out, "out") }?;
+        let json = unsafe { arg_str(input_json, len, "input_json") }?;
         let input = RunInput::from_json(json)?;
+        let runtime = crate::runtime::get()?;
+        // Nothing can fail from here on: the user data belongs to ferrule.
         let user_data = ForeignData::new(user_data, free_user_data);
-        let sink = on_event.map(|f| Box::new(ForeignEventSink::new(f, user_data)) as Box<dyn EventSink>);
-        *out = ferrule_run::new(agent.inner.start(input, sink));
+        let sink = match on_event {
+            Some(on_event) => Some(Box::new(ForeignEventSink::new(on_event, user_data)) as Box<dyn EventSink>),
+            None => {
+                drop(user_data);
+                None
+            }
+        };
+        *out = ferrule_run::new(agent.inner.start_on(runtime, input, sink));
         Ok(())
     })
 }

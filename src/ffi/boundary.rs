@@ -1,14 +1,26 @@
-//! The panic boundary and argument conversion every `extern "C"` body goes through.
+//! The panic boundary and argument unpacking every `extern "C"` body goes through.
+//!
+//! Three guards, by what a function returns: [`guard`] for fallible functions
+//! (`ferrule_error *`), [`guard_or`] for everything else, and [`guard_anywhere`]
+//! for the few functions a forked child still needs (errors, strings, versions).
+//! Each catches panics, which never print to the host's stderr, and each but the
+//! last answers a forked child as DESIGN 2.11 says: `FORKED` errors, fallback
+//! values, no effect.
+//!
+//! The `arg_*` helpers turn pointer arguments into references, with the
+//! `NULL_ARG` error that names the argument, so no function body checks NULL or
+//! calls `Box::from_raw` itself.
 
-use std::any::Any;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use super::error::ferrule_error;
 use crate::error::{Error, ErrorCode, Result};
+use crate::panic::QuietZone;
 
 /// Runs a fallible body: `Ok` becomes NULL, an error or a panic becomes an owned
 /// `ferrule_error`. Refuses with `FORKED` in a forked child.
 pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> *mut ferrule_error {
+    let _quiet = QuietZone::enter();
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         crate::runtime::check_not_forked()?;
         body()
@@ -16,20 +28,31 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> *mut ferrule_error {
     match outcome {
         Ok(Ok(())) => std::ptr::null_mut(),
         Ok(Err(error)) => ferrule_error::into_raw(error),
-        Err(payload) => ferrule_error::into_raw(panic_error(payload)),
+        Err(payload) => ferrule_error::into_raw(Error::new(
+            ErrorCode::Panic,
+            format!("ferrule panicked: {}", crate::panic::describe(payload.as_ref())),
+        )),
     }
 }
 
-/// Runs an infallible body; a panic is swallowed (there is nowhere to report it).
-pub(crate) fn guard_void(body: impl FnOnce()) {
-    let _ = catch_unwind(AssertUnwindSafe(body));
+/// Runs a body that cannot fail; a panic, or a call in a forked child, returns
+/// `fallback` instead (for `_free` and `_cancel` functions, `()`: nothing happens).
+pub(crate) fn guard_or<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    if crate::runtime::is_forked() {
+        return fallback;
+    }
+    guard_anywhere(fallback, body)
 }
 
-fn panic_error(payload: Box<dyn Any + Send>) -> Error {
-    Error::new(ErrorCode::Panic, format!("ferrule panicked: {}", crate::error::panic_text(payload.as_ref())))
+/// Like [`guard_or`], but also runs in a forked child: for functions that touch
+/// nothing but their arguments, which a child needs to read and free the `FORKED`
+/// errors it gets.
+pub(crate) fn guard_anywhere<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    let _quiet = QuietZone::enter();
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(fallback)
 }
 
-fn null_arg(name: &str) -> Error {
+pub(crate) fn null_arg(name: &str) -> Error {
     Error::new(ErrorCode::NullArg, format!("{name} must not be NULL"))
 }
 
@@ -37,7 +60,7 @@ fn null_arg(name: &str) -> Error {
 ///
 /// # Safety
 /// A non-NULL `ptr` must point to `len` readable bytes that outlive `'a`.
-pub(crate) unsafe fn str_arg<'a>(ptr: *const std::ffi::c_char, len: usize, name: &str) -> Result<&'a str> {
+pub(crate) unsafe fn arg_str<'a>(ptr: *const std::ffi::c_char, len: usize, name: &str) -> Result<&'a str> {
     if ptr.is_null() {
         return if len == 0 { Ok("") } else { Err(null_arg(name)) };
     }
@@ -48,20 +71,48 @@ pub(crate) unsafe fn str_arg<'a>(ptr: *const std::ffi::c_char, len: usize, name:
     })
 }
 
-/// Borrows a handle.
+/// Borrows an object.
 ///
 /// # Safety
 /// A non-NULL `ptr` must point to a live `T` that outlives `'a`.
-pub(crate) unsafe fn ref_arg<'a, T>(ptr: *const T, name: &str) -> Result<&'a T> {
+pub(crate) unsafe fn arg_ref<'a, T>(ptr: *const T, name: &str) -> Result<&'a T> {
     // SAFETY: the caller guarantees a non-NULL `ptr` is live.
     unsafe { ptr.as_ref() }.ok_or_else(|| null_arg(name))
 }
 
-/// Borrows an out-parameter.
+/// Borrows an object or an out-parameter mutably.
 ///
 /// # Safety
-/// A non-NULL `ptr` must be valid for writes for `'a`.
-pub(crate) unsafe fn out_arg<'a, T>(ptr: *mut T, name: &str) -> Result<&'a mut T> {
-    // SAFETY: the caller guarantees a non-NULL `ptr` is writable.
+/// A non-NULL `ptr` must be valid for reads and writes for `'a`, and not aliased.
+pub(crate) unsafe fn arg_mut<'a, T>(ptr: *mut T, name: &str) -> Result<&'a mut T> {
+    // SAFETY: the caller guarantees a non-NULL `ptr` is valid and unaliased.
     unsafe { ptr.as_mut() }.ok_or_else(|| null_arg(name))
+}
+
+/// Takes ownership of an object the host hands over (it came from [`give_box`]).
+///
+/// # Safety
+/// A non-NULL `ptr` must come from [`give_box`] and not be used by the host again.
+pub(crate) unsafe fn arg_take<T>(ptr: *mut T, name: &str) -> Result<Box<T>> {
+    if ptr.is_null() {
+        return Err(null_arg(name));
+    }
+    // SAFETY: as the caller guarantees, `ptr` came from `Box::into_raw`, once.
+    Ok(unsafe { Box::from_raw(ptr) })
+}
+
+/// Hands an object to the host, which gives it back to [`arg_take`] or [`free_box`].
+pub(crate) fn give_box<T>(value: T) -> *mut T {
+    Box::into_raw(Box::new(value))
+}
+
+/// Drops an object the host frees; NULL is a no-op.
+///
+/// # Safety
+/// A non-NULL `ptr` must come from [`give_box`] and not be used by the host again.
+pub(crate) unsafe fn free_box<T>(ptr: *mut T) {
+    if !ptr.is_null() {
+        // SAFETY: as the caller guarantees, `ptr` came from `Box::into_raw`, once.
+        drop(unsafe { Box::from_raw(ptr) });
+    }
 }

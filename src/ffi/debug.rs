@@ -2,7 +2,7 @@
 
 use std::ffi::c_char;
 
-use super::boundary::{guard, str_arg};
+use super::boundary::{arg_str, guard};
 use super::error::ferrule_error;
 
 /// Panics with `message` inside ferrule's panic boundary and returns the resulting
@@ -12,7 +12,7 @@ use super::error::ferrule_error;
 pub unsafe extern "C" fn ferrule_debug_panic(message: *const c_char, len: usize) -> *mut ferrule_error {
     guard(|| {
         // SAFETY: the host passes `len` readable bytes.
-        let message = unsafe { str_arg(message, len, "message") }?;
+        let message = unsafe { arg_str(message, len, "message") }?;
         panic!("{message}");
     })
 }

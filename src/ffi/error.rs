@@ -2,6 +2,7 @@
 
 use std::ffi::CString;
 
+use super::boundary::{free_box, give_box, guard_anywhere};
 use super::string::ferrule_str;
 use crate::error::Error;
 
@@ -17,33 +18,34 @@ impl ferrule_error {
     pub(crate) fn into_raw(error: Error) -> *mut ferrule_error {
         let text = error.message.replace('\0', "\\0");
         let message = CString::new(text).unwrap_or_default();
-        Box::into_raw(Box::new(ferrule_error { code: error.code as u32, message }))
+        give_box(ferrule_error { code: error.code as u32, message })
     }
 }
 
-/// The error's stable code, one of `FERRULE_ERROR_*`. Returns 0 for NULL.
+/// The error's stable code, one of `FERRULE_ERROR_*`. Returns 0 for NULL. Any
+/// thread; works in a forked child too.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_error_code(error: *const ferrule_error) -> u32 {
-    // SAFETY: the host passes NULL or an error it has not freed.
-    unsafe { error.as_ref() }.map_or(0, |e| e.code)
+    guard_anywhere(0, || {
+        // SAFETY: the host passes NULL or an error it has not freed.
+        unsafe { error.as_ref() }.map_or(0, |e| e.code)
+    })
 }
 
 /// The error's message: UTF-8, NUL-terminated at `ptr[len]`, borrowed from `error`
-/// and valid until `ferrule_error_free(error)`. Empty for NULL.
+/// and valid until `ferrule_error_free(error)`. Empty for NULL. Any thread; works
+/// in a forked child too.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_error_message(error: *const ferrule_error) -> ferrule_str {
-    // SAFETY: the host passes NULL or an error it has not freed.
-    match unsafe { error.as_ref() } {
-        Some(e) => ferrule_str::from_cstr(&e.message),
-        None => ferrule_str::EMPTY,
-    }
+    guard_anywhere(ferrule_str::EMPTY, || {
+        // SAFETY: the host passes NULL or an error it has not freed.
+        unsafe { error.as_ref() }.map_or(ferrule_str::EMPTY, |e| ferrule_str::from_cstr(&e.message))
+    })
 }
 
-/// Frees an error. NULL is a no-op.
+/// Frees an error. NULL is a no-op. Any thread; works in a forked child too.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_error_free(error: *mut ferrule_error) {
-    if !error.is_null() {
-        // SAFETY: the host passes an error from ferrule exactly once.
-        drop(unsafe { Box::from_raw(error) });
-    }
+    // SAFETY: the host passes NULL or an error from ferrule, once.
+    guard_anywhere((), || unsafe { free_box(error) })
 }

@@ -1,5 +1,9 @@
 //! Host user data with its finalizer: `free_user_data` runs exactly once, when the
 //! last owner drops it, because it runs in `Drop`.
+//!
+//! It runs on the thread that drops the last owner, unless that is one of
+//! ferrule's runtime threads, where host code must not run: then it runs on a
+//! tool callback thread.
 
 use std::ffi::c_void;
 
@@ -26,9 +30,29 @@ impl ForeignData {
 
 impl Drop for ForeignData {
     fn drop(&mut self) {
-        if let Some(finalizer) = self.finalizer {
-            // SAFETY: the host gave this finalizer for this pointer; it runs once.
-            unsafe { finalizer(self.data) };
+        let Some(finalizer) = self.finalizer.take() else { return };
+        let release = Release { data: self.data, finalizer };
+        if crate::runtime::on_runtime_thread() {
+            crate::runtime::tool_callbacks().submit_or_run_here(Box::new(move || release.run()));
+        } else {
+            release.run();
         }
+    }
+}
+
+/// One pending `free_user_data` call.
+struct Release {
+    data: *mut c_void,
+    finalizer: unsafe extern "C" fn(*mut c_void),
+}
+
+// SAFETY: as for `ForeignData`.
+unsafe impl Send for Release {}
+
+impl Release {
+    fn run(self) {
+        // SAFETY: the host gave this finalizer for this pointer; `ForeignData`
+        // took it out of its slot, so it runs once.
+        unsafe { (self.finalizer)(self.data) };
     }
 }

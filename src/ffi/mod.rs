@@ -14,6 +14,7 @@ mod boundary;
 mod debug;
 mod error;
 mod foreign_data;
+mod handle_table;
 mod run;
 mod string;
 mod tool;

@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use super::boundary::{guard, guard_void, out_arg, ref_arg};
+use super::boundary::{arg_mut, arg_ref, free_box, give_box, guard, guard_or};
 use super::error::ferrule_error;
 use super::foreign_data::ForeignData;
 use super::string::{ferrule_str, give_string, NulTerminated};
@@ -11,7 +11,7 @@ use crate::error::{Error, ErrorCode};
 
 /// Receives one event: a JSON object with `"type"` and `"run_id"`, `len` bytes at
 /// `event_json` (NUL-terminated), borrowed for the duration of the call. Called on
-/// a ferrule thread, never twice at once for one run, in order.
+/// one of ferrule's event threads, never twice at once for one run, in order.
 pub type ferrule_event_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, event_json: *const c_char, len: usize)>;
 
 /// A run. Every handle (from `ferrule_agent_start` or `_clone`) is freed with
@@ -25,7 +25,7 @@ pub struct ferrule_run {
 impl ferrule_run {
     pub(crate) fn new(inner: Run) -> *mut ferrule_run {
         let id = NulTerminated::new(inner.id());
-        Box::into_raw(Box::new(ferrule_run { inner, id }))
+        give_box(ferrule_run { inner, id })
     }
 }
 
@@ -63,16 +63,21 @@ impl EventSink for ForeignEventSink {
 /// that handle is freed. Empty for NULL.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_run_id(run: *const ferrule_run) -> ferrule_str {
-    // SAFETY: the host passes NULL or a live run.
-    unsafe { run.as_ref() }.map_or(ferrule_str::EMPTY, |r| r.id.as_ferrule_str())
+    guard_or(ferrule_str::EMPTY, || {
+        // SAFETY: the host passes NULL or a live run.
+        unsafe { run.as_ref() }.map_or(ferrule_str::EMPTY, |r| r.id.as_ferrule_str())
+    })
 }
 
-/// Blocks until the run has ended and every event was delivered, then writes the
-/// run result JSON (`status`, `final`, `messages`, `usage`, `rounds`, `error`) to
-/// `*result_json` / `*len`, owned by the host (free with `ferrule_string_free`).
-/// Succeeds for every status; a failed run has its error inside the result. May
-/// be called any number of times, from any thread; inside one of this run's own
-/// callbacks it returns `FERRULE_ERROR_WOULD_DEADLOCK` instead of hanging.
+/// Blocks until the run has ended, every event was delivered and the run let go
+/// of the host's user data (the event callback's, and the tools' when the run held
+/// the agent last), then writes the run result JSON (`status`, `final`,
+/// `messages`, `usage`, `rounds`, `error`) to `*result_json` / `*len`, owned by the
+/// host (free with `ferrule_string_free`). Succeeds for every status; a failed run
+/// has its error inside the result. May be called any number of times, from any
+/// thread. Returns `FERRULE_ERROR_WOULD_DEADLOCK` instead of hanging inside one of
+/// this run's own callbacks or `free_user_data` functions, and inside a
+/// `nonblocking` tool's callback (which runs on ferrule's runtime).
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_run_wait(
     run: *mut ferrule_run,
@@ -81,9 +86,9 @@ pub unsafe extern "C" fn ferrule_run_wait(
 ) -> *mut ferrule_error {
     guard(|| {
         // SAFETY: the host passes live pointers (or NULL).
-        let run = unsafe { ref_arg(run, "run") }?;
-        let result_json = unsafe { out_arg(result_json, "result_json") }?;
-        let len = unsafe { out_arg(len, "len") }?;
+        let run = unsafe { arg_ref(run, "run") }?;
+        let result_json = unsafe { arg_mut(result_json, "result_json") }?;
+        let len = unsafe { arg_mut(len, "len") }?;
         let result = run.inner.wait_blocking()?;
         let json = serde_json::to_string(&*result)
             .map_err(|e| Error::new(ErrorCode::Panic, format!("the run result did not serialise: {e}")))?;
@@ -96,7 +101,7 @@ pub unsafe extern "C" fn ferrule_run_wait(
 /// Safe from any thread, inside callbacks too. NULL is a no-op.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_run_cancel(run: *mut ferrule_run) {
-    guard_void(|| {
+    guard_or((), || {
         // SAFETY: the host passes NULL or a live run.
         if let Some(run) = unsafe { run.as_ref() } {
             run.inner.cancel();
@@ -108,11 +113,10 @@ pub unsafe extern "C" fn ferrule_run_cancel(run: *mut ferrule_run) {
 /// for NULL. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_run_clone(run: *const ferrule_run) -> *mut ferrule_run {
-    // SAFETY: the host passes NULL or a live run.
-    match unsafe { run.as_ref() } {
-        Some(run) => ferrule_run::new(run.inner.clone()),
-        None => std::ptr::null_mut(),
-    }
+    guard_or(std::ptr::null_mut(), || {
+        // SAFETY: the host passes NULL or a live run.
+        unsafe { run.as_ref() }.map_or(std::ptr::null_mut(), |run| ferrule_run::new(run.inner.clone()))
+    })
 }
 
 /// Frees one run handle; freeing the last cancels the run if it is still going.
@@ -120,10 +124,6 @@ pub unsafe extern "C" fn ferrule_run_clone(run: *const ferrule_run) -> *mut ferr
 /// no-op. Any thread, inside callbacks too.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_run_free(run: *mut ferrule_run) {
-    guard_void(|| {
-        if !run.is_null() {
-            // SAFETY: the host passes a run handle from ferrule exactly once.
-            drop(unsafe { Box::from_raw(run) });
-        }
-    })
+    // SAFETY: the host passes NULL or a run handle from ferrule, once.
+    guard_or((), || unsafe { free_box(run) })
 }

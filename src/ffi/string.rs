@@ -2,6 +2,7 @@
 
 use std::ffi::{c_char, CStr, CString};
 
+use super::boundary::guard_anywhere;
 use crate::error::{Error, ErrorCode, Result};
 
 /// A borrowed UTF-8 string: `len` bytes at `ptr`, followed by a NUL at `ptr[len]`.
@@ -51,11 +52,13 @@ pub(crate) fn give_string(text: String, out: &mut *mut c_char, out_len: &mut usi
 }
 
 /// Frees a string ferrule returned through a `char **` out-parameter. NULL is a
-/// no-op. Any thread.
+/// no-op. Any thread; works in a forked child too.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_string_free(text: *mut c_char) {
-    if !text.is_null() {
-        // SAFETY: the host passes a string from `give_string` exactly once.
-        drop(unsafe { CString::from_raw(text) });
-    }
+    guard_anywhere((), || {
+        if !text.is_null() {
+            // SAFETY: the host passes a string from `give_string` exactly once.
+            drop(unsafe { CString::from_raw(text) });
+        }
+    })
 }

@@ -5,15 +5,17 @@ use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 use super::foreign_data::{ferrule_free_fn, ForeignData};
-use super::tool_call::{ferrule_tool_call, CallHandle};
-use crate::agent::CallbackScope;
+use super::tool_call::{self, ferrule_tool_call, CallTicket};
 use crate::tool::{Invocation, ToolFunction, ToolOutcome};
 use crate::BoxFuture;
 
-/// A host tool's function. Runs on ferrule's blocking pool (never a runtime worker),
-/// so it may block. It must eventually call exactly one of
+/// A host tool's function. It must eventually call exactly one of
 /// `ferrule_tool_call_complete` or `ferrule_tool_call_fail` on `call`, before it
-/// returns or later from any thread.
+/// returns or later from any thread. It runs on one of ferrule's tool callback
+/// threads, where it may block (a blocked tool slows only its own run), unless
+/// the tool's options say `"nonblocking": true`: then it runs on ferrule's runtime
+/// and must return at once, handing the work to a thread, goroutine or task of
+/// the host's.
 pub type ferrule_tool_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, call: *mut ferrule_tool_call)>;
 
 /// Describes a host tool to `ferrule_agent_builder_add_tool`. Strings are
@@ -35,7 +37,7 @@ pub struct ferrule_tool_spec {
     /// Length of `input_schema` in bytes.
     pub input_schema_len: usize,
     /// Options JSON (`execution`, `timeout_ms`, `deferred`, `strict`,
-    /// `on_error`) or empty.
+    /// `nonblocking`, `on_error`) or empty.
     pub options: *const c_char,
     /// Length of `options` in bytes.
     pub options_len: usize,
@@ -47,9 +49,12 @@ pub struct ferrule_tool_spec {
     pub free_user_data: ferrule_free_fn,
 }
 
-/// Runs a host callback on the blocking pool and resolves when the host completes.
+/// Runs a host tool's callback and resolves when the host completes the call.
+/// A blocking tool's callback runs on a tool callback thread; a `nonblocking`
+/// one's runs at once on the run's own thread, with no hand-off.
 pub(crate) struct ForeignTool {
     callback: Arc<ForeignCallback>,
+    nonblocking: bool,
 }
 
 struct ForeignCallback {
@@ -57,30 +62,42 @@ struct ForeignCallback {
     user_data: ForeignData,
 }
 
+impl ForeignCallback {
+    fn call(&self, ticket: CallTicket) {
+        // SAFETY: the host's function gets its own user data and a live call handle.
+        ticket.hand_over(|call| unsafe { (self.execute)(self.user_data.data, call) });
+    }
+}
+
 impl ForeignTool {
     pub(crate) fn new(
         execute: unsafe extern "C" fn(*mut c_void, *mut ferrule_tool_call),
         user_data: ForeignData,
+        nonblocking: bool,
     ) -> Self {
-        ForeignTool { callback: Arc::new(ForeignCallback { execute, user_data }) }
+        ForeignTool { callback: Arc::new(ForeignCallback { execute, user_data }), nonblocking }
     }
 }
 
 impl ToolFunction for ForeignTool {
     fn invoke(&self, invocation: Invocation) -> BoxFuture<'static, ToolOutcome> {
-        let run_serial = invocation.run_serial();
-        let (handle, completion) = CallHandle::new(invocation);
+        let Some((ticket, pending)) = tool_call::begin(&invocation) else {
+            return Box::pin(std::future::ready(ToolOutcome::Failed(
+                "Too many tool calls are in progress in this process; try again later.".to_owned(),
+            )));
+        };
+        if self.nonblocking {
+            self.callback.call(ticket);
+            return Box::pin(pending);
+        }
         let callback = self.callback.clone();
-        tokio::task::spawn_blocking(move || {
-            let _scope = CallbackScope::enter(run_serial);
-            // SAFETY: `handle` is live: the callback frame holds one of its references.
-            unsafe { (callback.execute)(callback.user_data.data, handle.as_ptr()) };
-            handle.release();
-        });
-        Box::pin(async move {
-            completion
-                .await
-                .unwrap_or_else(|_| ToolOutcome::Failed("The tool's call was dropped before it completed.".to_owned()))
-        })
+        let submitted = crate::runtime::tool_callbacks().submit(Box::new(move || callback.call(ticket)));
+        if let Err(refused) = submitted {
+            return Box::pin(std::future::ready(ToolOutcome::Failed(format!(
+                "The tool could not run: the system refused ferrule a thread for it ({}).",
+                refused.error
+            ))));
+        }
+        Box::pin(pending)
     }
 }

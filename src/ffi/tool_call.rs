@@ -1,138 +1,292 @@
 //! `ferrule_tool_call`: one running call of a host tool.
 //!
-//! The handle has two owners: the callback frame (until `execute` returns) and the
-//! completion right (until `_complete` or `_fail`). It is freed when both are done,
-//! so completing twice inside the callback is caught (`ALREADY_COMPLETED`) instead
-//! of touching freed memory. An update holds a temporary reference, so an update
-//! still running on one thread while another completes the call is safe.
+//! A `ferrule_tool_call *` is a handle into a table of live calls, never a
+//! pointer ferrule dereferences (see `handle_table`). `_complete` and `_fail`
+//! remove the call from the table, so from then on, on every thread and however
+//! late, the handle is recognised as stale: the functions that act on it return
+//! `ALREADY_COMPLETED`, `_is_cancelled` returns true, and the getters return empty
+//! strings. Only strings a getter returned earlier follow the simple rule: they
+//! are valid until the call is completed or failed.
 
-use std::ffi::c_char;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::ffi::{c_char, c_void};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::boundary::{guard, ref_arg, str_arg};
+use super::boundary::{arg_str, guard, guard_or, null_arg};
 use super::error::ferrule_error;
+use super::foreign_data::{ferrule_free_fn, ForeignData};
+use super::handle_table::HandleTable;
 use super::string::{ferrule_str, NulTerminated};
 use crate::error::{Error, ErrorCode, Result};
+use crate::runtime::{CallbackKind, CallbackScope};
 use crate::tool::{Invocation, ToolOutcome, ToolResult, UpdateSink};
 
-/// One call of a host tool. Borrowed strings from it stay valid until the call is
-/// completed or failed; after that the handle must not be used.
+/// One call of a host tool: an opaque handle. See `ferrule_tool_call_complete`
+/// for its life.
 pub struct ferrule_tool_call {
+    _opaque: [u8; 0],
+}
+
+/// Runs when a call is cancelled before it completes; see
+/// `ferrule_tool_call_on_cancel`.
+pub type ferrule_cancel_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+
+/// Every call whose host has not completed it yet.
+static LIVE_CALLS: HandleTable<ForeignCall> = HandleTable::new();
+
+/// A call as ferrule keeps it while the host works on it.
+struct ForeignCall {
     id: NulTerminated,
     name: NulTerminated,
     arguments: NulTerminated,
     cancel: CancellationToken,
     updates: UpdateSink,
-    completion: Mutex<Option<oneshot::Sender<ToolOutcome>>>,
-    references: AtomicUsize,
+    run_serial: u64,
+    state: Mutex<CallState>,
 }
 
-/// A counted reference to a heap-allocated `ferrule_tool_call`.
-pub(crate) struct CallHandle(*mut ferrule_tool_call);
+struct CallState {
+    /// Taken by the one completion.
+    completion: Option<oneshot::Sender<ToolOutcome>>,
+    /// The runner gave up on the call (timeout, cancellation): its result will be
+    /// discarded.
+    abandoned: bool,
+    /// The host's cancel handler, until it runs or the call ends.
+    on_cancel: Option<CancelHandler>,
+}
 
-// SAFETY: every field of `ferrule_tool_call` is thread-safe, and the count decides
-// which thread frees it.
-unsafe impl Send for CallHandle {}
+struct CancelHandler {
+    function: unsafe extern "C" fn(*mut c_void),
+    user_data: ForeignData,
+}
 
-impl CallHandle {
-    /// A handle with its two references (callback frame, completion right), and
-    /// the receiver of its outcome.
-    pub(crate) fn new(invocation: Invocation) -> (CallHandle, oneshot::Receiver<ToolOutcome>) {
-        let (sender, receiver) = oneshot::channel();
-        let call = ferrule_tool_call {
+impl CancelHandler {
+    /// Runs the handler, then frees its user data, on a tool callback thread in
+    /// the run's callback scope.
+    fn fire(self, run_serial: u64) {
+        crate::runtime::tool_callbacks().submit_or_run_here(Box::new(move || self.run(run_serial)));
+    }
+
+    fn run(self, run_serial: u64) {
+        let _scope = CallbackScope::enter(run_serial, CallbackKind::Tool);
+        // SAFETY: the host registered this function for this user data.
+        unsafe { (self.function)(self.user_data.data) };
+    }
+}
+
+impl ForeignCall {
+    fn new(invocation: &Invocation, completion: oneshot::Sender<ToolOutcome>) -> Self {
+        ForeignCall {
             id: NulTerminated::new(invocation.id()),
             name: NulTerminated::new(invocation.name()),
             arguments: NulTerminated::new(invocation.arguments_json()),
             cancel: invocation.cancellation().clone(),
             updates: invocation.updates().clone(),
-            completion: Mutex::new(Some(sender)),
-            references: AtomicUsize::new(2),
+            run_serial: invocation.run_serial(),
+            state: Mutex::new(CallState { completion: Some(completion), abandoned: false, on_cancel: None }),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, CallState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Ends the call with `outcome` (discarded if the runner gave up); an unfired
+    /// cancel handler is released unrun.
+    fn finish(&self, outcome: ToolOutcome) {
+        let (completion, unfired) = {
+            let mut state = self.state();
+            (state.completion.take(), state.on_cancel.take())
         };
-        (CallHandle(Box::into_raw(Box::new(call))), receiver)
+        if let Some(completion) = completion {
+            let _ = completion.send(outcome);
+        }
+        drop(unfired);
     }
 
-    pub(crate) fn as_ptr(&self) -> *mut ferrule_tool_call {
-        self.0
+    /// The runner gave up on the call: it is cancelled, and its cancel handler runs.
+    fn abandon(&self) {
+        self.cancel.cancel();
+        let handler = {
+            let mut state = self.state();
+            state.abandoned = true;
+            state.on_cancel.take()
+        };
+        if let Some(handler) = handler {
+            handler.fire(self.run_serial);
+        }
     }
 
-    /// Gives up this reference, freeing the call when it was the last.
-    pub(crate) fn release(self) {
-        // SAFETY: this reference keeps the call alive until the decrement.
-        if unsafe { &*self.0 }.references.fetch_sub(1, Ordering::AcqRel) == 1 {
-            // SAFETY: no reference is left; the allocation came from `Box::into_raw`.
-            drop(unsafe { Box::from_raw(self.0) });
+    fn is_abandoned(&self) -> bool {
+        self.state().abandoned
+    }
+}
+
+/// A call's handle as ferrule passes it to the host: the key of its table entry.
+#[derive(Clone, Copy)]
+struct CallHandle(usize);
+
+impl CallHandle {
+    /// Enters `call` in the table of live calls.
+    fn register(call: Arc<ForeignCall>) -> Option<CallHandle> {
+        LIVE_CALLS.insert(call).map(CallHandle)
+    }
+
+    fn from_ptr(call: *const ferrule_tool_call) -> Result<CallHandle> {
+        if call.is_null() {
+            return Err(null_arg("call"));
+        }
+        Ok(CallHandle(call as usize))
+    }
+
+    fn as_ptr(self) -> *mut ferrule_tool_call {
+        self.0 as *mut ferrule_tool_call
+    }
+
+    /// The call, while the host has not completed it.
+    fn live(self) -> Result<Arc<ForeignCall>> {
+        LIVE_CALLS.get(self.0).ok_or_else(already_completed)
+    }
+
+    /// Takes the call out of the table: the one completion.
+    fn take(self) -> Result<Arc<ForeignCall>> {
+        LIVE_CALLS.remove(self.0).ok_or_else(already_completed)
+    }
+}
+
+fn already_completed() -> Error {
+    Error::new(ErrorCode::AlreadyCompleted, "this tool call was already completed or failed")
+}
+
+/// The runner's side of a call: resolves with the host's outcome. Dropped before
+/// that (a timeout, a cancelled run), it abandons the call.
+pub(crate) struct PendingCall {
+    outcome: oneshot::Receiver<ToolOutcome>,
+    call: Arc<ForeignCall>,
+    resolved: bool,
+}
+
+impl Future for PendingCall {
+    type Output = ToolOutcome;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolOutcome> {
+        let outcome = std::task::ready!(Pin::new(&mut self.outcome).poll(cx));
+        self.resolved = true;
+        Poll::Ready(
+            outcome
+                .unwrap_or_else(|_| ToolOutcome::Failed("The tool's call was dropped before it completed.".to_owned())),
+        )
+    }
+}
+
+impl Drop for PendingCall {
+    fn drop(&mut self) {
+        if !self.resolved {
+            self.call.abandon();
         }
     }
 }
 
-impl ferrule_tool_call {
-    fn take_completion(&self) -> Result<oneshot::Sender<ToolOutcome>> {
-        self.completion
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .ok_or_else(|| Error::new(ErrorCode::AlreadyCompleted, "this tool call was already completed or failed"))
-    }
+/// Starts a call: enters it in the table and returns what hands it to the host,
+/// with the future of its outcome. `None` when the table is full.
+pub(crate) fn begin(invocation: &Invocation) -> Option<(CallTicket, PendingCall)> {
+    let (completion, outcome) = oneshot::channel();
+    let call = Arc::new(ForeignCall::new(invocation, completion));
+    let handle = CallHandle::register(call.clone())?;
+    Some((
+        CallTicket { handle, call: call.clone(), handed_over: false },
+        PendingCall { outcome, call, resolved: false },
+    ))
+}
 
-    fn is_completed(&self) -> bool {
-        self.completion.lock().unwrap_or_else(|e| e.into_inner()).is_none()
-    }
+/// A registered call not yet handed to the host. Dropped without being handed
+/// over, it takes the call out of the table: the host never sees it.
+pub(crate) struct CallTicket {
+    handle: CallHandle,
+    call: Arc<ForeignCall>,
+    handed_over: bool,
+}
 
-    /// Ends the call with `outcome` and gives up the completion right.
-    fn finish(&self, sender: oneshot::Sender<ToolOutcome>, outcome: ToolOutcome) {
-        let _ = sender.send(outcome);
-        CallHandle(self as *const _ as *mut _).release();
+impl CallTicket {
+    /// Calls `execute` with the call's handle, in the run's callback scope, unless
+    /// the runner gave up on the call first (it was cancelled while it waited for
+    /// a thread).
+    pub(crate) fn hand_over(mut self, execute: impl FnOnce(*mut ferrule_tool_call)) {
+        if self.call.is_abandoned() {
+            return;
+        }
+        self.handed_over = true;
+        let _scope = CallbackScope::enter(self.call.run_serial, CallbackKind::Tool);
+        execute(self.handle.as_ptr());
+    }
+}
+
+impl Drop for CallTicket {
+    fn drop(&mut self) {
+        if !self.handed_over {
+            LIVE_CALLS.remove(self.handle.0);
+        }
     }
 }
 
 /// The call id the model gave. Borrowed from `call`; valid until the call is
-/// completed or failed. Empty for NULL.
+/// completed or failed. Empty for NULL and for a call that was already completed.
+/// Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_id(call: *const ferrule_tool_call) -> ferrule_str {
-    // SAFETY: the host passes NULL or a live call.
-    unsafe { call.as_ref() }.map_or(ferrule_str::EMPTY, |c| c.id.as_ferrule_str())
+    borrow_string(call, |c| &c.id)
 }
 
 /// The tool name. Borrowed from `call`; valid until the call is completed or
-/// failed. Empty for NULL.
+/// failed. Empty for NULL and for a call that was already completed. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_name(call: *const ferrule_tool_call) -> ferrule_str {
-    // SAFETY: the host passes NULL or a live call.
-    unsafe { call.as_ref() }.map_or(ferrule_str::EMPTY, |c| c.name.as_ferrule_str())
+    borrow_string(call, |c| &c.name)
 }
 
 /// The arguments: a JSON object that satisfied the tool's schema, exactly as the
 /// model wrote it. Borrowed from `call`; valid until the call is completed or
-/// failed. Empty for NULL.
+/// failed. Empty for NULL and for a call that was already completed. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_arguments(call: *const ferrule_tool_call) -> ferrule_str {
-    // SAFETY: the host passes NULL or a live call.
-    unsafe { call.as_ref() }.map_or(ferrule_str::EMPTY, |c| c.arguments.as_ferrule_str())
+    borrow_string(call, |c| &c.arguments)
 }
 
-/// Whether the call timed out or its run was cancelled. Its result will be
-/// discarded, so the tool should stop and complete (or fail) soon. Any thread.
-/// False for NULL.
+/// Lends one of a live call's strings. The table entry keeps them alive until
+/// the call is completed, which is as long as the host may use them.
+fn borrow_string(call: *const ferrule_tool_call, field: fn(&ForeignCall) -> &NulTerminated) -> ferrule_str {
+    guard_or(ferrule_str::EMPTY, || match CallHandle::from_ptr(call).and_then(CallHandle::live) {
+        Ok(call) => field(&call).as_ferrule_str(),
+        Err(_) => ferrule_str::EMPTY,
+    })
+}
+
+/// Whether the call timed out or its run was cancelled: its result will be
+/// discarded, so the tool should stop and complete (or fail) soon. True as well
+/// for a call that was already completed, and for NULL. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_is_cancelled(call: *const ferrule_tool_call) -> bool {
-    // SAFETY: the host passes NULL or a live call.
-    unsafe { call.as_ref() }.is_some_and(|c| c.cancel.is_cancelled())
+    guard_or(true, || CallHandle::from_ptr(call).and_then(CallHandle::live).map_or(true, |c| c.cancel.is_cancelled()))
 }
 
 /// Sends a provisional result (a JSON string, or a tool result object) as a
-/// `tool_execution_update` event. Updates never reach the model; after the call
-/// has ended (timeout, cancellation) they are dropped. May block while the run's
-/// event queue is full. Any thread, any number of times before `_complete` or
-/// `_fail`, and never after.
+/// `tool_execution_update` event. Updates never reach the model and are never
+/// dropped while the call is live: when the run's event queue is full this
+/// waits for room. After the call timed out or its run was cancelled they are
+/// accepted and dropped. Any thread, any number of times before `_complete` or
+/// `_fail`; safe while another thread completes the call.
 ///
-/// An update that is not valid JSON or not a valid result fails the call (the model
+/// Errors: `FERRULE_ERROR_ALREADY_COMPLETED` once the call was completed or
+/// failed. `FERRULE_ERROR_WOULD_DEADLOCK` when the queue is full and waiting could
+/// never end: inside a `nonblocking` tool's callback (it runs on ferrule's
+/// runtime) or inside the run's own event callback; send from another thread. An
+/// update that is not valid JSON or not a valid result fails the call (the model
 /// sees an error result) and consumes the handle; the error says what was wrong.
-/// `FERRULE_ERROR_ALREADY_COMPLETED` when called inside the callback after the call
-/// was completed.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_update(
     call: *mut ferrule_tool_call,
@@ -140,32 +294,17 @@ pub unsafe extern "C" fn ferrule_tool_call_update(
     len: usize,
 ) -> *mut ferrule_error {
     guard(|| {
-        // SAFETY: the host passes a live call (or NULL).
-        let call = unsafe { ref_arg(call, "call") }?;
-        call.references.fetch_add(1, Ordering::AcqRel);
-        let temporary = CallHandle(call as *const _ as *mut _);
-        let sent = send_update(call, json, len);
-        temporary.release();
-        sent
+        let handle = CallHandle::from_ptr(call)?;
+        let live = handle.live()?;
+        // SAFETY: the host passes `len` readable bytes.
+        match unsafe { result_arg(json, len) } {
+            Ok(partial) => live.updates.send_blocking(partial),
+            Err(error) => {
+                handle.take()?.finish(ToolOutcome::Invalid(format!("invalid update: {}", error.message)));
+                Err(error)
+            }
+        }
     })
-}
-
-fn send_update(call: &ferrule_tool_call, json: *const c_char, len: usize) -> Result<()> {
-    if call.is_completed() {
-        return Err(Error::new(ErrorCode::AlreadyCompleted, "this tool call was already completed or failed"));
-    }
-    // SAFETY: the host passes `len` readable bytes.
-    match unsafe { result_arg(json, len) } {
-        Ok(partial) => {
-            call.updates.send_blocking(partial);
-            Ok(())
-        }
-        Err(error) => {
-            let sender = call.take_completion()?;
-            call.finish(sender, ToolOutcome::Invalid(format!("invalid update: {}", error.message)));
-            Err(error)
-        }
-    }
 }
 
 /// Reads a tool result argument.
@@ -174,16 +313,17 @@ fn send_update(call: &ferrule_tool_call, json: *const c_char, len: usize) -> Res
 /// A non-NULL `json` must point to `len` readable bytes.
 unsafe fn result_arg(json: *const c_char, len: usize) -> Result<ToolResult> {
     // SAFETY: as the caller guarantees.
-    unsafe { str_arg(json, len, "json") }.and_then(ToolResult::from_json)
+    unsafe { arg_str(json, len, "json") }.and_then(ToolResult::from_json)
 }
 
 /// Completes the call with its result: a JSON string (a text result) or an object
 /// `{"content": ..., "is_error", "terminate", "details", "display", "title",
 /// "summary", "usage", "added_tools"}`. Consumes the handle, also when the result
-/// is invalid (then the model sees an error result and this returns the error). A
-/// completion after the call timed out or the run was cancelled is accepted and
-/// discarded. Any thread. `FERRULE_ERROR_ALREADY_COMPLETED` when called a second
-/// time inside the callback.
+/// is invalid (then the model sees an error result and this returns the error).
+/// A completion after the call timed out or the run was cancelled is accepted and
+/// discarded. Any thread, inside the callback or later.
+/// `FERRULE_ERROR_ALREADY_COMPLETED` once the call was completed or failed,
+/// whichever thread did it.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_complete(
     call: *mut ferrule_tool_call,
@@ -191,23 +331,24 @@ pub unsafe extern "C" fn ferrule_tool_call_complete(
     len: usize,
 ) -> *mut ferrule_error {
     guard(|| {
-        // SAFETY: the host passes a live call (or NULL).
-        let call = unsafe { ref_arg(call, "call") }?;
-        let sender = call.take_completion()?;
+        let call = CallHandle::from_ptr(call)?.take()?;
         // SAFETY: the host passes `len` readable bytes.
-        let (outcome, returned) = match unsafe { result_arg(json, len) } {
-            Ok(result) => (ToolOutcome::Completed(result), Ok(())),
-            Err(error) => (ToolOutcome::Invalid(error.message.clone()), Err(error)),
-        };
-        call.finish(sender, outcome);
-        returned
+        match unsafe { result_arg(json, len) } {
+            Ok(result) => {
+                call.finish(ToolOutcome::Completed(result));
+                Ok(())
+            }
+            Err(error) => {
+                call.finish(ToolOutcome::Invalid(error.message.clone()));
+                Err(error)
+            }
+        }
     })
 }
 
 /// Fails the call: the model sees an error result whose text is `message` (write
 /// it for the model; never put secrets in it). Consumes the handle. Any thread.
-/// `FERRULE_ERROR_ALREADY_COMPLETED` when called inside the callback after the
-/// call was completed.
+/// `FERRULE_ERROR_ALREADY_COMPLETED` once the call was completed or failed.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_fail(
     call: *mut ferrule_tool_call,
@@ -215,17 +356,59 @@ pub unsafe extern "C" fn ferrule_tool_call_fail(
     len: usize,
 ) -> *mut ferrule_error {
     guard(|| {
-        // SAFETY: the host passes a live call (or NULL).
-        let call = unsafe { ref_arg(call, "call") }?;
-        let sender = call.take_completion()?;
+        let call = CallHandle::from_ptr(call)?.take()?;
         // SAFETY: the host passes `len` readable bytes.
-        let (outcome, returned) = match unsafe { str_arg(message, len, "message") } {
-            Ok(text) => (ToolOutcome::Failed(text.to_owned()), Ok(())),
-            Err(error) => {
-                (ToolOutcome::Invalid(format!("the failure message was unusable: {}", error.message)), Err(error))
+        match unsafe { arg_str(message, len, "message") } {
+            Ok(text) => {
+                call.finish(ToolOutcome::Failed(text.to_owned()));
+                Ok(())
             }
-        };
-        call.finish(sender, outcome);
-        returned
+            Err(error) => {
+                call.finish(ToolOutcome::Invalid(format!("the failure message was unusable: {}", error.message)));
+                Err(error)
+            }
+        }
+    })
+}
+
+/// Registers a one-shot cancel handler: `on_cancel(user_data)` runs when the call
+/// times out or its run is cancelled before the call is completed, or at once if
+/// that already happened. It runs on a ferrule callback thread, never inside this
+/// function (a completion racing the cancellation may come first).
+/// `free_user_data(user_data)`
+/// runs once when the call ends either way: after the handler, or when the call
+/// is completed or failed without it having run. The call must still be completed
+/// or failed after a cancellation (that completion is discarded).
+///
+/// A call has at most one handler: a second is `FERRULE_ERROR_INVALID_ARG`.
+/// `FERRULE_ERROR_NULL_ARG` for a NULL `call` or `on_cancel`;
+/// `FERRULE_ERROR_ALREADY_COMPLETED` once the call was completed. On error the
+/// host still owns `user_data`. Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_tool_call_on_cancel(
+    call: *mut ferrule_tool_call,
+    on_cancel: ferrule_cancel_fn,
+    user_data: *mut c_void,
+    free_user_data: ferrule_free_fn,
+) -> *mut ferrule_error {
+    guard(|| {
+        let call = CallHandle::from_ptr(call)?.live()?;
+        let function = on_cancel.ok_or_else(|| null_arg("on_cancel"))?;
+        let mut state = call.state();
+        if state.completion.is_none() {
+            return Err(already_completed());
+        }
+        if state.on_cancel.is_some() {
+            return Err(Error::invalid_arg("this tool call already has a cancel handler"));
+        }
+        // Everything is checked: from here on the user data belongs to ferrule.
+        let handler = CancelHandler { function, user_data: ForeignData::new(user_data, free_user_data) };
+        if state.abandoned || call.cancel.is_cancelled() {
+            drop(state);
+            handler.fire(call.run_serial);
+        } else {
+            state.on_cancel = Some(handler);
+        }
+        Ok(())
     })
 }

@@ -1,8 +1,8 @@
 //! Version and runtime entry points.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, CStr};
 
-use super::boundary::{guard, str_arg};
+use super::boundary::{arg_str, guard, guard_anywhere};
 use super::error::ferrule_error;
 use super::string::ferrule_str;
 use crate::error::Error;
@@ -12,30 +12,42 @@ use crate::runtime::{self, RuntimeConfig};
 /// `FERRULE_ABI_VERSION`.
 pub const FERRULE_ABI_VERSION: u32 = 0;
 
-/// The library version (`"0.1.0"`): a static string, valid forever.
+/// The crate version from Cargo.toml, NUL-terminated.
+const VERSION: &CStr = match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+    Ok(version) => version,
+    Err(_) => panic!("the package version holds a NUL byte"),
+};
+
+/// The library version (for example `"0.1.0"`): a static string, valid forever.
+/// Any thread; works in a forked child too.
 #[no_mangle]
 pub extern "C" fn ferrule_version() -> ferrule_str {
-    ferrule_str::from_cstr(c"0.1.0")
+    guard_anywhere(ferrule_str::EMPTY, || ferrule_str::from_cstr(VERSION))
 }
 
 /// The ABI version of the loaded library. Bindings compare it with
 /// `FERRULE_ABI_VERSION` from the header they were built against and refuse to run
-/// on a mismatch.
+/// on a mismatch. Any thread; works in a forked child too.
 #[no_mangle]
 pub extern "C" fn ferrule_abi_version() -> u32 {
-    FERRULE_ABI_VERSION
+    guard_anywhere(FERRULE_ABI_VERSION, || FERRULE_ABI_VERSION)
 }
 
-/// Sets the runtime's sizes before first use, from JSON such as
-/// `{"worker_threads": 2, "max_blocking_threads": 64}` (unknown fields are an
-/// error). Fails with `FERRULE_ERROR_ALREADY_INITIALIZED` once the runtime has
-/// started (the first run starts it) or after an earlier successful call.
-/// Any thread.
+/// Sets ferrule's thread sizes before first use, from JSON such as
+/// `{"worker_threads": 2, "max_callback_threads": 256, "callback_stack_size":
+/// 1048576}`: `worker_threads` (the async runtime; default one per core),
+/// `max_blocking_threads` (ferrule's own file and process work; default 512),
+/// `max_callback_threads` (host tool callbacks across all runs; default 4096),
+/// `max_event_threads` (event delivery across all runs; default 4096) and
+/// `callback_stack_size` (bytes, for both; default 2 MiB, at least 64 KiB).
+/// Unknown fields are `FERRULE_ERROR_INVALID_ARG`. Fails with
+/// `FERRULE_ERROR_ALREADY_INITIALIZED` once the threads have started (the first
+/// run starts them) or after an earlier successful call. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_runtime_configure(json: *const c_char, len: usize) -> *mut ferrule_error {
     guard(|| {
         // SAFETY: the host passes `len` readable bytes.
-        let json = unsafe { str_arg(json, len, "json") }?;
+        let json = unsafe { arg_str(json, len, "json") }?;
         let config: RuntimeConfig = serde_json::from_str(json).map_err(|e| Error::from_json("runtime config", e))?;
         runtime::configure(config)
     })

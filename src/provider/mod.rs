@@ -2,6 +2,7 @@
 //! definitions) into one streamed assistant message.
 
 mod anthropic;
+mod config;
 pub(crate) mod http;
 mod images;
 mod openai_chat;
@@ -16,6 +17,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
+pub use config::{ModelConfig, ProviderKind, Timeouts};
 pub use scripted::{ScriptCall, ScriptError, ScriptTurn, ScriptedGenerator};
 pub use select::decode_recorded;
 pub(crate) use select::generator_for;

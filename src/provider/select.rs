@@ -14,8 +14,7 @@ use super::anthropic::Messages;
 use super::http::{Endpoint, HttpGenerator, ModelSettings, Secret};
 use super::openai_chat::ChatCompletions;
 use super::openai_responses::Responses;
-use super::{Generator, ScriptedGenerator};
-use crate::agent::{ModelConfig, ProviderKind};
+use super::{Generator, ModelConfig, ProviderKind, ScriptedGenerator};
 use crate::error::{Error, ErrorCode, Result};
 
 const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";

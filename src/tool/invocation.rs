@@ -1,58 +1,78 @@
-//! One call of a tool as its function sees it: the arguments, the cancellation
-//! signal, and the channel for progress updates.
+//! One call of a tool as its function sees it: the call, its checked arguments,
+//! the cancellation signal, and where progress updates go.
+//!
+//! The run loop builds invocations; a test builds one with [`Invocation::new`] to
+//! call a tool function directly:
+//!
+//! ```
+//! use ferrule::message::ToolCall;
+//! use ferrule::tool::{Invocation, ToolResult, UpdateSink};
+//! use serde_json::json;
+//!
+//! let call = ToolCall { id: "c1".into(), name: "lookup".into(), arguments: r#"{"id":7}"#.into() };
+//! let updates = UpdateSink::new(|partial: ToolResult| println!("update: {:?}", partial.content));
+//! let invocation = Invocation::new(call, json!({"id": 7})).with_updates(updates);
+//! assert_eq!(invocation.arguments()["id"], 7);
+//! ```
 
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use super::ToolResult;
-use crate::agent::{CallbackScope, EventEmitter, EventKind};
+use crate::error::Result;
 use crate::message::ToolCall;
-
-/// One call as its runner, its function and its update sink share it: the call
-/// itself, and whether its result was recorded (after which updates are ignored).
-/// The lock makes "ignored after the end event" exact: an update is either queued
-/// before the end event or not at all.
-pub(crate) struct CallState {
-    call: ToolCall,
-    finished: Mutex<bool>,
-}
-
-impl CallState {
-    pub(crate) fn new(call: ToolCall) -> Self {
-        CallState { call, finished: Mutex::new(false) }
-    }
-
-    /// Marks the call finished; later updates are dropped.
-    pub(crate) async fn finish(&self) {
-        *self.finished.lock().await = true;
-    }
-}
+use crate::BoxFuture;
 
 /// One call handed to a [`super::ToolFunction`].
 pub struct Invocation {
-    pub(crate) arguments: Value,
-    pub(crate) run_serial: u64,
-    pub(crate) cancel: CancellationToken,
-    pub(crate) updates: UpdateSink,
+    call: ToolCall,
+    arguments: Value,
+    cancel: CancellationToken,
+    updates: UpdateSink,
+    run_serial: u64,
 }
 
 impl Invocation {
+    /// A call of a tool whose `arguments` were parsed and checked. Its updates are
+    /// discarded and nothing cancels it, unless set with the `with_` methods.
+    pub fn new(call: ToolCall, arguments: Value) -> Self {
+        Invocation { call, arguments, cancel: CancellationToken::new(), updates: UpdateSink::discard(), run_serial: 0 }
+    }
+
+    /// Sends the call's progress updates to `updates`.
+    pub fn with_updates(mut self, updates: UpdateSink) -> Self {
+        self.updates = updates;
+        self
+    }
+
+    /// Cancels the call when `cancel` is cancelled.
+    pub fn with_cancellation(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// Ties the call to the run with `run_serial`, for the callback scope of host
+    /// functions (a blocking wait for that run from inside the call is refused).
+    pub(crate) fn in_run(mut self, run_serial: u64) -> Self {
+        self.run_serial = run_serial;
+        self
+    }
+
     /// The call id.
     pub fn id(&self) -> &str {
-        &self.updates.state.call.id
+        &self.call.id
     }
 
     /// The tool name.
     pub fn name(&self) -> &str {
-        &self.updates.state.call.name
+        &self.call.name
     }
 
     /// The arguments exactly as the model wrote them (a JSON object).
     pub fn arguments_json(&self) -> &str {
-        &self.updates.state.call.arguments
+        &self.call.arguments
     }
 
     /// The arguments, parsed and schema-validated.
@@ -76,59 +96,63 @@ impl Invocation {
         &self.updates
     }
 
-    /// The serial number of the run the call belongs to.
+    /// The serial number of the run the call belongs to (0 outside a run).
     pub(crate) fn run_serial(&self) -> u64 {
         self.run_serial
     }
 }
 
-/// Sends provisional results as `tool_execution_update` events. Updates never enter
-/// the transcript, their `terminate` has no effect, and once the call has ended
-/// they are dropped. Cheap to clone; usable from any thread.
-#[derive(Clone)]
-pub struct UpdateSink {
-    pub(crate) state: Arc<CallState>,
-    pub(crate) events: EventEmitter,
+/// Where a call's progress updates go. A run implements it (updates become
+/// `tool_execution_update` events); a closure `Fn(ToolResult)` is one too.
+pub trait UpdateReceiver: Send + Sync + 'static {
+    /// Takes an update from async code, waiting while there is no room.
+    fn send(&self, partial: ToolResult) -> BoxFuture<'_, ()>;
+
+    /// Takes an update from a thread outside the runtime, blocking while there is
+    /// no room. Fails with `WOULD_DEADLOCK` where waiting could never end.
+    fn send_blocking(&self, partial: ToolResult) -> Result<()>;
 }
 
+impl<F: Fn(ToolResult) + Send + Sync + 'static> UpdateReceiver for F {
+    fn send(&self, partial: ToolResult) -> BoxFuture<'_, ()> {
+        self(partial);
+        Box::pin(std::future::ready(()))
+    }
+
+    fn send_blocking(&self, partial: ToolResult) -> Result<()> {
+        self(partial);
+        Ok(())
+    }
+}
+
+/// Sends provisional results of one call. In a run, updates become
+/// `tool_execution_update` events: they never enter the transcript, their
+/// `terminate` has no effect, and once the call has ended they are dropped.
+/// Cheap to clone; usable from any thread.
+#[derive(Clone)]
+pub struct UpdateSink(Arc<dyn UpdateReceiver>);
+
 impl UpdateSink {
-    fn event(&self, partial: ToolResult) -> EventKind {
-        EventKind::ToolExecutionUpdate {
-            call_id: self.state.call.id.clone(),
-            name: self.state.call.name.clone(),
-            partial,
-        }
+    /// Updates go to `receiver`.
+    pub fn new(receiver: impl UpdateReceiver) -> Self {
+        UpdateSink(Arc::new(receiver))
+    }
+
+    /// Updates go nowhere.
+    pub fn discard() -> Self {
+        UpdateSink::new(|_: ToolResult| ())
     }
 
     /// Sends an update from async code.
     pub async fn send(&self, partial: ToolResult) {
-        if !self.events.is_enabled() {
-            return;
-        }
-        let finished = self.state.finished.lock().await;
-        if !*finished {
-            self.events.emit(self.event(partial)).await;
-        }
+        self.0.send(partial).await
     }
 
-    /// Sends an update from a thread outside the runtime (a host thread or the
-    /// blocking pool), waiting while the run's event queue is full.
-    pub fn send_blocking(&self, partial: ToolResult) {
-        if !self.events.is_enabled() {
-            return;
-        }
-        // On the run's own dispatcher thread, waiting for the lock could wait for
-        // an update that waits for this very thread; such an update is dropped.
-        let finished = if CallbackScope::is_inside(self.events.run_serial()) {
-            match self.state.finished.try_lock() {
-                Ok(guard) => guard,
-                Err(_) => return,
-            }
-        } else {
-            self.state.finished.blocking_lock()
-        };
-        if !*finished {
-            self.events.emit_blocking(self.event(partial));
-        }
+    /// Sends an update from a thread outside the runtime (a host thread or a
+    /// callback thread), waiting while the run's event queue is full. Fails with
+    /// `WOULD_DEADLOCK` where that wait could never end: on ferrule's runtime, or
+    /// inside the run's own event callback.
+    pub fn send_blocking(&self, partial: ToolResult) -> Result<()> {
+        self.0.send_blocking(partial)
     }
 }

@@ -11,8 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub(crate) use invocation::CallState;
-pub use invocation::{Invocation, UpdateSink};
+pub use invocation::{Invocation, UpdateReceiver, UpdateSink};
 pub use options::{Execution, OnError, ToolOptions};
 pub(crate) use result::json_kind;
 pub use result::ToolResult;
@@ -87,6 +86,11 @@ impl ToolSpec {
     /// The tool's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The tool's options.
+    pub fn options(&self) -> &ToolOptions {
+        &self.options
     }
 
     /// Attaches the function that performs calls.

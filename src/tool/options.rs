@@ -48,6 +48,11 @@ pub struct ToolOptions {
     /// Ask the provider to guarantee arguments match the schema.
     #[serde(default)]
     pub strict: bool,
+    /// The host's callback returns at once and completes the call later from a
+    /// thread of its own, so ferrule calls it without a thread hand-off. Only
+    /// host (C ABI) tools use it.
+    #[serde(default)]
+    pub nonblocking: bool,
     /// Feed (default) or fatal.
     #[serde(default)]
     pub on_error: OnError,

@@ -100,10 +100,12 @@ pub fn run(agent: &Agent, prompt: &str) -> (Arc<RunResult>, Vec<Value>) {
 pub fn start(agent: &Agent, prompt: &str) -> (Run, Arc<Mutex<Vec<Value>>>) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
-    let run = agent.start(
-        RunInput::Prompt(prompt.to_owned()),
-        Some(Box::new(move |event: &Event| sink.lock().unwrap().push(serde_json::to_value(event).unwrap()))),
-    );
+    let run = agent
+        .start(
+            RunInput::Prompt(prompt.to_owned()),
+            Some(Box::new(move |event: &Event| sink.lock().unwrap().push(serde_json::to_value(event).unwrap()))),
+        )
+        .expect("start");
     (run, events)
 }
 

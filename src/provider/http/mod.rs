@@ -15,8 +15,7 @@ pub(crate) use error::{in_band, Failure, Secret};
 pub(crate) use sse::{SseEvent, SseParser};
 
 use super::response::ResponseBuilder;
-use super::{DeltaSink, GenerationRequest, Generator};
-use crate::agent::{ModelConfig, Timeouts};
+use super::{DeltaSink, GenerationRequest, Generator, ModelConfig, Timeouts};
 use crate::error::{Error, ErrorCode};
 use crate::message::AssistantMessage;
 use crate::BoxFuture;

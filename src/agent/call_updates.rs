@@ -1,0 +1,83 @@
+//! A running call's progress updates, as events of its run.
+//!
+//! An update is delivered only while the call is live: updates sent after its
+//! result was recorded are dropped at once, and one that was already on its way
+//! when the call ended is dropped by the dispatcher, which delivered the end event
+//! first. So an update is always delivered before its call's end event, or not at
+//! all, and none is ever lost while the call is live.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use super::events::{EventEmitter, EventKind};
+use crate::error::Result;
+use crate::message::ToolCall;
+use crate::tool::{ToolResult, UpdateReceiver};
+use crate::BoxFuture;
+
+/// Where a call is in its life, as its updates need to know.
+#[derive(Default)]
+pub(crate) struct CallProgress {
+    /// The call's result was recorded; new updates are dropped.
+    finished: AtomicBool,
+    /// The dispatcher delivered the call's end event (dispatcher thread only).
+    end_delivered: AtomicBool,
+}
+
+impl CallProgress {
+    /// Marks the call's result as recorded.
+    pub(crate) fn finish(&self) {
+        self.finished.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn end_delivered(&self) -> bool {
+        self.end_delivered.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn mark_end_delivered(&self) {
+        self.end_delivered.store(true, Ordering::Relaxed);
+    }
+
+    fn is_finished(&self) -> bool {
+        self.finished.load(Ordering::Acquire)
+    }
+}
+
+/// A call's updates, sent as `tool_execution_update` events of its run.
+pub(crate) struct CallUpdates {
+    progress: Arc<CallProgress>,
+    events: EventEmitter,
+    call_id: String,
+    name: String,
+}
+
+impl CallUpdates {
+    pub(crate) fn new(call: &ToolCall, progress: Arc<CallProgress>, events: EventEmitter) -> Self {
+        CallUpdates { progress, events, call_id: call.id.clone(), name: call.name.clone() }
+    }
+
+    fn event(&self, partial: ToolResult) -> EventKind {
+        EventKind::ToolExecutionUpdate { call_id: self.call_id.clone(), name: self.name.clone(), partial }
+    }
+
+    fn is_wanted(&self) -> bool {
+        self.events.is_enabled() && !self.progress.is_finished()
+    }
+}
+
+impl UpdateReceiver for CallUpdates {
+    fn send(&self, partial: ToolResult) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if self.is_wanted() {
+                self.events.emit_update(self.event(partial), &self.progress).await;
+            }
+        })
+    }
+
+    fn send_blocking(&self, partial: ToolResult) -> Result<()> {
+        if !self.is_wanted() {
+            return Ok(());
+        }
+        self.events.emit_update_blocking(self.event(partial), &self.progress)
+    }
+}

@@ -1,0 +1,104 @@
+//! The `model` object of the agent configuration: which provider, how to reach
+//! it, and how long to wait.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::ScriptTurn;
+
+/// Which provider serves the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions.
+    Openai,
+    /// OpenAI Responses.
+    OpenaiResponses,
+    /// Anthropic Messages.
+    Anthropic,
+    /// Any server speaking the Chat Completions wire (needs `base_url`).
+    OpenaiCompatible,
+    /// The offline scripted model.
+    Scripted,
+}
+
+/// Request timeouts in milliseconds; 0 means none. The defaults keep a dead
+/// connection from holding a run forever while leaving slow reasoning models room.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Timeouts {
+    /// Establishing the connection (default 30 s).
+    pub connect_ms: u64,
+    /// Until the response headers arrive (default 10 min).
+    pub first_byte_ms: u64,
+    /// Between two chunks of a stream (default 5 min).
+    pub idle_ms: u64,
+    /// The whole request, retries not included (default none).
+    pub total_ms: u64,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts { connect_ms: 30_000, first_byte_ms: 600_000, idle_ms: 300_000, total_ms: 0 }
+    }
+}
+
+/// The `model` object.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// The provider.
+    pub provider: ProviderKind,
+    /// The model name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The API base URL (see DESIGN: vendor SDK conventions).
+    #[serde(default)]
+    pub base_url: Option<String>,
+    /// The environment variable that holds the API key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Extra HTTP headers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The scripted model's turns.
+    #[serde(default)]
+    pub script: Vec<ScriptTurn>,
+    /// Stream responses (default true).
+    #[serde(default = "default_true")]
+    pub stream: bool,
+    /// Output token limit per response.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// Retries of a failed request.
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+    /// The first retry's delay in milliseconds (doubling, with jitter), unless
+    /// the provider says how long to wait.
+    #[serde(default = "default_retry_backoff_ms")]
+    pub retry_backoff_ms: u64,
+    /// Whether the model takes images (default true); images it cannot take are
+    /// replaced by a note.
+    #[serde(default = "default_true")]
+    pub image_input: bool,
+    /// Whether the provider can guarantee strict tool arguments (default: true
+    /// for `openai` and `openai-responses`, false otherwise).
+    #[serde(default)]
+    pub strict_tools: Option<bool>,
+    /// Request timeouts.
+    #[serde(default)]
+    pub timeouts: Timeouts,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_max_retries() -> u32 {
+    2
+}
+
+fn default_retry_backoff_ms() -> u64 {
+    500
+}
