@@ -60,7 +60,7 @@ impl<T> HandleTable<T> {
     /// full.
     pub(crate) fn insert(&self, object: Arc<T>) -> Option<usize> {
         let index = self.claim_slot()?;
-        let mut entry = self.slot(index)?.entry.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entry = self.make_slot(index)?.entry.lock().unwrap_or_else(|e| e.into_inner());
         entry.object = Some(object);
         Some(entry.generation << INDEX_BITS | index)
     }
@@ -103,7 +103,7 @@ impl<T> HandleTable<T> {
     }
 
     /// The slot at `index`, making its chunk on first use; `None` past the end.
-    fn slot(&self, index: usize) -> Option<&Slot<T>> {
+    fn make_slot(&self, index: usize) -> Option<&Slot<T>> {
         let (chunk, offset) = locate(index)?;
         let slots = self.chunks[chunk].get_or_init(|| {
             (0..first_chunk_len() << chunk)
@@ -111,6 +111,13 @@ impl<T> HandleTable<T> {
                 .collect()
         });
         slots.get(offset)
+    }
+
+    /// The slot at `index` if its chunk was made. A handle never issued (a host's
+    /// garbage) finds nothing and makes nothing.
+    fn slot(&self, index: usize) -> Option<&Slot<T>> {
+        let (chunk, offset) = locate(index)?;
+        self.chunks[chunk].get()?.get(offset)
     }
 }
 
@@ -189,10 +196,12 @@ mod tests {
     #[test]
     fn handles_that_were_never_issued_are_refused() {
         let table: HandleTable<u8> = HandleTable::new();
-        for handle in [0, 1, 12345, usize::MAX, INDEX_MASK, 7 << INDEX_BITS] {
+        for handle in [0, 1, 12345, usize::MAX, INDEX_MASK, 7 << INDEX_BITS, 0xdead_beef] {
             assert!(table.get(handle).is_none(), "{handle:#x}");
             assert!(table.remove(handle).is_none(), "{handle:#x}");
         }
+        // Looking them up made no chunk.
+        assert!(table.chunks.iter().all(|chunk| chunk.get().is_none()));
     }
 
     #[test]

@@ -58,6 +58,8 @@ struct CallState {
     abandoned: bool,
     /// The host's cancel handler, until it runs or the call ends.
     on_cancel: Option<CancelHandler>,
+    /// Whether a cancel handler was ever registered (a call takes one).
+    handler_registered: bool,
 }
 
 struct CancelHandler {
@@ -88,7 +90,12 @@ impl ForeignCall {
             cancel: invocation.cancellation().clone(),
             updates: invocation.updates().clone(),
             run_serial: invocation.run_serial(),
-            state: Mutex::new(CallState { completion: Some(completion), abandoned: false, on_cancel: None }),
+            state: Mutex::new(CallState {
+                completion: Some(completion),
+                abandoned: false,
+                on_cancel: None,
+                handler_registered: false,
+            }),
         }
     }
 
@@ -398,9 +405,10 @@ pub unsafe extern "C" fn ferrule_tool_call_on_cancel(
         if state.completion.is_none() {
             return Err(already_completed());
         }
-        if state.on_cancel.is_some() {
+        if state.handler_registered {
             return Err(Error::invalid_arg("this tool call already has a cancel handler"));
         }
+        state.handler_registered = true;
         // Everything is checked: from here on the user data belongs to ferrule.
         let handler = CancelHandler { function, user_data: ForeignData::new(user_data, free_user_data) };
         if state.abandoned || call.cancel.is_cancelled() {

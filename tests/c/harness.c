@@ -93,6 +93,44 @@ int event_log_wait_freed(event_log *log, long timeout_ms) {
     return atomic_load(&log->freed);
 }
 
+void latch_init(latch *l) {
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_cond_init(&l->opened, NULL);
+    l->open = 0;
+}
+
+void latch_destroy(latch *l) {
+    pthread_cond_destroy(&l->opened);
+    pthread_mutex_destroy(&l->lock);
+}
+
+void latch_wait(latch *l) {
+    pthread_mutex_lock(&l->lock);
+    while (!l->open) pthread_cond_wait(&l->opened, &l->lock);
+    pthread_mutex_unlock(&l->lock);
+}
+
+void latch_open(latch *l) {
+    pthread_mutex_lock(&l->lock);
+    l->open = 1;
+    pthread_cond_broadcast(&l->opened);
+    pthread_mutex_unlock(&l->lock);
+}
+
+int wait_for_count(atomic_int *value, int expected, long timeout_ms) {
+    for (long waited = 0; waited < timeout_ms && atomic_load(value) < expected; waited += 1) harness_sleep_ms(1);
+    return atomic_load(value) >= expected;
+}
+
+char thread_kind(void) {
+    char name[16] = {0};
+    pthread_getname_np(pthread_self(), name, sizeof name);
+    if (strncmp(name, "ferrule-cb-", 11) == 0) return 'c';
+    if (strncmp(name, "ferrule-ev-", 11) == 0) return 'e';
+    if (strncmp(name, "ferrule-", 8) == 0 && name[8] >= '0' && name[8] <= '9') return 'r';
+    return 'h';
+}
+
 ferrule_tool_spec harness_spec(const char *name, const char *options, ferrule_tool_fn execute, void *user_data,
                                void (*free_user_data)(void *)) {
     ferrule_tool_spec spec;

@@ -5,7 +5,9 @@
 #ifndef FERRULE_TEST_HARNESS_H
 #define FERRULE_TEST_HARNESS_H
 
-#define _POSIX_C_SOURCE 200809L
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_getname_np */
+#endif
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -69,6 +71,29 @@ void event_log_free(void *user_data);
 size_t event_log_count(event_log *log, const char *needle);
 /* Waits until the run's event user data was freed (after run_end). */
 int event_log_wait_freed(event_log *log, long timeout_ms);
+
+/* ---- latches: threads wait until the test opens it ----------------------------- */
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t opened;
+    int open;
+} latch;
+
+void latch_init(latch *l);
+void latch_destroy(latch *l);
+void latch_wait(latch *l);
+void latch_open(latch *l);
+
+/* Waits until `*value` reaches `expected` (another thread counts up). */
+int wait_for_count(atomic_int *value, int expected, long timeout_ms);
+
+/* ---- threads ----------------------------------------------------------------- */
+
+/* Which of ferrule's threads the caller is on: 'r' a runtime thread
+ * ("ferrule-N"), 'c' a tool callback thread ("ferrule-cb-N"), 'e' an event
+ * thread ("ferrule-ev-N"), 'h' any other (a host thread). */
+char thread_kind(void);
 
 /* ---- building agents --------------------------------------------------------- */
 

@@ -1,0 +1,283 @@
+/*
+ * Races on one tool call, repeated thousands of times under AddressSanitizer:
+ * updates against completion, late and stale handles, cancel handlers against
+ * completion, timeout and run cancellation. A use of freed memory fails the
+ * run; every outcome must also be one the header allows.
+ */
+#include <unistd.h>
+
+#include "harness.h"
+
+#define ROUNDS 400
+
+/* A config that calls `name` `calls` times per round, for `rounds` rounds. */
+static char *rounds_config(const char *name, int calls, int rounds, const char *extra) {
+    size_t size = 512 + (size_t)calls * 64 + strlen(extra);
+    char *config = malloc(size);
+    size_t used = (size_t)snprintf(config, size, "{\"model\": {\"provider\": \"scripted\", \"script\": [{\"tool_calls\": [");
+    for (int i = 0; i < calls; i++) {
+        used += (size_t)snprintf(config + used, size - used, "%s{\"id\": \"c%d\", \"name\": \"%s\", \"arguments\": {}}",
+                                 i ? ", " : "", i, name);
+    }
+    snprintf(config + used, size - used,
+             "], \"repeat\": %d}, {\"text\": \"done\"}]}, \"max_rounds\": %d, \"max_concurrent_tools\": %d%s}", rounds,
+             rounds + 1, calls, extra);
+    return config;
+}
+
+static int run_to_end(ferrule_agent *agent, const char *status) {
+    ferrule_run *run = NULL;
+    if (!harness_expect_ok(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run), __FILE__,
+                           __LINE__))
+        return 0;
+    char *result = harness_wait(run);
+    char needle[64];
+    snprintf(needle, sizeof needle, "\"status\":\"%s\"", status);
+    int ok = result && strstr(result, needle) != NULL;
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    return ok;
+}
+
+/* ---- update against complete ------------------------------------------------------- */
+
+static atomic_int unexpected_update_codes, completes_done;
+
+static void *update_until_refused(void *arg) {
+    ferrule_tool_call *call = arg;
+    for (;;) {
+        ferrule_error *err = ferrule_tool_call_update(call, STR("\"tick\""));
+        uint32_t code = ferrule_error_code(err);
+        ferrule_error_free(err);
+        if (code == FERRULE_ERROR_ALREADY_COMPLETED) return NULL;
+        if (code != 0) {
+            atomic_fetch_add(&unexpected_update_codes, 1);
+            return NULL;
+        }
+    }
+}
+
+static void *complete_soon(void *arg) {
+    ferrule_tool_call *call = arg;
+    usleep((useconds_t)(rand() % 50));
+    ferrule_error_free(ferrule_tool_call_complete(call, STR("\"done\"")));
+    atomic_fetch_add(&completes_done, 1);
+    return NULL;
+}
+
+static void race_update_and_complete(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    pthread_t updater, completer;
+    pthread_create(&updater, NULL, update_until_refused, call);
+    pthread_create(&completer, NULL, complete_soon, call);
+    pthread_detach(updater);
+    pthread_detach(completer);
+}
+
+static void an_update_racing_the_completion_never_touches_freed_memory(void) {
+    ferrule_tool_spec spec = harness_spec("racy", "{\"nonblocking\": true}", race_update_and_complete, NULL, NULL);
+    char *config = rounds_config("racy", 4, ROUNDS, "");
+    ferrule_agent *agent = harness_agent(config, &spec, 1);
+    free(config);
+    CHECK(agent != NULL);
+    event_log log;
+    event_log_init(&log);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), event_log_on_event, &log, event_log_free, &run));
+    char *result = harness_wait(run);
+    CHECK(result && strstr(result, "\"status\":\"completed\""));
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    CHECK(wait_for_count(&completes_done, 4 * ROUNDS, 60000));
+    CHECK(atomic_load(&unexpected_update_codes) == 0);
+    ferrule_agent_free(agent);
+    event_log_destroy(&log);
+}
+
+/* ---- stale handles ----------------------------------------------------------------- */
+
+enum { KEPT = 64 };
+static ferrule_tool_call *kept[KEPT];
+static atomic_int kept_count;
+
+static void keep_handle_and_complete(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    int slot = atomic_fetch_add(&kept_count, 1);
+    if (slot < KEPT) kept[slot] = call;
+    ferrule_error_free(ferrule_tool_call_complete(call, STR("\"done\"")));
+}
+
+static int stale_everywhere(ferrule_tool_call *call) {
+    int ok = 1;
+    ferrule_error *err = ferrule_tool_call_update(call, STR("\"late\""));
+    ok &= ferrule_error_code(err) == FERRULE_ERROR_ALREADY_COMPLETED;
+    ferrule_error_free(err);
+    err = ferrule_tool_call_complete(call, STR("\"late\""));
+    ok &= ferrule_error_code(err) == FERRULE_ERROR_ALREADY_COMPLETED;
+    ferrule_error_free(err);
+    err = ferrule_tool_call_fail(call, STR("late"));
+    ok &= ferrule_error_code(err) == FERRULE_ERROR_ALREADY_COMPLETED;
+    ferrule_error_free(err);
+    counter unused = {0};
+    err = ferrule_tool_call_on_cancel(call, counter_free, &unused, counter_free);
+    ok &= ferrule_error_code(err) == FERRULE_ERROR_ALREADY_COMPLETED && atomic_load(&unused.frees) == 0;
+    ferrule_error_free(err);
+    ok &= ferrule_tool_call_is_cancelled(call);
+    ok &= ferrule_tool_call_id(call).len == 0 && ferrule_tool_call_id(call).ptr[0] == '\0';
+    ok &= ferrule_tool_call_name(call).len == 0;
+    ok &= ferrule_tool_call_arguments(call).len == 0;
+    return ok;
+}
+
+static void a_completed_calls_handle_is_stale_everywhere_however_late(void) {
+    atomic_store(&kept_count, 0);
+    ferrule_tool_spec spec = harness_spec("keeper", "", keep_handle_and_complete, NULL, NULL);
+    char *config = rounds_config("keeper", 8, 8, "");
+    ferrule_agent *agent = harness_agent(config, &spec, 1);
+    free(config);
+    CHECK(agent != NULL);
+    CHECK(run_to_end(agent, "completed"));
+    CHECK(atomic_load(&kept_count) == KEPT);
+    for (int i = 0; i < KEPT; i++) CHECK(stale_everywhere(kept[i]));
+
+    /* Thousands of calls later their slots have been reused: still stale. */
+    ferrule_tool_spec churn_spec = harness_spec("churn", "{\"nonblocking\": true}", keep_handle_and_complete, NULL, NULL);
+    config = rounds_config("churn", 16, 300, "");
+    ferrule_agent *churn = harness_agent(config, &churn_spec, 1);
+    free(config);
+    CHECK(churn != NULL);
+    CHECK(run_to_end(churn, "completed"));
+    for (int i = 0; i < KEPT; i++) CHECK(stale_everywhere(kept[i]));
+
+    /* Handles that were never issued are refused the same way. */
+    CHECK(stale_everywhere((ferrule_tool_call *)(uintptr_t)0x1));
+    CHECK(stale_everywhere((ferrule_tool_call *)(uintptr_t)0xdeadbeef));
+    ferrule_agent_free(agent);
+    ferrule_agent_free(churn);
+}
+
+/* ---- cancel handlers against completion, timeout and cancellation ----------------- */
+
+typedef struct {
+    ferrule_tool_call *call;
+    atomic_int handled;
+    atomic_int freed;
+} handler_count;
+
+enum { CANCEL_CALLS = 8, CANCEL_ROUNDS = 150 };
+static handler_count counts[CANCEL_CALLS * CANCEL_ROUNDS];
+static atomic_int next_count, finished_calls;
+
+static void count_handler(void *user_data) {
+    handler_count *count = user_data;
+    atomic_fetch_add(&count->handled, 1);
+}
+
+static void count_free(void *user_data) {
+    atomic_fetch_add(&((handler_count *)user_data)->freed, 1);
+}
+
+static void *complete_racing_the_timeout(void *arg) {
+    handler_count *count = arg;
+    usleep((useconds_t)(rand() % 2000));
+    ferrule_error_free(ferrule_tool_call_complete(count->call, STR("\"raced\"")));
+    atomic_fetch_add(&finished_calls, 1);
+    return NULL;
+}
+
+static void register_then_race(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    handler_count *count = &counts[atomic_fetch_add(&next_count, 1)];
+    count->call = call;
+    ferrule_error_free(ferrule_tool_call_on_cancel(call, count_handler, count, count_free));
+    pthread_t thread;
+    pthread_create(&thread, NULL, complete_racing_the_timeout, count);
+    pthread_detach(thread);
+}
+
+static void cancel_handlers_run_at_most_once_and_free_exactly_once(void) {
+    memset(counts, 0, sizeof counts);
+    atomic_store(&next_count, 0);
+    atomic_store(&finished_calls, 0);
+    /* Completions land around the 1 ms timeout: some calls complete, some time
+     * out first; each handler may run (once) or not, and is freed once. */
+    ferrule_tool_spec spec = harness_spec("racy", "{\"nonblocking\": true}", register_then_race, NULL, NULL);
+    char *config = rounds_config("racy", CANCEL_CALLS, CANCEL_ROUNDS, ", \"tool_timeout_ms\": 1");
+    ferrule_agent *agent = harness_agent(config, &spec, 1);
+    free(config);
+    CHECK(agent != NULL);
+    CHECK(run_to_end(agent, "completed"));
+    CHECK(wait_for_count(&finished_calls, CANCEL_CALLS * CANCEL_ROUNDS, 60000));
+    int frees_ok = 1, handled_ok = 1;
+    for (int i = 0; i < CANCEL_CALLS * CANCEL_ROUNDS; i++) {
+        for (int waited = 0; waited < 5000 && atomic_load(&counts[i].freed) == 0; waited++) harness_sleep_ms(1);
+        frees_ok &= atomic_load(&counts[i].freed) == 1;
+        handled_ok &= atomic_load(&counts[i].handled) <= 1;
+    }
+    CHECK(frees_ok);
+    CHECK(handled_ok);
+    ferrule_agent_free(agent);
+}
+
+static _Atomic(ferrule_run *) cancelled_run;
+
+static void register_and_cancel_the_run(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    handler_count *count = &counts[atomic_fetch_add(&next_count, 1)];
+    count->call = call;
+    ferrule_error_free(ferrule_tool_call_on_cancel(call, count_handler, count, count_free));
+    ferrule_run *run;
+    while ((run = atomic_load(&cancelled_run)) == NULL) usleep(100);
+    if (rand() % 2) ferrule_run_cancel(run);
+    pthread_t thread;
+    pthread_create(&thread, NULL, complete_racing_the_timeout, count);
+    pthread_detach(thread);
+}
+
+static void cancelling_runs_while_handlers_register_and_calls_complete(void) {
+    memset(counts, 0, sizeof counts);
+    atomic_store(&next_count, 0);
+    atomic_store(&finished_calls, 0);
+    ferrule_tool_spec spec = harness_spec("racy", "", register_and_cancel_the_run, NULL, NULL);
+    char *config = rounds_config("racy", CANCEL_CALLS, 1, "");
+    ferrule_agent *agent = harness_agent(config, &spec, 1);
+    free(config);
+    CHECK(agent != NULL);
+    int started = 0;
+    for (int i = 0; i < CANCEL_ROUNDS; i++) {
+        ferrule_run *run = NULL;
+        atomic_store(&cancelled_run, NULL);
+        int before = atomic_load(&next_count);
+        CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+        atomic_store(&cancelled_run, run);
+        char *result = harness_wait(run);
+        CHECK(result && (strstr(result, "\"status\":\"cancelled\"") || strstr(result, "\"status\":\"completed\"")));
+        ferrule_string_free(result);
+        /* Calls of a cancelled run that had no thread yet never reach the host. */
+        while (atomic_load(&finished_calls) < atomic_load(&next_count)) usleep(100);
+        started += atomic_load(&next_count) - before;
+        ferrule_run_free(run);
+    }
+    int frees_ok = 1, handled_ok = 1;
+    for (int i = 0; i < started; i++) {
+        for (int waited = 0; waited < 5000 && atomic_load(&counts[i].freed) == 0; waited++) harness_sleep_ms(1);
+        frees_ok &= atomic_load(&counts[i].freed) == 1;
+        handled_ok &= atomic_load(&counts[i].handled) <= 1;
+    }
+    CHECK(frees_ok);
+    CHECK(handled_ok);
+    ferrule_agent_free(agent);
+}
+
+int main(int argc, char **argv) {
+    srand(7);
+    static const harness_case cases[] = {
+        {"an_update_racing_the_completion_never_touches_freed_memory",
+         an_update_racing_the_completion_never_touches_freed_memory},
+        {"a_completed_calls_handle_is_stale_everywhere_however_late", a_completed_calls_handle_is_stale_everywhere_however_late},
+        {"cancel_handlers_run_at_most_once_and_free_exactly_once", cancel_handlers_run_at_most_once_and_free_exactly_once},
+        {"cancelling_runs_while_handlers_register_and_calls_complete",
+         cancelling_runs_while_handlers_register_and_calls_complete},
+    };
+    return harness_main(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
