@@ -344,11 +344,11 @@ struct ferrule_error *ferrule_tool_call_fail(struct ferrule_tool_call *call,
 // Registers a one-shot cancel handler: `on_cancel(user_data)` runs when the call
 // times out or its run is cancelled before the call is completed, or at once if
 // that already happened. It runs on a ferrule callback thread, never inside this
-// function (a completion racing the cancellation may come first).
-// `free_user_data(user_data)`
-// runs once when the call ends either way: after the handler, or when the call
-// is completed or failed without it having run. The call must still be completed
-// or failed after a cancellation (that completion is discarded).
+// function (a completion racing the cancellation may come first). The call must
+// still be completed or failed after a cancellation (that completion is
+// discarded). `free_user_data(user_data)` runs once, when the call has been
+// completed or failed and the handler, if it ran, has returned: until then both
+// the handler and the code that completes the call may use `user_data`.
 //
 // A call has at most one handler: a second is `FERRULE_ERROR_INVALID_ARG`.
 // `FERRULE_ERROR_NULL_ARG` for a NULL `call` or `on_cancel`;

@@ -3,8 +3,10 @@
  * tools working in a scratch directory, events printed as they arrive.
  *
  *   lookup_customer  answers at once, inside its callback.
- *   build_report     sends progress updates and completes later, from a thread
- *                    of its own (the callback returns before the work is done).
+ *   build_report     a "nonblocking" tool: its callback hands the call to a thread
+ *                    of its own and returns at once; the thread sends progress
+ *                    updates and completes later, and stops early when the cancel
+ *                    handler tells it the call was cancelled.
  *   read, bash, edit, write   ferrule's built-ins, confined to the scratch directory.
  *
  * The scripted model drives it unless OPENAI_API_KEY or ANTHROPIC_API_KEY is set.
@@ -12,6 +14,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,26 +46,46 @@ static void lookup_customer(void *user_data, ferrule_tool_call *call) {
 
 /* ---- tool 2: progress updates, completes later from another thread ---------- */
 
+/* One report job. ferrule frees it (free_user_data of the cancel handler) once
+ * the call has ended, so the worker must not touch it after completing. */
+typedef struct {
+    ferrule_tool_call *call;
+    atomic_int stop;
+} report_job;
+
+static void stop_report(void *user_data) {
+    atomic_store(&((report_job *)user_data)->stop, 1);
+}
+
 static void *build_report_worker(void *arg) {
-    ferrule_tool_call *call = arg;
-    for (int step = 1; step <= 3; step++) {
-        if (ferrule_tool_call_is_cancelled(call)) break;
+    report_job *job = arg;
+    ferrule_tool_call *call = job->call;
+    int stopped = 0;
+    for (int step = 1; step <= 3 && !stopped; step++) {
         nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
         char update[96];
         snprintf(update, sizeof update, "{\"content\": \"step %d of 3\", \"display\": \"terminal\"}", step);
         check(ferrule_tool_call_update(call, STR(update)), "update");
+        stopped = atomic_load(&job->stop);
     }
-    const char *result =
-        "{\"content\": \"Report: 3 sections, 12 pages.\", \"title\": \"Build report\","
-        " \"summary\": \"report built\", \"details\": {\"pages\": 12}}";
-    check(ferrule_tool_call_complete(call, STR(result)), "complete");
+    const char *result = stopped ? "\"Stopped: the call was cancelled.\""
+                                 : "{\"content\": \"Report: 3 sections, 12 pages.\", \"title\": \"Build report\","
+                                   " \"summary\": \"report built\", \"details\": {\"pages\": 12}}";
+    check(ferrule_tool_call_complete(call, STR(result)), "complete"); /* `job` may be gone from here on */
     return NULL;
 }
 
 static void build_report(void *user_data, ferrule_tool_call *call) {
     (void)user_data;
+    report_job *job = calloc(1, sizeof *job);
+    job->call = call;
+    if (check(ferrule_tool_call_on_cancel(call, stop_report, job, free), "on_cancel")) {
+        free(job);
+        check(ferrule_tool_call_fail(call, STR("could not start the report")), "fail");
+        return;
+    }
     pthread_t worker;
-    if (pthread_create(&worker, NULL, build_report_worker, call) != 0) {
+    if (pthread_create(&worker, NULL, build_report_worker, job) != 0) {
         check(ferrule_tool_call_fail(call, STR("could not start the report worker")), "fail");
         return;
     }
@@ -127,7 +150,7 @@ static const char CUSTOMER_SCHEMA[] =
     "{\"type\": \"object\", \"properties\": {\"customer_id\": {\"type\": \"string\", \"minLength\": 1}},"
     " \"required\": [\"customer_id\"], \"additionalProperties\": false}";
 
-static int add_tool(ferrule_agent_builder *builder, const char *name, const char *description,
+static int add_tool(ferrule_agent_builder *builder, const char *name, const char *description, const char *options,
                     ferrule_tool_fn execute) {
     ferrule_tool_spec spec = {0};
     spec.struct_size = sizeof spec;
@@ -137,6 +160,8 @@ static int add_tool(ferrule_agent_builder *builder, const char *name, const char
     spec.description_len = strlen(description);
     spec.input_schema = CUSTOMER_SCHEMA;
     spec.input_schema_len = strlen(CUSTOMER_SCHEMA);
+    spec.options = options;
+    spec.options_len = strlen(options);
     spec.execute = execute;
     return check(ferrule_agent_builder_add_tool(builder, &spec), "add_tool");
 }
@@ -170,8 +195,9 @@ int main(void) {
     const char *config = choose_config(config_buffer, sizeof config_buffer, scratch);
     ferrule_agent_builder *builder = NULL;
     if (check(ferrule_agent_builder_new(STR(config), &builder), "builder_new")) return 1;
-    if (add_tool(builder, "lookup_customer", "Return the current plan for one customer ID.", lookup_customer) ||
-        add_tool(builder, "build_report", "Build the account report for one customer.", build_report)) {
+    if (add_tool(builder, "lookup_customer", "Return the current plan for one customer ID.", "", lookup_customer) ||
+        add_tool(builder, "build_report", "Build the account report for one customer.", "{\"nonblocking\": true}",
+                 build_report)) {
         ferrule_agent_builder_free(builder);
         return 1;
     }

@@ -56,10 +56,11 @@ struct CallState {
     /// The runner gave up on the call (timeout, cancellation): its result will be
     /// discarded.
     abandoned: bool,
-    /// The host's cancel handler, until it runs or the call ends.
-    on_cancel: Option<CancelHandler>,
-    /// Whether a cancel handler was ever registered (a call takes one).
-    handler_registered: bool,
+    /// The host's cancel handler, kept until the call is completed. Its user data
+    /// is freed when the call is completed and the handler, if it ran, returned.
+    cancel_handler: Option<Arc<CancelHandler>>,
+    /// The handler was started; it runs once.
+    handler_fired: bool,
 }
 
 struct CancelHandler {
@@ -68,13 +69,12 @@ struct CancelHandler {
 }
 
 impl CancelHandler {
-    /// Runs the handler, then frees its user data, on a tool callback thread in
-    /// the run's callback scope.
-    fn fire(self, run_serial: u64) {
+    /// Runs the handler on a tool callback thread, in the run's callback scope.
+    fn fire(self: Arc<Self>, run_serial: u64) {
         crate::runtime::tool_callbacks().submit_or_run_here(Box::new(move || self.run(run_serial)));
     }
 
-    fn run(self, run_serial: u64) {
+    fn run(&self, run_serial: u64) {
         let _scope = CallbackScope::enter(run_serial, CallbackKind::Tool);
         // SAFETY: the host registered this function for this user data.
         unsafe { (self.function)(self.user_data.data) };
@@ -93,8 +93,8 @@ impl ForeignCall {
             state: Mutex::new(CallState {
                 completion: Some(completion),
                 abandoned: false,
-                on_cancel: None,
-                handler_registered: false,
+                cancel_handler: None,
+                handler_fired: false,
             }),
         }
     }
@@ -103,17 +103,17 @@ impl ForeignCall {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Ends the call with `outcome` (discarded if the runner gave up); an unfired
-    /// cancel handler is released unrun.
+    /// Ends the call with `outcome` (discarded if the runner gave up) and lets go
+    /// of the cancel handler (unrun, or once it has returned).
     fn finish(&self, outcome: ToolOutcome) {
-        let (completion, unfired) = {
+        let (completion, handler) = {
             let mut state = self.state();
-            (state.completion.take(), state.on_cancel.take())
+            (state.completion.take(), state.cancel_handler.take())
         };
         if let Some(completion) = completion {
             let _ = completion.send(outcome);
         }
-        drop(unfired);
+        drop(handler);
     }
 
     /// The runner gave up on the call: it is cancelled, and its cancel handler runs.
@@ -122,7 +122,7 @@ impl ForeignCall {
         let handler = {
             let mut state = self.state();
             state.abandoned = true;
-            state.on_cancel.take()
+            state.take_unfired_handler()
         };
         if let Some(handler) = handler {
             handler.fire(self.run_serial);
@@ -131,6 +131,18 @@ impl ForeignCall {
 
     fn is_abandoned(&self) -> bool {
         self.state().abandoned
+    }
+}
+
+impl CallState {
+    /// The registered handler if it has not run yet, marked as run.
+    fn take_unfired_handler(&mut self) -> Option<Arc<CancelHandler>> {
+        if self.handler_fired {
+            return None;
+        }
+        let handler = self.cancel_handler.clone()?;
+        self.handler_fired = true;
+        Some(handler)
     }
 }
 
@@ -381,11 +393,11 @@ pub unsafe extern "C" fn ferrule_tool_call_fail(
 /// Registers a one-shot cancel handler: `on_cancel(user_data)` runs when the call
 /// times out or its run is cancelled before the call is completed, or at once if
 /// that already happened. It runs on a ferrule callback thread, never inside this
-/// function (a completion racing the cancellation may come first).
-/// `free_user_data(user_data)`
-/// runs once when the call ends either way: after the handler, or when the call
-/// is completed or failed without it having run. The call must still be completed
-/// or failed after a cancellation (that completion is discarded).
+/// function (a completion racing the cancellation may come first). The call must
+/// still be completed or failed after a cancellation (that completion is
+/// discarded). `free_user_data(user_data)` runs once, when the call has been
+/// completed or failed and the handler, if it ran, has returned: until then both
+/// the handler and the code that completes the call may use `user_data`.
 ///
 /// A call has at most one handler: a second is `FERRULE_ERROR_INVALID_ARG`.
 /// `FERRULE_ERROR_NULL_ARG` for a NULL `call` or `on_cancel`;
@@ -405,17 +417,16 @@ pub unsafe extern "C" fn ferrule_tool_call_on_cancel(
         if state.completion.is_none() {
             return Err(already_completed());
         }
-        if state.handler_registered {
+        if state.cancel_handler.is_some() {
             return Err(Error::invalid_arg("this tool call already has a cancel handler"));
         }
-        state.handler_registered = true;
         // Everything is checked: from here on the user data belongs to ferrule.
-        let handler = CancelHandler { function, user_data: ForeignData::new(user_data, free_user_data) };
-        if state.abandoned || call.cancel.is_cancelled() {
-            drop(state);
+        state.cancel_handler =
+            Some(Arc::new(CancelHandler { function, user_data: ForeignData::new(user_data, free_user_data) }));
+        let due = if state.abandoned || call.cancel.is_cancelled() { state.take_unfired_handler() } else { None };
+        drop(state);
+        if let Some(handler) = due {
             handler.fire(call.run_serial);
-        } else {
-            state.on_cancel = Some(handler);
         }
         Ok(())
     })

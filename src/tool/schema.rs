@@ -33,6 +33,8 @@ const SUBSCHEMA_LIST_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixIte
 /// Keywords whose value maps names to subschemas.
 const SUBSCHEMA_MAP_KEYWORDS: &[&str] =
     &["properties", "patternProperties", "$defs", "definitions", "dependentSchemas"];
+/// Keywords whose value is data, never a schema: nothing in it is a reference.
+const DATA_KEYWORDS: &[&str] = &["const", "enum", "default", "examples"];
 
 /// A compiled input schema. Immutable and shared by every run of an agent.
 pub struct InputSchema {
@@ -124,9 +126,27 @@ fn check_subschema(schema: &Value, pointer: &str) -> Result<()> {
                     check_subschema(item, &format!("{here}/{}", escape(name)))?;
                 }
             }
+        } else if !DATA_KEYWORDS.contains(&keyword.as_str()) {
+            check_unknown_keyword(value, &here)?;
         }
     }
     Ok(())
+}
+
+/// Walks the value of a keyword the specification does not define (an annotation
+/// such as `x-ui`). Its shape is free, but the compiler still follows references
+/// it finds there, so every object inside is checked for them.
+fn check_unknown_keyword(value: &Value, pointer: &str) -> Result<()> {
+    match value {
+        Value::Object(object) => {
+            check_keywords(object, pointer)?;
+            object.iter().try_for_each(|(key, item)| check_unknown_keyword(item, &format!("{pointer}/{}", escape(key))))
+        }
+        Value::Array(items) => {
+            items.iter().enumerate().try_for_each(|(i, item)| check_unknown_keyword(item, &format!("{pointer}/{i}")))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn check_keywords(object: &Map<String, Value>, pointer: &str) -> Result<()> {
@@ -211,6 +231,19 @@ mod tests {
         assert!(rejection(json!({"$ref": "https://example.com/s.json"})).contains("leaves the document"));
         assert!(rejection(json!({"$ref": "other.json#/a"})).contains("leaves the document"));
         assert!(rejection(json!({"properties": {"a": {"$dynamicRef": "file:///etc/x"}}})).contains("/properties/a"));
+    }
+
+    #[test]
+    fn references_hidden_under_unknown_keywords_are_found_and_named() {
+        let message =
+            rejection(json!({"type": "object", "x-extra": {"nested": {"$ref": "https://example.com/s.json"}}}));
+        assert!(message.contains("/x-extra/nested") && message.contains("leaves the document"), "{message}");
+        let message = rejection(json!({"properties": {"a": {"x-list": [{}, {"$ref": "file:///etc/passwd"}]}}}));
+        assert!(message.contains("/properties/a/x-list/1"), "{message}");
+        // Data is data: a "$ref" inside const or enum is not a reference; and an
+        // annotation's shape is its own.
+        InputSchema::compile(json!({"const": {"$ref": "https://example.com"}, "enum": [{"$ref": "x"}]})).unwrap();
+        InputSchema::compile(json!({"x-ui": {"items": 3, "order": ["a"]}})).unwrap();
     }
 
     #[test]

@@ -1,5 +1,7 @@
 #include "harness.h"
 
+#include <unistd.h>
+
 int harness_case_failed;
 
 int harness_expect_error(ferrule_error *err, uint32_t code, const char *needle, const char *file, int line) {
@@ -120,6 +122,30 @@ void latch_open(latch *l) {
 int wait_for_count(atomic_int *value, int expected, long timeout_ms) {
     for (long waited = 0; waited < timeout_ms && atomic_load(value) < expected; waited += 1) harness_sleep_ms(1);
     return atomic_load(value) >= expected;
+}
+
+static FILE *captured_stderr;
+
+int capture_stderr_begin(void) {
+    fflush(stderr);
+    captured_stderr = tmpfile();
+    int saved = dup(2);
+    dup2(fileno(captured_stderr), 2);
+    return saved;
+}
+
+char *capture_stderr_end(int saved) {
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    long size = ftell(captured_stderr);
+    if (size < 0) size = 0;
+    char *text = calloc((size_t)size + 1, 1);
+    rewind(captured_stderr);
+    size_t got = fread(text, 1, (size_t)size, captured_stderr);
+    text[got] = '\0';
+    fclose(captured_stderr);
+    return text;
 }
 
 char thread_kind(void) {

@@ -88,6 +88,13 @@ void latch_open(latch *l);
 /* Waits until `*value` reaches `expected` (another thread counts up). */
 int wait_for_count(atomic_int *value, int expected, long timeout_ms);
 
+/* ---- stderr ------------------------------------------------------------------ */
+
+/* Sends this process's stderr to a temporary file until capture_stderr_end,
+ * which returns what was written (free it). */
+int capture_stderr_begin(void);
+char *capture_stderr_end(int saved);
+
 /* ---- threads ----------------------------------------------------------------- */
 
 /* Which of ferrule's threads the caller is on: 'r' a runtime thread

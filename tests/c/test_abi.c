@@ -166,6 +166,7 @@ static void start_checks_its_arguments_and_keeps_user_data_on_error(void) {
     CHECK(atomic_load(&owned.frees) == 0);
 
     CHECK_OK(ferrule_agent_start(agent, STR(input), NULL, &owned, counter_free, &run));
+    CHECK(atomic_load(&owned.frees) == 1); /* no on_event: nothing uses it, so it went at once */
     char *result = harness_wait(run);
     CHECK(result != NULL && strstr(result, "\"status\":\"completed\""));
     ferrule_string_free(result);
@@ -205,36 +206,72 @@ static void tool_call_functions_check_null(void) {
     CHECK_ERROR(ferrule_tool_call_update(NULL, STR("\"x\"")), FERRULE_ERROR_NULL_ARG, "call");
 }
 
-static void a_panic_becomes_an_error(void) {
-    CHECK_ERROR(ferrule_debug_panic(STR("test panic")), FERRULE_ERROR_PANIC, "test panic");
+static void a_panic_becomes_an_error_and_prints_nothing(void) {
+    int captured = capture_stderr_begin();
+    ferrule_error *err = ferrule_debug_panic(STR("test panic"));
+    char *printed = capture_stderr_end(captured);
+    CHECK(printed && printed[0] == '\0'); /* a library does not write to the host's stderr */
+    free(printed);
+    /* The message says what and where. */
+    CHECK(strstr(ferrule_error_message(err).ptr, "src/ffi/debug.rs") != NULL);
+    CHECK_ERROR(err, FERRULE_ERROR_PANIC, "test panic");
     /* The library keeps working afterwards. */
     ferrule_agent *agent = harness_agent(SCRIPTED, NULL, 0);
     CHECK(agent != NULL);
     ferrule_agent_free(agent);
 }
 
+/* What a child forked after the runtime started may still do: read and free
+ * errors and strings, read versions. Everything else refuses or does nothing. */
+static int forked_child_behaves(ferrule_agent *agent, ferrule_run *run, counter *tool_data) {
+    int ok = 1;
+    ferrule_agent_builder *builder = NULL;
+    ferrule_error *err = ferrule_agent_builder_new(STR(SCRIPTED), &builder);
+    ok &= ferrule_error_code(err) == FERRULE_ERROR_FORKED && builder == NULL;
+    ok &= strstr(ferrule_error_message(err).ptr, "forked") != NULL;
+    ferrule_error_free(err);
+    ferrule_run *started = NULL;
+    err = ferrule_agent_start(agent, STR("{\"prompt\": \"hi\"}"), NULL, NULL, NULL, &started);
+    ok &= ferrule_error_code(err) == FERRULE_ERROR_FORKED && started == NULL;
+    ferrule_error_free(err);
+    char *json = NULL;
+    size_t len = 0;
+    err = ferrule_run_wait(run, &json, &len);
+    ok &= ferrule_error_code(err) == FERRULE_ERROR_FORKED && json == NULL;
+    ferrule_error_free(err);
+    ok &= ferrule_agent_clone(agent) == NULL;
+    ok &= ferrule_run_clone(run) == NULL;
+    ok &= ferrule_run_id(run).len == 0;
+    ok &= ferrule_tool_call_is_cancelled((ferrule_tool_call *)(uintptr_t)0x1);
+    ok &= ferrule_version().len > 0 && ferrule_abi_version() == FERRULE_ABI_VERSION;
+    ferrule_run_cancel(run);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+    ok &= atomic_load(&tool_data->frees) == 0; /* freeing did nothing */
+    return ok;
+}
+
 static void a_forked_child_gets_forked(void) {
     /* Make sure the runtime has started. */
-    ferrule_agent *agent = harness_agent(SCRIPTED, NULL, 0);
+    counter tool_data = {0};
+    ferrule_tool_spec spec = harness_spec("lookup", "", complete_now, &tool_data, counter_free);
+    ferrule_agent *agent = harness_agent(SCRIPTED, &spec, 1);
     CHECK(agent != NULL);
     ferrule_run *run = NULL;
     CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"hi\"}"), NULL, NULL, NULL, &run));
     char *result = harness_wait(run);
     ferrule_string_free(result);
-    ferrule_run_free(run);
-    ferrule_agent_free(agent);
 
+    fflush(NULL);
     pid_t child = fork();
     CHECK(child >= 0);
-    if (child == 0) {
-        ferrule_agent_builder *builder = NULL;
-        ferrule_error *err = ferrule_agent_builder_new(STR(SCRIPTED), &builder);
-        int forked = err != NULL && ferrule_error_code(err) == FERRULE_ERROR_FORKED;
-        _exit(forked ? 0 : 1);
-    }
+    if (child == 0) _exit(forked_child_behaves(agent, run, &tool_data) ? 0 : 1);
     int status = 0;
     CHECK(waitpid(child, &status, 0) == child);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+    CHECK(atomic_load(&tool_data.frees) == 1);
 }
 
 int main(int argc, char **argv) {
@@ -250,7 +287,7 @@ int main(int argc, char **argv) {
          start_checks_its_arguments_and_keeps_user_data_on_error},
         {"wait_checks_its_arguments", wait_checks_its_arguments},
         {"tool_call_functions_check_null", tool_call_functions_check_null},
-        {"a_panic_becomes_an_error", a_panic_becomes_an_error},
+        {"a_panic_becomes_an_error_and_prints_nothing", a_panic_becomes_an_error_and_prints_nothing},
         {"a_forked_child_gets_forked", a_forked_child_gets_forked},
     };
     return harness_main(cases, sizeof cases / sizeof cases[0], argc, argv);

@@ -23,6 +23,15 @@ static void complete_with(ferrule_tool_call *call, const cJSON *result) {
     free(text);
 }
 
+/* Cancel handlers that ran in the current scenario. */
+static atomic_int cancel_handlers;
+
+static void complete_when_cancelled(void *user_data) {
+    ferrule_tool_call *call = user_data;
+    atomic_fetch_add(&cancel_handlers, 1);
+    ferrule_error_free(ferrule_tool_call_complete(call, STR("\"stopped after cancellation\"")));
+}
+
 static void do_work(cJSON *behaviour, ferrule_tool_call *call) {
     if (cJSON_IsTrue(cJSON_GetObjectItem(behaviour, "never_complete"))) {
         while (!ferrule_tool_call_is_cancelled(call)) harness_sleep_ms(1);
@@ -59,6 +68,10 @@ static void *work_thread(void *arg) {
 
 static void execute(void *user_data, ferrule_tool_call *call) {
     cJSON *behaviour = user_data;
+    if (cJSON_IsTrue(cJSON_GetObjectItem(behaviour, "complete_on_cancel"))) {
+        ferrule_error_free(ferrule_tool_call_on_cancel(call, complete_when_cancelled, call, NULL));
+        return;
+    }
     int off_thread = cJSON_IsTrue(cJSON_GetObjectItem(behaviour, "async")) ||
                      cJSON_GetObjectItem(behaviour, "sleep_ms") != NULL ||
                      cJSON_IsTrue(cJSON_GetObjectItem(behaviour, "never_complete"));
@@ -195,6 +208,13 @@ static void check_expectations(const char *scenario, const cJSON *expect, const 
         }
         EXPECT(want == NULL, "fewer tool results than expected");
     }
+
+    const cJSON *handlers = cJSON_GetObjectItem(expect, "cancel_handlers");
+    if (cJSON_IsNumber(handlers)) {
+        wait_for_count(&cancel_handlers, handlers->valueint, 10000);
+        EXPECT(atomic_load(&cancel_handlers) == handlers->valueint, "%d cancel handlers ran, expected %d",
+               atomic_load(&cancel_handlers), handlers->valueint);
+    }
 }
 
 /* ---- running one scenario ----------------------------------------------------- */
@@ -262,6 +282,7 @@ static void run_scenario(const char *scenario, const char *path) {
 
     event_log log;
     event_log_init(&log);
+    atomic_store(&cancel_handlers, 0);
     char *input = print_json(cJSON_GetObjectItem(doc, "input"));
     ferrule_run *run = NULL;
     err = ferrule_agent_start(agent, STR(input), event_log_on_event, &log, event_log_free, &run);

@@ -359,8 +359,13 @@ static void a_panic_inside_a_run_ends_it_failed(void) {
     CHECK(agent != NULL);
     event_log log;
     event_log_init(&log);
+    int captured = capture_stderr_begin();
     char *result = harness_run(agent, &log);
+    char *printed = capture_stderr_end(captured);
+    CHECK(printed && printed[0] == '\0');
+    free(printed);
     CHECK(result && strstr(result, "\"status\":\"failed\"") && strstr(result, "\"code\":\"PANIC\""));
+    CHECK(strstr(result, "model blew up") && strstr(result, "(at src/"));
     CHECK(event_log_count(&log, "\"type\":\"run_end\"") == 1);
     ferrule_string_free(result);
     ferrule_agent_free(agent);

@@ -576,8 +576,11 @@ static void register_after_cancellation(void *user_data, ferrule_tool_call *call
     err = ferrule_tool_call_on_cancel(call, note_cancel, &late_spare, free_watch);
     atomic_store(&late_second_code, err ? (int)ferrule_error_code(err) : -1);
     ferrule_error_free(err);
-    while (atomic_load(&watch->freed) == 0) harness_sleep_ms(1);
+    while (atomic_load(&watch->handled) == 0) harness_sleep_ms(1);
+    /* The handler's user data lives until the call is completed. */
+    int freed_before_completion = atomic_load(&watch->freed);
     ferrule_error_free(ferrule_tool_call_complete(call, STR("\"too late\"")));
+    if (freed_before_completion) atomic_store(&late_register_code, -2);
     err = ferrule_tool_call_on_cancel(call, note_cancel, &late_spare, free_watch);
     atomic_store(&late_after_complete_code, err ? (int)ferrule_error_code(err) : -1);
     ferrule_error_free(err);
