@@ -1,6 +1,8 @@
 /*
  * W1 and W2 (DESIGN section 7) with the tool in C: the same workloads as
- * bench/loop.rs, through the C ABI with a C callback that completes at once.
+ * bench/loop.rs, through the C ABI with a C callback that completes at once,
+ * registered once as a blocking tool (the callback runs on a tool callback
+ * thread) and once as a nonblocking one (it runs on the run's own thread).
  * Prints microseconds per round and per call (median of 7 runs). Run with
  * `make bench`; nothing here is asserted.
  */
@@ -45,7 +47,7 @@ static int fail(ferrule_error *err, const char *what) {
     exit(1);
 }
 
-static ferrule_agent *build(const cJSON *config, const cJSON *schema) {
+static ferrule_agent *build(const cJSON *config, const cJSON *schema, const char *options) {
     char *config_text = cJSON_PrintUnformatted(config);
     char *schema_text = cJSON_PrintUnformatted(schema);
     ferrule_agent_builder *builder = NULL;
@@ -59,6 +61,8 @@ static ferrule_agent *build(const cJSON *config, const cJSON *schema) {
     spec.description_len = strlen(spec.description);
     spec.input_schema = schema_text;
     spec.input_schema_len = strlen(schema_text);
+    spec.options = options;
+    spec.options_len = strlen(options);
     spec.execute = noop;
     fail(ferrule_agent_builder_add_tool(builder, &spec), "add_tool");
     ferrule_agent *agent = NULL;
@@ -110,18 +114,22 @@ int main(int argc, char **argv) {
 
     const char *keys[2] = {"w1", "w2"};
     const char *schemas[2] = {"open_schema", "schema"};
+    const char *kinds[2][2] = {{"blocking", ""}, {"nonblocking", "{\"nonblocking\": true}"}};
     for (int w = 0; w < 2; w++) {
         cJSON *workload = cJSON_GetObjectItem(workloads, keys[w]);
-        ferrule_agent *agent = build(cJSON_GetObjectItem(workload, "config"), cJSON_GetObjectItem(workloads, schemas[w]));
         double rounds = cJSON_GetObjectItem(workload, "rounds")->valuedouble;
         double calls = cJSON_GetObjectItem(workload, "calls")->valuedouble;
         printf("%s\n", cJSON_GetObjectItem(workload, "description")->valuestring);
-        for (int with_events = 0; with_events < 2; with_events++) {
-            double t = median_run(agent, with_events);
-            printf("  c tool,    %-13s: run %8.2f ms  %7.2f us/round  %6.2f us/call\n",
-                   with_events ? "event sink" : "no event sink", t * 1e3, t * 1e6 / rounds, t * 1e6 / calls);
+        for (int kind = 0; kind < 2; kind++) {
+            ferrule_agent *agent =
+                build(cJSON_GetObjectItem(workload, "config"), cJSON_GetObjectItem(workloads, schemas[w]), kinds[kind][1]);
+            for (int with_events = 0; with_events < 2; with_events++) {
+                double t = median_run(agent, with_events);
+                printf("  c tool, %-11s, %-13s: run %8.2f ms  %7.2f us/round  %6.2f us/call\n", kinds[kind][0],
+                       with_events ? "event sink" : "no event sink", t * 1e3, t * 1e6 / rounds, t * 1e6 / calls);
+            }
+            ferrule_agent_free(agent);
         }
-        ferrule_agent_free(agent);
     }
     cJSON_Delete(workloads);
     return 0;

@@ -9,7 +9,7 @@
 //! completion order) and enter the transcript in call order. On cancellation,
 //! running calls end with a cancellation result and calls never started get none.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -79,7 +79,7 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
     let bound = if sequential { 1 } else { context.agent.config.max_concurrent_tools };
 
     let mut running = FuturesUnordered::new();
-    let mut in_flight = BTreeSet::new();
+    let mut in_flight = vec![false; calls.len()];
     let mut progress: Vec<Option<Arc<CallProgress>>> = vec![None; calls.len()];
     let mut pending = calls.iter().zip(checked).enumerate();
     let cancelled = loop {
@@ -89,10 +89,11 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
             match check {
                 Err(problem) => recorder.record(index, call, ToolResult::error(problem), false, None).await,
                 Ok(valid) => {
-                    let call_progress = Arc::new(CallProgress::default());
-                    progress[index] = Some(call_progress.clone());
+                    // Progress matters only to updates and end events: none without a sink.
+                    let call_progress = context.events.is_enabled().then(|| Arc::new(CallProgress::default()));
+                    progress[index] = call_progress.clone();
                     running.push(launch(context, call, valid, call_progress).map(move |ending| (index, ending)));
-                    in_flight.insert(index);
+                    in_flight[index] = true;
                 }
             }
         }
@@ -103,7 +104,7 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
             biased;
             _ = context.cancel.cancelled() => break true,
             Some((index, ending)) = eager_next(&mut running) => {
-                in_flight.remove(&index);
+                in_flight[index] = false;
                 let call = &calls[index];
                 let fatal_on_error = context.agent.tool(&call.name).is_some_and(|(_, t)| t.options().on_error == OnError::Fatal);
                 let (result, failed) = ending_result(call, ending);
@@ -113,7 +114,7 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
     };
     if cancelled {
         drop(running);
-        for index in in_flight {
+        for index in (0..calls.len()).filter(|&i| in_flight[i]) {
             let call = &calls[index];
             let message = format!("The call to \"{}\" was cancelled because the run was cancelled.", call.name);
             recorder.record(index, call, ToolResult::error(message), false, progress[index].as_ref()).await;
@@ -128,7 +129,7 @@ fn launch(
     context: &BatchContext<'_>,
     call: &ToolCall,
     valid: ValidCall<'_>,
-    progress: Arc<CallProgress>,
+    progress: Option<Arc<CallProgress>>,
 ) -> impl std::future::Future<Output = Ending> + Send + 'static {
     let tool = valid.tool;
     let cancel = context.cancel.child_token();
@@ -136,15 +137,11 @@ fn launch(
         0 => context.agent.config.tool_timeout_ms,
         ms => ms,
     };
-    let updates = if context.events.is_enabled() {
-        UpdateSink::new(CallUpdates::new(call, progress, context.events.clone()))
-    } else {
-        UpdateSink::discard()
+    let updates = match progress {
+        Some(progress) => UpdateSink::new(CallUpdates::new(call, progress, context.events.clone())),
+        None => UpdateSink::discard(),
     };
-    let invocation = Invocation::new(call.clone(), valid.arguments)
-        .with_cancellation(cancel.clone())
-        .with_updates(updates)
-        .in_run(context.run_serial);
+    let invocation = Invocation::in_run(call.clone(), valid.arguments, cancel.clone(), updates, context.run_serial);
     let function = tool.function().clone();
     let bounded = async move {
         let returned = function.invoke(invocation);

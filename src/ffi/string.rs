@@ -30,8 +30,13 @@ pub(crate) struct NulTerminated(Box<[u8]>);
 
 impl NulTerminated {
     pub(crate) fn new(text: &str) -> Self {
-        let mut bytes = Vec::with_capacity(text.len() + 1);
-        bytes.extend_from_slice(text.as_bytes());
+        NulTerminated::from_string(text.to_owned())
+    }
+
+    /// Takes `text`'s buffer, growing it by the NUL (usually in place).
+    pub(crate) fn from_string(text: String) -> Self {
+        let mut bytes = text.into_bytes();
+        bytes.reserve_exact(1);
         bytes.push(0);
         NulTerminated(bytes.into_boxed_slice())
     }

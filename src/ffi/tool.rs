@@ -81,7 +81,7 @@ impl ForeignTool {
 
 impl ToolFunction for ForeignTool {
     fn invoke(&self, invocation: Invocation) -> BoxFuture<'static, ToolOutcome> {
-        let Some((ticket, pending)) = tool_call::begin(&invocation) else {
+        let Some((ticket, pending)) = tool_call::begin(invocation) else {
             return Box::pin(std::future::ready(ToolOutcome::Failed(
                 "Too many tool calls are in progress in this process; try again later.".to_owned(),
             )));

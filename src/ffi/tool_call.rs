@@ -82,14 +82,15 @@ impl CancelHandler {
 }
 
 impl ForeignCall {
-    fn new(invocation: &Invocation, completion: oneshot::Sender<ToolOutcome>) -> Self {
+    fn new(invocation: Invocation, completion: oneshot::Sender<ToolOutcome>) -> Self {
+        let (call, cancel, updates, run_serial) = invocation.into_parts();
         ForeignCall {
-            id: NulTerminated::new(invocation.id()),
-            name: NulTerminated::new(invocation.name()),
-            arguments: NulTerminated::new(invocation.arguments_json()),
-            cancel: invocation.cancellation().clone(),
-            updates: invocation.updates().clone(),
-            run_serial: invocation.run_serial(),
+            id: NulTerminated::from_string(call.id),
+            name: NulTerminated::from_string(call.name),
+            arguments: NulTerminated::from_string(call.arguments),
+            cancel,
+            updates,
+            run_serial,
             state: Mutex::new(CallState {
                 completion: Some(completion),
                 abandoned: false,
@@ -213,7 +214,7 @@ impl Drop for PendingCall {
 
 /// Starts a call: enters it in the table and returns what hands it to the host,
 /// with the future of its outcome. `None` when the table is full.
-pub(crate) fn begin(invocation: &Invocation) -> Option<(CallTicket, PendingCall)> {
+pub(crate) fn begin(invocation: Invocation) -> Option<(CallTicket, PendingCall)> {
     let (completion, outcome) = oneshot::channel();
     let call = Arc::new(ForeignCall::new(invocation, completion));
     let handle = CallHandle::register(call.clone())?;

@@ -15,7 +15,7 @@
 //! assert_eq!(invocation.arguments()["id"], 7);
 //! ```
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -53,11 +53,16 @@ impl Invocation {
         self
     }
 
-    /// Ties the call to the run with `run_serial`, for the callback scope of host
-    /// functions (a blocking wait for that run from inside the call is refused).
-    pub(crate) fn in_run(mut self, run_serial: u64) -> Self {
-        self.run_serial = run_serial;
-        self
+    /// A call of a run: `run_serial` ties host functions to the run's callback
+    /// scope (a blocking wait for that run from inside the call is refused).
+    pub(crate) fn in_run(
+        call: ToolCall,
+        arguments: Value,
+        cancel: CancellationToken,
+        updates: UpdateSink,
+        run_serial: u64,
+    ) -> Self {
+        Invocation { call, arguments, cancel, updates, run_serial }
     }
 
     /// The call id.
@@ -96,9 +101,10 @@ impl Invocation {
         &self.updates
     }
 
-    /// The serial number of the run the call belongs to (0 outside a run).
-    pub(crate) fn run_serial(&self) -> u64 {
-        self.run_serial
+    /// The call, its cancellation token, its update sink and its run serial, for
+    /// a function that keeps them in a shape of its own (host tools).
+    pub(crate) fn into_parts(self) -> (ToolCall, CancellationToken, UpdateSink, u64) {
+        (self.call, self.cancel, self.updates, self.run_serial)
     }
 }
 
@@ -138,9 +144,10 @@ impl UpdateSink {
         UpdateSink(Arc::new(receiver))
     }
 
-    /// Updates go nowhere.
+    /// Updates go nowhere. Cheap: every such sink shares one receiver.
     pub fn discard() -> Self {
-        UpdateSink::new(|_: ToolResult| ())
+        static DISCARD: OnceLock<UpdateSink> = OnceLock::new();
+        DISCARD.get_or_init(|| UpdateSink::new(|_: ToolResult| ())).clone()
     }
 
     /// Sends an update from async code.
