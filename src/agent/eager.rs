@@ -11,7 +11,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures_util::Stream;
 
@@ -33,21 +33,17 @@ impl<S: Stream + Unpin> Future for EagerNext<'_, S> {
         // Polls with a waker that does nothing: the stream's items still wake the
         // stream's own bookkeeping, so a ready item is found on the next poll.
         let mut quiet = Context::from_waker(Waker::noop());
-        let started = Instant::now();
-        let mut turns = 0u32;
-        loop {
-            if let Poll::Ready(item) = Pin::new(&mut *self.0).poll_next(&mut quiet) {
-                return Poll::Ready(item);
+        let mut ready = None;
+        let stream = &mut *self.0;
+        crate::runtime::spin_until(EAGER_WAIT, || match Pin::new(&mut *stream).poll_next(&mut quiet) {
+            Poll::Ready(item) => {
+                ready = Some(item);
+                true
             }
-            turns = turns.wrapping_add(1);
-            if turns.is_multiple_of(16) {
-                if started.elapsed() >= EAGER_WAIT {
-                    break;
-                }
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
-            }
+            Poll::Pending => false,
+        });
+        if let Some(item) = ready {
+            return Poll::Ready(item);
         }
         Pin::new(&mut *self.0).poll_next(cx)
     }

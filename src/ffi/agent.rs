@@ -4,7 +4,7 @@ use std::ffi::{c_char, c_void};
 
 use serde_json::Value;
 
-use super::boundary::{arg_mut, arg_ref, arg_str, arg_take, free_box, give_box, guard, guard_or, null_arg};
+use super::boundary::{arg_mut, arg_opt, arg_ref, arg_str, arg_take, free_box, give_box, guard, guard_or, null_arg};
 use super::error::ferrule_error;
 use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::run::{ferrule_event_fn, ferrule_run, ForeignEventSink};
@@ -128,7 +128,7 @@ pub unsafe extern "C" fn ferrule_agent_builder_free(builder: *mut ferrule_agent_
 pub unsafe extern "C" fn ferrule_agent_clone(agent: *const ferrule_agent) -> *mut ferrule_agent {
     guard_or(std::ptr::null_mut(), || {
         // SAFETY: the host passes NULL or a live agent.
-        unsafe { agent.as_ref() }
+        unsafe { arg_opt(agent) }
             .map_or(std::ptr::null_mut(), |agent| give_box(ferrule_agent { inner: agent.inner.clone() }))
     })
 }

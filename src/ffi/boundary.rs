@@ -80,6 +80,16 @@ pub(crate) unsafe fn arg_ref<'a, T>(ptr: *const T, name: &str) -> Result<&'a T> 
     unsafe { ptr.as_ref() }.ok_or_else(|| null_arg(name))
 }
 
+/// Borrows an object the host may pass as NULL (for functions whose answer to
+/// NULL is a fallback value, not an error).
+///
+/// # Safety
+/// A non-NULL `ptr` must point to a live `T` that outlives `'a`.
+pub(crate) unsafe fn arg_opt<'a, T>(ptr: *const T) -> Option<&'a T> {
+    // SAFETY: the caller guarantees a non-NULL `ptr` is live.
+    unsafe { ptr.as_ref() }
+}
+
 /// Borrows an object or an out-parameter mutably.
 ///
 /// # Safety

@@ -2,7 +2,7 @@
 
 use std::ffi::CString;
 
-use super::boundary::{free_box, give_box, guard_anywhere};
+use super::boundary::{arg_opt, free_box, give_box, guard_anywhere};
 use super::string::ferrule_str;
 use crate::error::Error;
 
@@ -28,7 +28,7 @@ impl ferrule_error {
 pub unsafe extern "C" fn ferrule_error_code(error: *const ferrule_error) -> u32 {
     guard_anywhere(0, || {
         // SAFETY: the host passes NULL or an error it has not freed.
-        unsafe { error.as_ref() }.map_or(0, |e| e.code)
+        unsafe { arg_opt(error) }.map_or(0, |e| e.code)
     })
 }
 
@@ -39,7 +39,7 @@ pub unsafe extern "C" fn ferrule_error_code(error: *const ferrule_error) -> u32 
 pub unsafe extern "C" fn ferrule_error_message(error: *const ferrule_error) -> ferrule_str {
     guard_anywhere(ferrule_str::EMPTY, || {
         // SAFETY: the host passes NULL or an error it has not freed.
-        unsafe { error.as_ref() }.map_or(ferrule_str::EMPTY, |e| ferrule_str::from_cstr(&e.message))
+        unsafe { arg_opt(error) }.map_or(ferrule_str::EMPTY, |e| ferrule_str::from_cstr(&e.message))
     })
 }
 

@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use super::boundary::{arg_mut, arg_ref, free_box, give_box, guard, guard_or};
+use super::boundary::{arg_mut, arg_opt, arg_ref, free_box, give_box, guard, guard_or};
 use super::error::ferrule_error;
 use super::foreign_data::ForeignData;
 use super::string::{ferrule_str, give_string, NulTerminated};
@@ -65,7 +65,7 @@ impl EventSink for ForeignEventSink {
 pub unsafe extern "C" fn ferrule_run_id(run: *const ferrule_run) -> ferrule_str {
     guard_or(ferrule_str::EMPTY, || {
         // SAFETY: the host passes NULL or a live run.
-        unsafe { run.as_ref() }.map_or(ferrule_str::EMPTY, |r| r.id.as_ferrule_str())
+        unsafe { arg_opt(run) }.map_or(ferrule_str::EMPTY, |r| r.id.as_ferrule_str())
     })
 }
 
@@ -103,7 +103,7 @@ pub unsafe extern "C" fn ferrule_run_wait(
 pub unsafe extern "C" fn ferrule_run_cancel(run: *mut ferrule_run) {
     guard_or((), || {
         // SAFETY: the host passes NULL or a live run.
-        if let Some(run) = unsafe { run.as_ref() } {
+        if let Some(run) = unsafe { arg_opt(run) } {
             run.inner.cancel();
         }
     })
@@ -115,7 +115,7 @@ pub unsafe extern "C" fn ferrule_run_cancel(run: *mut ferrule_run) {
 pub unsafe extern "C" fn ferrule_run_clone(run: *const ferrule_run) -> *mut ferrule_run {
     guard_or(std::ptr::null_mut(), || {
         // SAFETY: the host passes NULL or a live run.
-        unsafe { run.as_ref() }.map_or(std::ptr::null_mut(), |run| ferrule_run::new(run.inner.clone()))
+        unsafe { arg_opt(run) }.map_or(std::ptr::null_mut(), |run| ferrule_run::new(run.inner.clone()))
     })
 }
 

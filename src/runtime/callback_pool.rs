@@ -17,7 +17,7 @@ use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 
@@ -223,7 +223,7 @@ impl CallbackPool {
                 state.spinning += 1;
                 state.searching += 1;
                 drop(state);
-                self.spin();
+                super::spin_until(SPIN, || self.queued.load(Ordering::Acquire) > 0);
                 state = self.lock();
                 state.spinning -= 1;
                 state.searching -= 1;
@@ -247,23 +247,6 @@ impl CallbackPool {
             if state.threads > 1 {
                 state.threads -= 1;
                 return;
-            }
-        }
-    }
-
-    /// Waits up to `SPIN` for a job to be queued, without sleeping.
-    fn spin(&self) {
-        let started = Instant::now();
-        let mut turns = 0u32;
-        while self.queued.load(Ordering::Acquire) == 0 {
-            turns = turns.wrapping_add(1);
-            if turns.is_multiple_of(64) {
-                if started.elapsed() >= SPIN {
-                    return;
-                }
-                std::thread::yield_now();
-            } else {
-                std::hint::spin_loop();
             }
         }
     }

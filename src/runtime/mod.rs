@@ -16,6 +16,7 @@
 
 mod callback_pool;
 mod callback_scope;
+mod spin;
 
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -28,6 +29,7 @@ use tokio::runtime::Runtime;
 
 pub(crate) use callback_pool::CallbackPool;
 pub(crate) use callback_scope::{CallbackKind, CallbackScope};
+pub(crate) use spin::spin_until;
 
 use crate::error::{Error, ErrorCode, Result};
 

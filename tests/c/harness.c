@@ -190,6 +190,22 @@ ferrule_agent *harness_agent(const char *config, const ferrule_tool_spec *specs,
     return agent;
 }
 
+ferrule_agent *harness_batch_agent(const ferrule_tool_spec *spec, int calls, int rounds, const char *extra) {
+    size_t size = 512 + (size_t)calls * 64 + strlen(extra);
+    char *config = malloc(size);
+    size_t used = (size_t)snprintf(config, size, "{\"model\": {\"provider\": \"scripted\", \"script\": [{\"tool_calls\": [");
+    for (int i = 0; i < calls; i++) {
+        used += (size_t)snprintf(config + used, size - used, "%s{\"id\": \"c%d\", \"name\": \"%.*s\", \"arguments\": {}}",
+                                 i ? ", " : "", i, (int)spec->name_len, spec->name);
+    }
+    snprintf(config + used, size - used,
+             "], \"repeat\": %d}, {\"text\": \"done\"}]}, \"max_rounds\": %d, \"max_concurrent_tools\": %d%s}", rounds,
+             rounds + 1, calls, extra);
+    ferrule_agent *agent = harness_agent(config, spec, 1);
+    free(config);
+    return agent;
+}
+
 char *harness_wait(ferrule_run *run) {
     char *json = NULL;
     size_t len = 0;

@@ -109,6 +109,10 @@ ferrule_tool_spec harness_spec(const char *name, const char *options, ferrule_to
                                void (*free_user_data)(void *));
 /* Builds an agent from `config` and `count` specs; NULL on failure (reported). */
 ferrule_agent *harness_agent(const char *config, const ferrule_tool_spec *specs, size_t count);
+/* Builds an agent whose scripted model calls `spec`'s tool `calls` times at once
+ * in each of `rounds` rounds, then answers "done"; `extra` adds config fields
+ * (", \"tool_timeout_ms\": 1") or is "". max_concurrent_tools is `calls`. */
+ferrule_agent *harness_batch_agent(const ferrule_tool_spec *spec, int calls, int rounds, const char *extra);
 /* Waits for `run` and returns its result JSON (free with ferrule_string_free). */
 char *harness_wait(ferrule_run *run);
 /* Runs `agent` on {"prompt": "go"} with events to `log` (may be NULL), frees the

@@ -10,21 +10,6 @@
 
 #define ROUNDS 400
 
-/* A config that calls `name` `calls` times per round, for `rounds` rounds. */
-static char *rounds_config(const char *name, int calls, int rounds, const char *extra) {
-    size_t size = 512 + (size_t)calls * 64 + strlen(extra);
-    char *config = malloc(size);
-    size_t used = (size_t)snprintf(config, size, "{\"model\": {\"provider\": \"scripted\", \"script\": [{\"tool_calls\": [");
-    for (int i = 0; i < calls; i++) {
-        used += (size_t)snprintf(config + used, size - used, "%s{\"id\": \"c%d\", \"name\": \"%s\", \"arguments\": {}}",
-                                 i ? ", " : "", i, name);
-    }
-    snprintf(config + used, size - used,
-             "], \"repeat\": %d}, {\"text\": \"done\"}]}, \"max_rounds\": %d, \"max_concurrent_tools\": %d%s}", rounds,
-             rounds + 1, calls, extra);
-    return config;
-}
-
 static int run_to_end(ferrule_agent *agent, const char *status) {
     ferrule_run *run = NULL;
     if (!harness_expect_ok(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run), __FILE__,
@@ -76,9 +61,7 @@ static void race_update_and_complete(void *user_data, ferrule_tool_call *call) {
 
 static void an_update_racing_the_completion_never_touches_freed_memory(void) {
     ferrule_tool_spec spec = harness_spec("racy", "{\"nonblocking\": true}", race_update_and_complete, NULL, NULL);
-    char *config = rounds_config("racy", 4, ROUNDS, "");
-    ferrule_agent *agent = harness_agent(config, &spec, 1);
-    free(config);
+    ferrule_agent *agent = harness_batch_agent(&spec, 4, ROUNDS, "");
     CHECK(agent != NULL);
     event_log log;
     event_log_init(&log);
@@ -132,9 +115,7 @@ static int stale_everywhere(ferrule_tool_call *call) {
 static void a_completed_calls_handle_is_stale_everywhere_however_late(void) {
     atomic_store(&kept_count, 0);
     ferrule_tool_spec spec = harness_spec("keeper", "", keep_handle_and_complete, NULL, NULL);
-    char *config = rounds_config("keeper", 8, 8, "");
-    ferrule_agent *agent = harness_agent(config, &spec, 1);
-    free(config);
+    ferrule_agent *agent = harness_batch_agent(&spec, 8, 8, "");
     CHECK(agent != NULL);
     CHECK(run_to_end(agent, "completed"));
     CHECK(atomic_load(&kept_count) == KEPT);
@@ -142,9 +123,7 @@ static void a_completed_calls_handle_is_stale_everywhere_however_late(void) {
 
     /* Thousands of calls later their slots have been reused: still stale. */
     ferrule_tool_spec churn_spec = harness_spec("churn", "{\"nonblocking\": true}", keep_handle_and_complete, NULL, NULL);
-    config = rounds_config("churn", 16, 300, "");
-    ferrule_agent *churn = harness_agent(config, &churn_spec, 1);
-    free(config);
+    ferrule_agent *churn = harness_batch_agent(&churn_spec, 16, 300, "");
     CHECK(churn != NULL);
     CHECK(run_to_end(churn, "completed"));
     for (int i = 0; i < KEPT; i++) CHECK(stale_everywhere(kept[i]));
@@ -177,6 +156,16 @@ static void count_free(void *user_data) {
     atomic_fetch_add(&((handler_count *)user_data)->freed, 1);
 }
 
+/* Waits for the first `calls` handlers' frees, then checks the counts. */
+static int handlers_ran_at_most_once_and_were_freed_once(int calls) {
+    int ok = 1;
+    for (int i = 0; i < calls; i++) {
+        wait_for_count(&counts[i].freed, 1, 5000);
+        ok &= atomic_load(&counts[i].freed) == 1 && atomic_load(&counts[i].handled) <= 1;
+    }
+    return ok;
+}
+
 static void *complete_racing_the_timeout(void *arg) {
     handler_count *count = arg;
     usleep((useconds_t)(rand() % 2000));
@@ -202,20 +191,11 @@ static void cancel_handlers_run_at_most_once_and_free_exactly_once(void) {
     /* Completions land around the 1 ms timeout: some calls complete, some time
      * out first; each handler may run (once) or not, and is freed once. */
     ferrule_tool_spec spec = harness_spec("racy", "{\"nonblocking\": true}", register_then_race, NULL, NULL);
-    char *config = rounds_config("racy", CANCEL_CALLS, CANCEL_ROUNDS, ", \"tool_timeout_ms\": 1");
-    ferrule_agent *agent = harness_agent(config, &spec, 1);
-    free(config);
+    ferrule_agent *agent = harness_batch_agent(&spec, CANCEL_CALLS, CANCEL_ROUNDS, ", \"tool_timeout_ms\": 1");
     CHECK(agent != NULL);
     CHECK(run_to_end(agent, "completed"));
     CHECK(wait_for_count(&finished_calls, CANCEL_CALLS * CANCEL_ROUNDS, 60000));
-    int frees_ok = 1, handled_ok = 1;
-    for (int i = 0; i < CANCEL_CALLS * CANCEL_ROUNDS; i++) {
-        for (int waited = 0; waited < 5000 && atomic_load(&counts[i].freed) == 0; waited++) harness_sleep_ms(1);
-        frees_ok &= atomic_load(&counts[i].freed) == 1;
-        handled_ok &= atomic_load(&counts[i].handled) <= 1;
-    }
-    CHECK(frees_ok);
-    CHECK(handled_ok);
+    CHECK(handlers_ran_at_most_once_and_were_freed_once(CANCEL_CALLS * CANCEL_ROUNDS));
     ferrule_agent_free(agent);
 }
 
@@ -239,9 +219,7 @@ static void cancelling_runs_while_handlers_register_and_calls_complete(void) {
     atomic_store(&next_count, 0);
     atomic_store(&finished_calls, 0);
     ferrule_tool_spec spec = harness_spec("racy", "", register_and_cancel_the_run, NULL, NULL);
-    char *config = rounds_config("racy", CANCEL_CALLS, 1, "");
-    ferrule_agent *agent = harness_agent(config, &spec, 1);
-    free(config);
+    ferrule_agent *agent = harness_batch_agent(&spec, CANCEL_CALLS, 1, "");
     CHECK(agent != NULL);
     int started = 0;
     for (int i = 0; i < CANCEL_ROUNDS; i++) {
@@ -258,14 +236,7 @@ static void cancelling_runs_while_handlers_register_and_calls_complete(void) {
         started += atomic_load(&next_count) - before;
         ferrule_run_free(run);
     }
-    int frees_ok = 1, handled_ok = 1;
-    for (int i = 0; i < started; i++) {
-        for (int waited = 0; waited < 5000 && atomic_load(&counts[i].freed) == 0; waited++) harness_sleep_ms(1);
-        frees_ok &= atomic_load(&counts[i].freed) == 1;
-        handled_ok &= atomic_load(&counts[i].handled) <= 1;
-    }
-    CHECK(frees_ok);
-    CHECK(handled_ok);
+    CHECK(handlers_ran_at_most_once_and_were_freed_once(started));
     ferrule_agent_free(agent);
 }
 

@@ -15,19 +15,6 @@
 #define CALL(id, name) "{\"id\": \"" id "\", \"name\": \"" name "\", \"arguments\": {}}"
 #define HANG_GUARD_MS 120000
 
-/* A config whose first turn calls `name` `calls` times in parallel; then "done". */
-static char *fan_out_config(const char *name, int calls, const char *extra) {
-    size_t size = 256 + (size_t)calls * 64 + strlen(extra);
-    char *config = malloc(size);
-    size_t used = (size_t)snprintf(config, size, "{\"model\": {\"provider\": \"scripted\", \"script\": [{\"tool_calls\": [");
-    for (int i = 0; i < calls; i++) {
-        used += (size_t)snprintf(config + used, size - used, "%s{\"id\": \"c%d\", \"name\": \"%s\", \"arguments\": {}}",
-                                 i ? ", " : "", i, name);
-    }
-    snprintf(config + used, size - used, "]}, {\"text\": \"done\"}]}, \"max_concurrent_tools\": %d%s}", calls, extra);
-    return config;
-}
-
 static ferrule_run *start(ferrule_agent *agent, event_log *log) {
     ferrule_run *run = NULL;
     ferrule_error *err = log ? ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), event_log_on_event, log,
@@ -156,9 +143,7 @@ static void blocked_callbacks_hold_up_neither_their_neighbours_nor_other_runs(vo
     blocker state = {0};
     latch_init(&state.release);
     ferrule_tool_spec spec = harness_spec("sleepy", "", block_until_released, &state, NULL);
-    char *config = fan_out_config("sleepy", MANY, "");
-    ferrule_agent *blocked_agent = harness_agent(config, &spec, 1);
-    free(config);
+    ferrule_agent *blocked_agent = harness_batch_agent(&spec, MANY, 1, "");
     CHECK(blocked_agent != NULL);
     ferrule_agent *quiet_agent = harness_agent(SCRIPT("{\"text\": \"hi\"}"), NULL, 0);
     CHECK(quiet_agent != NULL);
@@ -211,9 +196,7 @@ static void callbacks_joining_threads_that_send_updates_never_deadlock(void) {
     ferrule_tool_spec spec = harness_spec("joiner", "", join_an_updating_thread, NULL, NULL);
 
     /* 600 calls in one run. */
-    char *config = fan_out_config("joiner", MANY, "");
-    ferrule_agent *agent = harness_agent(config, &spec, 1);
-    free(config);
+    ferrule_agent *agent = harness_batch_agent(&spec, MANY, 1, "");
     CHECK(agent != NULL);
     event_log log;
     event_log_init(&log);
@@ -226,9 +209,7 @@ static void callbacks_joining_threads_that_send_updates_never_deadlock(void) {
 
     /* 48 runs of 16 calls. */
     enum { RUNS = 48, CALLS = 16 };
-    config = fan_out_config("joiner", CALLS, "");
-    agent = harness_agent(config, &spec, 1);
-    free(config);
+    agent = harness_batch_agent(&spec, CALLS, 1, "");
     CHECK(agent != NULL);
     event_log logs[RUNS];
     ferrule_run *runs[RUNS];
@@ -275,9 +256,7 @@ static void join_until_released(void *user_data, ferrule_tool_call *call) {
 static void cancel_ends_a_run_whose_callbacks_are_blocked(void) {
     latch_init(&joiners.release);
     ferrule_tool_spec spec = harness_spec("joiner", "", join_until_released, NULL, NULL);
-    char *config = fan_out_config("joiner", MANY, "");
-    ferrule_agent *agent = harness_agent(config, &spec, 1);
-    free(config);
+    ferrule_agent *agent = harness_batch_agent(&spec, MANY, 1, "");
     CHECK(agent != NULL);
     event_log log;
     event_log_init(&log);
