@@ -150,7 +150,8 @@ typedef struct ferrule_tool_spec {
   ferrule_tool_fn execute;
   // Passed to `execute`; may be NULL.
   void *user_data;
-  // Frees `user_data` once the agent (and every run of it) is gone; may be NULL.
+  // Frees `user_data` once the agent, every run of it and every running
+  // callback of the tool are gone (see `ferrule_agent_free`); may be NULL.
   ferrule_free_fn free_user_data;
 } ferrule_tool_spec;
 
@@ -209,10 +210,14 @@ void ferrule_agent_builder_free(struct ferrule_agent_builder *builder);
 struct ferrule_agent *ferrule_agent_clone(const struct ferrule_agent *agent);
 
 // Frees one agent handle. Runs already started go on. The tools' user data is
-// freed when the last handle and the last run are gone: inside this call when it
-// frees the last handle and no run is left, otherwise on a ferrule callback
-// thread after the last run's `run_end`, before that run's `ferrule_run_wait`
-// returns. NULL is a no-op. Any thread.
+// freed when the last handle and the last run are gone and no callback of the
+// tool is still running: inside this call when it frees the last handle and
+// nothing else holds the agent, otherwise on a ferrule callback thread after the
+// last run's `run_end`, before that run's `ferrule_run_wait` returns. A callback
+// still running then (its call timed out or was cancelled) keeps its tool's user
+// data until it returns. Called on a runtime thread (inside a `nonblocking`
+// tool's callback), the frees run on a callback thread instead, soon after. NULL
+// is a no-op. Any thread.
 void ferrule_agent_free(struct ferrule_agent *agent);
 
 // Starts a run from `{"prompt": "..."}` or `{"messages": [...]}`. Events go to
@@ -220,7 +225,9 @@ void ferrule_agent_free(struct ferrule_agent *agent);
 // event threads (`json` is borrowed for the call and NUL-terminated); `run_end`
 // is always the last, and `free_user_data(user_data)` runs once right after it,
 // on the same thread, before `ferrule_run_wait` returns. `on_event` may be NULL
-// (no events); then `free_user_data(user_data)` runs before this returns.
+// (no events); then `free_user_data(user_data)` runs before this returns (soon
+// after, on a callback thread, when called inside a `nonblocking` tool's
+// callback).
 //
 // On success `*out` owns a run handle and ferrule owns `user_data`; on any error
 // the host still owns it. `FERRULE_ERROR_RESOURCE_EXHAUSTED` when the runtime
@@ -374,10 +381,11 @@ uint32_t ferrule_abi_version(void);
 // `max_blocking_threads` (ferrule's own file and process work; default 512),
 // `max_callback_threads` (host tool callbacks across all runs; default 4096),
 // `max_event_threads` (event delivery across all runs; default 4096) and
-// `callback_stack_size` (bytes, for both; default 2 MiB, at least 64 KiB).
-// Unknown fields are `FERRULE_ERROR_INVALID_ARG`. Fails with
-// `FERRULE_ERROR_ALREADY_INITIALIZED` once the threads have started (the first
-// run starts them) or after an earlier successful call. Any thread.
+// `callback_stack_size` (bytes, for both; default 2 MiB, from 64 KiB to 256 MiB).
+// Unknown fields, zero counts, more than 1024 workers or 65536 threads in a pool
+// are `FERRULE_ERROR_INVALID_ARG`. Fails with `FERRULE_ERROR_ALREADY_INITIALIZED`
+// once the threads have started (the first successful `ferrule_agent_start`
+// starts them) or after an earlier successful call. Any thread.
 struct ferrule_error *ferrule_runtime_configure(const char *json,
                                                 size_t len);
 

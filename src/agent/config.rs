@@ -54,7 +54,7 @@ fn default_max_concurrent_tools() -> usize {
 impl AgentConfig {
     /// Parses and checks the configuration JSON.
     pub fn from_json(json: &str) -> Result<Self> {
-        let config: AgentConfig = serde_json::from_str(json).map_err(|e| Error::from_json("agent config", e))?;
+        let config: AgentConfig = Error::parse_json("agent config", json)?;
         config.check()?;
         Ok(config)
     }
@@ -100,6 +100,13 @@ mod tests {
             let err = AgentConfig::from_json(json).unwrap_err();
             assert_eq!(err.code, ErrorCode::InvalidArg, "{json}");
             assert!(err.message.contains(field), "{json}: {}", err.message);
+        }
+    }
+
+    #[test]
+    fn broken_text_is_invalid_json_even_when_a_field_is_wrong_first() {
+        for json in [r#"{"bogus": 1"#, "[1,2", "5 6", r#"{"model": {"provider": "scripted"}, "max_round": 3"#] {
+            assert_eq!(AgentConfig::from_json(json).unwrap_err().code, ErrorCode::InvalidJson, "{json}");
         }
     }
 

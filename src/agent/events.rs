@@ -17,7 +17,7 @@ use super::call_updates::CallProgress;
 use super::result::{RunResult, RunStatus};
 use crate::error::{Error, ErrorCode, Result};
 use crate::message::{AssistantMessage, ToolCall};
-use crate::runtime::{CallbackKind, CallbackScope};
+use crate::runtime::{CallbackKind, CallbackPool, CallbackScope};
 use crate::tool::ToolResult;
 
 /// Events a run may have queued before its producer waits for the host.
@@ -238,20 +238,26 @@ pub(crate) fn channel(
     run_id: Arc<str>,
     run_serial: u64,
     sink: Option<Box<dyn EventSink>>,
+    threads: &'static CallbackPool,
 ) -> (EventEmitter, Option<impl std::future::Future<Output = ()> + Send>) {
     let Some(sink) = sink else {
         return (EventEmitter { run_id, run_serial, queue: None }, None);
     };
     let (tx, rx) = mpsc::channel(EVENT_QUEUE_CAPACITY);
-    (EventEmitter { run_id, run_serial, queue: Some(tx) }, Some(dispatch(rx, sink, run_serial)))
+    (EventEmitter { run_id, run_serial, queue: Some(tx) }, Some(dispatch(rx, sink, run_serial, threads)))
 }
 
 /// Waits for events and hands them to an event thread. One trip delivers
 /// everything queued by the time the host is done, so a busy run does not pay a
 /// thread hand-off per event.
-async fn dispatch(mut queue: mpsc::Receiver<Queued>, mut sink: Box<dyn EventSink>, run_serial: u64) {
+async fn dispatch(
+    mut queue: mpsc::Receiver<Queued>,
+    mut sink: Box<dyn EventSink>,
+    run_serial: u64,
+    threads: &'static CallbackPool,
+) {
     while let Some(first) = queue.recv().await {
-        let delivery = crate::runtime::event_delivery().run(move || deliver(first, sink, queue, run_serial));
+        let delivery = threads.run(move || deliver(first, sink, queue, run_serial));
         match delivery.await {
             Some(Some((returned_sink, returned_queue))) => {
                 sink = returned_sink;

@@ -26,7 +26,7 @@ struct InputRepr {
 impl RunInput {
     /// Parses `{"prompt": "..."}` or `{"messages": [...]}`.
     pub fn from_json(json: &str) -> Result<Self> {
-        let repr: InputRepr = serde_json::from_str(json).map_err(|e| Error::from_json("run input", e))?;
+        let repr: InputRepr = Error::parse_json("run input", json)?;
         match (repr.prompt, repr.messages) {
             (Some(prompt), None) => Ok(RunInput::Prompt(prompt)),
             (None, Some(messages)) if messages.is_empty() => {

@@ -23,8 +23,8 @@ pub use result::{RunResult, RunStatus};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::provider::{Generator, ToolChoice, ToolDefinition};
+use crate::runtime::Threads;
 use crate::tool::Tool;
-use tokio::runtime::Runtime;
 
 /// Collects the configuration and tools of an agent. Not shared between threads.
 pub struct AgentBuilder {
@@ -121,13 +121,13 @@ impl Agent {
     /// time, on ferrule's event threads. Dropping every handle of the run cancels
     /// it. Fails with `RESOURCE_EXHAUSTED` when the runtime cannot start its threads.
     pub fn start(&self, input: RunInput, sink: Option<Box<dyn EventSink>>) -> Result<Run> {
-        Ok(self.start_on(crate::runtime::get()?, input, sink))
+        Ok(self.start_on(crate::runtime::threads()?, input, sink))
     }
 
-    /// Starts a run on the runtime the caller already holds; cannot fail, so a
-    /// caller that must not lose `sink` gets the runtime first.
-    pub(crate) fn start_on(&self, runtime: &'static Runtime, input: RunInput, sink: Option<Box<dyn EventSink>>) -> Run {
-        run::start(runtime, self.clone(), input.into_messages(), sink)
+    /// Starts a run on threads the caller already holds; cannot fail, so a caller
+    /// that must not lose `sink` gets the threads first.
+    pub(crate) fn start_on(&self, threads: &'static Threads, input: RunInput, sink: Option<Box<dyn EventSink>>) -> Run {
+        run::start(threads, self.clone(), input.into_messages(), sink)
     }
 
     /// Gives up this handle, returning the agent itself when this was the last one.

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use super::batch::{self, BatchContext};
 use futures_util::FutureExt;
-use tokio::runtime::Runtime;
 
 use super::events::{self, EventEmitter, EventKind, EventSink};
 use super::handle::{Run, RunShared};
@@ -16,7 +15,7 @@ use super::{Agent, RunResult, RunStatus};
 use crate::error::{Error, ErrorCode};
 use crate::message::{AssistantMessage, Message, StopReason, Usage};
 use crate::provider::{Delta, DeltaSink, GenerationRequest};
-use crate::runtime::{CallbackKind, CallbackScope};
+use crate::runtime::{CallbackKind, CallbackScope, Threads};
 use crate::BoxFuture;
 
 /// Run serial numbers start at 1 (0 means "no run" to the callback scope).
@@ -24,7 +23,7 @@ static NEXT_RUN_SERIAL: AtomicU64 = AtomicU64::new(1);
 
 /// Starts a run task on `runtime` and returns the host's handle.
 pub(crate) fn start(
-    runtime: &'static Runtime,
+    threads: &'static Threads,
     agent: Agent,
     messages: Vec<Message>,
     sink: Option<Box<dyn EventSink>>,
@@ -32,8 +31,8 @@ pub(crate) fn start(
     let serial = NEXT_RUN_SERIAL.fetch_add(1, Ordering::Relaxed);
     let id: Arc<str> = format!("run-{serial}").into();
     let shared = Arc::new(RunShared::new(id.clone(), serial));
-    let (events, dispatcher) = events::channel(id, serial, sink);
-    let dispatcher = dispatcher.map(|d| runtime.spawn(d));
+    let (events, dispatcher) = events::channel(id, serial, sink, threads.events);
+    let dispatcher = dispatcher.map(|d| threads.runtime.spawn(d));
     let messages_len = messages.len();
     let run = RunLoop {
         open_turn: 0,
@@ -47,7 +46,7 @@ pub(crate) fn start(
         input_len: messages_len,
         disclosed: HashSet::new(),
     };
-    runtime.spawn(supervise(run, dispatcher, shared.clone()));
+    threads.runtime.spawn(supervise(run, dispatcher, shared.clone(), threads));
     Run::new(shared)
 }
 
@@ -57,7 +56,12 @@ pub(crate) fn start(
 /// agent (when that was the last hold, the tools' user data is released on a
 /// callback thread, inside this run's scope); the result is published, which wakes
 /// every waiter. So when a wait returns, nothing of the run calls the host again.
-async fn supervise(mut run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<()>>, shared: Arc<RunShared>) {
+async fn supervise(
+    mut run: RunLoop,
+    dispatcher: Option<tokio::task::JoinHandle<()>>,
+    shared: Arc<RunShared>,
+    threads: &'static Threads,
+) {
     let (status, error) = match AssertUnwindSafe(run.drive()).catch_unwind().await {
         Ok(ending) => ending,
         Err(payload) => {
@@ -83,7 +87,7 @@ async fn supervise(mut run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<
             let _scope = CallbackScope::enter(serial, CallbackKind::Tool);
             drop(last);
         };
-        crate::runtime::tool_callbacks().run(release).await;
+        threads.tool_callbacks.run_urgent(release).await;
     }
     shared.finish(result);
 }

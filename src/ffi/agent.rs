@@ -134,10 +134,14 @@ pub unsafe extern "C" fn ferrule_agent_clone(agent: *const ferrule_agent) -> *mu
 }
 
 /// Frees one agent handle. Runs already started go on. The tools' user data is
-/// freed when the last handle and the last run are gone: inside this call when it
-/// frees the last handle and no run is left, otherwise on a ferrule callback
-/// thread after the last run's `run_end`, before that run's `ferrule_run_wait`
-/// returns. NULL is a no-op. Any thread.
+/// freed when the last handle and the last run are gone and no callback of the
+/// tool is still running: inside this call when it frees the last handle and
+/// nothing else holds the agent, otherwise on a ferrule callback thread after the
+/// last run's `run_end`, before that run's `ferrule_run_wait` returns. A callback
+/// still running then (its call timed out or was cancelled) keeps its tool's user
+/// data until it returns. Called on a runtime thread (inside a `nonblocking`
+/// tool's callback), the frees run on a callback thread instead, soon after. NULL
+/// is a no-op. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_agent_free(agent: *mut ferrule_agent) {
     // SAFETY: the host passes NULL or an agent handle from ferrule, once.
@@ -149,7 +153,9 @@ pub unsafe extern "C" fn ferrule_agent_free(agent: *mut ferrule_agent) {
 /// event threads (`json` is borrowed for the call and NUL-terminated); `run_end`
 /// is always the last, and `free_user_data(user_data)` runs once right after it,
 /// on the same thread, before `ferrule_run_wait` returns. `on_event` may be NULL
-/// (no events); then `free_user_data(user_data)` runs before this returns.
+/// (no events); then `free_user_data(user_data)` runs before this returns (soon
+/// after, on a callback thread, when called inside a `nonblocking` tool's
+/// callback).
 ///
 /// On success `*out` owns a run handle and ferrule owns `user_data`; on any error
 /// the host still owns it. `FERRULE_ERROR_RESOURCE_EXHAUSTED` when the runtime
@@ -170,7 +176,7 @@ pub unsafe extern "C" fn ferrule_agent_start(
         let out = unsafe { arg_mut(out, "out") }?;
         let json = unsafe { arg_str(input_json, len, "input_json") }?;
         let input = RunInput::from_json(json)?;
-        let runtime = crate::runtime::get()?;
+        let threads = crate::runtime::threads()?;
         // Nothing can fail from here on: the user data belongs to ferrule.
         let user_data = ForeignData::new(user_data, free_user_data);
         let sink = match on_event {
@@ -180,7 +186,7 @@ pub unsafe extern "C" fn ferrule_agent_start(
                 None
             }
         };
-        *out = ferrule_run::new(agent.inner.start_on(runtime, input, sink));
+        *out = ferrule_run::new(agent.inner.start_on(threads, input, sink));
         Ok(())
     })
 }

@@ -32,10 +32,9 @@ impl Drop for ForeignData {
     fn drop(&mut self) {
         let Some(finalizer) = self.finalizer.take() else { return };
         let release = Release { data: self.data, finalizer };
-        if crate::runtime::on_runtime_thread() {
-            crate::runtime::tool_callbacks().submit_or_run_here(Box::new(move || release.run()));
-        } else {
-            release.run();
+        match crate::runtime::started().filter(|_| crate::runtime::on_runtime_thread()) {
+            Some(threads) => threads.tool_callbacks.submit_urgent(Box::new(move || release.run())),
+            None => release.run(),
         }
     }
 }

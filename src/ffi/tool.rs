@@ -45,7 +45,8 @@ pub struct ferrule_tool_spec {
     pub execute: ferrule_tool_fn,
     /// Passed to `execute`; may be NULL.
     pub user_data: *mut c_void,
-    /// Frees `user_data` once the agent (and every run of it) is gone; may be NULL.
+    /// Frees `user_data` once the agent, every run of it and every running
+    /// callback of the tool are gone (see `ferrule_agent_free`); may be NULL.
     pub free_user_data: ferrule_free_fn,
 }
 
@@ -90,14 +91,12 @@ impl ToolFunction for ForeignTool {
             self.callback.call(ticket);
             return Box::pin(pending);
         }
+        let threads = match crate::runtime::threads() {
+            Ok(threads) => threads,
+            Err(error) => return Box::pin(std::future::ready(ToolOutcome::Failed(error.message))),
+        };
         let callback = self.callback.clone();
-        let submitted = crate::runtime::tool_callbacks().submit(Box::new(move || callback.call(ticket)));
-        if let Err(refused) = submitted {
-            return Box::pin(std::future::ready(ToolOutcome::Failed(format!(
-                "The tool could not run: the system refused ferrule a thread for it ({}).",
-                refused.error
-            ))));
-        }
+        threads.tool_callbacks.submit(Box::new(move || callback.call(ticket)));
         Box::pin(pending)
     }
 }

@@ -71,7 +71,10 @@ struct CancelHandler {
 impl CancelHandler {
     /// Runs the handler on a tool callback thread, in the run's callback scope.
     fn fire(self: Arc<Self>, run_serial: u64) {
-        crate::runtime::tool_callbacks().submit_or_run_here(Box::new(move || self.run(run_serial)));
+        match crate::runtime::threads() {
+            Ok(threads) => threads.tool_callbacks.submit_urgent(Box::new(move || self.run(run_serial))),
+            Err(_) => self.run(run_serial),
+        }
     }
 
     fn run(&self, run_serial: u64) {

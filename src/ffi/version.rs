@@ -39,16 +39,17 @@ pub extern "C" fn ferrule_abi_version() -> u32 {
 /// `max_blocking_threads` (ferrule's own file and process work; default 512),
 /// `max_callback_threads` (host tool callbacks across all runs; default 4096),
 /// `max_event_threads` (event delivery across all runs; default 4096) and
-/// `callback_stack_size` (bytes, for both; default 2 MiB, at least 64 KiB).
-/// Unknown fields are `FERRULE_ERROR_INVALID_ARG`. Fails with
-/// `FERRULE_ERROR_ALREADY_INITIALIZED` once the threads have started (the first
-/// run starts them) or after an earlier successful call. Any thread.
+/// `callback_stack_size` (bytes, for both; default 2 MiB, from 64 KiB to 256 MiB).
+/// Unknown fields, zero counts, more than 1024 workers or 65536 threads in a pool
+/// are `FERRULE_ERROR_INVALID_ARG`. Fails with `FERRULE_ERROR_ALREADY_INITIALIZED`
+/// once the threads have started (the first successful `ferrule_agent_start`
+/// starts them) or after an earlier successful call. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_runtime_configure(json: *const c_char, len: usize) -> *mut ferrule_error {
     guard(|| {
         // SAFETY: the host passes `len` readable bytes.
         let json = unsafe { arg_str(json, len, "json") }?;
-        let config: RuntimeConfig = serde_json::from_str(json).map_err(|e| Error::from_json("runtime config", e))?;
+        let config: RuntimeConfig = Error::parse_json("runtime config", json)?;
         runtime::configure(config)
     })
 }

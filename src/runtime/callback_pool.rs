@@ -1,13 +1,19 @@
 //! A pool of threads of ferrule's own, where host code runs and may block.
 //!
-//! Threads start on demand, up to a bound, and an idle one ends after a while
-//! (one always stays). The rule that keeps a job from being stranded: whenever a
-//! job is queued, some thread is awake and about to look at the queue, or a new
-//! thread is started, or the pool is at its bound (then the job waits for the next
-//! thread to finish what it is doing). A thread that takes a job while more are
-//! queued wakes (or starts) another first, so a burst fans out without waking
-//! a thread per job, and a job that blocks forever never holds up the ones
-//! behind it while the bound allows another thread.
+//! Threads start on demand, up to a bound, and an idle one ends after a while;
+//! the first one, started with the runtime, always stays, so a queued job always
+//! has a thread that will get to it. The rule that keeps a job from being
+//! stranded behind jobs that block: whenever a job is queued, some thread is
+//! awake and about to look at the queue, or a new thread is started, or the pool
+//! is at its bound (then the job waits for the next thread to finish what it is
+//! doing). When the system refuses a new thread, the pool tries again every few
+//! milliseconds for as long as jobs wait. A thread that takes a job while more
+//! are queued wakes (or starts) another first, so a burst fans out without waking
+//! a thread per job.
+//!
+//! Urgent jobs (cancel handlers, releasing user data) never wait behind other
+//! jobs, which may block forever: they take an idle thread, or a thread of their
+//! own outside the bound.
 //!
 //! After a job, one thread at a time spins briefly before sleeping: host tools
 //! that complete at once then cost no sleep and wake-up per call.
@@ -16,7 +22,7 @@ use std::collections::VecDeque;
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::oneshot;
@@ -30,7 +36,7 @@ const KEEP_ALIVE: Duration = Duration::from_secs(10);
 const SPIN: Duration = Duration::from_micros(50);
 /// Threads spinning at once.
 const MAX_SPINNERS: usize = 1;
-/// How long a job waits before asking again for a thread the system refused.
+/// How long the pool waits before asking again for a thread the system refused.
 const RETRY_DELAY: Duration = Duration::from_millis(10);
 
 /// A bounded, growing pool of named threads.
@@ -40,27 +46,24 @@ pub(crate) struct CallbackPool {
     stack_size: usize,
     state: Mutex<PoolState>,
     wake: Condvar,
-    /// Jobs in the queue, readable without the lock by a spinning thread.
+    /// Jobs waiting in either queue, readable without the lock by a spinning thread.
     queued: AtomicUsize,
     next_thread: AtomicUsize,
 }
 
 struct PoolState {
+    /// Urgent jobs that found no thread; served before `queue`.
+    urgent: VecDeque<Job>,
     queue: VecDeque<Job>,
     threads: usize,
-    /// Threads awake that will look at the queue before they sleep.
+    /// Threads awake that will look at the queues before they sleep.
     searching: usize,
     spinning: usize,
     sleeping: usize,
     /// Wake-ups granted to sleeping threads and not yet taken.
     wake_tokens: usize,
-}
-
-/// A job the pool could not take: it has no thread and the system refused a new
-/// one.
-pub(crate) struct Refused {
-    pub(crate) job: Job,
-    pub(crate) error: io::Error,
+    /// A retry after a refused thread is due.
+    retry_due: bool,
 }
 
 impl CallbackPool {
@@ -70,12 +73,14 @@ impl CallbackPool {
             max_threads,
             stack_size,
             state: Mutex::new(PoolState {
+                urgent: VecDeque::new(),
                 queue: VecDeque::new(),
                 threads: 0,
                 searching: 0,
                 spinning: 0,
                 sleeping: 0,
                 wake_tokens: 0,
+                retry_due: false,
             }),
             wake: Condvar::new(),
             queued: AtomicUsize::new(0),
@@ -83,61 +88,84 @@ impl CallbackPool {
         }
     }
 
+    /// Whether the pool was made with these parameters.
+    pub(crate) fn has_shape(&self, name: &str, max_threads: usize, stack_size: usize) -> bool {
+        self.name == name && self.max_threads == max_threads && self.stack_size == stack_size
+    }
+
+    /// Starts the pool's first thread, which stays for good, unless it has one.
+    pub(crate) fn start(&'static self) -> io::Result<()> {
+        let mut state = self.lock();
+        if state.threads > 0 {
+            return Ok(());
+        }
+        state.threads = 1;
+        state.searching = 1;
+        self.spawn(None, move |_| self.serve(None)).map_err(|(_, error)| {
+            state.threads = 0;
+            state.searching = 0;
+            error
+        })
+    }
+
     /// Runs `job` on a pool thread: at once when one is free or can be started,
-    /// later when the pool is at its bound. Fails only when the pool has no
-    /// thread at all and the system refuses to start one.
-    pub(crate) fn submit(&'static self, job: Job) -> Result<(), Refused> {
+    /// later when the pool is at its bound or the system refuses a thread.
+    pub(crate) fn submit(&'static self, job: Job) {
         let mut state = self.lock();
         if state.searching > 0 || state.sleeping > 0 || state.threads >= self.max_threads {
             self.enqueue(&mut state, job);
             if state.searching == 0 {
                 self.recruit(&mut state);
             }
-            return Ok(());
+            return;
         }
         state.threads += 1;
-        match self.start_thread(Some(job)) {
-            Ok(()) => Ok(()),
-            Err((job, error)) => {
-                state.threads -= 1;
-                // The thread never ran, so the job came back.
-                let Some(job) = job else { return Ok(()) };
-                if state.threads == 0 {
-                    return Err(Refused { job, error });
-                }
-                // A running thread takes it when it is done.
+        if let Err((job, _)) = self.spawn(Some(job), move |first| self.serve(first)) {
+            state.threads -= 1;
+            if let Some(job) = job {
                 self.enqueue(&mut state, job);
-                Ok(())
             }
+            self.retry_later(&mut state);
         }
     }
 
-    /// Runs `job` on a pool thread, or on this thread when the pool has none and
-    /// can start none. For short work that must happen either way (releasing user
-    /// data, a cancel handler).
-    pub(crate) fn submit_or_run_here(&'static self, job: Job) {
-        if let Err(refused) = self.submit(job) {
-            run(refused.job);
+    /// Runs `job` promptly, never behind other jobs: on an idle pool thread when
+    /// one is free and nothing waits, otherwise on a thread of its own outside the
+    /// bound. When the system refuses that thread, the job goes first in line and
+    /// the pool keeps asking for a thread. For short work that must not wait for
+    /// tool callbacks, which may block forever (even waiting for a cancel handler).
+    pub(crate) fn submit_urgent(&'static self, job: Job) {
+        let mut state = self.lock();
+        let waiting = state.queue.len() + state.urgent.len();
+        if waiting == 0 && (state.searching > 0 || state.sleeping > 0) {
+            self.enqueue_urgent(&mut state, job);
+            if state.searching == 0 {
+                self.recruit(&mut state);
+            }
+            return;
+        }
+        if let Err((Some(job), _)) = self.spawn(Some(job), |job| job.into_iter().for_each(run)) {
+            self.enqueue_urgent(&mut state, job);
+            self.retry_later(&mut state);
         }
     }
 
-    /// Runs `work` on a pool thread and waits for its value; `None` if it
-    /// panicked. While the system refuses every thread, asks again every few
-    /// milliseconds.
+    /// Runs `work` on a pool thread and waits for its value; `None` if it panicked.
     pub(crate) async fn run<R: Send + 'static>(&'static self, work: impl FnOnce() -> R + Send + 'static) -> Option<R> {
-        let (sender, receiver) = oneshot::channel();
-        let mut job: Job = Box::new(move || {
-            let _ = sender.send(work());
-        });
-        loop {
-            match self.submit(job) {
-                Ok(()) => return receiver.await.ok(),
-                Err(refused) => {
-                    job = refused.job;
-                    tokio::time::sleep(RETRY_DELAY).await;
-                }
-            }
-        }
+        let (job, receiver) = reporting(work);
+        self.submit(job);
+        receiver.await.ok()
+    }
+
+    /// [`CallbackPool::submit_urgent`], waiting for `work`'s value; `None` if it
+    /// panicked.
+    pub(crate) async fn run_urgent<R: Send + 'static>(
+        &'static self,
+        work: impl FnOnce() -> R + Send + 'static,
+    ) -> Option<R> {
+        let (job, receiver) = reporting(work);
+        self.submit_urgent(job);
+        receiver.await.ok()
     }
 
     fn lock(&self) -> MutexGuard<'_, PoolState> {
@@ -149,14 +177,24 @@ impl CallbackPool {
         self.queued.fetch_add(1, Ordering::Release);
     }
 
+    fn enqueue_urgent(&self, state: &mut PoolState, job: Job) {
+        state.urgent.push_back(job);
+        self.queued.fetch_add(1, Ordering::Release);
+    }
+
     fn dequeue(&self, state: &mut PoolState) -> Option<Job> {
-        let job = state.queue.pop_front()?;
+        let job = state.urgent.pop_front().or_else(|| state.queue.pop_front())?;
         self.queued.fetch_sub(1, Ordering::Release);
         Some(job)
     }
 
-    /// Gets one more thread looking at the queue: a sleeping one, else a new one.
-    /// When neither is possible the queue waits for a busy thread.
+    fn has_waiting(state: &PoolState) -> bool {
+        !state.queue.is_empty() || !state.urgent.is_empty()
+    }
+
+    /// Gets one more thread looking at the queues: a sleeping one, else a new one.
+    /// At the bound the queues wait for a busy thread; when the system refuses a
+    /// thread the pool asks again later.
     fn recruit(&'static self, state: &mut PoolState) {
         if state.sleeping > 0 {
             state.sleeping -= 1;
@@ -166,27 +204,60 @@ impl CallbackPool {
         } else if state.threads < self.max_threads {
             state.threads += 1;
             state.searching += 1;
-            if self.start_thread(None).is_err() {
+            if self.spawn(None, move |_| self.serve(None)).is_err() {
                 state.threads -= 1;
                 state.searching -= 1;
+                self.retry_later(state);
             }
         }
     }
 
-    /// Starts a thread, counted by the caller, that runs `first` (if any) and then
-    /// serves the queue. Called with the state locked.
-    fn start_thread(&'static self, first: Option<Job>) -> Result<(), (Option<Job>, io::Error)> {
+    /// Asks for a thread again in `RETRY_DELAY`, on the runtime's timer.
+    fn retry_later(&'static self, state: &mut PoolState) {
+        if state.retry_due {
+            return;
+        }
+        let Some(threads) = super::started() else { return };
+        state.retry_due = true;
+        threads.runtime.spawn(async move {
+            tokio::time::sleep(RETRY_DELAY).await;
+            self.retry();
+        });
+    }
+
+    fn retry(&'static self) {
+        let mut state = self.lock();
+        state.retry_due = false;
+        while let Some(job) = state.urgent.pop_front() {
+            self.queued.fetch_sub(1, Ordering::Release);
+            if let Err((Some(job), _)) = self.spawn(Some(job), |job| job.into_iter().for_each(run)) {
+                self.enqueue_urgent(&mut state, job);
+                self.retry_later(&mut state);
+                return;
+            }
+        }
+        if !state.queue.is_empty() && state.searching == 0 {
+            self.recruit(&mut state);
+        }
+    }
+
+    /// Starts one of this pool's named threads running `body(job)`; gives `job`
+    /// back when the system refuses the thread.
+    fn spawn(
+        &'static self,
+        job: Option<Job>,
+        body: impl FnOnce(Option<Job>) + Send + 'static,
+    ) -> Result<(), (Option<Job>, io::Error)> {
         let number = self.next_thread.fetch_add(1, Ordering::Relaxed);
         // The job comes back through this slot if the thread cannot start.
-        let slot = std::sync::Arc::new(Mutex::new(first));
+        let slot = Arc::new(Mutex::new(job));
         let handed = slot.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("{}-{number}", self.name))
             .stack_size(self.stack_size)
             .spawn(move || {
                 crate::panic::quiet_thread();
-                let first = handed.lock().unwrap_or_else(|e| e.into_inner()).take();
-                self.serve(first);
+                body(handed.lock().unwrap_or_else(|e| e.into_inner()).take());
             });
         match spawned {
             Ok(_) => Ok(()),
@@ -194,8 +265,9 @@ impl CallbackPool {
         }
     }
 
-    /// A pool thread's life: run the first job, then take queued jobs until idle
-    /// for `KEEP_ALIVE`.
+    /// A pool thread's life: run the first job (if any), then take queued jobs
+    /// until idle for `KEEP_ALIVE`. A thread without a first job was counted as
+    /// searching when it was started.
     fn serve(&'static self, first: Option<Job>) {
         let mut state = match first {
             Some(job) => {
@@ -203,7 +275,6 @@ impl CallbackPool {
                 self.lock()
             }
             None => {
-                // Started by `recruit`, which counted this thread as searching.
                 let mut state = self.lock();
                 state.searching -= 1;
                 state
@@ -211,7 +282,7 @@ impl CallbackPool {
         };
         loop {
             if let Some(job) = self.dequeue(&mut state) {
-                if !state.queue.is_empty() && state.searching == 0 {
+                if Self::has_waiting(&state) && state.searching == 0 {
                     self.recruit(&mut state);
                 }
                 drop(state);
@@ -227,7 +298,7 @@ impl CallbackPool {
                 state = self.lock();
                 state.spinning -= 1;
                 state.searching -= 1;
-                if !state.queue.is_empty() {
+                if Self::has_waiting(&state) {
                     continue;
                 }
             }
@@ -252,6 +323,17 @@ impl CallbackPool {
     }
 }
 
+/// A job that sends `work`'s value to the returned receiver.
+fn reporting<R: Send + 'static>(work: impl FnOnce() -> R + Send + 'static) -> (Job, oneshot::Receiver<R>) {
+    let (sender, receiver) = oneshot::channel();
+    (
+        Box::new(move || {
+            let _ = sender.send(work());
+        }),
+        receiver,
+    )
+}
+
 /// Runs a job; a panic (only Rust code can panic here) ends the job, not the thread.
 fn run(job: Job) {
     let _ = catch_unwind(AssertUnwindSafe(job));
@@ -261,10 +343,16 @@ fn run(job: Job) {
 mod tests {
     use super::*;
     use std::sync::mpsc;
-    use std::sync::Arc;
 
     fn pool(max_threads: usize) -> &'static CallbackPool {
-        Box::leak(Box::new(CallbackPool::new("test-pool", max_threads, 256 << 10)))
+        let pool: &'static CallbackPool = Box::leak(Box::new(CallbackPool::new("test-pool", max_threads, 256 << 10)));
+        pool.start().unwrap();
+        pool
+    }
+
+    fn gate() -> (mpsc::Sender<()>, Arc<Mutex<mpsc::Receiver<()>>>) {
+        let (release, gate) = mpsc::channel::<()>();
+        (release, Arc::new(Mutex::new(gate)))
     }
 
     #[test]
@@ -273,7 +361,7 @@ mod tests {
         let (done, finished) = mpsc::channel();
         for i in 0..1000 {
             let done = done.clone();
-            pool.submit(Box::new(move || done.send(i).unwrap())).ok().unwrap();
+            pool.submit(Box::new(move || done.send(i).unwrap()));
         }
         let mut seen: Vec<i32> = (0..1000).map(|_| finished.recv().unwrap()).collect();
         seen.sort();
@@ -283,48 +371,47 @@ mod tests {
     #[test]
     fn a_blocked_job_does_not_hold_up_the_next_while_the_bound_allows() {
         let pool = pool(4);
-        let (release, gate) = mpsc::channel::<()>();
-        let gate = Arc::new(Mutex::new(gate));
-        let blocked = gate.clone();
-        pool.submit(Box::new(move || blocked.lock().unwrap().recv().unwrap())).ok().unwrap();
+        let (release, gate) = gate();
+        pool.submit(Box::new(move || gate.lock().unwrap().recv().unwrap()));
         let (done, finished) = mpsc::channel();
-        pool.submit(Box::new(move || done.send(()).unwrap())).ok().unwrap();
+        pool.submit(Box::new(move || done.send(()).unwrap()));
         finished.recv().unwrap();
         release.send(()).unwrap();
     }
 
     #[test]
-    fn at_the_bound_jobs_wait_for_a_thread() {
+    fn at_the_bound_jobs_wait_and_urgent_ones_do_not() {
         let pool = pool(2);
-        let (release, gate) = mpsc::channel::<()>();
-        let gate = Arc::new(Mutex::new(gate));
+        let (release, gate) = gate();
         let (started, starts) = mpsc::channel();
         for _ in 0..2 {
             let (gate, started) = (gate.clone(), started.clone());
             pool.submit(Box::new(move || {
                 started.send(()).unwrap();
                 gate.lock().unwrap().recv().unwrap();
-            }))
-            .ok()
-            .unwrap();
+            }));
         }
         starts.recv().unwrap();
         starts.recv().unwrap();
         let (done, finished) = mpsc::channel();
-        pool.submit(Box::new(move || done.send(()).unwrap())).ok().unwrap();
+        let waiting = done.clone();
+        pool.submit(Box::new(move || waiting.send("queued").unwrap()));
         assert!(finished.try_recv().is_err());
         assert_eq!(pool.lock().queue.len(), 1);
+        // An urgent job gets a thread of its own while both are blocked.
+        pool.submit_urgent(Box::new(move || done.send("urgent").unwrap()));
+        assert_eq!(finished.recv().unwrap(), "urgent");
         release.send(()).unwrap();
-        finished.recv().unwrap();
+        assert_eq!(finished.recv().unwrap(), "queued");
         release.send(()).unwrap();
     }
 
     #[test]
     fn a_panicking_job_leaves_the_thread_serving() {
         let pool = pool(1);
-        pool.submit(Box::new(|| panic!("job failed"))).ok().unwrap();
+        pool.submit(Box::new(|| panic!("job failed")));
         let (done, finished) = mpsc::channel();
-        pool.submit(Box::new(move || done.send(()).unwrap())).ok().unwrap();
+        pool.submit(Box::new(move || done.send(()).unwrap()));
         finished.recv().unwrap();
     }
 }

@@ -10,18 +10,18 @@
 //! - The **event pool** (`ferrule-ev-N`) delivers events, so event delivery never
 //!   waits behind a tool callback that blocks.
 //!
-//! Everything starts lazily on first use; the sizes may be set once, before that.
-//! A process forked after the runtime started cannot use it (its threads did not
-//! survive the fork), so every entry point refuses with `FORKED` there.
+//! All of it starts together on first use, each pool with one thread that stays;
+//! the sizes may be set once, before that. A process forked after the threads
+//! started cannot use them (they did not survive the fork), so every entry point
+//! refuses with `FORKED` there.
 
 mod callback_pool;
 mod callback_scope;
 mod spin;
 
 use std::cell::Cell;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, Once};
+use std::sync::{mpsc, Mutex, Once};
 
 use once_cell::sync::OnceCell;
 use serde::Deserialize;
@@ -39,9 +39,17 @@ const DEFAULT_MAX_CALLBACK_THREADS: usize = 4096;
 const DEFAULT_CALLBACK_STACK_SIZE: usize = 2 << 20;
 /// Smallest callback stack accepted; below this even ferrule's own frames do not fit.
 const MIN_CALLBACK_STACK_SIZE: usize = 64 << 10;
+/// Largest callback stack accepted: more is a mistake, and no thread would start.
+const MAX_CALLBACK_STACK_SIZE: usize = 256 << 20;
+/// Most runtime workers accepted; more only starves the machine.
+const MAX_WORKER_THREADS: usize = 1024;
+/// Most threads accepted for any pool.
+const MAX_POOL_THREADS: usize = 65536;
 
-static RUNTIME: OnceCell<Runtime> = OnceCell::new();
-static POOLS: OnceCell<Pools> = OnceCell::new();
+static THREADS: OnceCell<Threads> = OnceCell::new();
+/// Pools made by start attempts; one that failed later leaves its pools here for
+/// the next attempt with the same sizes, instead of another set of threads.
+static POOLS: Mutex<Vec<&'static CallbackPool>> = Mutex::new(Vec::new());
 static CONFIG: Mutex<ConfigSlot> = Mutex::new(ConfigSlot { config: None, frozen: false });
 static FORKED: AtomicBool = AtomicBool::new(false);
 
@@ -51,20 +59,22 @@ thread_local! {
 
 struct ConfigSlot {
     config: Option<RuntimeConfig>,
-    /// Set once anything started with the configuration.
+    /// Set once threads were started with the configuration.
     frozen: bool,
 }
 
-struct Pools {
-    tool_callbacks: CallbackPool,
-    events: CallbackPool,
+/// ferrule's threads, once started. They live as long as the process.
+pub(crate) struct Threads {
+    pub(crate) runtime: Runtime,
+    pub(crate) tool_callbacks: &'static CallbackPool,
+    pub(crate) events: &'static CallbackPool,
 }
 
 /// Thread sizes (`ferrule_runtime_configure`). Absent fields keep the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeConfig {
-    /// Async worker threads (default: one per core).
+    /// Async worker threads (default: one per core; at most 1024).
     #[serde(default)]
     pub worker_threads: Option<usize>,
     /// Most threads in Tokio's blocking pool, which only does ferrule's own file
@@ -79,58 +89,127 @@ pub struct RuntimeConfig {
     #[serde(default)]
     pub max_event_threads: Option<usize>,
     /// Stack size in bytes of every callback and event thread (default 2 MiB,
-    /// at least 64 KiB).
+    /// from 64 KiB to 256 MiB).
     #[serde(default)]
     pub callback_stack_size: Option<usize>,
 }
 
 impl RuntimeConfig {
     fn check(&self) -> Result<()> {
-        let counts =
-            [self.worker_threads, self.max_blocking_threads, self.max_callback_threads, self.max_event_threads];
-        if counts.contains(&Some(0)) {
-            return Err(Error::invalid_arg("runtime config: thread counts must be at least 1"));
+        let bounds = [
+            ("worker_threads", self.worker_threads, MAX_WORKER_THREADS),
+            ("max_blocking_threads", self.max_blocking_threads, MAX_POOL_THREADS),
+            ("max_callback_threads", self.max_callback_threads, MAX_POOL_THREADS),
+            ("max_event_threads", self.max_event_threads, MAX_POOL_THREADS),
+        ];
+        for (name, count, most) in bounds {
+            if count.is_some_and(|n| n == 0 || n > most) {
+                return Err(Error::invalid_arg(format!(
+                    "runtime config: {name} must be at least 1 and at most {most}"
+                )));
+            }
         }
-        if self.callback_stack_size.is_some_and(|size| size < MIN_CALLBACK_STACK_SIZE) {
+        if self
+            .callback_stack_size
+            .is_some_and(|size| !(MIN_CALLBACK_STACK_SIZE..=MAX_CALLBACK_STACK_SIZE).contains(&size))
+        {
             return Err(Error::invalid_arg(format!(
-                "runtime config: callback_stack_size must be at least {MIN_CALLBACK_STACK_SIZE} bytes"
+                "runtime config: callback_stack_size must be at least {MIN_CALLBACK_STACK_SIZE} and at most {MAX_CALLBACK_STACK_SIZE} bytes"
             )));
         }
         Ok(())
     }
 }
 
-/// Sets the thread sizes. Fails with `ALREADY_INITIALIZED` once anything has
-/// started or after an earlier successful call.
+/// Sets the thread sizes. Fails with `ALREADY_INITIALIZED` once ferrule's threads
+/// have started or after an earlier successful call.
 pub fn configure(config: RuntimeConfig) -> Result<()> {
     config.check()?;
     let mut slot = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
     if slot.frozen || slot.config.is_some() {
         return Err(Error::new(
             ErrorCode::AlreadyInitialized,
-            "the runtime is already configured or running; configure it once, before any run starts",
+            "ferrule's threads are already configured or running; configure them once, before any run starts",
         ));
     }
     slot.config = Some(config);
     Ok(())
 }
 
-/// The configuration, frozen: `configure` fails from now on.
-fn frozen_config() -> RuntimeConfig {
-    let mut slot = CONFIG.lock().unwrap_or_else(|e| e.into_inner());
-    slot.frozen = true;
-    slot.config.clone().unwrap_or_default()
-}
-
-/// The runtime, started on first use. Fails with `RESOURCE_EXHAUSTED` when the
-/// system refuses its threads (a thread or memory limit); a later call tries again.
+/// The runtime, started with the callback pools on first use. Fails with
+/// `RESOURCE_EXHAUSTED` when the system refuses their threads (a thread or memory
+/// limit); a later call tries again.
 pub fn get() -> Result<&'static Runtime> {
-    RUNTIME.get_or_try_init(start_runtime)
+    threads().map(|threads| &threads.runtime)
 }
 
-fn start_runtime() -> Result<Runtime> {
+/// ferrule's threads, started on first use.
+pub(crate) fn threads() -> Result<&'static Threads> {
+    THREADS.get_or_try_init(start)
+}
+
+/// ferrule's threads, if they have started.
+pub(crate) fn started() -> Option<&'static Threads> {
+    THREADS.get()
+}
+
+/// Starts everything, or nothing that stays: the configuration is frozen only
+/// when the runtime and both pools are up, so a host refused for lack of threads
+/// may configure smaller sizes and try again.
+fn start() -> Result<Threads> {
     crate::panic::install_quiet_hook();
-    let config = frozen_config();
+    let config = CONFIG.lock().unwrap_or_else(|e| e.into_inner()).config.clone().unwrap_or_default();
+    let stack_size = config.callback_stack_size.unwrap_or(DEFAULT_CALLBACK_STACK_SIZE);
+    let tool_callbacks = started_pool("ferrule-cb", config.max_callback_threads, stack_size)?;
+    let events = started_pool("ferrule-ev", config.max_event_threads, stack_size)?;
+    let runtime = build_runtime(&config)?;
+    CONFIG.lock().unwrap_or_else(|e| e.into_inner()).frozen = true;
+    watch_for_fork();
+    Ok(Threads { runtime, tool_callbacks, events })
+}
+
+/// A pool with its first thread running: one an earlier attempt made, or a new one.
+fn started_pool(name: &'static str, bound: Option<usize>, stack_size: usize) -> Result<&'static CallbackPool> {
+    let max_threads = bound.unwrap_or(DEFAULT_MAX_CALLBACK_THREADS);
+    let mut made = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = match made.iter().find(|pool| pool.has_shape(name, max_threads, stack_size)) {
+        Some(pool) => *pool,
+        None => {
+            let pool: &'static CallbackPool = Box::leak(Box::new(CallbackPool::new(name, max_threads, stack_size)));
+            made.push(pool);
+            pool
+        }
+    };
+    pool.start().map_err(|e| threads_refused("its callback pools", &e.to_string()))?;
+    Ok(pool)
+}
+
+/// Builds the runtime on a thread of its own. Tokio panics when the system
+/// refuses a worker thread, and if it had started another one first, the
+/// unwinding waits for that worker forever. The panic is reported as it starts,
+/// so the caller gets its error while that thread stays stuck.
+fn build_runtime(config: &RuntimeConfig) -> Result<Runtime> {
+    let (report, outcome) = mpsc::channel::<std::result::Result<Runtime, String>>();
+    let on_panic = report.clone();
+    let config = config.clone();
+    let builder = std::thread::Builder::new().name("ferrule-start".to_owned()).spawn(move || {
+        crate::panic::quiet_thread();
+        crate::panic::report_panics_to(move |reason| {
+            let _ = on_panic.send(Err(reason));
+        });
+        let _ = report.send(runtime_builder(&config).build().map_err(|e| e.to_string()));
+    });
+    if let Err(error) = builder {
+        return Err(threads_refused("its runtime", &error.to_string()));
+    }
+    match outcome.recv() {
+        Ok(Ok(runtime)) => Ok(runtime),
+        Ok(Err(reason)) => Err(threads_refused("its runtime", &reason)),
+        Err(_) => Err(threads_refused("its runtime", "the thread building it ended early")),
+    }
+}
+
+fn runtime_builder(config: &RuntimeConfig) -> tokio::runtime::Builder {
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder
         .enable_all()
@@ -148,47 +227,7 @@ fn start_runtime() -> Result<Runtime> {
     if let Some(blocking) = config.max_blocking_threads {
         builder.max_blocking_threads(blocking);
     }
-    // Tokio panics when it cannot start a worker thread; that is a resource
-    // limit, not a bug, so it becomes an error here.
-    let _quiet = crate::panic::QuietZone::enter();
-    let built = catch_unwind(AssertUnwindSafe(|| builder.build()));
-    let runtime = match built {
-        Ok(Ok(runtime)) => runtime,
-        Ok(Err(error)) => return Err(threads_refused("its runtime", &error.to_string())),
-        Err(payload) => return Err(threads_refused("its runtime", &crate::panic::describe(payload.as_ref()))),
-    };
-    watch_for_fork();
-    Ok(runtime)
-}
-
-/// The pool that runs host tool callbacks, cancel handlers and released user data.
-pub(crate) fn tool_callbacks() -> &'static CallbackPool {
-    &pools().tool_callbacks
-}
-
-/// The pool that delivers events.
-pub(crate) fn event_delivery() -> &'static CallbackPool {
-    &pools().events
-}
-
-fn pools() -> &'static Pools {
-    POOLS.get_or_init(|| {
-        let config = frozen_config();
-        let stack_size = config.callback_stack_size.unwrap_or(DEFAULT_CALLBACK_STACK_SIZE);
-        watch_for_fork();
-        Pools {
-            tool_callbacks: CallbackPool::new(
-                "ferrule-cb",
-                config.max_callback_threads.unwrap_or(DEFAULT_MAX_CALLBACK_THREADS),
-                stack_size,
-            ),
-            events: CallbackPool::new(
-                "ferrule-ev",
-                config.max_event_threads.unwrap_or(DEFAULT_MAX_CALLBACK_THREADS),
-                stack_size,
-            ),
-        }
-    })
+    builder
 }
 
 /// The error for threads the system would not start.

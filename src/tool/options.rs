@@ -64,7 +64,7 @@ impl ToolOptions {
         if json.trim().is_empty() {
             return Ok(ToolOptions::default());
         }
-        let options: ToolOptions = serde_json::from_str(json).map_err(|e| Error::from_json("tool options", e))?;
+        let options: ToolOptions = Error::parse_json("tool options", json)?;
         if options.needs_approval {
             return Err(Error::new(
                 ErrorCode::InvalidArg,

@@ -15,10 +15,9 @@
 #define CALL(id, name) "{\"id\": \"" id "\", \"name\": \"" name "\", \"arguments\": {}}"
 #define STACK_SIZE 262144
 
-/* Lets this process start no more threads than it has now: as an unprivileged
- * user (root is exempt from the limit, so a root child becomes nobody first). */
-static int refuse_new_threads(void) {
-    if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) return 0;
+/* Becomes an unprivileged user (root is exempt from thread limits) whose hard
+ * limit leaves room to grow, then lets this process start `more` threads. */
+static long threads_now(void) {
     long threads = 0;
     FILE *status = fopen("/proc/self/status", "r");
     char line[256];
@@ -26,8 +25,25 @@ static int refuse_new_threads(void) {
         if (strncmp(line, "Threads:", 8) == 0) threads = strtol(line + 8, NULL, 10);
     }
     if (status) fclose(status);
-    struct rlimit limit = {(rlim_t)threads, (rlim_t)threads};
-    return threads > 0 && setrlimit(RLIMIT_NPROC, &limit) == 0;
+    return threads;
+}
+
+static int allow_more_threads(long more) {
+    if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) return 0;
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NPROC, &limit) != 0) return 0;
+    long now = threads_now();
+    limit.rlim_cur = (rlim_t)(now + more);
+    if (limit.rlim_max == RLIM_INFINITY || limit.rlim_max > (rlim_t)(now + 256)) limit.rlim_max = (rlim_t)(now + 256);
+    return now > 0 && setrlimit(RLIMIT_NPROC, &limit) == 0;
+}
+
+/* Lifts the soft limit to the hard one set above. */
+static int allow_threads_again(void) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NPROC, &limit) != 0) return 0;
+    limit.rlim_cur = limit.rlim_max;
+    return setrlimit(RLIMIT_NPROC, &limit) == 0;
 }
 
 /* Runs `body` in a child and reports whether it exited 0. The child leaves with
@@ -51,20 +67,30 @@ static void ignore_event(void *user_data, const char *json, size_t len) {
     (void)len;
 }
 
+static int start_is_refused(ferrule_agent *agent) {
+    counter data = {0};
+    ferrule_run *run = NULL;
+    ferrule_error *err = ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), ignore_event, &data, counter_free, &run);
+    int ok = ferrule_error_code(err) == FERRULE_ERROR_RESOURCE_EXHAUSTED;
+    ok &= strstr(ferrule_error_message(err).ptr, "could not start") != NULL;
+    ok &= run == NULL && atomic_load(&data.frees) == 0; /* the host still owns its data */
+    ferrule_error_free(err);
+    return ok;
+}
+
 static int start_without_threads(void) {
-    if (!refuse_new_threads()) return 0;
+    if (!allow_more_threads(0)) return 0;
     ferrule_agent *agent = harness_agent(SCRIPT("{\"text\": \"hi\"}"), NULL, 0);
     if (!agent) return 0;
-    int ok = 1;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        counter data = {0};
-        ferrule_run *run = NULL;
-        ferrule_error *err = ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), ignore_event, &data, counter_free, &run);
-        ok &= ferrule_error_code(err) == FERRULE_ERROR_RESOURCE_EXHAUSTED;
-        ok &= strstr(ferrule_error_message(err).ptr, "could not start") != NULL;
-        ok &= run == NULL && atomic_load(&data.frees) == 0; /* the host still owns its data */
-        ferrule_error_free(err);
-    }
+    int ok = start_is_refused(agent) && start_is_refused(agent);
+    /* Nothing started, so the host may still size the threads, and try again. */
+    ferrule_error *err = ferrule_runtime_configure(STR("{\"worker_threads\": 1}"));
+    ok &= err == NULL;
+    ferrule_error_free(err);
+    ok &= allow_threads_again();
+    char *result = harness_run(agent, NULL);
+    ok &= result && strstr(result, "\"status\":\"completed\"") != NULL;
+    ferrule_string_free(result);
     ferrule_agent_free(agent);
     return ok;
 }
@@ -73,29 +99,85 @@ static void a_start_the_system_refuses_threads_fails_and_keeps_the_user_data(voi
     CHECK(in_child(start_without_threads));
 }
 
-static int tool_without_a_thread(void) {
-    ferrule_tool_spec spec = harness_spec("lookup", "", complete_now, NULL, NULL);
-    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "lookup") "]}, {\"text\": \"done\"}"), &spec, 1);
-    ferrule_agent *plain = harness_agent(SCRIPT("{\"text\": \"hi\"}"), NULL, 0);
-    if (!agent || !plain) return 0;
-    /* Start the runtime and an event thread while threads are still allowed. */
-    event_log warm_log, log;
-    event_log_init(&warm_log);
-    event_log_init(&log);
-    char *warm = harness_run(plain, &warm_log);
-    ferrule_string_free(warm);
-    if (!refuse_new_threads()) return 0;
-    char *result = harness_run(agent, &log);
-    int ok = result && strstr(result, "\"status\":\"completed\"") && strstr(result, "The tool could not run") &&
-             event_log_count(&log, "\"type\":\"run_end\"") == 1;
+static int start_with_room_for_one_worker(void) {
+    ferrule_error *err = ferrule_runtime_configure(STR("{\"worker_threads\": 2}"));
+    int ok = err == NULL;
+    ferrule_error_free(err);
+    /* Room for both pools' first threads, the thread that builds the runtime and
+     * one of its two workers: the second worker is refused. */
+    if (!allow_more_threads(4)) return 0;
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"text\": \"hi\"}"), NULL, 0);
+    if (!agent) return 0;
+    ok &= start_is_refused(agent);
+    ok &= allow_threads_again();
+    char *result = harness_run(agent, NULL);
+    ok &= result && strstr(result, "\"status\":\"completed\"") != NULL;
     ferrule_string_free(result);
     ferrule_agent_free(agent);
-    ferrule_agent_free(plain);
     return ok;
 }
 
-static void a_tool_the_system_refuses_a_thread_gets_an_error_result(void) {
-    CHECK(in_child(tool_without_a_thread));
+static void a_runtime_that_starts_only_some_workers_fails_instead_of_hanging(void) {
+    CHECK(in_child(start_with_room_for_one_worker));
+}
+
+/* ---- threads refused once ferrule runs ------------------------------------------------ */
+
+static latch refused_release;
+static atomic_int refused_entered;
+
+static void block_until_refused_release(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    atomic_fetch_add(&refused_entered, 1);
+    latch_wait(&refused_release);
+    ferrule_error_free(ferrule_tool_call_complete(call, STR("\"released\"")));
+}
+
+static int run_on_the_threads_there_are(void) {
+    latch_init(&refused_release);
+    ferrule_tool_spec quick = harness_spec("quick", "", complete_now, NULL, NULL);
+    ferrule_tool_spec stuck = harness_spec("stuck", "", block_until_refused_release, NULL, NULL);
+    ferrule_agent *plain = harness_agent(SCRIPT("{\"text\": \"hi\"}"), NULL, 0);
+    ferrule_agent *fan = harness_batch_agent(&quick, 3, 2, "");
+    ferrule_agent *blocked = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "stuck") "]}, {\"text\": \"done\"}"), &stuck, 1);
+    ferrule_agent *waiting = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "quick") "]}, {\"text\": \"done\"}"), &quick, 1);
+    if (!plain || !fan || !blocked || !waiting) return 0;
+    event_log warm_log, log;
+    event_log_init(&warm_log);
+    event_log_init(&log);
+    char *warm = harness_run(plain, &warm_log); /* every thread ferrule keeps is up */
+    ferrule_string_free(warm);
+    if (!allow_more_threads(0)) return 0;
+
+    /* Calls and events share the threads that stay. */
+    char *result = harness_run(fan, &log);
+    int ok = result && strstr(result, "\"status\":\"completed\"") && event_log_count(&log, "\"type\":\"run_end\"") == 1 &&
+             event_log_count(&log, "\"type\":\"tool_execution_end\"") == 6;
+    ferrule_string_free(result);
+
+    /* A blocked callback holds the only tool thread; another run's call waits for
+     * a thread, and gets one as soon as the system allows it. */
+    ferrule_run *blocked_run = NULL, *waiting_run = NULL;
+    ferrule_error *err = ferrule_agent_start(blocked, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &blocked_run);
+    ok &= err == NULL;
+    ferrule_error_free(err);
+    while (atomic_load(&refused_entered) == 0) harness_sleep_ms(1);
+    err = ferrule_agent_start(waiting, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &waiting_run);
+    ok &= err == NULL;
+    ferrule_error_free(err);
+    ok &= allow_threads_again();
+    result = harness_wait(waiting_run); /* while the other callback still blocks */
+    ok &= result && strstr(result, "\"status\":\"completed\"") != NULL;
+    ferrule_string_free(result);
+    latch_open(&refused_release);
+    result = harness_wait(blocked_run);
+    ok &= result && strstr(result, "released") != NULL;
+    ferrule_string_free(result);
+    return ok;
+}
+
+static void runs_go_on_when_the_system_refuses_more_threads(void) {
+    CHECK(in_child(run_on_the_threads_there_are));
 }
 
 static void small_pools_can_be_configured(void) {
@@ -105,6 +187,9 @@ static void small_pools_can_be_configured(void) {
     CHECK_ERROR(ferrule_runtime_configure(STR("{\"callback_stack_size\": 4096}")), FERRULE_ERROR_INVALID_ARG,
                 "callback_stack_size");
     CHECK_ERROR(ferrule_runtime_configure(STR("{\"max_callback_threads\": 0}")), FERRULE_ERROR_INVALID_ARG, "at least 1");
+    CHECK_ERROR(ferrule_runtime_configure(STR("{\"worker_threads\": 40000}")), FERRULE_ERROR_INVALID_ARG, "at most 1024");
+    CHECK_ERROR(ferrule_runtime_configure(STR("{\"callback_stack_size\": 1099511627776}")), FERRULE_ERROR_INVALID_ARG,
+                "at most");
     CHECK_OK(ferrule_runtime_configure(STR(config)));
 }
 
@@ -149,6 +234,53 @@ static void at_the_bound_calls_wait_and_cancel_still_ends_the_run(void) {
     event_log_destroy(&log);
 }
 
+/* ---- callbacks that wait for their own cancellation hold every thread ------------- */
+
+typedef struct {
+    latch cancelled;
+    atomic_int waiting;
+    atomic_int tool_frees;
+} waiting_state;
+
+static waiting_state waits;
+
+static void open_on_cancel(void *user_data) {
+    latch_open(user_data);
+}
+
+static void wait_for_own_cancellation(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    ferrule_error_free(ferrule_tool_call_on_cancel(call, open_on_cancel, &waits.cancelled, NULL));
+    atomic_fetch_add(&waits.waiting, 1);
+    latch_wait(&waits.cancelled);
+    ferrule_error_free(ferrule_tool_call_complete(call, STR("\"stopped\"")));
+}
+
+static void count_tool_free(void *user_data) {
+    (void)user_data;
+    atomic_fetch_add(&waits.tool_frees, 1);
+}
+
+static void cancel_handlers_and_releases_never_wait_behind_blocked_callbacks(void) {
+    latch_init(&waits.cancelled);
+    /* Both threads of the pool (bounded at 2) block until their call's cancel
+     * handler runs: the handler cannot wait for a pool thread. */
+    ferrule_tool_spec spec = harness_spec("waiter", "", wait_for_own_cancellation, NULL, count_tool_free);
+    ferrule_agent *agent = harness_agent(
+        SCRIPT("{\"tool_calls\": [" CALL("c1", "waiter") ", " CALL("c2", "waiter") "]}, {\"text\": \"done\"}"), &spec, 1);
+    CHECK(agent != NULL);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+    ferrule_agent_free(agent); /* the run will release the tool, with every thread busy */
+    CHECK(wait_for_count(&waits.waiting, 2, 60000));
+    ferrule_run_cancel(run);
+    char *result = harness_wait(run);
+    CHECK(result && strstr(result, "\"status\":\"cancelled\""));
+    ferrule_string_free(result);
+    CHECK(atomic_load(&waits.tool_frees) == 1);
+    ferrule_run_free(run);
+}
+
 /* ---- the stack size --------------------------------------------------------------- */
 
 static atomic_long seen_stack_size;
@@ -181,9 +313,13 @@ int main(int argc, char **argv) {
     static const harness_case cases[] = {
         {"a_start_the_system_refuses_threads_fails_and_keeps_the_user_data",
          a_start_the_system_refuses_threads_fails_and_keeps_the_user_data},
-        {"a_tool_the_system_refuses_a_thread_gets_an_error_result", a_tool_the_system_refuses_a_thread_gets_an_error_result},
+        {"a_runtime_that_starts_only_some_workers_fails_instead_of_hanging",
+         a_runtime_that_starts_only_some_workers_fails_instead_of_hanging},
+        {"runs_go_on_when_the_system_refuses_more_threads", runs_go_on_when_the_system_refuses_more_threads},
         {"small_pools_can_be_configured", small_pools_can_be_configured},
         {"at_the_bound_calls_wait_and_cancel_still_ends_the_run", at_the_bound_calls_wait_and_cancel_still_ends_the_run},
+        {"cancel_handlers_and_releases_never_wait_behind_blocked_callbacks",
+         cancel_handlers_and_releases_never_wait_behind_blocked_callbacks},
         {"callback_threads_have_the_configured_stack_size", callback_threads_have_the_configured_stack_size},
     };
     return harness_main(cases, sizeof cases / sizeof cases[0], argc, argv);
