@@ -107,17 +107,18 @@ impl ForeignCall {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Ends the call with `outcome` (discarded if the runner gave up) and lets go
-    /// of the cancel handler (unrun, or once it has returned).
+    /// Ends the call with `outcome` (discarded if the runner gave up), letting go
+    /// of the cancel handler (unrun, or once it has returned) first, so a handler
+    /// that never ran is freed before the run can go on.
     fn finish(&self, outcome: ToolOutcome) {
         let (completion, handler) = {
             let mut state = self.state();
             (state.completion.take(), state.cancel_handler.take())
         };
+        drop(handler);
         if let Some(completion) = completion {
             let _ = completion.send(outcome);
         }
-        drop(handler);
     }
 
     /// The runner gave up on the call: it is cancelled, and its cancel handler runs.

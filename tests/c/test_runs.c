@@ -39,7 +39,7 @@ static void complete_later(void *user_data, ferrule_tool_call *call) {
 
 /* Never completes on its own: a watcher completes it once it is cancelled (by a
  * timeout or the run), and that completion is discarded. */
-static atomic_int watchers_done;
+static atomic_int watchers_started, watchers_done;
 
 static void *watch_for_cancel(void *arg) {
     ferrule_tool_call *call = arg;
@@ -51,14 +51,16 @@ static void *watch_for_cancel(void *arg) {
 
 static void never_completes(void *user_data, ferrule_tool_call *call) {
     (void)user_data;
+    atomic_fetch_add(&watchers_started, 1);
     pthread_t thread;
     pthread_create(&thread, NULL, watch_for_cancel, call);
     pthread_detach(thread);
 }
 
-static int wait_for_watchers(int expected) {
-    for (int i = 0; i < 2000 && atomic_load(&watchers_done) < expected; i++) harness_sleep_ms(1);
-    return atomic_load(&watchers_done) == expected;
+/* Waits until every watcher that started has finished; at most `most` started. */
+static int wait_for_watchers(int most) {
+    while (atomic_load(&watchers_done) < atomic_load(&watchers_started)) harness_sleep_ms(1);
+    return atomic_load(&watchers_done) <= most;
 }
 
 /* ---- cases ------------------------------------------------------------------ */
@@ -141,6 +143,7 @@ static void cancel_on_tool_start(void *user_data, const char *json, size_t len) 
 
 static void cancelling_from_inside_an_event_callback(void) {
     atomic_store(&watchers_done, 0);
+    atomic_store(&watchers_started, 0);
     ferrule_tool_spec spec = harness_spec("stuck", "", never_completes, NULL, NULL);
     ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "stuck") "]}, {\"text\": \"never\"}"), &spec, 1);
     CHECK(agent != NULL);
@@ -222,6 +225,7 @@ static void waiting_inside_the_runs_own_tool_would_deadlock(void) {
 
 static void a_tool_that_never_completes_times_out(void) {
     atomic_store(&watchers_done, 0);
+    atomic_store(&watchers_started, 0);
     ferrule_tool_spec spec = harness_spec("stuck", "{\"timeout_ms\": 50}", never_completes, NULL, NULL);
     ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "stuck") "]}, {\"text\": \"moved on\"}"), &spec, 1);
     CHECK(agent != NULL);
@@ -248,7 +252,7 @@ static void freeing_the_last_run_handle_cancels_the_run(void) {
     event_log_destroy(&log);
 }
 
-static atomic_int double_complete_code;
+static atomic_int double_complete_code, double_complete_done;
 
 static void complete_twice(void *user_data, ferrule_tool_call *call) {
     (void)user_data;
@@ -259,6 +263,7 @@ static void complete_twice(void *user_data, ferrule_tool_call *call) {
     err = ferrule_tool_call_update(call, STR("\"after\""));
     if (err == NULL || ferrule_error_code(err) != FERRULE_ERROR_ALREADY_COMPLETED) atomic_store(&double_complete_code, -1);
     ferrule_error_free(err);
+    atomic_store(&double_complete_done, 1);
 }
 
 static void completing_twice_inside_the_callback_is_refused(void) {
@@ -267,6 +272,8 @@ static void completing_twice_inside_the_callback_is_refused(void) {
     CHECK(agent != NULL);
     char *result = harness_run(agent, NULL);
     CHECK(result && strstr(result, "first") && !strstr(result, "second"));
+    /* The run goes on once the call is completed, maybe before the callback returns. */
+    while (!atomic_load(&double_complete_done)) harness_sleep_ms(1);
     CHECK(atomic_load(&double_complete_code) == FERRULE_ERROR_ALREADY_COMPLETED);
     ferrule_string_free(result);
     ferrule_agent_free(agent);
@@ -282,19 +289,28 @@ static int code_of(ferrule_error *err) {
     return code;
 }
 
+/* Callbacks that have stored their code: the run goes on once a call is
+ * completed, maybe before its callback has returned. */
+static atomic_int codes_noted;
+
+static void note(atomic_int *slot, int code) {
+    atomic_store(slot, code);
+    atomic_fetch_add(&codes_noted, 1);
+}
+
 static void complete_with_bad_json(void *user_data, ferrule_tool_call *call) {
     (void)user_data;
-    atomic_store(&invalid_result_code, code_of(ferrule_tool_call_complete(call, STR("{\"content\": "))));
+    note(&invalid_result_code, code_of(ferrule_tool_call_complete(call, STR("{\"content\": "))));
 }
 
 static void complete_with_bad_utf8(void *user_data, ferrule_tool_call *call) {
     (void)user_data;
-    atomic_store(&bad_utf8_code, code_of(ferrule_tool_call_complete(call, STR("\"\xc3\x28\""))));
+    note(&bad_utf8_code, code_of(ferrule_tool_call_complete(call, STR("\"\xc3\x28\""))));
 }
 
 static void update_with_bad_json(void *user_data, ferrule_tool_call *call) {
     (void)user_data;
-    atomic_store(&bad_update_code, code_of(ferrule_tool_call_update(call, STR("{\"content\": 1,"))));
+    note(&bad_update_code, code_of(ferrule_tool_call_update(call, STR("{\"content\": 1,"))));
     /* The invalid update consumed the handle: the call is over. */
 }
 
@@ -304,18 +320,18 @@ static void complete_with_unknown_field(void *user_data, ferrule_tool_call *call
     (void)user_data;
     ferrule_error *err = ferrule_tool_call_complete(call, STR("{\"content\": \"x\", \"colour\": \"red\"}"));
     int named = err && strstr(ferrule_error_message(err).ptr, "colour") != NULL;
-    atomic_store(&unknown_field_code, named ? code_of(err) : -1);
+    note(&unknown_field_code, named ? code_of(err) : -1);
     if (!named) ferrule_error_free(err);
 }
 
 static void complete_with_null_json(void *user_data, ferrule_tool_call *call) {
     (void)user_data;
-    atomic_store(&null_json_code, code_of(ferrule_tool_call_complete(call, NULL, 5)));
+    note(&null_json_code, code_of(ferrule_tool_call_complete(call, NULL, 5)));
 }
 
 static void fail_with_bad_utf8(void *user_data, ferrule_tool_call *call) {
     (void)user_data;
-    atomic_store(&bad_failure_code, code_of(ferrule_tool_call_fail(call, STR("\xff broken"))));
+    note(&bad_failure_code, code_of(ferrule_tool_call_fail(call, STR("\xff broken"))));
 }
 
 static void fail_with_message(void *user_data, ferrule_tool_call *call) {
@@ -340,6 +356,7 @@ static void invalid_results_and_failures_reach_the_model_as_errors(void) {
     CHECK(agent != NULL);
     char *result = harness_run(agent, NULL);
     CHECK(result && strstr(result, "\"status\":\"completed\""));
+    while (atomic_load(&codes_noted) < 6) harness_sleep_ms(1);
     CHECK(atomic_load(&invalid_result_code) == FERRULE_ERROR_INVALID_JSON);
     CHECK(atomic_load(&bad_utf8_code) == FERRULE_ERROR_INVALID_UTF8);
     CHECK(atomic_load(&bad_update_code) == FERRULE_ERROR_INVALID_JSON);
