@@ -78,6 +78,16 @@ static int start_is_refused(ferrule_agent *agent) {
     return ok;
 }
 
+/* Lifts the limit, runs `agent` to completion and frees it. */
+static int runs_once_threads_are_allowed_again(ferrule_agent *agent) {
+    int ok = allow_threads_again();
+    char *result = harness_run(agent, NULL);
+    ok &= result && strstr(result, "\"status\":\"completed\"") != NULL;
+    ferrule_string_free(result);
+    ferrule_agent_free(agent);
+    return ok;
+}
+
 static int start_without_threads(void) {
     if (!allow_more_threads(0)) return 0;
     ferrule_agent *agent = harness_agent(SCRIPT("{\"text\": \"hi\"}"), NULL, 0);
@@ -87,12 +97,7 @@ static int start_without_threads(void) {
     ferrule_error *err = ferrule_runtime_configure(STR("{\"worker_threads\": 1}"));
     ok &= err == NULL;
     ferrule_error_free(err);
-    ok &= allow_threads_again();
-    char *result = harness_run(agent, NULL);
-    ok &= result && strstr(result, "\"status\":\"completed\"") != NULL;
-    ferrule_string_free(result);
-    ferrule_agent_free(agent);
-    return ok;
+    return ok && runs_once_threads_are_allowed_again(agent);
 }
 
 static void a_start_the_system_refuses_threads_fails_and_keeps_the_user_data(void) {
@@ -109,12 +114,7 @@ static int start_with_room_for_one_worker(void) {
     ferrule_agent *agent = harness_agent(SCRIPT("{\"text\": \"hi\"}"), NULL, 0);
     if (!agent) return 0;
     ok &= start_is_refused(agent);
-    ok &= allow_threads_again();
-    char *result = harness_run(agent, NULL);
-    ok &= result && strstr(result, "\"status\":\"completed\"") != NULL;
-    ferrule_string_free(result);
-    ferrule_agent_free(agent);
-    return ok;
+    return ok && runs_once_threads_are_allowed_again(agent);
 }
 
 static void a_runtime_that_starts_only_some_workers_fails_instead_of_hanging(void) {
