@@ -43,7 +43,8 @@ impl CallProgress {
     }
 }
 
-/// A call's updates, sent as `tool_execution_update` events of its run.
+/// A call's updates, sent as `tool_execution_update` events of a run that has an
+/// event sink (without one, a call's updates are discarded and this is not made).
 pub(crate) struct CallUpdates {
     progress: Arc<CallProgress>,
     events: EventEmitter,
@@ -59,23 +60,19 @@ impl CallUpdates {
     fn event(&self, partial: ToolResult) -> EventKind {
         EventKind::ToolExecutionUpdate { call_id: self.call_id.clone(), name: self.name.clone(), partial }
     }
-
-    fn is_wanted(&self) -> bool {
-        self.events.is_enabled() && !self.progress.is_finished()
-    }
 }
 
 impl UpdateReceiver for CallUpdates {
     fn send(&self, partial: ToolResult) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if self.is_wanted() {
+            if !self.progress.is_finished() {
                 self.events.emit_update(self.event(partial), &self.progress).await;
             }
         })
     }
 
     fn send_blocking(&self, partial: ToolResult) -> Result<()> {
-        if !self.is_wanted() {
+        if self.progress.is_finished() {
             return Ok(());
         }
         self.events.emit_update_blocking(self.event(partial), &self.progress)

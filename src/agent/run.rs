@@ -21,7 +21,7 @@ use crate::BoxFuture;
 /// Run serial numbers start at 1 (0 means "no run" to the callback scope).
 static NEXT_RUN_SERIAL: AtomicU64 = AtomicU64::new(1);
 
-/// Starts a run task on `runtime` and returns the host's handle.
+/// Starts a run task on ferrule's runtime and returns the host's handle.
 pub(crate) fn start(
     threads: &'static Threads,
     agent: Agent,

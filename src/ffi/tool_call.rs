@@ -53,9 +53,6 @@ struct ForeignCall {
 struct CallState {
     /// Taken by the one completion.
     completion: Option<oneshot::Sender<ToolOutcome>>,
-    /// The runner gave up on the call (timeout, cancellation): its result will be
-    /// discarded.
-    abandoned: bool,
     /// The host's cancel handler, kept until the call is completed. Its user data
     /// is freed when the call is completed and the handler, if it ran, returned.
     cancel_handler: Option<Arc<CancelHandler>>,
@@ -94,12 +91,7 @@ impl ForeignCall {
             cancel,
             updates,
             run_serial,
-            state: Mutex::new(CallState {
-                completion: Some(completion),
-                abandoned: false,
-                cancel_handler: None,
-                handler_fired: false,
-            }),
+            state: Mutex::new(CallState { completion: Some(completion), cancel_handler: None, handler_fired: false }),
         }
     }
 
@@ -124,18 +116,16 @@ impl ForeignCall {
     /// The runner gave up on the call: it is cancelled, and its cancel handler runs.
     fn abandon(&self) {
         self.cancel.cancel();
-        let handler = {
-            let mut state = self.state();
-            state.abandoned = true;
-            state.take_unfired_handler()
-        };
+        let handler = self.state().take_unfired_handler();
         if let Some(handler) = handler {
             handler.fire(self.run_serial);
         }
     }
 
-    fn is_abandoned(&self) -> bool {
-        self.state().abandoned
+    /// Whether the call timed out or its run was cancelled: its result will be
+    /// discarded. Set before the runner gives up on it.
+    fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
     }
 }
 
@@ -238,10 +228,9 @@ pub(crate) struct CallTicket {
 
 impl CallTicket {
     /// Calls `execute` with the call's handle, in the run's callback scope, unless
-    /// the runner gave up on the call first (it was cancelled while it waited for
-    /// a thread).
+    /// the call was cancelled first (while it waited for a thread).
     pub(crate) fn hand_over(mut self, execute: impl FnOnce(*mut ferrule_tool_call)) {
-        if self.call.is_abandoned() {
+        if self.call.is_cancelled() {
             return;
         }
         self.handed_over = true;
@@ -295,7 +284,7 @@ fn borrow_string(call: *const ferrule_tool_call, field: fn(&ForeignCall) -> &Nul
 /// for a call that was already completed, and for NULL. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_is_cancelled(call: *const ferrule_tool_call) -> bool {
-    guard_or(true, || CallHandle::from_ptr(call).and_then(CallHandle::live).map_or(true, |c| c.cancel.is_cancelled()))
+    guard_or(true, || CallHandle::from_ptr(call).and_then(CallHandle::live).map_or(true, |c| c.is_cancelled()))
 }
 
 /// Sends a provisional result (a JSON string, or a tool result object) as a
@@ -428,7 +417,7 @@ pub unsafe extern "C" fn ferrule_tool_call_on_cancel(
         // Everything is checked: from here on the user data belongs to ferrule.
         state.cancel_handler =
             Some(Arc::new(CancelHandler { function, user_data: ForeignData::new(user_data, free_user_data) }));
-        let due = if state.abandoned || call.cancel.is_cancelled() { state.take_unfired_handler() } else { None };
+        let due = if call.is_cancelled() { state.take_unfired_handler() } else { None };
         drop(state);
         if let Some(handler) = due {
             handler.fire(call.run_serial);

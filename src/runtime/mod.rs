@@ -231,7 +231,7 @@ fn runtime_builder(config: &RuntimeConfig) -> tokio::runtime::Builder {
 }
 
 /// The error for threads the system would not start.
-pub(crate) fn threads_refused(what: &str, reason: &str) -> Error {
+fn threads_refused(what: &str, reason: &str) -> Error {
     Error::new(
         ErrorCode::ResourceExhausted,
         format!("ferrule could not start the threads of {what} (a thread or memory limit?): {reason}"),
