@@ -174,20 +174,34 @@ static void *complete_racing_the_timeout(void *arg) {
     return NULL;
 }
 
-static void register_then_race(void *user_data, ferrule_tool_call *call) {
-    (void)user_data;
+static void reset_counts(void) {
+    memset(counts, 0, sizeof counts);
+    atomic_store(&next_count, 0);
+    atomic_store(&finished_calls, 0);
+}
+
+/* Registers a counting cancel handler on `call`. */
+static handler_count *count_cancellation(ferrule_tool_call *call) {
     handler_count *count = &counts[atomic_fetch_add(&next_count, 1)];
     count->call = call;
     ferrule_error_free(ferrule_tool_call_on_cancel(call, count_handler, count, count_free));
+    return count;
+}
+
+/* Completes the counted call from a thread of its own, at a random moment. */
+static void complete_soon_elsewhere(handler_count *count) {
     pthread_t thread;
     pthread_create(&thread, NULL, complete_racing_the_timeout, count);
     pthread_detach(thread);
 }
 
+static void register_then_race(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    complete_soon_elsewhere(count_cancellation(call));
+}
+
 static void cancel_handlers_run_at_most_once_and_free_exactly_once(void) {
-    memset(counts, 0, sizeof counts);
-    atomic_store(&next_count, 0);
-    atomic_store(&finished_calls, 0);
+    reset_counts();
     /* Completions land around the 1 ms timeout: some calls complete, some time
      * out first; each handler may run (once) or not, and is freed once. */
     ferrule_tool_spec spec = harness_spec("racy", "{\"nonblocking\": true}", register_then_race, NULL, NULL);
@@ -203,21 +217,15 @@ static _Atomic(ferrule_run *) cancelled_run;
 
 static void register_and_cancel_the_run(void *user_data, ferrule_tool_call *call) {
     (void)user_data;
-    handler_count *count = &counts[atomic_fetch_add(&next_count, 1)];
-    count->call = call;
-    ferrule_error_free(ferrule_tool_call_on_cancel(call, count_handler, count, count_free));
+    handler_count *count = count_cancellation(call);
     ferrule_run *run;
     while ((run = atomic_load(&cancelled_run)) == NULL) usleep(100);
     if (rand() % 2) ferrule_run_cancel(run);
-    pthread_t thread;
-    pthread_create(&thread, NULL, complete_racing_the_timeout, count);
-    pthread_detach(thread);
+    complete_soon_elsewhere(count);
 }
 
 static void cancelling_runs_while_handlers_register_and_calls_complete(void) {
-    memset(counts, 0, sizeof counts);
-    atomic_store(&next_count, 0);
-    atomic_store(&finished_calls, 0);
+    reset_counts();
     ferrule_tool_spec spec = harness_spec("racy", "", register_and_cancel_the_run, NULL, NULL);
     ferrule_agent *agent = harness_batch_agent(&spec, CANCEL_CALLS, 1, "");
     CHECK(agent != NULL);
