@@ -12,6 +12,7 @@ pub mod agent;
 pub mod builtin;
 pub mod error;
 pub mod ffi;
+mod json;
 pub mod message;
 mod panic;
 pub mod provider;

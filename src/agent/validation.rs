@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::AgentInner;
+use crate::json::JsonError;
 use crate::message::ToolCall;
 use crate::tool::{json_kind, Tool};
 
@@ -55,8 +56,15 @@ fn check_call<'a>(
         Some((_, tool)) if !tool.options().deferred || disclosed.contains(tool.name()) => tool,
         _ => return Err(unknown_tool(agent, disclosed, &call.name)),
     };
-    let arguments: Value = serde_json::from_str(&call.arguments)
-        .map_err(|e| format!("The arguments for \"{}\" are not valid JSON ({e}); send a JSON object.", call.name))?;
+    let arguments: Value = crate::json::parse_unique(&call.arguments).map_err(|e| match e {
+        JsonError::Syntax(e) => {
+            format!("The arguments for \"{}\" are not valid JSON ({e}); send a JSON object.", call.name)
+        }
+        JsonError::DuplicateKey(key) => format!(
+            "The arguments for \"{}\" give the key \"{key}\" twice, so the call was not run; give each key once.",
+            call.name
+        ),
+    })?;
     if !arguments.is_object() {
         return Err(format!(
             "The arguments for \"{}\" must be a JSON object, not {}.",

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, ErrorCode};
+use crate::json::JsonError;
 use crate::message::{deserialize_content, Part, Usage};
 
 /// A tool's result (final, or provisional in an update).
@@ -55,10 +56,13 @@ impl ToolResult {
 
     /// Reads a result from the JSON a tool produced: a string (a text result) or
     /// an object of this shape. `INVALID_JSON` when it does not parse, `INVALID_ARG`
-    /// when it has the wrong shape; the message says what is wrong.
+    /// when it has the wrong shape or names a key twice in one object; the message
+    /// says what is wrong.
     pub fn from_json(json: &str) -> Result<Self, Error> {
-        let value: Value =
-            serde_json::from_str(json).map_err(|e| Error::new(ErrorCode::InvalidJson, format!("not JSON: {e}")))?;
+        let value = crate::json::parse_unique(json).map_err(|e| match e {
+            JsonError::Syntax(e) => Error::new(ErrorCode::InvalidJson, format!("not JSON: {e}")),
+            duplicate => Error::invalid_arg(duplicate.to_string()),
+        })?;
         let result = match value {
             Value::String(text) => ToolResult::text(text),
             Value::Object(_) => serde_json::from_value(value).map_err(|e| Error::invalid_arg(e.to_string()))?,
