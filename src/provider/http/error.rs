@@ -117,16 +117,25 @@ fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 /// `retry-after-ms` (OpenAI), else `retry-after` in seconds or as an HTTP date.
+/// Numbers past what a `Duration` holds (`inf`, `1e300`) mean "very long" (the
+/// retry loop caps every wait); `NaN` and negative numbers, no wait.
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     if let Some(ms) = header(headers, "retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
-        return Some(Duration::from_secs_f64(ms.max(0.0) / 1000.0));
+        return Some(seconds(ms / 1000.0));
     }
     let value = header(headers, "retry-after")?;
-    if let Ok(seconds) = value.parse::<f64>() {
-        return Some(Duration::from_secs_f64(seconds.max(0.0)));
+    if let Ok(number) = value.parse::<f64>() {
+        return Some(seconds(number));
     }
     let date = httpdate::parse_http_date(value).ok()?;
     Some(date.duration_since(std::time::SystemTime::now()).unwrap_or_default())
+}
+
+fn seconds(number: f64) -> Duration {
+    match number.is_nan() {
+        true => Duration::ZERO,
+        false => Duration::try_from_secs_f64(number.max(0.0)).unwrap_or(Duration::MAX),
+    }
 }
 
 /// An API key, kept out of `Debug` output and scrubbed from provider messages.
@@ -145,6 +154,12 @@ const KEY_FRAGMENT: usize = 8;
 impl Secret {
     pub(crate) fn new(key: String) -> Self {
         Secret(key)
+    }
+
+    /// A `model.headers` value as a secret, if it is long enough to be one (eight
+    /// characters or more; shorter values such as `true` are left in messages).
+    pub(crate) fn header_value(value: &str) -> Option<Self> {
+        (value.chars().count() >= KEY_FRAGMENT).then(|| Secret(value.to_owned()))
     }
 
     pub(crate) fn expose(&self) -> &str {
@@ -200,6 +215,23 @@ mod tests {
         assert!(!failure.is_retryable());
         headers.insert("retry-after-ms", HeaderValue::from_static("150"));
         assert_eq!(retry_after(&headers), Some(Duration::from_millis(150)));
+    }
+
+    #[test]
+    fn hostile_retry_numbers_are_clamped_not_a_panic() {
+        let cases = [
+            ("retry-after", "inf", Duration::MAX),
+            ("retry-after", "1e300", Duration::MAX),
+            ("retry-after", "-5", Duration::ZERO),
+            ("retry-after", "NaN", Duration::ZERO),
+            ("retry-after-ms", "1e300", Duration::MAX),
+            ("retry-after-ms", "-inf", Duration::ZERO),
+        ];
+        for (name, value, expected) in cases {
+            let mut headers = HeaderMap::new();
+            headers.insert(name, HeaderValue::from_static(value));
+            assert_eq!(retry_after(&headers), Some(expected), "{name}: {value}");
+        }
     }
 
     #[test]

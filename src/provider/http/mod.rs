@@ -4,6 +4,7 @@
 //! how to decode the response.
 
 mod error;
+mod redirect;
 mod sse;
 
 use std::time::Duration;
@@ -73,8 +74,9 @@ pub(crate) struct HttpGenerator<P: Protocol> {
     protocol: P,
     model: ModelSettings,
     url: String,
-    /// The API key, kept to scrub it from provider messages.
-    key: Option<Secret>,
+    /// The API key and the values of `model.headers`, kept to scrub them from
+    /// provider messages.
+    secrets: Vec<Secret>,
     client: reqwest::Client,
     timeouts: Timeouts,
     max_retries: u32,
@@ -90,7 +92,9 @@ impl<P: Protocol> HttpGenerator<P> {
     ) -> Result<Self, Error> {
         let Endpoint { url, mut headers, key } = endpoint;
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let mut secrets: Vec<Secret> = key.into_iter().collect();
         for (name, value) in &config.headers {
+            secrets.extend(Secret::header_value(value));
             let name = HeaderName::try_from(name.as_str())
                 .map_err(|_| Error::invalid_arg(format!("model.headers: {name:?} is not a valid header name")))?;
             let value = HeaderValue::try_from(value.as_str()).map_err(|_| {
@@ -102,6 +106,7 @@ impl<P: Protocol> HttpGenerator<P> {
         // copies them.
         let mut client = reqwest::Client::builder()
             .user_agent(concat!("ferrule/", env!("CARGO_PKG_VERSION")))
+            .redirect(redirect::policy())
             .default_headers(headers);
         if config.timeouts.connect_ms > 0 {
             client = client.connect_timeout(Duration::from_millis(config.timeouts.connect_ms));
@@ -113,7 +118,7 @@ impl<P: Protocol> HttpGenerator<P> {
             protocol,
             model,
             url,
-            key,
+            secrets,
             client,
             timeouts: config.timeouts,
             max_retries: config.max_retries,
@@ -152,15 +157,16 @@ impl<P: Protocol> HttpGenerator<P> {
 
     /// Exponential backoff with ±25 % jitter.
     fn backoff(&self, attempt: u32) -> Duration {
-        let base = self.retry_backoff.saturating_mul(1 << (attempt - 1).min(10));
+        let base = self.retry_backoff.saturating_mul(1 << (attempt - 1).min(10)).min(MAX_RETRY_DELAY);
         base.mul_f64(0.75 + fastrand::f64() * 0.5)
     }
 
     fn scrub(&self, error: Error) -> Error {
-        match &self.key {
-            Some(key) => Error::new(error.code, key.scrub(&error.message)),
-            None => error,
+        if self.secrets.is_empty() {
+            return error;
         }
+        let message = self.secrets.iter().fold(error.message, |message, secret| secret.scrub(&message));
+        Error::new(error.code, message)
     }
 
     async fn attempt(
@@ -329,6 +335,12 @@ fn timeout(what: &str, ms: u64) -> Failure {
 }
 
 fn network(provider: &str, error: &reqwest::Error) -> Failure {
+    if let Some(refusal) = redirect::refusal(error) {
+        return Failure {
+            should_retry: Some(false),
+            ..Failure::new(Error::new(ErrorCode::ProviderNetwork, format!("{provider}: {refusal}")))
+        };
+    }
     let kind = if error.is_connect() { "could not connect" } else { "the connection failed" };
     // reqwest's Display names the URL, never headers, so no key can appear here.
     Failure::new(Error::new(ErrorCode::ProviderNetwork, format!("{provider}: {kind}: {}", source_chain(error))))
