@@ -19,9 +19,9 @@ use serde_json::json;
 const FAILURES: &[(&str, &str)] = &[
     ("005_rejects_empty_patch", "no changes"),
     ("006_rejects_missing_context", "could not find these lines"),
-    ("007_rejects_missing_file_delete", "cannot be read"),
+    ("007_rejects_missing_file_delete", "Could not read missing.txt: No such file"),
     ("008_rejects_empty_update_hunk", "has no changes"),
-    ("009_requires_existing_file_for_update", "cannot be read"),
+    ("009_requires_existing_file_for_update", "Could not read"),
     ("012_delete_directory_fails", "directory"),
     ("013_rejects_invalid_hunk_header", "not a valid section header"),
     ("015_failure_after_partial_success_leaves_changes", "missing.txt"),

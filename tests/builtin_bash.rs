@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -86,14 +87,72 @@ fn the_configured_default_timeout_applies() {
 }
 
 #[test]
-fn huge_output_keeps_a_bounded_tail_and_spills_the_rest() {
+fn huge_output_keeps_a_bounded_tail_and_spills_the_start_privately() {
     let dir = tempfile::tempdir().unwrap();
-    let (text, _, _) = bash(dir.path(), json!({"command": "yes 0123456789 | head -c 100000000; echo; echo LAST"}));
+    let agent =
+        bash_agent(dir.path(), json!({"command": "yes 0123456789 | head -c 100000000; echo; echo LAST"}), json!({}));
+    let (result, _) = run(&agent, "go");
+    let text = text(&tool_results(&result)[0]);
     assert!(text.len() < 52 * 1024, "{} bytes kept", text.len());
     assert!(text.ends_with("LAST\n[exit code 0]"), "{}", &text[text.len() - 40..]);
-    let spill = text.split("the whole output is in ").nth(1).unwrap().split(']').next().unwrap();
-    assert_eq!(std::fs::metadata(spill).unwrap().len(), 100_000_000 + 6);
-    std::fs::remove_file(spill).unwrap();
+    let spill = Path::new(text.split("bytes are in ").nth(1).unwrap().split(']').next().unwrap()).to_path_buf();
+    let kept = std::fs::symlink_metadata(&spill).unwrap();
+    assert!(kept.is_file());
+    assert_eq!(kept.len(), 64 << 20, "the spill file is bounded");
+    assert_eq!(kept.permissions().mode() & 0o777, 0o600);
+    let private = std::fs::symlink_metadata(spill.parent().unwrap()).unwrap();
+    assert_eq!(private.permissions().mode() & 0o777, 0o700);
+    assert_eq!(std::fs::read(&spill).unwrap()[..11], *b"0123456789\n");
+    drop(agent);
+    assert!(!spill.exists() && !spill.parent().unwrap().exists(), "dropping the agent removes its spill files");
+}
+
+#[test]
+fn a_spill_file_never_follows_a_planted_link() {
+    // The names spill files once had: predictable from the process id.
+    let victim = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(victim.path(), "precious").unwrap();
+    let planted: Vec<_> = (1..=20)
+        .map(|n| std::env::temp_dir().join(format!("ferrule-bash-{}-{n}.log", std::process::id())))
+        .filter(|path| std::os::unix::fs::symlink(victim.path(), path).is_ok())
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let (text, _, _) = bash(dir.path(), json!({"command": "seq 1 100000"}));
+    assert!(text.contains("the whole output is in"), "{}", &text[..200]);
+    for path in planted {
+        std::fs::remove_file(path).unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(victim.path()).unwrap(), "precious");
+}
+
+#[test]
+fn a_background_writer_cannot_hold_the_call_past_the_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let command = "(while true; do echo tick; sleep 0.05; done) & echo $! > loop.pid; exit 0";
+    let agent = bash_agent(dir.path(), json!({"command": command, "timeout": 2}), json!({}));
+    let (result, _) = run(&agent, "go");
+    let loop_pid = read_pid(&dir.path().join("loop.pid"));
+    unsafe { libc::kill(loop_pid, libc::SIGKILL) };
+    let message = &tool_results(&result)[0];
+    assert!(text(message).ends_with("[exit code 0]"), "{}", text(message));
+}
+
+#[test]
+fn the_deadline_kills_a_background_flood_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let command = "(yes | head -c 20G) & echo $! > flood.pid; sleep 0.5; exit 0";
+    let (text, _, _) = bash(dir.path(), json!({"command": command, "timeout": 0.2}));
+    assert!(text.contains("[timed out after 0.2 s"), "{}", &text[text.len().saturating_sub(200)..]);
+    assert!(wait_until_gone(read_pid(&dir.path().join("flood.pid"))), "the flood survived the deadline");
+}
+
+#[test]
+fn an_absurd_timeout_is_no_timeout_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    for timeout in [1e20, 1e300, f64::MAX] {
+        let (text, is_error, _) = bash(dir.path(), json!({"command": "echo ok", "timeout": timeout}));
+        assert_eq!((text.as_str(), is_error), ("ok\n[exit code 0]", false));
+    }
 }
 
 #[test]

@@ -69,7 +69,7 @@ impl AgentBuilder {
     pub fn build(self) -> Result<Agent> {
         let AgentBuilder { config, tools, generator } = self;
         let tools = match &config.builtin_tools {
-            Some(builtins) => crate::builtin::select(builtins, tools)?,
+            Some(builtins) => crate::builtin::select(builtins, tools, config.model.api_key_env.as_deref())?,
             None => tools,
         };
         let generator = match generator {

@@ -15,17 +15,22 @@
 //! A chunk is located exactly first, then ignoring trailing whitespace, then all
 //! surrounding whitespace, then with typographic punctuation folded; a loose match
 //! must be unique. Context lines keep the file's own bytes, and a file's CRLF line
-//! breaks and its final newline (or lack of one) are kept. Nothing is written
-//! unless every hunk of every file applies; this departs on purpose from upstream,
-//! which leaves earlier files changed when a later hunk fails.
+//! breaks and its final newline (or lack of one) are kept. Searches take time
+//! linear in the file and the chunk. Nothing is written unless every hunk of every
+//! file applies, and then every file is written or none (see `changes.rs`); this
+//! departs on purpose from upstream, which leaves earlier files changed when a
+//! later hunk fails.
 
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::workspace::Workspace;
-use super::{fold_typography, object_schema};
+use super::changes::Changes;
+use super::matching;
+use super::workspace::{WorkPath, Workspace};
+use super::{fold_typography, object_schema, Stop};
 use crate::tool::ToolResult;
 
 pub(crate) const DESCRIPTION: &str = "Apply a patch in the Codex format: *** Begin Patch, then *** Add File: / *** Delete File: / *** Update File: (optionally *** Move to:) sections, *** End Patch. Update sections hold @@ chunks of context (space), removed (-) and added (+) lines. Every change applies, or none does.";
@@ -55,7 +60,7 @@ enum Line {
     Added(String),
 }
 
-pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult, String> {
+pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Result<ToolResult, String> {
     let hunks = parse(arguments["input"].as_str().unwrap_or_default())
         .map_err(|e| format!("apply_patch: {e} Nothing was changed."))?;
     // Each section's file (and move destination), resolved before anything runs.
@@ -68,14 +73,14 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult
             };
             Ok((workspace.resolve(path)?, move_to.map(|m| workspace.resolve(m)).transpose()?))
         })
-        .collect::<Result<Vec<(PathBuf, Option<PathBuf>)>, String>>()?;
-    let _locked = workspace
-        .lock(targets.iter().flat_map(|(path, moved)| std::iter::once(path).chain(moved)).map(PathBuf::as_path));
+        .collect::<Result<Vec<(WorkPath, Option<WorkPath>)>, String>>()?;
+    let _locked = workspace.lock(targets.iter().flat_map(|(path, moved)| std::iter::once(path).chain(moved)));
 
-    let mut view = FileView::default();
+    let mut view = FileView::new(workspace);
     let mut summary = Vec::new();
     let count = hunks.len();
-    for (number, (hunk, (target, destination_path))) in hunks.iter().zip(targets).enumerate() {
+    for (number, (hunk, (target, destination))) in hunks.iter().zip(targets).enumerate() {
+        stop.check()?;
         let failed = |what: &str, path: &str, e: String| {
             format!("apply_patch: {what} {path} (section {} of {count}): {e} Nothing was changed.", number + 1)
         };
@@ -93,27 +98,26 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult
                 summary.push(format!("D {path}"));
             }
             Hunk::Update { path, move_to, chunks } => {
-                let source = target;
-                let original = view.read(&source).map_err(|e| failed("Update File", path, e))?;
+                let original = view.read(&target).map_err(|e| failed("Update File", path, e))?;
                 let original = String::from_utf8(original)
                     .map_err(|_| failed("Update File", path, "the file is not UTF-8 text.".to_owned()))?;
-                let updated = update(&original, chunks).map_err(|e| failed("Update File", path, e))?;
-                match move_to.as_ref().zip(destination_path) {
-                    Some((destination, target)) => {
-                        view.ensure_not_dir(&target).map_err(|e| failed("Move to", destination, e))?;
-                        view.set(source, None);
-                        view.set(target, Some(updated.into_bytes()));
-                        summary.push(format!("M {path} -> {destination}"));
+                let updated = update(&original, chunks, stop).map_err(|e| failed("Update File", path, e))?;
+                match move_to.as_ref().zip(destination) {
+                    Some((shown, destination)) => {
+                        view.ensure_not_dir(&destination).map_err(|e| failed("Move to", shown, e))?;
+                        view.set(target, None);
+                        view.set(destination, Some(updated.into_bytes()));
+                        summary.push(format!("M {path} -> {shown}"));
                     }
                     None => {
-                        view.set(source, Some(updated.into_bytes()));
+                        view.set(target, Some(updated.into_bytes()));
                         summary.push(format!("M {path}"));
                     }
                 }
             }
         }
     }
-    view.write().map_err(|e| format!("apply_patch: {e}"))?;
+    view.commit(stop).map_err(|e| format!("apply_patch: {e} Nothing was changed."))?;
     Ok(ToolResult {
         summary: Some(format!("{} file(s) changed", summary.len())),
         ..ToolResult::text(format!("Done:\n{}", summary.join("\n")))
@@ -121,50 +125,51 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult
 }
 
 /// The files as the patch leaves them, before anything is written.
-#[derive(Default)]
-struct FileView {
-    changes: BTreeMap<PathBuf, Option<Vec<u8>>>,
+struct FileView<'a> {
+    workspace: &'a Workspace,
+    /// By absolute path: the new content, or `None` for a removed file.
+    changes: BTreeMap<PathBuf, (WorkPath, Option<Vec<u8>>)>,
     order: Vec<PathBuf>,
 }
 
-impl FileView {
-    fn read(&self, path: &PathBuf) -> Result<Vec<u8>, String> {
-        match self.changes.get(path) {
-            Some(Some(bytes)) => Ok(bytes.clone()),
-            Some(None) => Err("the file was deleted earlier in this patch.".to_owned()),
-            None if path.is_dir() => Err("it is a directory, not a file.".to_owned()),
-            None => std::fs::read(path).map_err(|e| format!("the file cannot be read ({e}).")),
+impl<'a> FileView<'a> {
+    fn new(workspace: &'a Workspace) -> Self {
+        FileView { workspace, changes: BTreeMap::new(), order: Vec::new() }
+    }
+
+    fn read(&self, path: &WorkPath) -> Result<Vec<u8>, String> {
+        match self.changes.get(&path.absolute) {
+            Some((_, Some(bytes))) => Ok(bytes.clone()),
+            Some((_, None)) => Err("the file was deleted earlier in this patch.".to_owned()),
+            None => self.workspace.load(path),
         }
     }
 
-    fn ensure_not_dir(&self, path: &PathBuf) -> Result<(), String> {
-        if !self.changes.contains_key(path) && path.is_dir() {
+    fn ensure_not_dir(&self, path: &WorkPath) -> Result<(), String> {
+        if !self.changes.contains_key(&path.absolute) && self.workspace.metadata(path).is_ok_and(|m| m.is_dir()) {
             return Err("a directory is in the way.".to_owned());
         }
         Ok(())
     }
 
-    fn set(&mut self, path: PathBuf, content: Option<Vec<u8>>) {
-        if !self.changes.contains_key(&path) {
-            self.order.push(path.clone());
+    fn set(&mut self, path: WorkPath, content: Option<Vec<u8>>) {
+        if !self.changes.contains_key(&path.absolute) {
+            self.order.push(path.absolute.clone());
         }
-        self.changes.insert(path, content);
+        self.changes.insert(path.absolute.clone(), (path, content));
     }
 
-    fn write(self) -> Result<(), String> {
-        for path in &self.order {
-            match &self.changes[path] {
-                Some(bytes) => {
-                    if let Some(parent) = path.parent() {
-                        std::fs::create_dir_all(parent)
-                            .map_err(|e| format!("could not create {}: {e}", parent.display()))?;
-                    }
-                    std::fs::write(path, bytes).map_err(|e| format!("could not write {}: {e}", path.display()))?;
-                }
-                None => std::fs::remove_file(path).map_err(|e| format!("could not delete {}: {e}", path.display()))?,
+    /// Writes the new and changed files, then removes the removed ones.
+    fn commit(mut self, stop: &Stop) -> Result<(), String> {
+        let mut changes = Changes::new(self.workspace);
+        for key in &self.order {
+            match self.changes.remove(key) {
+                Some((path, Some(bytes))) => changes.write(path, bytes),
+                Some((path, None)) => changes.remove(path),
+                None => {}
             }
         }
-        Ok(())
+        changes.commit(stop)
     }
 }
 
@@ -276,32 +281,66 @@ fn parse_chunks(body: &[&str], mut i: usize, path: &str) -> Result<(Vec<Chunk>, 
 }
 
 /// How strictly two lines are compared; each level is looser than the last.
-const LEVELS: [fn(&str) -> String; 4] = [
-    |s| s.to_owned(),
-    |s| s.trim_end().to_owned(),
-    |s| s.trim().to_owned(),
-    |s| s.trim().chars().map(fold_typography).collect(),
+const LEVELS: [fn(&str) -> Cow<'_, str>; 4] = [
+    |s| Cow::Borrowed(s),
+    |s| Cow::Borrowed(s.trim_end()),
+    |s| Cow::Borrowed(s.trim()),
+    |s| Cow::Owned(s.trim().chars().map(fold_typography).collect()),
 ];
 
-/// Where `needle` occurs in `lines` at or after `from`: exactly (the first match),
+/// A file's lines as each level sees them, numbered so that lines equal at that
+/// level share a number; a level is worked out when a search first needs it.
+struct Levels<'a> {
+    lines: &'a [&'a str],
+    numbered: [Option<Numbered<'a>>; 4],
+}
+
+/// The numbers of one level: each distinct line's, and the file's lines'.
+type Numbered<'a> = (HashMap<Cow<'a, str>, u32>, Vec<u32>);
+
+impl<'a> Levels<'a> {
+    fn new(lines: &'a [&'a str]) -> Self {
+        Levels { lines, numbered: Default::default() }
+    }
+
+    /// The file's line numbers at `level`, and the needle's (`None` when one of
+    /// its lines occurs nowhere in the file).
+    fn numbers(&mut self, level: usize, needle: &[&str]) -> (&[u32], Option<Vec<u32>>) {
+        let lines = self.lines;
+        let (table, numbers) = self.numbered[level].get_or_insert_with(|| {
+            let mut table = HashMap::new();
+            let numbers = lines
+                .iter()
+                .map(|line| {
+                    let next = table.len() as u32;
+                    *table.entry(LEVELS[level](line)).or_insert(next)
+                })
+                .collect();
+            (table, numbers)
+        });
+        let wanted = needle.iter().map(|line| table.get(LEVELS[level](line).as_ref()).copied()).collect();
+        (numbers, wanted)
+    }
+}
+
+/// Where `needle` occurs in the file at or after `from`: exactly (the first match),
 /// else at the first looser level that matches, where the match must be unique.
 /// With `at_end`, a match ending at the last line is preferred.
-fn seek(lines: &[&str], needle: &[&str], from: usize, at_end: bool) -> Result<usize, String> {
-    if needle.len() > lines.len() {
+fn seek(levels: &mut Levels<'_>, needle: &[&str], from: usize, at_end: bool) -> Result<usize, String> {
+    let total = levels.lines.len();
+    if needle.len() > total {
         return Err("the file is shorter than the chunk's lines.".to_owned());
     }
-    for (level, compare) in LEVELS.iter().enumerate() {
-        let wanted: Vec<String> = needle.iter().map(|l| compare(l)).collect();
-        let matches_at = |start: usize| (0..needle.len()).all(|k| compare(lines[start + k]) == wanted[k]);
-        let end_start = lines.len() - needle.len();
-        if at_end && end_start >= from && matches_at(end_start) {
+    let end_start = total - needle.len();
+    for level in 0..LEVELS.len() {
+        let (numbers, Some(wanted)) = levels.numbers(level, needle) else { continue };
+        if at_end && end_start >= from && numbers[end_start..] == wanted[..] {
             return Ok(end_start);
         }
-        let found: Vec<usize> = (from..=end_start).filter(|&s| matches_at(s)).take(2).collect();
+        let found = matching::occurrences(numbers, &wanted, from, if level == 0 { 1 } else { 2 });
         match found.as_slice() {
             [] => continue,
             [only] => return Ok(*only),
-            [first, ..] if level == 0 => return Ok(*first),
             _ => return Err(
                 "the lines match more than one place once whitespace and punctuation are ignored; add context lines."
                     .to_owned(),
@@ -315,7 +354,7 @@ fn seek(lines: &[&str], needle: &[&str], from: usize, at_end: bool) -> Result<us
 }
 
 /// The file with every chunk applied.
-fn update(original: &str, chunks: &[Chunk]) -> Result<String, String> {
+fn update(original: &str, chunks: &[Chunk], stop: &Stop) -> Result<String, String> {
     let crlf = original.find('\n').is_some_and(|i| original[..i].ends_with('\r'));
     let ends_with_newline = original.ends_with('\n');
     let mut raw: Vec<&str> = original.split('\n').collect();
@@ -327,10 +366,12 @@ fn update(original: &str, chunks: &[Chunk]) -> Result<String, String> {
     let total = chunks.len();
     let mut replacements: Vec<(usize, usize, Vec<String>)> = Vec::new();
     let mut cursor = 0;
+    let mut levels = Levels::new(&lines);
     for (number, chunk) in chunks.iter().enumerate() {
+        stop.check()?;
         let context = |e: String| format!("chunk {} of {total}: {e}", number + 1);
         for anchor in &chunk.anchors {
-            cursor = seek(&lines, &[anchor.as_str()], cursor, false)
+            cursor = seek(&mut levels, &[anchor.as_str()], cursor, false)
                 .map_err(|e| context(format!("the @@ anchor {anchor:?}: {e}")))?
                 + 1;
         }
@@ -349,7 +390,7 @@ fn update(original: &str, chunks: &[Chunk]) -> Result<String, String> {
                 cursor
             }
         } else {
-            seek(&lines, &old, cursor, chunk.at_end_of_file).map_err(context)?
+            seek(&mut levels, &old, cursor, chunk.at_end_of_file).map_err(context)?
         };
         let mut replacement = Vec::new();
         let mut at = start;
@@ -385,6 +426,10 @@ fn update(original: &str, chunks: &[Chunk]) -> Result<String, String> {
 mod tests {
     use super::*;
 
+    fn update_all(file: &str, chunks: &[Chunk]) -> Result<String, String> {
+        update(file, chunks, &Stop::never())
+    }
+
     fn chunks(patch: &str) -> Vec<Chunk> {
         match parse(patch).unwrap().remove(0) {
             Hunk::Update { chunks, .. } => chunks,
@@ -399,34 +444,38 @@ mod tests {
     #[test]
     fn nested_anchors_narrow_the_search() {
         let file = "class A:\n  def run():\n    x = 1\nclass B:\n  def run():\n    x = 1\n";
-        let updated = update(file, &chunks(&patch("@@ class B:\n@@   def run():\n-    x = 1\n+    x = 2"))).unwrap();
+        let updated =
+            update_all(file, &chunks(&patch("@@ class B:\n@@   def run():\n-    x = 1\n+    x = 2"))).unwrap();
         assert_eq!(updated, "class A:\n  def run():\n    x = 1\nclass B:\n  def run():\n    x = 2\n");
     }
 
     #[test]
     fn context_keeps_the_files_bytes_and_crlf_stays() {
         let file = "a  \r\nb\r\nc";
-        let updated = update(file, &chunks(&patch(" a\n-b\n+B"))).unwrap();
+        let updated = update_all(file, &chunks(&patch(" a\n-b\n+B"))).unwrap();
         assert_eq!(updated, "a  \r\nB\r\nc", "trailing spaces of the context line and no final newline");
     }
 
     #[test]
     fn a_loose_match_must_be_unique() {
         let file = "  x\n\tx\n";
-        let err = update(file, &chunks(&patch("-x\n+y"))).unwrap_err();
+        let err = update_all(file, &chunks(&patch("-x\n+y"))).unwrap_err();
         assert!(err.contains("more than one place"), "{err}");
-        assert_eq!(update("a\n  x  \n", &chunks(&patch("-x\n+y"))).unwrap(), "a\ny\n");
+        assert_eq!(update_all("a\n  x  \n", &chunks(&patch("-x\n+y"))).unwrap(), "a\ny\n");
     }
 
     #[test]
     fn typographic_punctuation_matches_loosely() {
-        assert_eq!(update("say \u{201C}hi\u{201D}\n", &chunks(&patch("-say \"hi\"\n+say bye"))).unwrap(), "say bye\n");
+        assert_eq!(
+            update_all("say \u{201C}hi\u{201D}\n", &chunks(&patch("-say \"hi\"\n+say bye"))).unwrap(),
+            "say bye\n"
+        );
     }
 
     #[test]
     fn end_of_file_prefers_the_last_match() {
         let file = "x\ny\nx\n";
-        assert_eq!(update(file, &chunks(&patch("-x\n+z\n*** End of File"))).unwrap(), "x\ny\nz\n");
+        assert_eq!(update_all(file, &chunks(&patch("-x\n+z\n*** End of File"))).unwrap(), "x\ny\nz\n");
     }
 
     #[test]

@@ -1,21 +1,28 @@
 //! `bash {command, timeout?}`: runs a command with `bash -c` in the working
 //! directory, non-interactively.
 //!
-//! The command gets its own process group and stdin from /dev/null; stdout and
-//! stderr share one pipe, so their output interleaves as written. On timeout or
-//! cancellation (including the run dropping the call) the whole group is killed.
-//! The call returns when the shell exits, even if a background child keeps the
-//! pipe open (what was read so far is kept). Memory stays bounded: the result
-//! holds the last 2,000 lines or 50 KiB, and longer output is spilled whole to a
-//! temporary file the result names. Progress updates show the tail as it grows.
+//! The command gets its own process group, stdin from /dev/null, and the
+//! process environment without the model provider's key variables (unless the
+//! configuration passes them on); stdout and stderr share one pipe, so their
+//! output interleaves as written. The timeout covers the whole call: at it, or on
+//! cancellation (including the run dropping the call), the whole group is killed.
+//! The call returns when the shell exits, after reading what is left in the pipe
+//! for at most 100 ms more (a background child may hold it open; what was read so
+//! far is kept).
+//!
+//! Memory stays bounded: the result holds the last 2,000 lines or 50 KiB, and
+//! longer output is spilled to a file the result names, up to 64 MiB. Spill files
+//! are created exclusively, readable by the process's user only, in a private
+//! directory (mode 0700, random name) under the temporary directory, which is
+//! removed when the agent is dropped. Progress updates show the tail as it grows.
 
 use std::fs::File;
 use std::io::Write;
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -35,17 +42,45 @@ const UPDATE_TAIL_BYTES: usize = 4096;
 /// How long output is still read after the shell exited (a background child may
 /// hold the pipe open forever).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(100);
+/// The most output kept in a spill file.
+const MAX_SPILL_BYTES: u64 = 64 << 20;
+/// Key variables no command sees unless passed on by name: the model's key
+/// variable joins them.
+const PROVIDER_KEY_VARIABLES: [&str; 2] = ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"];
 
-pub(crate) fn tool(workspace: Arc<Workspace>, default_timeout_s: Option<u64>) -> Result<Tool> {
+/// How the bash tool of one agent runs commands.
+pub(crate) struct BashSettings {
+    /// Seconds, for calls that give no timeout.
+    pub(crate) default_timeout_s: Option<u64>,
+    /// Environment variables removed from every command.
+    pub(crate) hidden_variables: Vec<String>,
+}
+
+impl BashSettings {
+    /// Hides the provider key variables and `model_key_variable`, except those in `passed`.
+    pub(crate) fn new(default_timeout_s: Option<u64>, model_key_variable: Option<&str>, passed: &[String]) -> Self {
+        let hidden_variables = PROVIDER_KEY_VARIABLES
+            .into_iter()
+            .chain(model_key_variable)
+            .filter(|name| !passed.iter().any(|p| p == name))
+            .map(str::to_owned)
+            .collect();
+        BashSettings { default_timeout_s, hidden_variables }
+    }
+}
+
+pub(crate) fn tool(workspace: Arc<Workspace>, settings: BashSettings) -> Result<Tool> {
     let schema = object_schema(
         json!({"command": {"type": "string", "description": "The bash command line."},
                "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds before the command and everything it started are killed."}}),
         &["command"],
     );
+    let settings = Arc::new(settings);
+    let spills = Arc::new(SpillDirectory::default());
     Tool::new("bash", DESCRIPTION, schema, ToolOptions::default(), move |call: Invocation| {
-        let workspace = workspace.clone();
+        let (workspace, settings, spills) = (workspace.clone(), settings.clone(), spills.clone());
         async move {
-            match run(&workspace, &call, default_timeout_s).await {
+            match run(&workspace, &settings, &spills, &call).await {
                 Ok(result) => ToolOutcome::Completed(result),
                 Err(message) => ToolOutcome::Failed(message),
             }
@@ -59,12 +94,19 @@ enum Ending {
     TimedOut(Duration),
 }
 
-async fn run(workspace: &Workspace, call: &Invocation, default_timeout_s: Option<u64>) -> Result<ToolResult, String> {
+async fn run(
+    workspace: &Workspace,
+    settings: &BashSettings,
+    spills: &SpillDirectory,
+    call: &Invocation,
+) -> Result<ToolResult, String> {
     let command = call.arguments()["command"].as_str().unwrap_or_default();
     let timeout = match call.arguments().get("timeout").and_then(Value::as_f64) {
-        Some(seconds) => Some(Duration::from_secs_f64(seconds)),
-        None => default_timeout_s.map(Duration::from_secs),
+        // Past what a Duration holds, a timeout is as good as none.
+        Some(seconds) => Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)),
+        None => settings.default_timeout_s.map(Duration::from_secs),
     };
+    let deadline = timeout.and_then(|t| tokio::time::Instant::now().checked_add(t));
     let (reader, writer) = std::io::pipe().map_err(|e| format!("Could not start bash: {e}"))?;
     let mut child = {
         let mut bash = tokio::process::Command::new("bash");
@@ -75,23 +117,24 @@ async fn run(workspace: &Workspace, call: &Invocation, default_timeout_s: Option
             .stdout(writer.try_clone().map_err(|e| format!("Could not start bash: {e}"))?)
             .stderr(writer)
             .process_group(0);
+        for name in &settings.hidden_variables {
+            bash.env_remove(name);
+        }
         bash.spawn().map_err(|e| format!("Could not start bash: {e}"))?
         // `bash` goes here, closing ferrule's copies of the pipe's write end.
     };
     let group = ProcessGroup(child.id().map(|pid| pid as i32));
     let mut pipe = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|e| format!("Could not read bash's output: {e}"))?;
-    let mut output = Output::default();
+    let mut output = Output::new(spills);
     let mut buffer = vec![0u8; 16 * 1024];
     let mut open = true;
     let mut ticker = tokio::time::interval(UPDATE_EVERY);
     let mut reported = 0u64;
-    let sleep = tokio::time::sleep(timeout.unwrap_or(Duration::MAX));
-    tokio::pin!(sleep);
     let ending = loop {
         tokio::select! {
             status = child.wait() => break Ending::Exited(status.map_err(|e| format!("Could not wait for bash: {e}"))?),
-            _ = &mut sleep, if timeout.is_some() => {
+            _ = sleep_until(deadline) => {
                 group.kill();
                 let _ = child.wait().await;
                 break Ending::TimedOut(timeout.unwrap_or_default());
@@ -109,14 +152,25 @@ async fn run(workspace: &Workspace, call: &Invocation, default_timeout_s: Option
             }
         }
     };
+    let drain_until = tokio::time::Instant::now() + DRAIN_AFTER_EXIT;
+    let drain_until = deadline.map_or(drain_until, |deadline| deadline.min(drain_until));
     while open {
-        match tokio::time::timeout(DRAIN_AFTER_EXIT, pipe.read(&mut buffer)).await {
+        match tokio::time::timeout_at(drain_until, pipe.read(&mut buffer)).await {
             Ok(Ok(n)) if n > 0 => output.push(&buffer[..n]),
             _ => open = false,
         }
     }
-    group.disarm(matches!(ending, Ending::Exited(_)));
+    let past_deadline = deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline);
+    group.disarm(matches!(ending, Ending::Exited(_)) && !past_deadline);
     Ok(output.result(&ending))
+}
+
+/// Sleeps until `deadline`, or for ever.
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(deadline) => tokio::time::sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The command's process group; killed when dropped unless disarmed, so a call
@@ -145,28 +199,63 @@ impl Drop for ProcessGroup {
     }
 }
 
-/// The output so far: a bounded tail in memory, the whole of it in a spill file
-/// once it outgrows the tail.
+/// The agent's private directory of spill files, made when first needed and
+/// removed (with the files) when the agent's bash tool is dropped.
 #[derive(Default)]
-struct Output {
+struct SpillDirectory(OnceLock<tempfile::TempDir>);
+
+impl SpillDirectory {
+    /// A new spill file: created exclusively, mode 0600, random name.
+    fn create(&self) -> Option<(PathBuf, File)> {
+        let directory = match self.0.get() {
+            Some(directory) => directory,
+            None => {
+                let private = std::fs::Permissions::from_mode(0o700);
+                let made = tempfile::Builder::new().prefix("ferrule-bash-").permissions(private).tempdir().ok()?;
+                self.0.get_or_init(|| made)
+            }
+        };
+        let file = tempfile::Builder::new()
+            .prefix("output-")
+            .suffix(".log")
+            .permissions(std::fs::Permissions::from_mode(0o600))
+            .tempfile_in(directory.path())
+            .ok()?;
+        let (file, path) = file.keep().ok()?;
+        Some((path, file))
+    }
+}
+
+/// The output so far: a bounded tail in memory, and the first
+/// [`MAX_SPILL_BYTES`] in a spill file once it outgrows the tail.
+struct Output<'a> {
+    spills: &'a SpillDirectory,
     tail: Vec<u8>,
     total: u64,
     lines: usize,
     spill: Option<(PathBuf, File)>,
+    spill_tried: bool,
 }
 
-impl Output {
+impl<'a> Output<'a> {
+    fn new(spills: &'a SpillDirectory) -> Self {
+        Output { spills, tail: Vec::new(), total: 0, lines: 0, spill: None, spill_tried: false }
+    }
+
     fn push(&mut self, bytes: &[u8]) {
+        let spilled = self.total.min(MAX_SPILL_BYTES);
         self.total += bytes.len() as u64;
         self.lines += bytes.iter().filter(|&&b| b == b'\n').count();
-        if self.spill.is_none() && (self.total as usize > MAX_BYTES || self.lines > MAX_LINES) {
-            self.spill = spill_file().map(|(path, mut file)| {
+        if !self.spill_tried && (self.total as usize > MAX_BYTES || self.lines > MAX_LINES) {
+            self.spill_tried = true;
+            self.spill = self.spills.create().map(|(path, mut file)| {
                 let _ = file.write_all(&self.tail);
                 (path, file)
             });
         }
         if let Some((_, file)) = &mut self.spill {
-            let _ = file.write_all(bytes);
+            let room = (MAX_SPILL_BYTES - spilled).min(bytes.len() as u64) as usize;
+            let _ = file.write_all(&bytes[..room]);
         }
         self.tail.extend_from_slice(bytes);
         if self.tail.len() > 2 * MAX_BYTES {
@@ -187,8 +276,12 @@ impl Output {
         let mut text = self.tail(MAX_BYTES);
         if let Some((path, _)) = &self.spill {
             let shown_lines = text.lines().count();
+            let kept = match self.total > MAX_SPILL_BYTES {
+                true => format!("its first {MAX_SPILL_BYTES} bytes are in"),
+                false => "the whole output is in".to_owned(),
+            };
             text = format!(
-                "[output cut: showing the last {shown_lines} lines of {} bytes; the whole output is in {}]\n{text}",
+                "[output cut: showing the last {shown_lines} lines of {} bytes; {kept} {}]\n{text}",
                 self.total,
                 path.display()
             );
@@ -216,11 +309,4 @@ impl Output {
         };
         ToolResult { is_error, display: Some("terminal".into()), ..ToolResult::text(text) }
     }
-}
-
-fn spill_file() -> Option<(PathBuf, File)> {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    let name = format!("ferrule-bash-{}-{}.log", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-    let path = std::env::temp_dir().join(name);
-    File::create(&path).ok().map(|file| (path, file))
 }

@@ -9,8 +9,10 @@
 
 use serde_json::{json, Value};
 
+use super::changes::Changes;
+use super::matching;
 use super::workspace::Workspace;
-use super::{fold_typography as fold, object_schema};
+use super::{fold_typography as fold, object_schema, Stop};
 use crate::tool::ToolResult;
 
 pub(crate) const DESCRIPTION: &str = "Edit a file by replacing exact text. Each oldText must match exactly one place in the file as it is now (copy it from read output, with enough surrounding lines to be unique); all edits are checked against the original file and applied together, or none is.";
@@ -30,11 +32,15 @@ pub(crate) fn schema() -> Value {
 
 const BOM: &str = "\u{FEFF}";
 
-pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult, String> {
-    let shown = arguments["path"].as_str().unwrap_or_default();
-    let path = workspace.resolve(shown)?;
-    let _locked = workspace.lock([path.as_path()]);
-    let bytes = std::fs::read(&path).map_err(|e| format!("Could not read {shown}: {e}"))?;
+/// Most places an `oldText` is counted in before the count is given as "or more".
+const MOST_COUNTED: usize = 1000;
+
+pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Result<ToolResult, String> {
+    let path = workspace.resolve(arguments["path"].as_str().unwrap_or_default())?;
+    let shown = path.shown.clone();
+    let shown = shown.as_str();
+    let _locked = workspace.lock([&path]);
+    let bytes = workspace.load(&path)?;
     let original =
         String::from_utf8(bytes).map_err(|_| format!("{shown} is not a UTF-8 text file; edit cannot change it."))?;
     let (bom, body) = match original.strip_prefix(BOM) {
@@ -51,8 +57,10 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult
             (text("oldText"), text("newText"))
         })
         .collect();
-    let (updated, fuzzy) = apply(body, &edits, shown)?;
-    std::fs::write(&path, format!("{bom}{updated}")).map_err(|e| format!("Could not write {shown}: {e}"))?;
+    let (updated, fuzzy) = apply(body, &edits, shown, stop)?;
+    let mut changes = Changes::new(workspace);
+    changes.write(path, format!("{bom}{updated}").into_bytes());
+    changes.commit(stop)?;
     let mut text = format!("Applied {} edit(s) to {shown}.", edits.len());
     if !fuzzy.is_empty() {
         let numbers: Vec<String> = fuzzy.iter().map(|i| (i + 1).to_string()).collect();
@@ -76,12 +84,13 @@ fn in_convention(text: &str, crlf: bool) -> String {
 
 /// Applies `edits` to `body`; returns the new text and the (zero-based) edits that
 /// matched fuzzily. Errors name the edit and say what to do.
-fn apply(body: &str, edits: &[(String, String)], shown: &str) -> Result<(String, Vec<usize>), String> {
+fn apply(body: &str, edits: &[(String, String)], shown: &str, stop: &Stop) -> Result<(String, Vec<usize>), String> {
     let count = edits.len();
     let mut spans = Vec::with_capacity(count);
     let mut fuzzy = Vec::new();
     let normalized = Normalized::new(body);
     for (i, (old, _)) in edits.iter().enumerate() {
+        stop.check()?;
         let which = format!("Edit {} of {count}", i + 1);
         if old.is_empty() {
             return Err(format!("{which}: oldText is empty; give the exact text to replace."));
@@ -101,14 +110,14 @@ fn apply(body: &str, edits: &[(String, String)], shown: &str) -> Result<(String,
                     )),
                     many => return Err(format!(
                         "{which}: oldText was not found exactly, and after normalising quotes, dashes and whitespace it matches {} places in {shown}; copy the exact text with more surrounding lines.",
-                        many.len()
+                        places(many)
                     )),
                 }
             }
             many => {
                 return Err(format!(
                     "{which}: oldText matches {} places in {shown}; include more surrounding lines so it matches exactly one.",
-                    many.len()
+                    places(many)
                 ))
             }
         };
@@ -137,15 +146,19 @@ fn apply(body: &str, edits: &[(String, String)], shown: &str) -> Result<(String,
     Ok((updated, fuzzy))
 }
 
-/// Byte offsets of every occurrence of `needle`, overlapping ones included.
+/// Byte offsets of the occurrences of `needle` (overlapping ones included), the
+/// first [`MOST_COUNTED`] of them. A UTF-8 needle only matches on character
+/// boundaries.
 fn occurrences(haystack: &str, needle: &str) -> Vec<usize> {
-    let mut found = Vec::new();
-    let mut from = 0;
-    while let Some(at) = haystack[from..].find(needle) {
-        found.push(from + at);
-        from += at + haystack[from + at..].chars().next().map_or(1, char::len_utf8);
+    matching::occurrences(haystack.as_bytes(), needle.as_bytes(), 0, MOST_COUNTED)
+}
+
+/// How many places `found` says, "1000 or more" at the counting limit.
+fn places<T>(found: &[T]) -> String {
+    match found.len() {
+        MOST_COUNTED => format!("{MOST_COUNTED} or more"),
+        n => n.to_string(),
     }
-    found
 }
 
 /// A text with quotes, dashes and spaces folded, trailing whitespace dropped and
@@ -201,7 +214,7 @@ mod tests {
 
     fn edit(body: &str, edits: &[(&str, &str)]) -> Result<String, String> {
         let edits: Vec<(String, String)> = edits.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
-        apply(body, &edits, "f.txt").map(|(text, _)| text)
+        apply(body, &edits, "f.txt", &Stop::never()).map(|(text, _)| text)
     }
 
     #[test]

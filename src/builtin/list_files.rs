@@ -3,12 +3,12 @@
 //! entry limit.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
 use super::workspace::Workspace;
-use super::{object_schema, positive};
+use super::{object_schema, positive, Stop};
 use crate::tool::ToolResult;
 
 pub(crate) const DESCRIPTION: &str = "List the files and directories under a directory, breadth first and sorted. Directories end in /, symlinks in @. Use depth to go deeper and limit for more entries.";
@@ -24,44 +24,44 @@ pub(crate) fn schema() -> Value {
     )
 }
 
-pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult, String> {
-    let shown = arguments["path"].as_str().unwrap_or(".");
-    let root = workspace.resolve(shown)?;
+pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Result<ToolResult, String> {
+    let root = workspace.resolve(arguments["path"].as_str().unwrap_or("."))?;
+    let shown = root.shown.as_str();
     let depth = positive(arguments, "depth")?.unwrap_or(DEFAULT_DEPTH);
     let limit = positive(arguments, "limit")?.unwrap_or(DEFAULT_LIMIT);
-    if !root.is_dir() {
+    if !workspace.metadata(&root).map_err(|e| workspace.explain("list", &root, &e))?.is_dir() {
         return Err(format!("{shown} is not a directory."));
     }
     let mut lines = Vec::new();
     let mut cut = false;
     let mut deeper = false;
-    let mut queue: VecDeque<(PathBuf, usize)> = VecDeque::from([(root.clone(), 1)]);
+    // Directories as paths relative to the listed one, never followed through symlinks.
+    let mut queue: VecDeque<(PathBuf, usize)> = VecDeque::from([(PathBuf::new(), 1)]);
     while let Some((dir, level)) = queue.pop_front() {
-        let mut entries: Vec<_> = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries.filter_map(|e| e.ok()).collect(),
+        stop.check()?;
+        let entries = match workspace.entries(&root, &dir) {
+            Ok(entries) => entries,
             Err(e) => {
-                lines.push(format!("{} [unreadable: {e}]", relative(&root, &dir)));
+                lines.push(format!("{} [unreadable: {e}]", shown_path(&dir)));
                 continue;
             }
         };
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries {
+        for (name, kind) in entries {
             if lines.len() == limit {
                 cut = true;
                 break;
             }
-            let path = entry.path();
-            let kind = entry.file_type().ok();
+            let path = dir.join(name);
             let (suffix, is_dir) = match kind {
-                Some(t) if t.is_symlink() => ("@", false),
-                Some(t) if t.is_dir() => ("/", true),
+                t if t.is_symlink() => ("@", false),
+                t if t.is_dir() => ("/", true),
                 _ => ("", false),
             };
-            lines.push(format!("{}{suffix}", relative(&root, &path)));
+            lines.push(format!("{}{suffix}", shown_path(&path)));
             if is_dir {
                 if level < depth {
                     queue.push_back((path, level + 1));
-                } else if std::fs::read_dir(&path).map(|mut d| d.next().is_some()).unwrap_or(false) {
+                } else if workspace.entries(&root, &path).is_ok_and(|e| !e.is_empty()) {
                     deeper = true;
                 }
             }
@@ -81,6 +81,6 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult
     Ok(ToolResult::text(text))
 }
 
-fn relative(root: &std::path::Path, path: &std::path::Path) -> String {
-    path.strip_prefix(root).unwrap_or(path).to_string_lossy().into_owned()
+fn shown_path(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
 }

@@ -7,8 +7,10 @@
 
 mod apply_patch;
 mod bash;
+mod changes;
 mod edit;
 mod list_files;
+mod matching;
 mod read;
 mod workspace;
 mod write;
@@ -18,6 +20,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
 use crate::tool::{Execution, Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
@@ -47,6 +50,11 @@ pub struct BuiltinToolsConfig {
     /// The bash timeout in seconds when a call gives none (default: none).
     #[serde(default)]
     pub bash_timeout_s: Option<u64>,
+    /// Key variables bash commands may see after all: `OPENAI_API_KEY`,
+    /// `ANTHROPIC_API_KEY` and the model's `api_key_env` are removed from their
+    /// environment unless named here.
+    #[serde(default)]
+    pub bash_pass_env: Vec<String>,
 }
 
 /// Every built-in, in the order they are offered.
@@ -54,8 +62,13 @@ const BUILTINS: [&str; 6] = ["read", "bash", "edit", "write", "apply_patch", "li
 /// The built-ins offered unless `allowed` says otherwise.
 const DEFAULTS: [&str; 4] = ["read", "bash", "edit", "write"];
 
-/// Applies the selection rules to the built-ins and the host's tools.
-pub(crate) fn select(config: &BuiltinToolsConfig, host: Vec<Tool>) -> Result<Vec<Tool>> {
+/// Applies the selection rules to the built-ins and the host's tools;
+/// `model_key_variable` is the variable the model's key comes from, hidden from bash.
+pub(crate) fn select(
+    config: &BuiltinToolsConfig,
+    host: Vec<Tool>,
+    model_key_variable: Option<&str>,
+) -> Result<Vec<Tool>> {
     for name in config.allowed.iter().flatten().chain(&config.excluded) {
         if !BUILTINS.contains(&name.as_str()) && !host.iter().any(|t| t.name() == name) {
             return Err(Error::invalid_arg(format!(
@@ -74,7 +87,7 @@ pub(crate) fn select(config: &BuiltinToolsConfig, host: Vec<Tool>) -> Result<Vec
     if !config.disable {
         for name in BUILTINS {
             if wanted(name, DEFAULTS.contains(&name)) {
-                tools.push(builtin(name, &workspace, config)?);
+                tools.push(builtin(name, &workspace, config, model_key_variable)?);
             }
         }
     }
@@ -82,7 +95,12 @@ pub(crate) fn select(config: &BuiltinToolsConfig, host: Vec<Tool>) -> Result<Vec
     Ok(tools)
 }
 
-fn builtin(name: &str, workspace: &Arc<Workspace>, config: &BuiltinToolsConfig) -> Result<Tool> {
+fn builtin(
+    name: &str,
+    workspace: &Arc<Workspace>,
+    config: &BuiltinToolsConfig,
+    model_key_variable: Option<&str>,
+) -> Result<Tool> {
     let sequential = ToolOptions { execution: Execution::Sequential, ..ToolOptions::default() };
     match name {
         "read" => blocking(name, read::DESCRIPTION, read::schema(), ToolOptions::default(), workspace, read::run),
@@ -99,7 +117,10 @@ fn builtin(name: &str, workspace: &Arc<Workspace>, config: &BuiltinToolsConfig) 
             workspace,
             list_files::run,
         ),
-        "bash" => bash::tool(workspace.clone(), config.bash_timeout_s),
+        "bash" => bash::tool(
+            workspace.clone(),
+            bash::BashSettings::new(config.bash_timeout_s, model_key_variable, &config.bash_pass_env),
+        ),
         other => unreachable!("unknown built-in {other}"),
     }
 }
@@ -112,20 +133,46 @@ fn blocking(
     schema: Value,
     options: ToolOptions,
     workspace: &Arc<Workspace>,
-    run: fn(&Workspace, &Value) -> Result<ToolResult, String>,
+    run: fn(&Workspace, &Value, &Stop) -> Result<ToolResult, String>,
 ) -> Result<Tool> {
     let workspace = workspace.clone();
     Tool::new(name, description, schema, options, move |call: Invocation| {
         let workspace = workspace.clone();
         let arguments = call.arguments().clone();
+        let stop = Stop(call.cancellation().clone());
         async move {
-            match tokio::task::spawn_blocking(move || run(&workspace, &arguments)).await {
+            // A call dropped without being cancelled (its run went away) stops too.
+            let _stop_when_dropped = stop.0.clone().drop_guard();
+            match tokio::task::spawn_blocking(move || run(&workspace, &arguments, &stop)).await {
                 Ok(Ok(result)) => ToolOutcome::Completed(result),
                 Ok(Err(message)) => ToolOutcome::Failed(message),
                 Err(_) => ToolOutcome::Failed("The tool failed unexpectedly.".to_owned()),
             }
         }
     })
+}
+
+/// Tells a blocking built-in that its call timed out or was cancelled, so that
+/// it makes no further change; the work itself goes on off the run.
+pub(crate) struct Stop(CancellationToken);
+
+impl Stop {
+    /// `Err` once the call is over; checked before every step that changes a file
+    /// and inside long searches.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        match self.0.is_cancelled() {
+            true => Err("The call was cancelled or timed out, so nothing was changed.".to_owned()),
+            false => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+impl Stop {
+    /// A stop for a call nothing cancels.
+    pub(crate) fn never() -> Self {
+        Stop(CancellationToken::new())
+    }
 }
 
 /// An object schema with `properties`, those named in `required` required, and no others allowed.

@@ -4,15 +4,14 @@
 //! base64); binary files refused. Text is read line by line, never whole.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
-use std::path::Path;
+use std::io::{BufRead, BufReader, Read, Seek};
 
 use base64::Engine;
 use image::{DynamicImage, ImageFormat};
 use serde_json::{json, Value};
 
-use super::workspace::Workspace;
-use super::{object_schema, positive};
+use super::workspace::{Workspace, MAX_LOADED_FILE};
+use super::{object_schema, positive, Stop};
 use crate::message::Part;
 use crate::tool::ToolResult;
 
@@ -22,8 +21,11 @@ const MAX_BYTES: usize = 50 * 1024;
 const MAX_LINE_CHARS: usize = 2000;
 const MAX_IMAGE_SIDE: u32 = 2000;
 const MAX_IMAGE_BASE64: usize = 4 << 20;
-/// Larger image files are refused rather than decoded.
-const MAX_IMAGE_FILE: u64 = 64 << 20;
+/// Images with more pixels are refused before they are decoded: decoded, this
+/// many take 128 MiB.
+const MAX_IMAGE_PIXELS: u64 = 32_000_000;
+/// The most memory one image decode may allocate.
+const MAX_IMAGE_ALLOCATION: u64 = 192 << 20;
 
 pub(crate) fn schema() -> Value {
     object_schema(
@@ -34,38 +36,44 @@ pub(crate) fn schema() -> Value {
     )
 }
 
-pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult, String> {
-    let shown = arguments["path"].as_str().unwrap_or_default();
-    let path = workspace.resolve(shown)?;
+pub(crate) fn run(workspace: &Workspace, arguments: &Value, _: &Stop) -> Result<ToolResult, String> {
+    let path = workspace.resolve(arguments["path"].as_str().unwrap_or_default())?;
+    let shown = path.shown.as_str();
     let offset = positive(arguments, "offset")?.unwrap_or(1);
     let limit = positive(arguments, "limit")?.unwrap_or(MAX_LINES).min(MAX_LINES);
-    let metadata = std::fs::metadata(&path).map_err(|e| format!("Could not read {shown}: {e}"))?;
-    if metadata.is_dir() {
-        return Err(format!("{shown} is a directory; list it with list_files or bash."));
-    }
+    // One open: what is checked is what is read, even if the path changes meanwhile.
+    let (mut file, metadata) = workspace.open_file(&path)?;
+    let failed = |e: std::io::Error| workspace.explain("read", &path, &e);
     let mut head = Vec::with_capacity(8192);
-    File::open(&path)
-        .and_then(|f| f.take(8192).read_to_end(&mut head))
-        .map_err(|e| format!("Could not read {shown}: {e}"))?;
+    (&mut file).take(8192).read_to_end(&mut head).map_err(failed)?;
+    file.rewind().map_err(failed)?;
     if let Some(format) = image_format(&head) {
-        if metadata.len() > MAX_IMAGE_FILE {
+        if metadata.len() > MAX_LOADED_FILE {
             return Err(format!("{shown} is an image of {} bytes, too large to read.", metadata.len()));
         }
-        return read_image(&path, shown, format);
+        let mut bytes = Vec::with_capacity(metadata.len() as usize);
+        file.take(MAX_LOADED_FILE).read_to_end(&mut bytes).map_err(failed)?;
+        return read_image(bytes, shown, format);
     }
     if head.contains(&0) {
         return Err(format!("{shown} is a binary file ({} bytes); read only shows text and images.", metadata.len()));
     }
-    read_text(&path, shown, offset, limit)
+    read_text(file, shown, offset, limit, failed)
 }
 
-fn read_text(path: &Path, shown: &str, offset: usize, limit: usize) -> Result<ToolResult, String> {
-    let mut reader = BufReader::new(File::open(path).map_err(|e| format!("Could not read {shown}: {e}"))?);
+fn read_text(
+    file: File,
+    shown: &str,
+    offset: usize,
+    limit: usize,
+    failed: impl Fn(std::io::Error) -> String,
+) -> Result<ToolResult, String> {
+    let mut reader = BufReader::new(file);
     let mut text = String::new();
     let mut line = Vec::new();
     let (mut number, mut shown_lines, mut cut_lines) = (0usize, 0usize, 0usize);
     let mut stopped_by_bytes = false;
-    while let Some(long) = read_line(&mut reader, &mut line).map_err(|e| format!("Could not read {shown}: {e}"))? {
+    while let Some(long) = read_line(&mut reader, &mut line).map_err(&failed)? {
         number += 1;
         if number < offset || shown_lines == limit || stopped_by_bytes {
             continue;
@@ -152,11 +160,23 @@ fn base64_len(bytes: usize) -> usize {
     bytes.div_ceil(3) * 4
 }
 
-fn read_image(path: &Path, shown: &str, format: ImageFormat) -> Result<ToolResult, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("Could not read {shown}: {e}"))?;
-    let image = image::load_from_memory_with_format(&bytes, format)
-        .map_err(|e| format!("{shown} is not a readable image: {e}"))?;
-    let (width, height) = (image.width(), image.height());
+fn read_image(bytes: Vec<u8>, shown: &str, format: ImageFormat) -> Result<ToolResult, String> {
+    let unreadable = |e: image::ImageError| format!("{shown} is not a readable image: {e}");
+    let mut reader = image::ImageReader::with_format(std::io::Cursor::new(&bytes), format);
+    let mut limits = image::Limits::default();
+    limits.max_alloc = Some(MAX_IMAGE_ALLOCATION);
+    reader.limits(limits.clone());
+    // The header alone gives the size; nothing larger is decoded.
+    let (width, height) = reader.into_dimensions().map_err(unreadable)?;
+    if u64::from(width) * u64::from(height) > MAX_IMAGE_PIXELS {
+        return Err(format!(
+            "{shown} is an image of {width}x{height} pixels, more than the {} million read decodes; scale it down first (for example with bash).",
+            MAX_IMAGE_PIXELS / 1_000_000
+        ));
+    }
+    let mut reader = image::ImageReader::with_format(std::io::Cursor::new(&bytes), format);
+    reader.limits(limits);
+    let image = reader.decode().map_err(unreadable)?;
     let media_type = format.to_mime_type();
     let fits = width <= MAX_IMAGE_SIDE && height <= MAX_IMAGE_SIDE && base64_len(bytes.len()) <= MAX_IMAGE_BASE64;
     let (data, media_type, note) = if fits {
@@ -172,7 +192,7 @@ fn read_image(path: &Path, shown: &str, format: ImageFormat) -> Result<ToolResul
             "; sent as {}x{} {media_type} (was {width}x{height}, {} bytes)",
             resized.width(),
             resized.height(),
-            std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+            bytes.len()
         );
         (data, media_type, note)
     };

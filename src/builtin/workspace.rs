@@ -1,18 +1,48 @@
-//! The working directory the built-in tools act in: path resolution, the opt-in
-//! confinement, and the per-path locks that serialise writes to one file across
-//! concurrent runs.
+//! The working directory the built-in tools act in: path resolution, file access
+//! that cannot leave it when confined, and the per-path locks that serialise writes
+//! to one file across concurrent runs.
+//!
+//! Every file operation goes through one directory handle, `base`. When confined,
+//! `base` is the working directory and each operation resolves its path beneath it
+//! in the same step as it acts (`openat2` with `RESOLVE_BENEATH` on Linux, checked
+//! component by component elsewhere; see `cap-std`): a symlink that leads out,
+//! dangling or not, and a link swapped between two operations both end in an error,
+//! never in a file outside. Unconfined, `base` is `/` and paths are made real
+//! (symlinks resolved) before each operation.
 
 use std::collections::HashMap;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read};
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use cap_std::ambient_authority;
+use cap_std::fs::{Dir, FileType, Metadata, OpenOptions, OpenOptionsExt};
+
 use crate::error::{Error, Result};
+
+/// Largest file that edit and apply_patch load, and that read decodes as an image.
+pub(crate) const MAX_LOADED_FILE: u64 = 64 << 20;
 
 /// Shared by every built-in tool of one agent.
 pub(crate) struct Workspace {
     root: PathBuf,
     confine: bool,
+    /// The working directory when confined, else `/`.
+    base: Dir,
     locks: Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+/// A path argument resolved against the workspace.
+#[derive(Debug, Clone)]
+pub(crate) struct WorkPath {
+    /// As the model wrote it, for messages.
+    pub(crate) shown: String,
+    /// Absolute, with `.` and `..` resolved lexically.
+    pub(crate) absolute: PathBuf,
+    /// The same path relative to the workspace's base directory (`.` for the base).
+    relative: PathBuf,
 }
 
 impl Workspace {
@@ -34,7 +64,10 @@ impl Workspace {
                 root.display()
             )));
         }
-        Ok(Workspace { root, confine, locks: Mutex::new(HashMap::new()) })
+        let base_path = if confine { root.as_path() } else { Path::new("/") };
+        let base = Dir::open_ambient_dir(base_path, ambient_authority())
+            .map_err(|e| Error::invalid_arg(format!("builtin_tools.working_directory {}: {e}", root.display())))?;
+        Ok(Workspace { root, confine, base, locks: Mutex::new(HashMap::new()) })
     }
 
     /// The working directory.
@@ -42,30 +75,159 @@ impl Workspace {
         &self.root
     }
 
+    /// The directory handle every operation goes through.
+    pub(crate) fn base(&self) -> &Dir {
+        &self.base
+    }
+
     /// Resolves a path argument: relative paths against the working directory,
     /// absolute and parent paths as given, unless the workspace is confined, in
-    /// which case a path that leaves it (symlinks followed) is refused. The error
-    /// text is for the model.
-    pub(crate) fn resolve(&self, path: &str) -> Result<PathBuf, String> {
+    /// which case a path that leaves it is refused here (by its text) or when it is
+    /// used (through a symlink). The error text is for the model.
+    pub(crate) fn resolve(&self, path: &str) -> Result<WorkPath, String> {
         if path.trim().is_empty() {
             return Err("The path is empty.".to_owned());
         }
-        let joined = normalize(&self.root.join(path));
-        if self.confine && !real_path(&joined).starts_with(&self.root) {
+        let absolute = normalize(&self.root.join(path));
+        let base = if self.confine { self.root.as_path() } else { Path::new("/") };
+        let relative = match absolute.strip_prefix(base) {
+            Ok(relative) if relative.as_os_str().is_empty() => PathBuf::from("."),
+            Ok(relative) => relative.to_path_buf(),
+            Err(_) => return Err(self.outside(path)),
+        };
+        Ok(WorkPath { shown: path.to_owned(), absolute, relative })
+    }
+
+    fn outside(&self, shown: &str) -> String {
+        format!(
+            "The path {shown} leads outside the working directory {}, and this agent may only use files inside it.",
+            self.root.display()
+        )
+    }
+
+    /// The model-facing text of an I/O error met while `doing` (`"read"`) `path`.
+    pub(crate) fn explain(&self, doing: &str, path: &WorkPath, error: &io::Error) -> String {
+        // cap-std reports an escape as PermissionDenied without an OS error code.
+        if self.confine && error.kind() == io::ErrorKind::PermissionDenied && error.raw_os_error().is_none() {
+            return self.outside(&path.shown);
+        }
+        format!("Could not {doing} {}: {error}.", path.shown)
+    }
+
+    /// Where `path` really is, relative to the base: symlinks of the part that
+    /// exists resolved (the last component's too when `follow_last`), the rest as
+    /// written. Confined, the answer is always beneath the working directory.
+    pub(crate) fn locate(&self, path: &WorkPath, follow_last: bool) -> io::Result<PathBuf> {
+        let relative = path.relative.as_path();
+        if !follow_last {
+            if let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) {
+                return Ok(match parent.as_os_str().is_empty() {
+                    true => PathBuf::from(name),
+                    false => self.real(parent)?.join(name),
+                });
+            }
+        }
+        self.real(relative)
+    }
+
+    /// `relative` with the symlinks of its deepest existing ancestor resolved.
+    fn real(&self, relative: &Path) -> io::Result<PathBuf> {
+        let mut existing = relative.to_path_buf();
+        let mut rest = Vec::new();
+        loop {
+            match self.canonical(&existing) {
+                Ok(real) => {
+                    let real = if real == Path::new(".") { PathBuf::new() } else { real };
+                    let real = rest.iter().rev().fold(real, |acc: PathBuf, part| acc.join(part));
+                    return Ok(if real.as_os_str().is_empty() { PathBuf::from(".") } else { real });
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+            match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_owned());
+                    existing = if parent.as_os_str().is_empty() { PathBuf::from(".") } else { parent.to_path_buf() };
+                }
+                _ => return Err(io::ErrorKind::NotFound.into()),
+            }
+        }
+    }
+
+    fn canonical(&self, relative: &Path) -> io::Result<PathBuf> {
+        if self.confine {
+            return self.base.canonicalize(relative);
+        }
+        let real = Path::new("/").join(relative).canonicalize()?;
+        Ok(real.strip_prefix("/").map(Path::to_path_buf).unwrap_or_default())
+    }
+
+    /// Metadata of `path`, symlinks followed.
+    pub(crate) fn metadata(&self, path: &WorkPath) -> io::Result<Metadata> {
+        let real = self.locate(path, true)?;
+        self.base.metadata(real)
+    }
+
+    /// Opens `path` for reading if it is a regular file. A directory, FIFO, device
+    /// or socket is refused without blocking. The error text is for the model.
+    pub(crate) fn open_file(&self, path: &WorkPath) -> Result<(File, std::fs::Metadata), String> {
+        let opened = self.locate(path, true).and_then(|real| {
+            let mut options = OpenOptions::new();
+            options.read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+            self.base.open_with(real, &options)
+        });
+        let file = opened.map_err(|e| self.explain("read", path, &e))?.into_std();
+        let metadata = file.metadata().map_err(|e| self.explain("read", path, &e))?;
+        if metadata.is_dir() {
+            return Err(format!("{} is a directory; list it with list_files or bash.", path.shown));
+        }
+        if !metadata.is_file() {
             return Err(format!(
-                "The path {path} is outside the working directory {}, and this agent may only use files inside it.",
-                self.root.display()
+                "{} is not a regular file (it is a FIFO, socket or device), so it was not opened.",
+                path.shown
             ));
         }
-        Ok(joined)
+        Ok((file, metadata))
+    }
+
+    /// The whole of a regular file of at most [`MAX_LOADED_FILE`] bytes.
+    pub(crate) fn load(&self, path: &WorkPath) -> Result<Vec<u8>, String> {
+        let (file, metadata) = self.open_file(path)?;
+        if metadata.len() > MAX_LOADED_FILE {
+            return Err(format!(
+                "{} has {} bytes, more than the {MAX_LOADED_FILE} this tool loads; change it with bash.",
+                path.shown,
+                metadata.len()
+            ));
+        }
+        let mut bytes = Vec::with_capacity(metadata.len() as usize);
+        file.take(MAX_LOADED_FILE + 1).read_to_end(&mut bytes).map_err(|e| self.explain("read", path, &e))?;
+        Ok(bytes)
+    }
+
+    /// The names and kinds (symlinks not followed) of a directory's entries,
+    /// sorted by name; `relative` is relative to `path`.
+    pub(crate) fn entries(&self, path: &WorkPath, relative: &Path) -> io::Result<Vec<(OsString, FileType)>> {
+        let real = self.locate(path, true)?.join(relative);
+        let mut entries = Vec::new();
+        for entry in self.base.read_dir(real)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            entries.push((entry.file_name(), kind));
+        }
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(entries)
     }
 
     /// Takes the write locks of `paths` (blocking; call it from the blocking
     /// pool). edit, write and apply_patch hold them while they read, change and
     /// write files. Locks are keyed by real path and taken once each, in one order,
     /// so two names for one file cannot deadlock and concurrent runs cannot either.
-    pub(crate) fn lock<'a>(&self, paths: impl IntoIterator<Item = &'a Path>) -> Vec<tokio::sync::OwnedMutexGuard<()>> {
-        let mut keys: Vec<PathBuf> = paths.into_iter().map(real_path).collect();
+    pub(crate) fn lock<'a>(
+        &self,
+        paths: impl IntoIterator<Item = &'a WorkPath>,
+    ) -> Vec<tokio::sync::OwnedMutexGuard<()>> {
+        let mut keys: Vec<PathBuf> = paths.into_iter().map(|path| real_path(&path.absolute)).collect();
         keys.sort();
         keys.dedup();
         let locks: Vec<_> = {
@@ -91,8 +253,8 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// The real location of `path`: symlinks of its deepest existing ancestor
-/// resolved, the rest appended.
+/// The real location of `path` (the lock key): symlinks of its deepest existing
+/// ancestor resolved, the rest appended.
 fn real_path(path: &Path) -> PathBuf {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
@@ -124,9 +286,10 @@ mod tests {
     fn relative_absolute_and_parent_paths_resolve() {
         let (dir, workspace) = workspace(false);
         let root = dir.path().canonicalize().unwrap();
-        assert_eq!(workspace.resolve("a/b.txt").unwrap(), root.join("a/b.txt"));
-        assert_eq!(workspace.resolve("../x").unwrap(), root.parent().unwrap().join("x"));
-        assert_eq!(workspace.resolve("/etc/hosts").unwrap(), PathBuf::from("/etc/hosts"));
+        assert_eq!(workspace.resolve("a/b.txt").unwrap().absolute, root.join("a/b.txt"));
+        assert_eq!(workspace.resolve("../x").unwrap().absolute, root.parent().unwrap().join("x"));
+        assert_eq!(workspace.resolve("/etc/hosts").unwrap().absolute, PathBuf::from("/etc/hosts"));
+        assert!(workspace.open_file(&workspace.resolve("/etc/hosts").unwrap()).is_ok());
     }
 
     #[test]
@@ -136,7 +299,21 @@ mod tests {
         assert!(workspace.resolve("../outside").unwrap_err().contains("outside the working directory"));
         assert!(workspace.resolve("/etc/hosts").is_err());
         std::os::unix::fs::symlink("/etc", dir.path().join("escape")).unwrap();
-        assert!(workspace.resolve("escape/hosts").is_err());
+        let through_link = workspace.resolve("escape/hosts").unwrap();
+        assert!(workspace.open_file(&through_link).unwrap_err().contains("outside the working directory"));
+        assert!(workspace.locate(&through_link, true).is_err());
+    }
+
+    #[test]
+    fn locate_follows_the_last_link_only_when_asked() {
+        let (dir, workspace) = workspace(true);
+        std::fs::write(dir.path().join("real.txt"), "x").unwrap();
+        std::os::unix::fs::symlink("real.txt", dir.path().join("alias.txt")).unwrap();
+        let alias = workspace.resolve("alias.txt").unwrap();
+        assert_eq!(workspace.locate(&alias, true).unwrap(), PathBuf::from("real.txt"));
+        assert_eq!(workspace.locate(&alias, false).unwrap(), PathBuf::from("alias.txt"));
+        let missing = workspace.resolve("new/dir/file.txt").unwrap();
+        assert_eq!(workspace.locate(&missing, true).unwrap(), PathBuf::from("new/dir/file.txt"));
     }
 
     #[test]
@@ -147,6 +324,6 @@ mod tests {
         let real = workspace.resolve("real.txt").unwrap();
         let alias = workspace.resolve("alias.txt").unwrap();
         let other = workspace.resolve("sub/../real.txt").unwrap();
-        assert_eq!(workspace.lock([real.as_path(), alias.as_path(), other.as_path()]).len(), 1);
+        assert_eq!(workspace.lock([&real, &alias, &other]).len(), 1);
     }
 }

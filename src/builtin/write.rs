@@ -3,8 +3,9 @@
 
 use serde_json::{json, Value};
 
-use super::object_schema;
+use super::changes::Changes;
 use super::workspace::Workspace;
+use super::{object_schema, Stop};
 use crate::tool::ToolResult;
 
 pub(crate) const DESCRIPTION: &str = "Write content to a file, creating it and any missing parent directories, and replacing what was there. The content is written exactly as given.";
@@ -17,15 +18,13 @@ pub(crate) fn schema() -> Value {
     )
 }
 
-pub(crate) fn run(workspace: &Workspace, arguments: &Value) -> Result<ToolResult, String> {
-    let path_text = arguments["path"].as_str().unwrap_or_default();
+pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Result<ToolResult, String> {
     let content = arguments["content"].as_str().unwrap_or_default();
-    let path = workspace.resolve(path_text)?;
-    let _locked = workspace.lock([path.as_path()]);
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("Could not create the directory {}: {e}", parent.display()))?;
-    }
-    std::fs::write(&path, content).map_err(|e| format!("Could not write {path_text}: {e}"))?;
-    Ok(ToolResult::text(format!("Wrote {} bytes to {path_text}.", content.len())))
+    let path = workspace.resolve(arguments["path"].as_str().unwrap_or_default())?;
+    let _locked = workspace.lock([&path]);
+    let shown = path.shown.clone();
+    let mut changes = Changes::new(workspace);
+    changes.write(path, content.as_bytes().to_vec());
+    changes.commit(stop)?;
+    Ok(ToolResult::text(format!("Wrote {} bytes to {shown}.", content.len())))
 }
