@@ -61,10 +61,11 @@ clean:
 	rm -rf $(BUILD)
 	$(CARGO) clean
 
-# Benchmarks (DESIGN section 7): W1 and W2 with the tool in Rust and in C.
+# Benchmarks (DESIGN section 7): W1 and W2 with the tool in Rust and in C; the
+# built-ins' matching bound.
 bench: setup lib
 	@mkdir -p $(BUILD)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Iinclude bench/ffi.c -o $(BUILD)/bench_ffi \
 		-L$(LIBDIR) -lferrule -lcjson -lpthread -Wl,-rpath,$(CURDIR)/$(LIBDIR)
-	$(CARGO) bench --bench loop --bench providers
+	$(CARGO) bench --bench loop --bench providers --bench builtins
 	./$(BUILD)/bench_ffi bench/workloads.json

@@ -7,21 +7,9 @@ use std::path::Path;
 
 use base64::Engine;
 use common::*;
-use ferrule::agent::{Agent, AgentBuilder, RunStatus};
+use ferrule::agent::{AgentBuilder, RunStatus};
 use ferrule::ErrorCode;
 use serde_json::{json, Value};
-
-/// An agent whose built-ins work in `dir`, on a script of calls to them.
-fn builtin_agent(dir: &Path, calls: Vec<Value>, builtins: Value) -> Agent {
-    let mut builtins = builtins;
-    builtins["working_directory"] = json!(dir.to_str().unwrap());
-    let script = json!([{"tool_calls": calls}, {"text": "done"}]);
-    agent(script, json!({"builtin_tools": builtins}), vec![])
-}
-
-fn call(id: &str, name: &str, arguments: Value) -> Value {
-    json!({"id": id, "name": name, "arguments": arguments})
-}
 
 /// Runs one batch of built-in calls in `dir`; returns each result's text and error flag.
 fn results(dir: &Path, calls: Vec<Value>) -> Vec<(String, bool)> {

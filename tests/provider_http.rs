@@ -510,3 +510,61 @@ fn anthropic_thinking_and_its_signature_go_back_on_the_next_turn() {
     );
     assert_eq!(second["messages"][1]["content"][1]["type"], "tool_use");
 }
+
+// ---- hostile servers --------------------------------------------------------------
+
+#[test]
+fn a_redirect_to_another_origin_is_refused_for_every_provider() {
+    for provider in PROVIDERS {
+        for status in [302, 307] {
+            let elsewhere = MockServer::start(vec![Reply::sse(&wire::stream(provider, "stolen", &[]))]);
+            let location = format!("{}{}", elsewhere.url(), wire::path(provider));
+            let server = MockServer::start(vec![Reply::json(status, b"{}").header("location", &location)]);
+            let model = json!({"headers": {"x-team-token": "team-token-5f1e2d3c"}, "max_retries": 2});
+            let agent = provider_agent(provider, &base_url(provider, server.url()), model, json!({}), vec![]);
+            let (result, _) = run(&agent, "go");
+            assert_eq!(result.status, RunStatus::Failed, "{provider} {status}");
+            let error = result.error.clone().unwrap();
+            assert_eq!(error.code, ErrorCode::ProviderNetwork, "{provider} {status}: {}", error.message);
+            assert!(
+                error.message.contains("another origin") && error.message.contains(elsewhere.url()),
+                "{provider} {status}: {}",
+                error.message
+            );
+            assert!(elsewhere.requests().is_empty(), "{provider} {status}: the other origin got the request");
+            assert_eq!(server.requests().len(), 1, "{provider} {status}: a refused redirect is not retried");
+        }
+    }
+}
+
+#[test]
+fn a_redirect_within_the_origin_is_followed_with_the_body() {
+    let server = MockServer::start(vec![
+        Reply::json(307, b"{}").header("location", "/v1/moved/chat/completions"),
+        Reply::sse(&wire::chat("moved", &[])),
+    ]);
+    let (result, _) = run(&chat_agent(&server, json!({})), "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let requests = server.requests();
+    assert_eq!(requests[1].path, "/v1/moved/chat/completions");
+    assert_eq!(requests[1].body, requests[0].body);
+    assert_eq!(requests[1].header("authorization"), requests[0].header("authorization"));
+}
+
+#[test]
+fn absurd_retry_after_values_end_in_the_rate_limit_error_not_a_panic() {
+    for (header, value) in [("retry-after", "inf"), ("retry-after", "1e300"), ("retry-after-ms", "1e300")] {
+        let server = MockServer::start(vec![Reply::json(429, b"{}").header(header, value)]);
+        let (error, _) = failure(&server, json!({"max_retries": 0}));
+        assert_eq!(error.code, ErrorCode::ProviderRateLimited, "{header}: {value}: {}", error.message);
+    }
+}
+
+#[test]
+fn header_values_are_scrubbed_from_errors_like_keys() {
+    let echoed = br#"{"error": {"message": "token team-token-5f1e2d3c is not valid here", "code": "invalid_api_key"}}"#;
+    let server = MockServer::start(vec![Reply::json(401, echoed)]);
+    let (error, _) = failure(&server, json!({"headers": {"x-team-token": "team-token-5f1e2d3c", "x-flag": "true"}}));
+    assert!(!error.message.contains("5f1e2d3c"), "{}", error.message);
+    assert!(error.message.contains("[redacted] is not valid"), "{}", error.message);
+}

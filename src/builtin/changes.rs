@@ -237,3 +237,70 @@ fn side_name(name: &OsStr, role: &str) -> String {
     }
     format!(".{}.{:08x}.ferrule-{role}", &name[..keep], fastrand::u32(..))
 }
+
+#[cfg(test)]
+mod tests {
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+
+    fn workspace() -> (tempfile::TempDir, Workspace) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "old").unwrap();
+        std::fs::write(dir.path().join("b.txt"), "bee").unwrap();
+        let workspace = Workspace::new(Some(dir.path().to_str().unwrap()), true).unwrap();
+        (dir, workspace)
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn every_kind_of_step_is_undone() {
+        let (dir, workspace) = workspace();
+        let mut journal = Journal { base: workspace.base(), steps: Vec::new() };
+        journal.create_directories(Path::new("x/y")).unwrap();
+        journal.stage(Path::new("x/y"), OsStr::new("new.txt"), b"new", None).unwrap();
+        let original = workspace.base().symlink_metadata("a.txt").unwrap();
+        let staged = journal.stage(Path::new("."), OsStr::new("a.txt"), b"changed", Some(&original)).unwrap();
+        journal.set_aside(Path::new("a.txt"), true).unwrap();
+        journal.place(staged, PathBuf::from("a.txt")).unwrap();
+        journal.set_aside(Path::new("b.txt"), false).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "changed");
+        assert!(!dir.path().join("b.txt").exists());
+        assert_eq!(journal.undo(), None);
+        assert_eq!(names(dir.path()), ["a.txt", "b.txt"]);
+        assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "old");
+        assert_eq!(std::fs::read_to_string(dir.path().join("b.txt")).unwrap(), "bee");
+    }
+
+    #[test]
+    fn a_cancelled_call_commits_nothing() {
+        let (dir, workspace) = workspace();
+        let cancelled = CancellationToken::new();
+        cancelled.cancel();
+        let mut changes = Changes::new(&workspace);
+        changes.write(workspace.resolve("a.txt").unwrap(), b"changed".to_vec());
+        changes.remove(workspace.resolve("b.txt").unwrap());
+        assert!(changes.commit(&Stop(cancelled)).unwrap_err().contains("cancelled"));
+        assert_eq!(names(dir.path()), ["a.txt", "b.txt"]);
+        assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "old");
+    }
+
+    #[test]
+    fn a_commit_writes_and_removes_and_leaves_nothing_else() {
+        let (dir, workspace) = workspace();
+        let mut changes = Changes::new(&workspace);
+        changes.write(workspace.resolve("a.txt").unwrap(), b"changed".to_vec());
+        changes.write(workspace.resolve("deep/c.txt").unwrap(), b"c".to_vec());
+        changes.remove(workspace.resolve("b.txt").unwrap());
+        changes.commit(&Stop::never()).unwrap();
+        assert_eq!(names(dir.path()), ["a.txt", "deep"]);
+        assert_eq!(names(&dir.path().join("deep")), ["c.txt"]);
+        assert_eq!(std::fs::read_to_string(dir.path().join("a.txt")).unwrap(), "changed");
+    }
+}

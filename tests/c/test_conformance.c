@@ -49,6 +49,9 @@ static void do_work(cJSON *behaviour, ferrule_tool_call *call) {
     cJSON *fail = cJSON_GetObjectItem(behaviour, "fail");
     if (cJSON_IsString(fail)) {
         ferrule_error_free(ferrule_tool_call_fail(call, STR(fail->valuestring)));
+    } else if (cJSON_IsString(cJSON_GetObjectItem(behaviour, "result_json"))) {
+        const char *raw = cJSON_GetObjectItem(behaviour, "result_json")->valuestring;
+        ferrule_error_free(ferrule_tool_call_complete(call, STR(raw)));
     } else if (cJSON_IsTrue(cJSON_GetObjectItem(behaviour, "echo"))) {
         ferrule_str args = ferrule_tool_call_arguments(call);
         cJSON *text = cJSON_CreateString(args.ptr);

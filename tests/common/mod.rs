@@ -15,6 +15,20 @@ pub fn agent(script: Value, extra: Value, tools: Vec<Tool>) -> Agent {
     build(json!({"model": {"provider": "scripted", "script": script}}), extra, tools)
 }
 
+/// An agent whose built-ins (configured by `builtins`) work in `dir`, on a script
+/// of one batch of `calls` and then a text answer.
+pub fn builtin_agent(dir: &std::path::Path, calls: Vec<Value>, builtins: Value) -> Agent {
+    let mut builtins = builtins;
+    builtins["working_directory"] = json!(dir.to_str().unwrap());
+    let script = json!([{"tool_calls": calls}, {"text": "done"}]);
+    agent(script, json!({"builtin_tools": builtins}), vec![])
+}
+
+/// A scripted tool call.
+pub fn call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"id": id, "name": name, "arguments": arguments})
+}
+
 /// An agent from `config` with the top-level fields of `extra` added.
 fn build(mut config: Value, extra: Value, tools: Vec<Tool>) -> Agent {
     if let Value::Object(fields) = extra {

@@ -157,7 +157,7 @@ impl<P: Protocol> HttpGenerator<P> {
 
     /// Exponential backoff with ±25 % jitter.
     fn backoff(&self, attempt: u32) -> Duration {
-        let base = self.retry_backoff.saturating_mul(1 << (attempt - 1).min(10)).min(MAX_RETRY_DELAY);
+        let base = self.retry_backoff.saturating_mul(1 << (attempt - 1).min(10));
         base.mul_f64(0.75 + fastrand::f64() * 0.5)
     }
 
