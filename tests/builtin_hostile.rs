@@ -160,6 +160,14 @@ fn a_successful_patch_keeps_modes_and_leaves_no_side_files() {
     assert_eq!(after["alias.sh"], Some(b"run.sh".to_vec()), "the link stays a link");
     let mode = std::fs::metadata(work.path().join("run.sh")).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o750);
+    // A dangling link inside is replaced by an ordinary file, not one with the link's mode.
+    symlink("missing-target", work.path().join("dangling")).unwrap();
+    let results =
+        outcomes(work.path(), vec![call("w", "write", json!({"path": "dangling", "content": "x"}))], json!({}));
+    assert!(!results[0].1, "{}", results[0].0);
+    let replaced = std::fs::symlink_metadata(work.path().join("dangling")).unwrap();
+    assert!(replaced.is_file());
+    assert_eq!(replaced.permissions().mode() & 0o002, 0, "the new file is world-writable");
 }
 
 #[test]

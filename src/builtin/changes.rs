@@ -78,7 +78,9 @@ impl<'a> Changes<'a> {
             };
             let (directory, name) = split(&target);
             journal.create_directories(directory).map_err(explain)?;
-            let staged = journal.stage(directory, name, content, existing.as_ref()).map_err(explain)?;
+            // Only a file passes on its mode and owner; a dangling link's are not a file's.
+            let file = existing.as_ref().filter(|metadata| metadata.is_file());
+            let staged = journal.stage(directory, name, content, file).map_err(explain)?;
             placements.push((path, staged, target, existing.is_some()));
         }
         let mut removals = Vec::with_capacity(self.removals.len());
