@@ -227,7 +227,8 @@ impl Workspace {
         &self,
         paths: impl IntoIterator<Item = &'a WorkPath>,
     ) -> Vec<tokio::sync::OwnedMutexGuard<()>> {
-        let mut keys: Vec<PathBuf> = paths.into_iter().map(|path| real_path(&path.absolute)).collect();
+        let mut keys: Vec<PathBuf> =
+            paths.into_iter().map(|path| self.locate(path, true).unwrap_or_else(|_| path.absolute.clone())).collect();
         keys.sort();
         keys.dedup();
         let locks: Vec<_> = {
@@ -251,25 +252,6 @@ fn normalize(path: &Path) -> PathBuf {
         }
     }
     out
-}
-
-/// The real location of `path` (the lock key): symlinks of its deepest existing
-/// ancestor resolved, the rest appended.
-fn real_path(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            return rest.iter().rev().fold(real, |acc: PathBuf, part| acc.join(part));
-        }
-        match (existing.parent(), existing.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_owned());
-                existing = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
 }
 
 #[cfg(test)]
