@@ -1,8 +1,10 @@
 //! The matching bound of the edit and apply_patch built-ins, on the inputs that
 //! once took seconds: a 45 KB patch against a 30,000-line file whose lines only
-//! match once whitespace is ignored, and a 6 KB `oldText` against a 600 KB file
-//! where it occurs (overlapping) at almost every byte. Prints the median time of a
-//! whole call through a scripted run, file I/O included. Run with `make bench`;
+//! match once whitespace is ignored, a 6 KB `oldText` against a 600 KB file where
+//! it occurs (overlapping) at almost every byte, and the many-searches cases that
+//! the work budget refuses (1,000 Update File sections of one 20,000-line file;
+//! 4,000 edits of a 280 KB file). Prints the median time of a whole call through a
+//! scripted run, file I/O included, and how the call ended. Run with `make bench`;
 //! nothing here is asserted.
 
 use std::path::Path;
@@ -15,6 +17,7 @@ const REPEATS: usize = 5;
 
 fn main() {
     let dir = tempfile::tempdir().expect("temporary directory");
+
     let file: String = (0..30_000).map(|i| format!("    value_{i} = compute({i})  \n")).collect();
     let chunks: String = (0..600)
         .map(|k| {
@@ -23,31 +26,53 @@ fn main() {
         })
         .collect();
     let patch = format!("*** Begin Patch\n*** Update File: big.py\n{chunks}*** End Patch");
-    let time = median(|| {
+    report("apply_patch: 46 KB patch, 600 whitespace-loose chunks, 30,000-line file", || {
         std::fs::write(dir.path().join("big.py"), &file).unwrap();
         call(dir.path(), "apply_patch", json!({"input": patch}))
     });
-    println!(
-        "apply_patch: {} KB patch (600 chunks, whitespace-loose) on a {}-line file: {:8.2} ms/call",
-        patch.len() / 1000,
-        30_000,
-        time.as_secs_f64() * 1e3
-    );
 
     let body = "a".repeat(600_000);
     let old_text = "a".repeat(6_000);
-    let time = median(|| {
+    report("edit: 6 KB oldText, 600 KB file, ~594,000 overlapping matches", || {
         std::fs::write(dir.path().join("flat.txt"), &body).unwrap();
         call(dir.path(), "edit", json!({"path": "flat.txt", "edits": [{"oldText": old_text, "newText": "b"}]}))
     });
-    println!(
-        "edit: 6 KB oldText on a 600 KB file, ~594,000 overlapping matches: {:8.2} ms/call",
-        time.as_secs_f64() * 1e3
-    );
+
+    let lines: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+    let sections: String =
+        (0..1_000).map(|i| format!("*** Update File: g.txt\n@@\n-line {i}\n+LINE {i}\n", i = i * 20)).collect();
+    let patch = format!("*** Begin Patch\n{sections}*** End Patch");
+    report("apply_patch: 1,000 Update File sections of one 20,000-line file", || {
+        std::fs::write(dir.path().join("g.txt"), &lines).unwrap();
+        call(dir.path(), "apply_patch", json!({"input": patch}))
+    });
+
+    let words: String = (0..40_000).map(|i| format!("w{i:05} ")).collect();
+    let edits: Vec<Value> =
+        (0..4_000).map(|i| json!({"oldText": format!("w{:05} w{:05} ", i * 5, i * 5 + 1), "newText": "x "})).collect();
+    report("edit: 4,000 single-match edits of a 280 KB file", || {
+        std::fs::write(dir.path().join("w.txt"), &words).unwrap();
+        call(dir.path(), "edit", json!({"path": "w.txt", "edits": edits}))
+    });
 }
 
-/// One run of one call of `tool` in `dir`; its wall time.
-fn call(dir: &Path, tool: &str, arguments: Value) -> Duration {
+/// Prints the median time of `measure` and how its last call ended.
+fn report(what: &str, mut measure: impl FnMut() -> (Duration, String)) {
+    let mut ending = String::new();
+    let mut times: Vec<Duration> = (0..REPEATS)
+        .map(|_| {
+            let (time, text) = measure();
+            ending = text;
+            time
+        })
+        .collect();
+    times.sort_unstable();
+    let ending: String = ending.chars().take(72).collect();
+    println!("{what}: {:9.2} ms/call ({ending})", times[REPEATS / 2].as_secs_f64() * 1e3);
+}
+
+/// One run of one call of `tool` in `dir`: its wall time and the result's text.
+fn call(dir: &Path, tool: &str, arguments: Value) -> (Duration, String) {
     let script = json!([{"tool_calls": [{"id": "c", "name": tool, "arguments": arguments}]}, {"text": "done"}]);
     let config = json!({"model": {"provider": "scripted", "script": script},
                         "builtin_tools": {"working_directory": dir.to_str().unwrap(), "allowed": [tool]}});
@@ -56,11 +81,6 @@ fn call(dir: &Path, tool: &str, arguments: Value) -> Duration {
     let result = agent.start(RunInput::Prompt("go".into()), None).expect("start").wait_blocking().expect("wait");
     let elapsed = started.elapsed();
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
-    elapsed
-}
-
-fn median(mut measure: impl FnMut() -> Duration) -> Duration {
-    let mut times: Vec<Duration> = (0..REPEATS).map(|_| measure()).collect();
-    times.sort_unstable();
-    times[REPEATS / 2]
+    let messages = serde_json::to_value(&result.messages).expect("transcript");
+    (elapsed, messages[2]["content"][0]["text"].as_str().unwrap_or_default().to_owned())
 }

@@ -262,3 +262,47 @@ fn arguments_with_a_repeated_key_are_refused_before_the_tool_runs() {
     assert!(message["is_error"].as_bool().unwrap());
     assert!(text(message).starts_with("The arguments for \"read\" give the key \"path\" twice"), "{}", text(message));
 }
+
+#[test]
+fn two_names_for_one_file_are_one_file_in_a_patch() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("a.txt"), "one\n").unwrap();
+    std::fs::write(work.path().join("b.txt"), "l1\nl2\n").unwrap();
+    symlink("a.txt", work.path().join("alias")).unwrap();
+    symlink("b.txt", work.path().join("balias")).unwrap();
+    let patches = [
+        // A move onto a link to the source itself.
+        "*** Update File: a.txt\n*** Move to: alias\n@@\n-one\n+two",
+        // Two sections on one file under two names: the second sees the first.
+        "*** Update File: balias\n@@\n-l1\n+L1\n*** Update File: b.txt\n@@\n-l2\n+L2",
+        // A file added and deleted again is no change at all.
+        "*** Add File: brief.txt\n+x\n*** Delete File: brief.txt",
+    ];
+    let calls = patches.iter().enumerate().map(|(i, p)| call(&format!("p{i}"), "apply_patch", patch(p))).collect();
+    for (text, is_error) in outcomes(work.path(), calls, json!({"allowed": ["apply_patch"]})) {
+        assert!(!is_error, "{text}");
+    }
+    let after = tree(work.path());
+    assert_eq!(after["a.txt"], Some(b"two\n".to_vec()), "the moved content was lost");
+    assert_eq!(after["b.txt"], Some(b"L1\nL2\n".to_vec()), "a section's change was lost");
+    let names: Vec<&str> = after.keys().map(String::as_str).collect();
+    assert_eq!(names, ["a.txt", "alias", "b.txt", "balias"]);
+}
+
+#[test]
+fn a_path_ending_in_a_slash_names_no_file() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("file"), "kept").unwrap();
+    let calls = vec![
+        call("w1", "write", json!({"path": "file/", "content": "x"})),
+        call("w2", "write", json!({"path": "file/.", "content": "x"})),
+        call("w3", "write", json!({"path": "newfile/", "content": "x"})),
+        call("r", "read", json!({"path": "file/"})),
+        call("p", "apply_patch", patch("*** Delete File: file/")),
+    ];
+    for (text, is_error) in outcomes(work.path(), calls, json!({"allowed": ["read", "write", "apply_patch"]})) {
+        assert!(is_error && text.contains("names a directory, not a file"), "{text}");
+    }
+    assert_eq!(tree(work.path()).len(), 1);
+    assert_eq!(std::fs::read_to_string(work.path().join("file")).unwrap(), "kept");
+}

@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::changes::Changes;
-use super::matching;
+use super::matching::{self, Budget};
 use super::workspace::{WorkPath, Workspace};
 use super::{fold_typography, object_schema, Stop};
 use crate::tool::ToolResult;
@@ -77,6 +77,7 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Resu
     let _locked = workspace.lock(targets.iter().flat_map(|(path, moved)| std::iter::once(path).chain(moved)));
 
     let mut view = FileView::new(workspace);
+    let mut budget = Budget::new(MAX_MATCHING_WORK);
     let mut summary = Vec::new();
     let count = hunks.len();
     for (number, (hunk, (target, destination))) in hunks.iter().zip(targets).enumerate() {
@@ -101,7 +102,8 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Resu
                 let original = view.read(&target).map_err(|e| failed("Update File", path, e))?;
                 let original = String::from_utf8(original)
                     .map_err(|_| failed("Update File", path, "the file is not UTF-8 text.".to_owned()))?;
-                let updated = update(&original, chunks, stop).map_err(|e| failed("Update File", path, e))?;
+                let updated =
+                    update(&original, chunks, &mut budget, stop).map_err(|e| failed("Update File", path, e))?;
                 match move_to.as_ref().zip(destination) {
                     Some((shown, destination)) => {
                         view.ensure_not_dir(&destination).map_err(|e| failed("Move to", shown, e))?;
@@ -124,10 +126,13 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Resu
     })
 }
 
-/// The files as the patch leaves them, before anything is written.
+/// The files as the patch leaves them, before anything is written. Files are
+/// known by where they really are, so two names for one file (a symlink and its
+/// target) are one file; a deletion is of the name itself (a symlink, not its
+/// target).
 struct FileView<'a> {
     workspace: &'a Workspace,
-    /// By absolute path: the new content, or `None` for a removed file.
+    /// The new content, or `None` for a removed file, and the name it was given as.
     changes: BTreeMap<PathBuf, (WorkPath, Option<Vec<u8>>)>,
     order: Vec<PathBuf>,
 }
@@ -137,8 +142,13 @@ impl<'a> FileView<'a> {
         FileView { workspace, changes: BTreeMap::new(), order: Vec::new() }
     }
 
+    /// Where `path` really is (its last component followed when `follow`).
+    fn key(&self, path: &WorkPath, follow: bool) -> PathBuf {
+        self.workspace.locate(path, follow).unwrap_or_else(|_| path.absolute.clone())
+    }
+
     fn read(&self, path: &WorkPath) -> Result<Vec<u8>, String> {
-        match self.changes.get(&path.absolute) {
+        match self.changes.get(&self.key(path, true)) {
             Some((_, Some(bytes))) => Ok(bytes.clone()),
             Some((_, None)) => Err("the file was deleted earlier in this patch.".to_owned()),
             None => self.workspace.load(path),
@@ -146,27 +156,31 @@ impl<'a> FileView<'a> {
     }
 
     fn ensure_not_dir(&self, path: &WorkPath) -> Result<(), String> {
-        if !self.changes.contains_key(&path.absolute) && self.workspace.metadata(path).is_ok_and(|m| m.is_dir()) {
+        let known = self.changes.contains_key(&self.key(path, true));
+        if !known && self.workspace.metadata(path).is_ok_and(|m| m.is_dir()) {
             return Err("a directory is in the way.".to_owned());
         }
         Ok(())
     }
 
+    /// Records `content` for `path`, or its removal.
     fn set(&mut self, path: WorkPath, content: Option<Vec<u8>>) {
-        if !self.changes.contains_key(&path.absolute) {
-            self.order.push(path.absolute.clone());
+        let key = self.key(&path, content.is_some());
+        if !self.changes.contains_key(&key) {
+            self.order.push(key.clone());
         }
-        self.changes.insert(path.absolute.clone(), (path, content));
+        self.changes.insert(key, (path, content));
     }
 
-    /// Writes the new and changed files, then removes the removed ones.
+    /// Writes the new and changed files, then removes the removed ones (a file
+    /// added and removed again by the patch is left alone).
     fn commit(mut self, stop: &Stop) -> Result<(), String> {
         let mut changes = Changes::new(self.workspace);
         for key in &self.order {
             match self.changes.remove(key) {
                 Some((path, Some(bytes))) => changes.write(path, bytes),
-                Some((path, None)) => changes.remove(path),
-                None => {}
+                Some((path, None)) if self.workspace.exists(&path) => changes.remove(path),
+                _ => {}
             }
         }
         changes.commit(stop)
@@ -280,6 +294,15 @@ fn parse_chunks(body: &[&str], mut i: usize, path: &str) -> Result<(Vec<Chunk>, 
     Ok((chunks, i))
 }
 
+/// Most work one patch may take, all sections together, counted in steps of a
+/// search (comparing two line numbers); a line split and joined again counts as
+/// [`SPLIT_COST`] steps, and a line numbered (hashed) for a level as [`NUMBER_COST`].
+/// A little over 0.3 s on the project's machine.
+const MAX_MATCHING_WORK: usize = 64 << 20;
+const SPLIT_COST: usize = 8;
+const NUMBER_COST: usize = 16;
+const TOO_MUCH_WORK: &str = "the patch needs more matching than one call may do; split it into smaller patches, with one Update File section per file.";
+
 /// How strictly two lines are compared; each level is looser than the last.
 const LEVELS: [fn(&str) -> Cow<'_, str>; 4] = [
     |s| Cow::Borrowed(s),
@@ -326,18 +349,37 @@ impl<'a> Levels<'a> {
 /// Where `needle` occurs in the file at or after `from`: exactly (the first match),
 /// else at the first looser level that matches, where the match must be unique.
 /// With `at_end`, a match ending at the last line is preferred.
-fn seek(levels: &mut Levels<'_>, needle: &[&str], from: usize, at_end: bool) -> Result<usize, String> {
+fn seek(
+    levels: &mut Levels<'_>,
+    budget: &mut Budget,
+    needle: &[&str],
+    from: usize,
+    at_end: bool,
+) -> Result<usize, String> {
     let total = levels.lines.len();
     if needle.len() > total {
         return Err("the file is shorter than the chunk's lines.".to_owned());
     }
     let end_start = total - needle.len();
     for level in 0..LEVELS.len() {
+        // Numbering a level reads every line; a search, the file up to where it stops.
+        let numbering = if levels.numbered[level].is_none() { total * NUMBER_COST } else { 0 };
+        if !budget.spend(numbering + needle.len()) {
+            return Err(TOO_MUCH_WORK.to_owned());
+        }
         let (numbers, Some(wanted)) = levels.numbers(level, needle) else { continue };
         if at_end && end_start >= from && numbers[end_start..] == wanted[..] {
             return Ok(end_start);
         }
-        let found = matching::occurrences(numbers, &wanted, from, if level == 0 { 1 } else { 2 });
+        let limit = if level == 0 { 1 } else { 2 };
+        let found = matching::occurrences(numbers, &wanted, from, limit);
+        let stopped_at = match found.len() == limit {
+            true => found[limit - 1] + needle.len(),
+            false => total,
+        };
+        if !budget.spend(stopped_at.saturating_sub(from)) {
+            return Err(TOO_MUCH_WORK.to_owned());
+        }
         match found.as_slice() {
             [] => continue,
             [only] => return Ok(*only),
@@ -354,12 +396,16 @@ fn seek(levels: &mut Levels<'_>, needle: &[&str], from: usize, at_end: bool) -> 
 }
 
 /// The file with every chunk applied.
-fn update(original: &str, chunks: &[Chunk], stop: &Stop) -> Result<String, String> {
+fn update(original: &str, chunks: &[Chunk], budget: &mut Budget, stop: &Stop) -> Result<String, String> {
     let crlf = original.find('\n').is_some_and(|i| original[..i].ends_with('\r'));
     let ends_with_newline = original.ends_with('\n');
     let mut raw: Vec<&str> = original.split('\n').collect();
     if ends_with_newline || original.is_empty() {
         raw.pop();
+    }
+    // Splitting and joining the file reads it whole, once per section.
+    if !budget.spend(raw.len() * SPLIT_COST) {
+        return Err(TOO_MUCH_WORK.to_owned());
     }
     let lines: Vec<&str> = raw.iter().map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
     let break_ = if crlf { "\r" } else { "" };
@@ -371,7 +417,7 @@ fn update(original: &str, chunks: &[Chunk], stop: &Stop) -> Result<String, Strin
         stop.check()?;
         let context = |e: String| format!("chunk {} of {total}: {e}", number + 1);
         for anchor in &chunk.anchors {
-            cursor = seek(&mut levels, &[anchor.as_str()], cursor, false)
+            cursor = seek(&mut levels, budget, &[anchor.as_str()], cursor, false)
                 .map_err(|e| context(format!("the @@ anchor {anchor:?}: {e}")))?
                 + 1;
         }
@@ -390,7 +436,7 @@ fn update(original: &str, chunks: &[Chunk], stop: &Stop) -> Result<String, Strin
                 cursor
             }
         } else {
-            seek(&mut levels, &old, cursor, chunk.at_end_of_file).map_err(context)?
+            seek(&mut levels, budget, &old, cursor, chunk.at_end_of_file).map_err(context)?
         };
         let mut replacement = Vec::new();
         let mut at = start;
@@ -407,17 +453,21 @@ fn update(original: &str, chunks: &[Chunk], stop: &Stop) -> Result<String, Strin
         replacements.push((start, old.len(), replacement));
         cursor = start + old.len();
     }
-    let mut out: Vec<String> = Vec::with_capacity(raw.len());
+    let mut text = String::with_capacity(original.len() + original.len() / 8);
+    let mut push = |line: &str| {
+        text.push_str(line);
+        text.push('\n');
+    };
     let mut at = 0;
     for (start, removed, replacement) in replacements {
-        out.extend(raw[at..start].iter().map(|l| l.to_string()));
-        out.extend(replacement);
+        raw[at..start].iter().for_each(|line| push(line));
+        replacement.iter().for_each(|line| push(line));
         at = start + removed;
     }
-    out.extend(raw[at..].iter().map(|l| l.to_string()));
-    let mut text = out.join("\n");
-    if (ends_with_newline || original.is_empty()) && !text.is_empty() {
-        text.push('\n');
+    raw[at..].iter().for_each(|line| push(line));
+    // Every line got a line break; the last keeps one only if the file had it.
+    if !((ends_with_newline || original.is_empty()) && text.len() > 1) {
+        text.pop();
     }
     Ok(text)
 }
@@ -427,7 +477,7 @@ mod tests {
     use super::*;
 
     fn update_all(file: &str, chunks: &[Chunk]) -> Result<String, String> {
-        update(file, chunks, &Stop::never())
+        update(file, chunks, &mut Budget::new(MAX_MATCHING_WORK), &Stop::never())
     }
 
     fn chunks(patch: &str) -> Vec<Chunk> {
@@ -476,6 +526,17 @@ mod tests {
     fn end_of_file_prefers_the_last_match() {
         let file = "x\ny\nx\n";
         assert_eq!(update_all(file, &chunks(&patch("-x\n+z\n*** End of File"))).unwrap(), "x\ny\nz\n");
+    }
+
+    #[test]
+    fn the_matching_work_of_a_patch_is_bounded() {
+        let file: String = (0..100).map(|i| format!("  line {i}\n")).collect();
+        let patch = patch("@@\n-line 1\n+one\n@@\n-line 2\n+two");
+        let chunks = chunks(&patch);
+        // Two loose matches: each numbers levels and reads the rest of the file.
+        assert!(update(&file, &chunks, &mut Budget::new(20_000), &Stop::never()).is_ok());
+        let err = update(&file, &chunks, &mut Budget::new(3_000), &Stop::never()).unwrap_err();
+        assert!(err.contains("split it into smaller patches"), "{err}");
     }
 
     #[test]

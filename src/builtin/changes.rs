@@ -67,7 +67,10 @@ impl<'a> Changes<'a> {
         for (path, content) in &self.writes {
             stop.check()?;
             let explain = |e: io::Error| workspace.explain("write", path, &e);
-            let target = workspace.locate(path, true).map_err(explain)?;
+            let target = workspace.locate(path.file()?, true).map_err(explain)?;
+            if placements.iter().any(|(_, _, other, _)| *other == target) {
+                return Err(format!("Could not write {}: another name for it is written too.", path.shown));
+            }
             let existing = match journal.base.symlink_metadata(&target) {
                 Ok(metadata) if metadata.is_dir() => {
                     return Err(format!("Could not write {}: a directory is in the way.", path.shown))
@@ -86,7 +89,10 @@ impl<'a> Changes<'a> {
         let mut removals = Vec::with_capacity(self.removals.len());
         for path in &self.removals {
             let explain = |e: io::Error| workspace.explain("delete", path, &e);
-            let target = workspace.locate(path, false).map_err(explain)?;
+            let target = workspace.locate(path.file()?, false).map_err(explain)?;
+            if placements.iter().any(|(_, _, written, _)| *written == target) {
+                return Err(format!("Could not delete {}: it is also written.", path.shown));
+            }
             if journal.base.symlink_metadata(&target).map_err(explain)?.is_dir() {
                 return Err(format!("Could not delete {}: it is a directory.", path.shown));
             }

@@ -10,7 +10,7 @@
 use serde_json::{json, Value};
 
 use super::changes::Changes;
-use super::matching;
+use super::matching::{self, Budget};
 use super::workspace::Workspace;
 use super::{fold_typography as fold, object_schema, Stop};
 use crate::tool::ToolResult;
@@ -34,6 +34,9 @@ const BOM: &str = "\u{FEFF}";
 
 /// Most places an `oldText` is counted in before the count is given as "or more".
 const MOST_COUNTED: usize = 1000;
+/// Most bytes one call's searches may read, all edits together (about 0.2 s on the
+/// project's machine).
+const MAX_SEARCH_BYTES: usize = 128 << 20;
 
 pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Result<ToolResult, String> {
     let path = workspace.resolve(arguments["path"].as_str().unwrap_or_default())?;
@@ -57,7 +60,7 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Resu
             (text("oldText"), text("newText"))
         })
         .collect();
-    let (updated, fuzzy) = apply(body, &edits, shown, stop)?;
+    let (updated, fuzzy) = apply(body, &edits, shown, &mut Budget::new(MAX_SEARCH_BYTES), stop)?;
     let mut changes = Changes::new(workspace);
     changes.write(path, format!("{bom}{updated}").into_bytes());
     changes.commit(stop)?;
@@ -84,21 +87,39 @@ fn in_convention(text: &str, crlf: bool) -> String {
 
 /// Applies `edits` to `body`; returns the new text and the (zero-based) edits that
 /// matched fuzzily. Errors name the edit and say what to do.
-fn apply(body: &str, edits: &[(String, String)], shown: &str, stop: &Stop) -> Result<(String, Vec<usize>), String> {
+fn apply(
+    body: &str,
+    edits: &[(String, String)],
+    shown: &str,
+    budget: &mut Budget,
+    stop: &Stop,
+) -> Result<(String, Vec<usize>), String> {
     let count = edits.len();
     let mut spans = Vec::with_capacity(count);
     let mut fuzzy = Vec::new();
     let normalized = Normalized::new(body);
+    let too_much = |which: &str| {
+        format!(
+            "{which}: these edits need more searching than one call may do in a file of {} bytes; send them in several calls of fewer edits.",
+            body.len()
+        )
+    };
     for (i, (old, _)) in edits.iter().enumerate() {
         stop.check()?;
         let which = format!("Edit {} of {count}", i + 1);
         if old.is_empty() {
             return Err(format!("{which}: oldText is empty; give the exact text to replace."));
         }
+        if !budget.spend(body.len()) {
+            return Err(too_much(&which));
+        }
         let exact = occurrences(body, old);
         let span = match exact.as_slice() {
             [start] => (*start, start + old.len()),
             [] => {
+                if !budget.spend(normalized.text.len()) {
+                    return Err(too_much(&which));
+                }
                 let matches = normalized.find(old);
                 match matches.as_slice() {
                     [span] => {
@@ -214,7 +235,7 @@ mod tests {
 
     fn edit(body: &str, edits: &[(&str, &str)]) -> Result<String, String> {
         let edits: Vec<(String, String)> = edits.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
-        apply(body, &edits, "f.txt", &Stop::never()).map(|(text, _)| text)
+        apply(body, &edits, "f.txt", &mut Budget::new(MAX_SEARCH_BYTES), &Stop::never()).map(|(text, _)| text)
     }
 
     #[test]
@@ -228,6 +249,16 @@ mod tests {
         assert!(err.starts_with("Edit 1 of 2") && err.contains("not found"), "{err}");
         let err = edit("x x", &[("x", "z")]).unwrap_err();
         assert!(err.contains("matches 2 places"), "{err}");
+    }
+
+    #[test]
+    fn many_searches_of_a_large_file_hit_the_budget() {
+        let body = "x".repeat(1000) + "a b c";
+        let edits =
+            [("a".to_owned(), "A".to_owned()), ("b".to_owned(), "B".to_owned()), ("c".to_owned(), "C".to_owned())];
+        let err = apply(&body, &edits, "f.txt", &mut Budget::new(2 * body.len()), &Stop::never()).unwrap_err();
+        assert!(err.starts_with("Edit 3 of 3") && err.contains("several calls"), "{err}");
+        assert!(apply(&body, &edits, "f.txt", &mut Budget::new(3 * body.len()), &Stop::never()).is_ok());
     }
 
     #[test]

@@ -1,6 +1,30 @@
 //! Every occurrence of a sequence in another, overlapping ones included, in time
 //! linear in both (Knuth–Morris–Pratt): edit searches bytes and apply_patch
-//! numbered lines, so no file or argument can make a search slow.
+//! numbered lines, so no file or argument can make a search slow. A [`Budget`]
+//! bounds what many searches over one large file add up to.
+
+/// The most search work one call may do: each search is linear, but a thousand
+/// edits or patch sections over one large file would still take minutes.
+pub(crate) struct Budget {
+    left: usize,
+}
+
+impl Budget {
+    pub(crate) fn new(steps: usize) -> Self {
+        Budget { left: steps }
+    }
+
+    /// Takes `steps` from the budget; `false` (and nothing taken) once too few are left.
+    pub(crate) fn spend(&mut self, steps: usize) -> bool {
+        match self.left.checked_sub(steps) {
+            Some(left) => {
+                self.left = left;
+                true
+            }
+            None => false,
+        }
+    }
+}
 
 /// The starts of the occurrences of `needle` in `haystack` at or after `from`,
 /// the first `limit` of them. An empty needle occurs nowhere.

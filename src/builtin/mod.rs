@@ -160,10 +160,15 @@ impl Stop {
     /// `Err` once the call is over; checked before every step that changes a file
     /// and inside long searches.
     pub(crate) fn check(&self) -> Result<(), String> {
-        match self.0.is_cancelled() {
+        match self.stopped() {
             true => Err("The call was cancelled or timed out, so nothing was changed.".to_owned()),
             false => Ok(()),
         }
+    }
+
+    /// Whether the call is over.
+    pub(crate) fn stopped(&self) -> bool {
+        self.0.is_cancelled()
     }
 }
 

@@ -36,7 +36,7 @@ pub(crate) fn schema() -> Value {
     )
 }
 
-pub(crate) fn run(workspace: &Workspace, arguments: &Value, _: &Stop) -> Result<ToolResult, String> {
+pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Result<ToolResult, String> {
     let path = workspace.resolve(arguments["path"].as_str().unwrap_or_default())?;
     let shown = path.shown.as_str();
     let offset = positive(arguments, "offset")?.unwrap_or(1);
@@ -58,22 +58,24 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value, _: &Stop) -> Result<
     if head.contains(&0) {
         return Err(format!("{shown} is a binary file ({} bytes); read only shows text and images.", metadata.len()));
     }
-    read_text(file, shown, offset, limit, failed)
+    read_text(file, shown, offset, limit, stop).map_err(failed)?
 }
 
+/// The text result (or a model-facing error in it); the outer error is a read
+/// failure, or the call's end (read stops reading when its call is over).
 fn read_text(
     file: File,
     shown: &str,
     offset: usize,
     limit: usize,
-    failed: impl Fn(std::io::Error) -> String,
-) -> Result<ToolResult, String> {
+    stop: &Stop,
+) -> std::io::Result<Result<ToolResult, String>> {
     let mut reader = BufReader::new(file);
     let mut text = String::new();
     let mut line = Vec::new();
     let (mut number, mut shown_lines, mut cut_lines) = (0usize, 0usize, 0usize);
     let mut stopped_by_bytes = false;
-    while let Some(long) = read_line(&mut reader, &mut line).map_err(&failed)? {
+    while let Some(long) = read_line(&mut reader, &mut line, stop)? {
         number += 1;
         if number < offset || shown_lines == limit || stopped_by_bytes {
             continue;
@@ -95,10 +97,10 @@ fn read_text(
         shown_lines += 1;
     }
     if number == 0 {
-        return Ok(ToolResult::text(format!("{shown} is empty.")));
+        return Ok(Ok(ToolResult::text(format!("{shown} is empty."))));
     }
     if offset > number {
-        return Err(format!("offset {offset} is past the end of {shown}, which has {number} lines."));
+        return Ok(Err(format!("offset {offset} is past the end of {shown}, which has {number} lines.")));
     }
     let last = offset + shown_lines - 1;
     if cut_lines > 0 {
@@ -112,17 +114,20 @@ fn read_text(
             last + 1
         ));
     }
-    Ok(ToolResult::text(text))
+    Ok(Ok(ToolResult::text(text)))
 }
 
 /// Reads one line (without its line break) into `line`, keeping at most
 /// `MAX_LINE_CHARS * 4` bytes of it. `None` at the end of the file; `Some(true)`
 /// when the line was longer than what was kept.
-fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> std::io::Result<Option<bool>> {
+fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>, stop: &Stop) -> std::io::Result<Option<bool>> {
     let keep = MAX_LINE_CHARS * 4;
     line.clear();
     let (mut any, mut long) = (false, false);
     loop {
+        if stop.stopped() {
+            return Err(std::io::Error::new(std::io::ErrorKind::Interrupted, "the call was cancelled or timed out"));
+        }
         let buffer = reader.fill_buf()?;
         if buffer.is_empty() {
             return Ok(any.then_some(long));

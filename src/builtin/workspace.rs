@@ -43,6 +43,18 @@ pub(crate) struct WorkPath {
     pub(crate) absolute: PathBuf,
     /// The same path relative to the workspace's base directory (`.` for the base).
     relative: PathBuf,
+    /// Whether the text can only name a directory (it ends in `/`, `/.` or `/..`).
+    directory_only: bool,
+}
+
+impl WorkPath {
+    /// `Err` (for the model) when the path can only name a directory.
+    pub(crate) fn file(&self) -> Result<&Self, String> {
+        match self.directory_only {
+            true => Err(format!("{} names a directory, not a file.", self.shown)),
+            false => Ok(self),
+        }
+    }
 }
 
 impl Workspace {
@@ -95,7 +107,8 @@ impl Workspace {
             Ok(relative) => relative.to_path_buf(),
             Err(_) => return Err(self.outside(path)),
         };
-        Ok(WorkPath { shown: path.to_owned(), absolute, relative })
+        let directory_only = [".", ".."].contains(&path) || ["/", "/.", "/.."].iter().any(|end| path.ends_with(end));
+        Ok(WorkPath { shown: path.to_owned(), absolute, relative, directory_only })
     }
 
     fn outside(&self, shown: &str) -> String {
@@ -162,6 +175,11 @@ impl Workspace {
         Ok(real.strip_prefix("/").map(Path::to_path_buf).unwrap_or_default())
     }
 
+    /// Whether something (a symlink counts, dangling or not) is at `path`.
+    pub(crate) fn exists(&self, path: &WorkPath) -> bool {
+        self.locate(path, false).and_then(|real| self.base.symlink_metadata(real)).is_ok()
+    }
+
     /// Metadata of `path`, symlinks followed.
     pub(crate) fn metadata(&self, path: &WorkPath) -> io::Result<Metadata> {
         let real = self.locate(path, true)?;
@@ -171,7 +189,7 @@ impl Workspace {
     /// Opens `path` for reading if it is a regular file. A directory, FIFO, device
     /// or socket is refused without blocking. The error text is for the model.
     pub(crate) fn open_file(&self, path: &WorkPath) -> Result<(File, std::fs::Metadata), String> {
-        let opened = self.locate(path, true).and_then(|real| {
+        let opened = self.locate(path.file()?, true).and_then(|real| {
             let mut options = OpenOptions::new();
             options.read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
             self.base.open_with(real, &options)

@@ -148,17 +148,12 @@ impl<P: Protocol> HttpGenerator<P> {
             if out.has_streamed() || attempt > self.max_retries || !failure.is_retryable() {
                 return Err(self.scrub(failure.error));
             }
-            let delay = failure.retry_after.unwrap_or_else(|| self.backoff(attempt)).min(MAX_RETRY_DELAY);
+            let delay =
+                failure.retry_after.unwrap_or_else(|| backoff(self.retry_backoff, attempt)).min(MAX_RETRY_DELAY);
             attempt += 1;
             deltas.retry(attempt, &self.scrub(failure.error), delay).await;
             tokio::time::sleep(delay).await;
         }
-    }
-
-    /// Exponential backoff with ±25 % jitter.
-    fn backoff(&self, attempt: u32) -> Duration {
-        let base = self.retry_backoff.saturating_mul(1 << (attempt - 1).min(10));
-        base.mul_f64(0.75 + fastrand::f64() * 0.5)
     }
 
     fn scrub(&self, error: Error) -> Error {
@@ -330,6 +325,12 @@ pub(crate) fn decode_recorded<P: Protocol>(protocol: &P, body: &[u8], stream: bo
     Ok(out.finish())
 }
 
+/// Exponential backoff from `base` with ±25 % jitter, at most [`MAX_RETRY_DELAY`].
+fn backoff(base: Duration, attempt: u32) -> Duration {
+    let doubled = base.saturating_mul(1 << (attempt - 1).min(10)).min(MAX_RETRY_DELAY);
+    doubled.mul_f64(0.75 + fastrand::f64() * 0.5).min(MAX_RETRY_DELAY)
+}
+
 fn timeout(what: &str, ms: u64) -> Failure {
     Failure::new(Error::new(ErrorCode::Timeout, format!("waited {ms} ms for {what}")))
 }
@@ -362,4 +363,19 @@ fn source_chain(error: &dyn std::error::Error) -> String {
         source = inner.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_jitter_and_stays_capped() {
+        for _ in 0..100 {
+            let wait = backoff(Duration::from_millis(100), 3);
+            assert!((Duration::from_millis(300)..=Duration::from_millis(500)).contains(&wait), "{wait:?}");
+            // A base past what doubling can hold once panicked when the jitter was above 1.
+            assert!(backoff(Duration::from_millis(u64::MAX), 11) <= MAX_RETRY_DELAY);
+        }
+    }
 }
