@@ -3,7 +3,7 @@
 //! match once whitespace is ignored, a 6 KB `oldText` against a 600 KB file where
 //! it occurs (overlapping) at almost every byte, and the many-searches cases that
 //! the work budget refuses (1,000 Update File sections of one 20,000-line file;
-//! 4,000 edits of a 280 KB file). Prints the median time of a whole call through a
+//! 4,000 edits of a 280 KB file), and 10,000 one-line Add File sections. Prints the median time of a whole call through a
 //! scripted run, file I/O included, and how the call ended. Run with `make bench`;
 //! nothing here is asserted.
 
@@ -44,6 +44,13 @@ fn main() {
     let patch = format!("*** Begin Patch\n{sections}*** End Patch");
     report("apply_patch: 1,000 Update File sections of one 20,000-line file", || {
         std::fs::write(dir.path().join("g.txt"), &lines).unwrap();
+        call(dir.path(), "apply_patch", json!({"input": patch}))
+    });
+
+    let adds: String = (0..10_000).map(|i| format!("*** Add File: d/f{i}\n+x\n")).collect();
+    let patch = format!("*** Begin Patch\n{adds}*** End Patch");
+    report("apply_patch: 10,000 Add File sections of one line", || {
+        let _ = std::fs::remove_dir_all(dir.path().join("d"));
         call(dir.path(), "apply_patch", json!({"input": patch}))
     });
 

@@ -306,3 +306,28 @@ fn a_path_ending_in_a_slash_names_no_file() {
     assert_eq!(tree(work.path()).len(), 1);
     assert_eq!(std::fs::read_to_string(work.path().join("file")).unwrap(), "kept");
 }
+
+#[test]
+fn a_patch_removes_a_link_only_on_its_own() {
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("a.txt"), "A1\n").unwrap();
+    symlink("a.txt", work.path().join("alias")).unwrap();
+    symlink("alias", work.path().join("l2")).unwrap();
+    let before = tree(work.path());
+    let refused = [
+        "*** Delete File: alias\n*** Add File: alias\n+NEW",
+        "*** Delete File: alias\n*** Add File: l2\n+NEW",
+        "*** Update File: alias\n*** Move to: b.txt\n@@\n-A1\n+B1\n*** Add File: c.txt\n+c",
+        "*** Update File: a.txt\n*** Move to: a.txt\n@@\n-A1\n+A2",
+    ];
+    let calls = refused.iter().enumerate().map(|(i, p)| call(&format!("p{i}"), "apply_patch", patch(p))).collect();
+    for (text, is_error) in outcomes(work.path(), calls, json!({"allowed": ["apply_patch"]})) {
+        assert!(is_error && text.contains("Nothing was changed"), "{text}");
+    }
+    assert_eq!(tree(work.path()), before);
+    // Alone, a link's removal removes the link, never its target.
+    let calls = vec![call("d", "apply_patch", patch("*** Delete File: l2"))];
+    assert!(!outcomes(work.path(), calls, json!({"allowed": ["apply_patch"]}))[0].1);
+    let names: Vec<String> = tree(work.path()).into_keys().collect();
+    assert_eq!(names, ["a.txt", "alias"]);
+}

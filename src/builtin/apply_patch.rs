@@ -63,6 +63,10 @@ enum Line {
 pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Result<ToolResult, String> {
     let hunks = parse(arguments["input"].as_str().unwrap_or_default())
         .map_err(|e| format!("apply_patch: {e} Nothing was changed."))?;
+    let mut budget = Budget::new(MAX_MATCHING_WORK);
+    if !budget.spend(hunks.len() * SECTION_COST) {
+        return Err(format!("apply_patch: {TOO_MUCH_WORK} Nothing was changed."));
+    }
     // Each section's file (and move destination), resolved before anything runs.
     let targets = hunks
         .iter()
@@ -77,7 +81,6 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Resu
     let _locked = workspace.lock(targets.iter().flat_map(|(path, moved)| std::iter::once(path).chain(moved)));
 
     let mut view = FileView::new(workspace);
-    let mut budget = Budget::new(MAX_MATCHING_WORK);
     let mut summary = Vec::new();
     let count = hunks.len();
     for (number, (hunk, (target, destination))) in hunks.iter().zip(targets).enumerate() {
@@ -95,6 +98,7 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Resu
             }
             Hunk::Delete { path } => {
                 view.read(&target).map_err(|e| failed("Delete File", path, e))?;
+                view.ensure_removable(&target, count).map_err(|e| failed("Delete File", path, e))?;
                 view.set(target, None);
                 summary.push(format!("D {path}"));
             }
@@ -107,6 +111,10 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Resu
                 match move_to.as_ref().zip(destination) {
                     Some((shown, destination)) => {
                         view.ensure_not_dir(&destination).map_err(|e| failed("Move to", shown, e))?;
+                        view.ensure_removable(&target, count).map_err(|e| failed("Update File", path, e))?;
+                        if destination.absolute == target.absolute {
+                            return Err(failed("Move to", shown, "it names the file being moved.".to_owned()));
+                        }
                         view.set(target, None);
                         view.set(destination, Some(updated.into_bytes()));
                         summary.push(format!("M {path} -> {shown}"));
@@ -159,6 +167,17 @@ impl<'a> FileView<'a> {
         let known = self.changes.contains_key(&self.key(path, true));
         if !known && self.workspace.metadata(path).is_ok_and(|m| m.is_dir()) {
             return Err("a directory is in the way.".to_owned());
+        }
+        Ok(())
+    }
+
+    /// Refuses to remove a symbolic link in a patch of `sections` sections: the
+    /// other sections' paths may lead through it, and are resolved before any
+    /// change is made.
+    fn ensure_removable(&self, path: &WorkPath, sections: usize) -> Result<(), String> {
+        let is_link = self.workspace.is_symlink(path);
+        if is_link && sections > 1 {
+            return Err("it is a symbolic link; remove a link in a patch with no other section.".to_owned());
         }
         Ok(())
     }
@@ -294,14 +313,21 @@ fn parse_chunks(body: &[&str], mut i: usize, path: &str) -> Result<(Vec<Chunk>, 
     Ok((chunks, i))
 }
 
-/// Most work one patch may take, all sections together, counted in steps of a
-/// search (comparing two line numbers); a line split and joined again counts as
-/// [`SPLIT_COST`] steps, and a line numbered (hashed) for a level as [`NUMBER_COST`].
-/// A little over 0.3 s on the project's machine.
-const MAX_MATCHING_WORK: usize = 64 << 20;
-const SPLIT_COST: usize = 8;
-const NUMBER_COST: usize = 16;
-const TOO_MUCH_WORK: &str = "the patch needs more matching than one call may do; split it into smaller patches, with one Update File section per file.";
+/// Most work one patch may do, all sections together, in units of about a
+/// nanosecond on the project's machine (so about 0.6 s).
+const MAX_MATCHING_WORK: usize = 600_000_000;
+/// One search step: comparing two line numbers.
+const STEP_COST: usize = 2;
+/// Reading, splitting and joining a file again for a section: per byte, per line.
+const BYTE_COST: usize = 2;
+const LINE_COST: usize = 20;
+/// Numbering (hashing) a line for a comparison level, on top of its bytes.
+const NUMBER_COST: usize = 200;
+/// Resolving, locking, staging and committing one section's file(s), whatever
+/// their size (so a patch has at most 2,000 sections).
+const SECTION_COST: usize = 300_000;
+const TOO_MUCH_WORK: &str =
+    "the patch needs more matching than one call may do; split it into several smaller patches.";
 
 /// How strictly two lines are compared; each level is looser than the last.
 const LEVELS: [fn(&str) -> Cow<'_, str>; 4] = [
@@ -315,6 +341,8 @@ const LEVELS: [fn(&str) -> Cow<'_, str>; 4] = [
 /// level share a number; a level is worked out when a search first needs it.
 struct Levels<'a> {
     lines: &'a [&'a str],
+    /// The lines' bytes, together.
+    bytes: usize,
     numbered: [Option<Numbered<'a>>; 4],
 }
 
@@ -323,7 +351,7 @@ type Numbered<'a> = (HashMap<Cow<'a, str>, u32>, Vec<u32>);
 
 impl<'a> Levels<'a> {
     fn new(lines: &'a [&'a str]) -> Self {
-        Levels { lines, numbered: Default::default() }
+        Levels { lines, bytes: lines.iter().map(|line| line.len()).sum(), numbered: Default::default() }
     }
 
     /// The file's line numbers at `level`, and the needle's (`None` when one of
@@ -363,8 +391,11 @@ fn seek(
     let end_start = total - needle.len();
     for level in 0..LEVELS.len() {
         // Numbering a level reads every line; a search, the file up to where it stops.
-        let numbering = if levels.numbered[level].is_none() { total * NUMBER_COST } else { 0 };
-        if !budget.spend(numbering + needle.len()) {
+        let numbering = match levels.numbered[level] {
+            None => total * NUMBER_COST + levels.bytes * BYTE_COST,
+            Some(_) => 0,
+        };
+        if !budget.spend(numbering + needle.len() * NUMBER_COST) {
             return Err(TOO_MUCH_WORK.to_owned());
         }
         let (numbers, Some(wanted)) = levels.numbers(level, needle) else { continue };
@@ -377,7 +408,7 @@ fn seek(
             true => found[limit - 1] + needle.len(),
             false => total,
         };
-        if !budget.spend(stopped_at.saturating_sub(from)) {
+        if !budget.spend(stopped_at.saturating_sub(from) * STEP_COST) {
             return Err(TOO_MUCH_WORK.to_owned());
         }
         match found.as_slice() {
@@ -404,7 +435,7 @@ fn update(original: &str, chunks: &[Chunk], budget: &mut Budget, stop: &Stop) ->
         raw.pop();
     }
     // Splitting and joining the file reads it whole, once per section.
-    if !budget.spend(raw.len() * SPLIT_COST) {
+    if !budget.spend(original.len() * BYTE_COST + raw.len() * LINE_COST) {
         return Err(TOO_MUCH_WORK.to_owned());
     }
     let lines: Vec<&str> = raw.iter().map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
@@ -534,9 +565,18 @@ mod tests {
         let patch = patch("@@\n-line 1\n+one\n@@\n-line 2\n+two");
         let chunks = chunks(&patch);
         // Two loose matches: each numbers levels and reads the rest of the file.
-        assert!(update(&file, &chunks, &mut Budget::new(20_000), &Stop::never()).is_ok());
-        let err = update(&file, &chunks, &mut Budget::new(3_000), &Stop::never()).unwrap_err();
-        assert!(err.contains("split it into smaller patches"), "{err}");
+        assert!(update(&file, &chunks, &mut Budget::new(200_000), &Stop::never()).is_ok());
+        let err = update(&file, &chunks, &mut Budget::new(30_000), &Stop::never()).unwrap_err();
+        assert!(err.contains("split it into several smaller patches"), "{err}");
+    }
+
+    #[test]
+    fn a_section_pays_for_the_bytes_it_reads_even_without_a_search() {
+        let file = "x".repeat(100_000);
+        let append = chunks(&patch("@@\n+y"));
+        assert!(update(&file, &append, &mut Budget::new(250_000), &Stop::never()).is_ok());
+        let err = update(&file, &append, &mut Budget::new(150_000), &Stop::never()).unwrap_err();
+        assert!(err.contains("smaller patches"), "{err}");
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! owner; it becomes a new file, so other hard links to it keep the old content. A
 //! symlink is written through (its target changes); a dangling symlink is replaced.
 
+use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::io::{self, Write};
 use std::os::unix::fs::{fchown, MetadataExt as _, PermissionsExt as _};
@@ -64,11 +65,12 @@ impl<'a> Changes<'a> {
     fn apply(&self, journal: &mut Journal<'_>, stop: &Stop) -> Result<(), String> {
         let workspace = self.workspace;
         let mut placements = Vec::with_capacity(self.writes.len());
+        let mut written = HashSet::with_capacity(self.writes.len());
         for (path, content) in &self.writes {
             stop.check()?;
             let explain = |e: io::Error| workspace.explain("write", path, &e);
             let target = workspace.locate(path.file()?, true).map_err(explain)?;
-            if placements.iter().any(|(_, _, other, _)| *other == target) {
+            if !written.insert(target.clone()) {
                 return Err(format!("Could not write {}: another name for it is written too.", path.shown));
             }
             let existing = match journal.base.symlink_metadata(&target) {
@@ -90,7 +92,7 @@ impl<'a> Changes<'a> {
         for path in &self.removals {
             let explain = |e: io::Error| workspace.explain("delete", path, &e);
             let target = workspace.locate(path.file()?, false).map_err(explain)?;
-            if placements.iter().any(|(_, _, written, _)| *written == target) {
+            if written.contains(&target) {
                 return Err(format!("Could not delete {}: it is also written.", path.shown));
             }
             if journal.base.symlink_metadata(&target).map_err(explain)?.is_dir() {
@@ -196,8 +198,8 @@ impl Journal<'_> {
     }
 
     fn place(&mut self, staged: PathBuf, target: PathBuf) -> io::Result<()> {
+        // The staged step stays: undoing it finds nothing there.
         self.base.rename(&staged, self.base, &target)?;
-        self.steps.retain(|step| !matches!(step, Step::Staged(path) if *path == staged));
         self.steps.push(Step::Placed(target));
         Ok(())
     }

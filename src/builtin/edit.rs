@@ -34,9 +34,11 @@ const BOM: &str = "\u{FEFF}";
 
 /// Most places an `oldText` is counted in before the count is given as "or more".
 const MOST_COUNTED: usize = 1000;
-/// Most bytes one call's searches may read, all edits together (about 0.2 s on the
+/// Most bytes one call's searches may read, all edits together (about 0.5 s on the
 /// project's machine).
-const MAX_SEARCH_BYTES: usize = 128 << 20;
+const MAX_SEARCH_BYTES: usize = 256 << 20;
+/// Building the fuzzy index costs about this many search bytes per byte of file.
+const INDEX_COST: usize = 16;
 
 pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Result<ToolResult, String> {
     let path = workspace.resolve(arguments["path"].as_str().unwrap_or_default())?;
@@ -97,7 +99,8 @@ fn apply(
     let count = edits.len();
     let mut spans = Vec::with_capacity(count);
     let mut fuzzy = Vec::new();
-    let normalized = Normalized::new(body);
+    // Built when an edit first needs a fuzzy match.
+    let mut normalized: Option<Normalized> = None;
     let too_much = |which: &str| {
         format!(
             "{which}: these edits need more searching than one call may do in a file of {} bytes; send them in several calls of fewer edits.",
@@ -117,6 +120,10 @@ fn apply(
         let span = match exact.as_slice() {
             [start] => (*start, start + old.len()),
             [] => {
+                if normalized.is_none() && !budget.spend(body.len() * INDEX_COST) {
+                    return Err(too_much(&which));
+                }
+                let normalized = normalized.get_or_insert_with(|| Normalized::new(body));
                 if !budget.spend(normalized.text.len()) {
                     return Err(too_much(&which));
                 }

@@ -180,6 +180,11 @@ impl Workspace {
         self.locate(path, false).and_then(|real| self.base.symlink_metadata(real)).is_ok()
     }
 
+    /// Whether `path` itself is a symbolic link.
+    pub(crate) fn is_symlink(&self, path: &WorkPath) -> bool {
+        self.locate(path, false).and_then(|real| self.base.symlink_metadata(real)).is_ok_and(|m| m.is_symlink())
+    }
+
     /// Metadata of `path`, symlinks followed.
     pub(crate) fn metadata(&self, path: &WorkPath) -> io::Result<Metadata> {
         let real = self.locate(path, true)?;
