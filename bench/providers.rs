@@ -2,6 +2,8 @@
 //! fixtures, and the overhead of a full round trip through a local HTTP server
 //! compared with the scripted model. Run with `make bench`; nothing is asserted.
 
+#[path = "../tests/common/openai_spec.rs"]
+mod openai_spec;
 #[path = "../tests/common/server.rs"]
 mod server;
 #[path = "../tests/common/wire.rs"]

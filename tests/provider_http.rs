@@ -173,7 +173,8 @@ fn openai_responses_request_bodies() {
         json!([{"role": "user", "content": [{"type": "input_text", "text": "Look up C-100."}]}])
     );
     let input = second["input"].as_array().unwrap();
-    assert_eq!(input[1], json!({"role": "assistant", "content": [{"type": "output_text", "text": "Checking."}]}));
+    // Plain string content; a list of output_text parts breaks the specification.
+    assert_eq!(input[1], json!({"role": "assistant", "content": "Checking."}));
     assert_eq!(
         input[2],
         json!({"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": r#"{"text":"C-100"}"#})
@@ -183,7 +184,7 @@ fn openai_responses_request_bodies() {
         input[6],
         json!({"type": "function_call_output", "call_id": "c2", "output": [
             {"type": "input_text", "text": "the chart"},
-            {"type": "input_image", "image_url": format!("data:image/png;base64,{PNG}")}
+            {"type": "input_image", "image_url": format!("data:image/png;base64,{PNG}"), "detail": "auto"}
         ]})
     );
     assert_eq!(input[7], json!({"type": "function_call_output", "call_id": "c3", "output": "the store is down"}));
@@ -567,4 +568,16 @@ fn header_values_are_scrubbed_from_errors_like_keys() {
     let (error, _) = failure(&server, json!({"headers": {"x-team-token": "team-token-5f1e2d3c", "x-flag": "true"}}));
     assert!(!error.message.contains("5f1e2d3c"), "{}", error.message);
     assert!(error.message.contains("[redacted] is not valid"), "{}", error.message);
+}
+
+#[test]
+fn responses_refuses_a_max_tokens_below_its_minimum_when_built() {
+    let config = json!({"model": {"provider": "openai-responses", "name": "m", "base_url": "http://127.0.0.1:9",
+                                  "api_key_env": TEST_KEY_ENV, "max_tokens": 15}});
+    std::env::set_var(TEST_KEY_ENV, TEST_KEY);
+    let Err(err) = ferrule::agent::AgentBuilder::from_json(&config.to_string()).unwrap().build() else {
+        panic!("a max_tokens of 15 was accepted")
+    };
+    assert_eq!(err.code, ErrorCode::InvalidArg);
+    assert!(err.message.contains("at least 16"), "{}", err.message);
 }

@@ -62,8 +62,10 @@ fn input(model: &ModelSettings, request: &GenerationRequest<'_>) -> Vec<Value> {
             Message::User(m) => items.push(json!({"role": "user", "content": user_content(&m.content)})),
             Message::Assistant(m) => {
                 let text = text_of(&m.content);
+                // Plain string content: a content list of output_text parts is only
+                // valid in a full output message (with id and status).
                 if !text.is_empty() {
-                    items.push(json!({"role": "assistant", "content": [{"type": "output_text", "text": text}]}));
+                    items.push(json!({"role": "assistant", "content": text}));
                 }
                 items.extend(m.tool_calls.iter().map(|call| {
                     json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments})
@@ -85,8 +87,9 @@ fn input(model: &ModelSettings, request: &GenerationRequest<'_>) -> Vec<Value> {
     items
 }
 
+/// `detail` is required by the specification; "auto" lets the model decide.
 fn image_part(source: ImageSource<'_>) -> Value {
-    json!({"type": "input_image", "image_url": source.to_url()})
+    json!({"type": "input_image", "image_url": source.to_url(), "detail": "auto"})
 }
 
 fn user_content(parts: &[Part]) -> Vec<Value> {

@@ -17,6 +17,9 @@ use super::openai_responses::Responses;
 use super::{Generator, ModelConfig, ProviderKind, ScriptedGenerator};
 use crate::error::{Error, ErrorCode, Result};
 
+/// The smallest `max_output_tokens` the Responses API accepts.
+const RESPONSES_MIN_OUTPUT_TOKENS: u32 = 16;
+
 const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -47,6 +50,11 @@ pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> 
             Box::new(HttpGenerator::new(ChatCompletions { is_openai: true }, config, settings, endpoint)?)
         }
         ProviderKind::OpenaiResponses => {
+            if let Some(max) = config.max_tokens.filter(|&max| max < RESPONSES_MIN_OUTPUT_TOKENS) {
+                return Err(Error::invalid_arg(format!(
+                    "model.max_tokens: the Responses API takes at least {RESPONSES_MIN_OUTPUT_TOKENS} output tokens, not {max}"
+                )));
+            }
             let endpoint = openai_endpoint(config, "/responses", Some("OPENAI_API_KEY"))?;
             Box::new(HttpGenerator::new(Responses, config, settings, endpoint)?)
         }

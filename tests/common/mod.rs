@@ -178,6 +178,7 @@ pub fn assert_event_invariants(events: &[Value]) {
 }
 
 pub mod fixtures;
+pub mod openai_spec;
 pub mod server;
 
 /// The API key every provider test uses, set in the environment variable

@@ -1,6 +1,7 @@
 //! A scripted HTTP/1.1 server on 127.0.0.1 for provider tests: it answers each
 //! request with the next reply from its list, records what it received, and stops
-//! when dropped.
+//! when dropped. When it stops, every Chat Completions and Responses request body
+//! it received is checked against OpenAI's specification (see `openai_spec.rs`).
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
@@ -139,6 +140,15 @@ impl Drop for MockServer {
         }
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
+        }
+        if std::thread::panicking() {
+            return;
+        }
+        for request in self.requests() {
+            let Ok(body) = serde_json::from_slice::<serde_json::Value>(&request.body) else { continue };
+            if let Err(problems) = super::openai_spec::check(&request.path, &body) {
+                panic!("the body sent to {} breaks OpenAI's specification:\n{problems}\n{body:#}", request.path);
+            }
         }
     }
 }
