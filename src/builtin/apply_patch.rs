@@ -175,7 +175,7 @@ impl<'a> FileView<'a> {
     /// other sections' paths may lead through it, and are resolved before any
     /// change is made.
     fn ensure_removable(&self, path: &WorkPath, sections: usize) -> Result<(), String> {
-        let is_link = self.workspace.is_symlink(path);
+        let is_link = self.workspace.symlink_metadata(path).is_ok_and(|m| m.is_symlink());
         if is_link && sections > 1 {
             return Err("it is a symbolic link; remove a link in a patch with no other section.".to_owned());
         }
@@ -198,7 +198,7 @@ impl<'a> FileView<'a> {
         for key in &self.order {
             match self.changes.remove(key) {
                 Some((path, Some(bytes))) => changes.write(path, bytes),
-                Some((path, None)) if self.workspace.exists(&path) => changes.remove(path),
+                Some((path, None)) if self.workspace.symlink_metadata(&path).is_ok() => changes.remove(path),
                 _ => {}
             }
         }

@@ -32,6 +32,7 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Resu
     if !workspace.metadata(&root).map_err(|e| workspace.explain("list", &root, &e))?.is_dir() {
         return Err(format!("{shown} is not a directory."));
     }
+    let located = workspace.locate(&root, true).map_err(|e| workspace.explain("list", &root, &e))?;
     let mut lines = Vec::new();
     let mut cut = false;
     let mut deeper = false;
@@ -39,7 +40,7 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Resu
     let mut queue: VecDeque<(PathBuf, usize)> = VecDeque::from([(PathBuf::new(), 1)]);
     while let Some((dir, level)) = queue.pop_front() {
         stop.check()?;
-        let entries = match workspace.entries(&root, &dir) {
+        let entries = match workspace.entries(&located.join(&dir)) {
             Ok(entries) => entries,
             Err(e) => {
                 lines.push(format!("{} [unreadable: {e}]", shown_path(&dir)));
@@ -61,7 +62,7 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Resu
             if is_dir {
                 if level < depth {
                     queue.push_back((path, level + 1));
-                } else if workspace.entries(&root, &path).is_ok_and(|e| !e.is_empty()) {
+                } else if workspace.entries(&located.join(&path)).is_ok_and(|e| !e.is_empty()) {
                     deeper = true;
                 }
             }

@@ -175,14 +175,10 @@ impl Workspace {
         Ok(real.strip_prefix("/").map(Path::to_path_buf).unwrap_or_default())
     }
 
-    /// Whether something (a symlink counts, dangling or not) is at `path`.
-    pub(crate) fn exists(&self, path: &WorkPath) -> bool {
-        self.locate(path, false).and_then(|real| self.base.symlink_metadata(real)).is_ok()
-    }
-
-    /// Whether `path` itself is a symbolic link.
-    pub(crate) fn is_symlink(&self, path: &WorkPath) -> bool {
-        self.locate(path, false).and_then(|real| self.base.symlink_metadata(real)).is_ok_and(|m| m.is_symlink())
+    /// Metadata of `path` itself: a symlink (dangling or not) is not followed.
+    pub(crate) fn symlink_metadata(&self, path: &WorkPath) -> io::Result<Metadata> {
+        let real = self.locate(path, false)?;
+        self.base.symlink_metadata(real)
     }
 
     /// Metadata of `path`, symlinks followed.
@@ -228,12 +224,12 @@ impl Workspace {
         Ok(bytes)
     }
 
-    /// The names and kinds (symlinks not followed) of a directory's entries,
-    /// sorted by name; `relative` is relative to `path`.
-    pub(crate) fn entries(&self, path: &WorkPath, relative: &Path) -> io::Result<Vec<(OsString, FileType)>> {
-        let real = self.locate(path, true)?.join(relative);
+    /// The names and kinds (symlinks not followed) of the entries of the
+    /// directory at `located` (a path [`Workspace::locate`] gave, or one below it),
+    /// sorted by name.
+    pub(crate) fn entries(&self, located: &Path) -> io::Result<Vec<(OsString, FileType)>> {
         let mut entries = Vec::new();
-        for entry in self.base.read_dir(real)? {
+        for entry in self.base.read_dir(located)? {
             let entry = entry?;
             let kind = entry.file_type()?;
             entries.push((entry.file_name(), kind));
