@@ -103,14 +103,20 @@ pub enum Part {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         url: Option<String>,
     },
-    /// Model reasoning, kept so it can be sent back (Anthropic requires its
-    /// signature on later turns of a tool loop).
+    /// Model reasoning, kept so it can be sent back: Anthropic requires its
+    /// signature on later turns of a tool loop, and OpenAI Responses reasoning
+    /// models continue from their earlier reasoning items.
     Thinking {
-        /// The reasoning text.
+        /// The reasoning text (for OpenAI Responses, the reasoning summary).
         thinking: String,
-        /// The provider's signature over it.
+        /// The provider's signature over it; for an OpenAI Responses reasoning
+        /// item, its encrypted content.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<String>,
+        /// The OpenAI Responses reasoning item's id (`rs_...`); absent for
+        /// Anthropic thinking. Each provider sends back only its own reasoning.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
     },
     /// Reasoning the provider returned encrypted.
     #[serde(rename = "redacted_thinking")]

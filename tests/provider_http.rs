@@ -191,6 +191,82 @@ fn openai_responses_request_bodies() {
     assert_eq!(input.len(), 8);
 }
 
+/// The recorded gpt-5.5 response: a reasoning item (no summary, encrypted
+/// content), commentary text, then a call of get_capital.
+fn reasoning_then_call() -> Option<Vec<u8>> {
+    let dir = common::fixtures::fixtures_dir()?;
+    Some(std::fs::read(dir.join("providers/openai-responses/reasoning-text-then-function-call.sse")).unwrap())
+}
+
+#[test]
+fn responses_reasoning_items_go_back_with_their_encrypted_content() {
+    let Some(recorded) = reasoning_then_call() else { return };
+    let server = MockServer::start(vec![Reply::sse(&recorded), Reply::sse(&wire::responses("Paris.", &[]))]);
+    let url = base_url("openai-responses", server.url());
+    let agent =
+        provider_agent("openai-responses", &url, json!({"name": "gpt-5.5"}), json!({}), vec![echo("get_capital")]);
+    let (result, _) = run(&agent, "capital?");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let first = server.requests()[0].json();
+    assert_eq!(first["include"], json!(["reasoning.encrypted_content"]));
+    assert_eq!(first["store"], false);
+    // The transcript keeps the item: its id, and its encrypted content as the signature.
+    let ferrule::message::Message::Assistant(answer) = &result.messages[1] else { panic!("{:?}", result.messages) };
+    let Part::Thinking { thinking, signature: Some(encrypted), id: Some(id) } = &answer.content[0] else {
+        panic!("no reasoning part: {answer:?}");
+    };
+    assert!(thinking.is_empty() && id.starts_with("rs_") && encrypted.starts_with("gAAAA"));
+    let second = server.requests()[1].json();
+    let input = second["input"].as_array().unwrap();
+    assert_eq!(input[1], json!({"type": "reasoning", "id": id, "summary": [], "encrypted_content": encrypted}));
+    assert_eq!(input[2]["role"], "assistant");
+    assert_eq!(input[3]["type"], "function_call");
+    assert_eq!(input[4]["type"], "function_call_output");
+}
+
+#[test]
+fn encrypted_reasoning_is_asked_of_reasoning_models_only_unless_configured() {
+    let include = |model: Value| {
+        let server = MockServer::start(vec![Reply::sse(&wire::responses("ok", &[]))]);
+        let agent =
+            provider_agent("openai-responses", &base_url("openai-responses", server.url()), model, json!({}), vec![]);
+        assert_eq!(run(&agent, "hi").0.status, RunStatus::Completed);
+        server.requests()[0].json().get("include").cloned()
+    };
+    let asked = Some(json!(["reasoning.encrypted_content"]));
+    for name in ["o3", "o4-mini", "gpt-5", "gpt-5.1-codex", "openai/gpt-oss-120b", "o1-2024-12-17"] {
+        assert_eq!(include(json!({"name": name})), asked, "{name}");
+    }
+    for name in ["gpt-4o", "gpt-4.1-mini", "gpt-5-chat-latest", "o1x", "llama3"] {
+        assert_eq!(include(json!({"name": name})), None, "{name}");
+    }
+    assert_eq!(include(json!({"name": "gpt-4o", "encrypted_reasoning": true})), asked);
+    assert_eq!(include(json!({"name": "o3", "encrypted_reasoning": false})), None);
+}
+
+#[test]
+fn reasoning_items_stay_with_their_provider() {
+    // A transcript holding both kinds of reasoning, continued on each provider.
+    let history = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "Anthropic's.", "signature": "c2ln"},
+            {"type": "thinking", "thinking": "OpenAI's.", "signature": "gAAAA", "id": "rs_1"},
+            {"type": "text", "text": "Hello."}]},
+        {"role": "user", "content": "again"}
+    ]);
+    for provider in ["anthropic", "openai-responses", "openai"] {
+        let server = MockServer::start(vec![Reply::sse(&wire::stream(provider, "ok", &[]))]);
+        let agent = provider_agent(provider, &base_url(provider, server.url()), json!({}), json!({}), vec![]);
+        let input = ferrule::agent::RunInput::from_json(&json!({"messages": history}).to_string()).unwrap();
+        let result = agent.start(input, None).unwrap().wait_blocking().unwrap();
+        assert_eq!(result.status, RunStatus::Completed, "{provider}: {:?}", result.error);
+        let body = String::from_utf8(server.requests()[0].body.clone()).unwrap();
+        assert_eq!(body.contains("Anthropic's."), provider == "anthropic", "{provider}: {body}");
+        assert_eq!(body.contains("OpenAI's."), provider == "openai-responses", "{provider}: {body}");
+    }
+}
+
 #[test]
 fn images_a_model_cannot_take_become_notes_for_every_provider() {
     for provider in PROVIDERS {

@@ -14,7 +14,7 @@ use super::handle::{Run, RunShared};
 use super::{Agent, RunResult, RunStatus};
 use crate::error::{Error, ErrorCode};
 use crate::message::{AssistantMessage, Message, StopReason, Usage};
-use crate::provider::{Delta, DeltaSink, GenerationRequest};
+use crate::provider::{Delta, DeltaSink, GenerationRequest, WireCache};
 use crate::runtime::{CallbackKind, CallbackScope, Threads};
 use crate::BoxFuture;
 
@@ -41,6 +41,7 @@ pub(crate) fn start(
         cancel: shared.cancel.clone(),
         events,
         messages,
+        wire: WireCache::default(),
         usage: Usage::default(),
         rounds: 0,
         input_len: messages_len,
@@ -101,6 +102,8 @@ struct RunLoop {
     cancel: tokio_util::sync::CancellationToken,
     events: EventEmitter,
     messages: Vec<Message>,
+    /// The transcript as the provider's wire has it so far; `messages` only grows.
+    wire: WireCache,
     usage: Usage,
     rounds: u32,
     /// Messages that came with the input; the rest this run produced.
@@ -153,7 +156,7 @@ impl RunLoop {
         let response = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return Some((RunStatus::Cancelled, None)),
-            response = inner.generator.generate(request, &mut deltas) => response,
+            response = inner.generator.generate(request, &mut self.wire, &mut deltas) => response,
         };
         let mut message = match response {
             Ok(message) => message,

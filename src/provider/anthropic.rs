@@ -1,11 +1,12 @@
 //! Anthropic Messages (`anthropic`).
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{json, Value};
 
-use super::http::{in_band, Decoder, ModelSettings, Protocol, SseEvent};
+use super::http::{in_band, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent};
 use super::images::{self, ImageSource};
 use super::response::ResponseBuilder;
-use super::{strict_tools_check, GenerationRequest, ToolChoice};
+use super::{strict_tools_check, GenerationRequest, ToolChoice, ToolDefinition};
 use crate::error::{Error, ErrorCode};
 use crate::message::{Message, Part, StopReason, ToolResultMessage, Usage};
 
@@ -25,76 +26,85 @@ impl Protocol for Messages {
         "anthropic"
     }
 
-    fn body(&self, model: &ModelSettings, request: &GenerationRequest<'_>) -> Result<Value, Error> {
-        strict_tools_check(self.name(), model, request)?;
-        let mut body = Map::new();
-        body.insert("model".into(), json!(model.name));
-        body.insert("max_tokens".into(), json!(model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)));
-        let (system, messages) = messages(model, request)?;
-        if !system.is_empty() {
-            body.insert("system".into(), json!(system));
-        }
-        body.insert("messages".into(), Value::Array(messages));
-        if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    let mut definition =
-                        json!({"name": tool.name, "description": tool.description, "input_schema": tool.input_schema});
-                    if tool.strict {
-                        definition["strict"] = json!(true);
-                    }
-                    definition
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
-            body.insert(
-                "tool_choice".into(),
-                match request.tool_choice {
-                    ToolChoice::Auto => json!({"type": "auto"}),
-                    ToolChoice::None => json!({"type": "none"}),
-                    ToolChoice::Required => json!({"type": "any"}),
-                    ToolChoice::Named(name) => json!({"type": "tool", "name": name}),
-                },
-            );
-        }
-        if model.stream {
-            body.insert("stream".into(), json!(true));
-        }
-        Ok(Value::Object(body))
-    }
-}
-
-/// The system text (the agent's prompt and any system messages) and the messages.
-/// A round's tool results go together in one user message, images inside their
-/// `tool_result` blocks.
-fn messages(model: &ModelSettings, request: &GenerationRequest<'_>) -> Result<(String, Vec<Value>), Error> {
-    let mut system: Vec<&str> = request.system.into_iter().collect();
-    let mut out: Vec<Value> = Vec::with_capacity(request.messages.len());
-    let mut results: Vec<Value> = Vec::new();
-    for message in request.messages {
-        if !matches!(message, Message::Tool(_)) && !results.is_empty() {
-            out.push(json!({"role": "user", "content": std::mem::take(&mut results)}));
-        }
+    /// System messages join the system text; a round's tool results go together
+    /// in one user message, images inside their `tool_result` blocks.
+    fn encode_message(
+        &self,
+        model: &ModelSettings,
+        message: &Message,
+        out: &mut EncodedTranscript,
+    ) -> Result<(), Error> {
         match message {
-            Message::System(m) => system.push(&m.content),
-            Message::User(m) => out.push(json!({"role": "user", "content": blocks(&m.content)?})),
+            Message::System(m) => out.system_text(&m.content),
+            Message::User(m) => out.item(&json!({"role": "user", "content": blocks(&m.content)?})),
             Message::Assistant(m) => {
                 let mut content = blocks(&m.content)?;
                 for call in &m.tool_calls {
                     let input = serde_json::from_str::<Value>(&call.arguments).ok().filter(Value::is_object);
                     content.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input.unwrap_or_else(|| json!({}))}));
                 }
-                out.push(json!({"role": "assistant", "content": content}));
+                out.item(&json!({"role": "assistant", "content": content}));
             }
-            Message::Tool(m) => results.push(tool_result(model, m)?),
+            Message::Tool(m) => out.pending_part(&tool_result(model, m)?),
+        }
+        Ok(())
+    }
+
+    fn body(
+        &self,
+        model: &ModelSettings,
+        request: &GenerationRequest<'_>,
+        transcript: &EncodedTranscript,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        strict_tools_check(self.name(), model, request)?;
+        let mut body = JsonObject::new(out);
+        body.field("max_tokens", &model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS));
+        body.raw("messages", |out| transcript.write_array(0, None, out));
+        body.field("model", &model.name);
+        if model.stream {
+            body.field("stream", &true);
+        }
+        let system: Vec<&str> =
+            request.system.into_iter().chain(transcript.system().iter().map(String::as_str)).collect();
+        if !system.is_empty() {
+            body.field("system", &system.join("\n\n"));
+        }
+        if !request.tools.is_empty() {
+            let choice = match request.tool_choice {
+                ToolChoice::Auto => json!({"type": "auto"}),
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Required => json!({"type": "any"}),
+                ToolChoice::Named(name) => json!({"type": "tool", "name": name}),
+            };
+            body.field("tool_choice", &choice);
+            let tools: Vec<AnthropicTool<'_>> = request.tools.iter().map(|tool| AnthropicTool::new(tool)).collect();
+            body.field("tools", &tools);
+        }
+        body.finish();
+        Ok(())
+    }
+}
+
+/// A tool definition; fields in key order (see [`JsonObject`]).
+#[derive(Serialize)]
+struct AnthropicTool<'a> {
+    description: &'a str,
+    input_schema: &'a Value,
+    name: &'a str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    strict: bool,
+}
+
+impl<'a> AnthropicTool<'a> {
+    fn new(tool: &'a ToolDefinition) -> Self {
+        AnthropicTool {
+            description: &tool.description,
+            input_schema: &tool.input_schema,
+            name: &tool.name,
+            strict: tool.strict,
         }
     }
-    if !results.is_empty() {
-        out.push(json!({"role": "user", "content": results}));
-    }
-    Ok((system.join("\n\n"), out))
 }
 
 fn tool_result(model: &ModelSettings, result: &ToolResultMessage) -> Result<Value, Error> {
@@ -126,7 +136,9 @@ fn blocks(parts: &[Part]) -> Result<Vec<Value>, Error> {
             Part::File { media_type, data, .. } => blocks.push(
                 json!({"type": "document", "source": {"type": "base64", "media_type": media_type, "data": data}}),
             ),
-            Part::Thinking { thinking, signature } => {
+            // An OpenAI reasoning item (it has an id) means nothing to Anthropic.
+            Part::Thinking { id: Some(_), .. } => {}
+            Part::Thinking { thinking, signature, id: None } => {
                 let mut block = json!({"type": "thinking", "thinking": thinking});
                 if let Some(signature) = signature {
                     block["signature"] = json!(signature);

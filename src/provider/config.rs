@@ -86,6 +86,13 @@ pub struct ModelConfig {
     /// for `openai` and `openai-responses`, false otherwise).
     #[serde(default)]
     pub strict_tools: Option<bool>,
+    /// OpenAI Responses: whether to ask for the encrypted content of reasoning
+    /// items, so a reasoning model keeps its reasoning across tool rounds while
+    /// the server stores nothing (default: true for reasoning models by name:
+    /// o1, o3, o4, gpt-5 except its chat models, gpt-oss, codex). Models without
+    /// reasoning refuse it.
+    #[serde(default)]
+    pub encrypted_reasoning: Option<bool>,
     /// Request timeouts.
     #[serde(default)]
     pub timeouts: Timeouts,

@@ -3,10 +3,14 @@
 
 mod anthropic;
 mod config;
+#[cfg(test)]
+mod encoding_tests;
 pub(crate) mod http;
 mod images;
 mod openai_chat;
 mod openai_responses;
+#[cfg(test)]
+mod reference_bodies;
 mod response;
 mod scripted;
 mod select;
@@ -88,7 +92,7 @@ pub struct GenerationRequest<'a> {
     pub turn: u32,
     /// The agent's system prompt, sent before the transcript.
     pub system: Option<&'a str>,
-    /// The transcript so far.
+    /// The transcript so far (see [`WireCache`]).
     pub messages: &'a [Message],
     /// The tools the model may call this round.
     pub tools: &'a [&'a ToolDefinition],
@@ -135,8 +139,20 @@ pub trait Generator: Send + Sync + 'static {
     fn generate<'a>(
         &'a self,
         request: GenerationRequest<'a>,
+        wire: &'a mut WireCache,
         deltas: &'a mut dyn DeltaSink,
     ) -> BoxFuture<'a, Result<AssistantMessage, Error>>;
+}
+
+/// What a generator keeps between the model requests of one run: for the HTTP
+/// providers, the transcript already encoded in their wire format, so that a
+/// request encodes only the messages that are new. Each run owns one and hands
+/// it to every request it makes, one at a time, with the run's transcript, which
+/// must only grow between requests (a run that replaces its history takes a new
+/// cache). A cache that does not fit the transcript is started over, never used.
+#[derive(Debug, Default)]
+pub struct WireCache {
+    transcript: Option<http::EncodedTranscript>,
 }
 
 /// Refuses, before anything is sent, a request whose tools ask for strict

@@ -1,12 +1,13 @@
 //! OpenAI Chat Completions (`openai`), and the same wire spoken by other servers
 //! (`openai-compatible`: Ollama, vLLM, llama.cpp, OpenRouter, Groq, DeepSeek...).
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{json, Value};
 
-use super::http::{in_band, Decoder, ModelSettings, Protocol, SseEvent};
+use super::http::{in_band, json_bytes, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent};
 use super::images::{self, ImageSource};
 use super::response::ResponseBuilder;
-use super::{strict_tools_check, GenerationRequest, ToolChoice};
+use super::{strict_tools_check, GenerationRequest, ToolChoice, ToolDefinition};
 use crate::error::{Error, ErrorCode};
 use crate::message::{Message, Part, StopReason, Usage};
 
@@ -28,57 +29,17 @@ impl Protocol for ChatCompletions {
         }
     }
 
-    fn body(&self, model: &ModelSettings, request: &GenerationRequest<'_>) -> Result<Value, Error> {
-        strict_tools_check(self.name(), model, request)?;
-        let mut body = Map::new();
-        body.insert("model".into(), json!(model.name));
-        body.insert("messages".into(), Value::Array(messages(model, request)));
-        if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    let mut function =
-                        json!({"name": tool.name, "description": tool.description, "parameters": tool.input_schema});
-                    if tool.strict {
-                        function["strict"] = json!(true);
-                    }
-                    json!({"type": "function", "function": function})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
-            let choice =
-                tool_choice(request.tool_choice, |name| json!({"type": "function", "function": {"name": name}}));
-            body.insert("tool_choice".into(), choice);
-        }
-        if let Some(max) = model.max_tokens {
-            let field = if self.is_openai { "max_completion_tokens" } else { "max_tokens" };
-            body.insert(field.into(), json!(max));
-        }
-        if model.stream {
-            body.insert("stream".into(), json!(true));
-            body.insert("stream_options".into(), json!({"include_usage": true}));
-        }
-        Ok(Value::Object(body))
-    }
-}
-
-/// The transcript as Chat Completions messages. Tool results are text; the images
-/// of a round's results follow them in one user message that introduces each
-/// call's images by its id.
-fn messages(model: &ModelSettings, request: &GenerationRequest<'_>) -> Vec<Value> {
-    let mut out = Vec::with_capacity(request.messages.len() + 1);
-    if let Some(system) = request.system {
-        out.push(json!({"role": "system", "content": system}));
-    }
-    let mut round_images: Vec<Value> = Vec::new();
-    for message in request.messages {
-        if !matches!(message, Message::Tool(_)) {
-            flush_images(&mut out, &mut round_images);
-        }
+    /// Tool results are text; the images of a round's results follow them in one
+    /// user message that introduces each call's images by its id.
+    fn encode_message(
+        &self,
+        model: &ModelSettings,
+        message: &Message,
+        out: &mut EncodedTranscript,
+    ) -> Result<(), Error> {
         match message {
-            Message::System(m) => out.push(json!({"role": "system", "content": m.content})),
-            Message::User(m) => out.push(json!({"role": "user", "content": user_content(&m.content)})),
+            Message::System(m) => out.item(&json!({"role": "system", "content": m.content})),
+            Message::User(m) => out.item(&json!({"role": "user", "content": user_content(&m.content)})),
             Message::Assistant(m) => {
                 let text = crate::message::text_of(&m.content);
                 let mut assistant =
@@ -90,26 +51,85 @@ fn messages(model: &ModelSettings, request: &GenerationRequest<'_>) -> Vec<Value
                         .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
                         .collect();
                 }
-                out.push(assistant);
+                out.item(&assistant);
             }
             Message::Tool(m) => {
                 let split = images::split(&m.content, &model.name, model.image_input, Some(images::OPENAI_IMAGE_TYPES));
-                out.push(json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": split.text}));
+                out.item(&json!({"role": "tool", "tool_call_id": m.tool_call_id, "content": split.text}));
                 if !split.images.is_empty() {
-                    round_images
-                        .push(json!({"type": "text", "text": format!("Images from tool call {}:", m.tool_call_id)}));
-                    round_images.extend(split.images.into_iter().map(image_part));
+                    out.pending_part(
+                        &json!({"type": "text", "text": format!("Images from tool call {}:", m.tool_call_id)}),
+                    );
+                    for image in split.images {
+                        out.pending_part(&image_part(image));
+                    }
                 }
             }
         }
+        Ok(())
     }
-    flush_images(&mut out, &mut round_images);
-    out
+
+    fn body(
+        &self,
+        model: &ModelSettings,
+        request: &GenerationRequest<'_>,
+        transcript: &EncodedTranscript,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        strict_tools_check(self.name(), model, request)?;
+        let mut body = JsonObject::new(out);
+        if let Some(max) = model.max_tokens {
+            body.field(if self.is_openai { "max_completion_tokens" } else { "max_tokens" }, &max);
+        }
+        body.raw("messages", |out| {
+            let system = request.system.map(|system| json_bytes(&json!({"role": "system", "content": system})));
+            transcript.write_array(0, system.as_deref(), out)
+        });
+        body.field("model", &model.name);
+        if model.stream {
+            body.field("stream", &true);
+            body.field("stream_options", &json!({"include_usage": true}));
+        }
+        if !request.tools.is_empty() {
+            let choice =
+                tool_choice(request.tool_choice, |name| json!({"type": "function", "function": {"name": name}}));
+            body.field("tool_choice", &choice);
+            let tools: Vec<ChatTool<'_>> = request.tools.iter().map(|tool| ChatTool::new(tool)).collect();
+            body.field("tools", &tools);
+        }
+        body.finish();
+        Ok(())
+    }
 }
 
-fn flush_images(out: &mut Vec<Value>, images: &mut Vec<Value>) {
-    if !images.is_empty() {
-        out.push(json!({"role": "user", "content": std::mem::take(images)}));
+/// A tool definition; fields in key order (see [`JsonObject`]).
+#[derive(Serialize)]
+struct ChatTool<'a> {
+    function: ChatFunction<'a>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct ChatFunction<'a> {
+    description: &'a str,
+    name: &'a str,
+    parameters: &'a Value,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    strict: bool,
+}
+
+impl<'a> ChatTool<'a> {
+    fn new(tool: &'a ToolDefinition) -> Self {
+        ChatTool {
+            function: ChatFunction {
+                description: &tool.description,
+                name: &tool.name,
+                parameters: &tool.input_schema,
+                strict: tool.strict,
+            },
+            kind: "function",
+        }
     }
 }
 

@@ -1,12 +1,13 @@
 //! OpenAI Responses (`openai-responses`).
 
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::{json, Value};
 
-use super::http::{in_band, Decoder, ModelSettings, Protocol, SseEvent};
+use super::http::{in_band, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent};
 use super::images::{self, ImageSource};
 use super::openai_chat::tool_choice;
 use super::response::ResponseBuilder;
-use super::{strict_tools_check, GenerationRequest};
+use super::{strict_tools_check, GenerationRequest, ToolDefinition};
 use crate::error::{Error, ErrorCode};
 use crate::message::{text_of, Message, Part, StopReason, Usage};
 
@@ -20,56 +21,33 @@ impl Protocol for Responses {
         "openai-responses"
     }
 
-    fn body(&self, model: &ModelSettings, request: &GenerationRequest<'_>) -> Result<Value, Error> {
-        strict_tools_check(self.name(), model, request)?;
-        let mut body = Map::new();
-        body.insert("model".into(), json!(model.name));
-        if let Some(system) = request.system {
-            body.insert("instructions".into(), json!(system));
-        }
-        body.insert("input".into(), Value::Array(input(model, request)));
-        if !request.tools.is_empty() {
-            let tools = request
-                .tools
-                .iter()
-                .map(|tool| {
-                    json!({"type": "function", "name": tool.name, "description": tool.description,
-                           "parameters": tool.input_schema, "strict": tool.strict})
-                })
-                .collect();
-            body.insert("tools".into(), Value::Array(tools));
-            let choice = tool_choice(request.tool_choice, |name| json!({"type": "function", "name": name}));
-            body.insert("tool_choice".into(), choice);
-        }
-        if let Some(max) = model.max_tokens {
-            body.insert("max_output_tokens".into(), json!(max));
-        }
-        body.insert("store".into(), json!(false));
-        if model.stream {
-            body.insert("stream".into(), json!(true));
-        }
-        Ok(Value::Object(body))
-    }
-}
-
-/// The transcript as input items. A tool result with images is sent as a content
-/// list (`input_text`, `input_image`) in its `function_call_output`.
-fn input(model: &ModelSettings, request: &GenerationRequest<'_>) -> Vec<Value> {
-    let mut items = Vec::with_capacity(request.messages.len());
-    for message in request.messages {
+    /// A tool result with images is sent as a content list (`input_text`,
+    /// `input_image`) in its `function_call_output`. Reasoning items go back
+    /// before the message they belong to.
+    fn encode_message(
+        &self,
+        model: &ModelSettings,
+        message: &Message,
+        out: &mut EncodedTranscript,
+    ) -> Result<(), Error> {
         match message {
-            Message::System(m) => items.push(json!({"role": "system", "content": m.content})),
-            Message::User(m) => items.push(json!({"role": "user", "content": user_content(&m.content)})),
+            Message::System(m) => out.item(&json!({"role": "system", "content": m.content})),
+            Message::User(m) => out.item(&json!({"role": "user", "content": user_content(&m.content)})),
             Message::Assistant(m) => {
+                for part in &m.content {
+                    if let Part::Thinking { thinking, signature: Some(encrypted), id: Some(id) } = part {
+                        out.item(&ReasoningItem::new(id, thinking, encrypted));
+                    }
+                }
                 let text = text_of(&m.content);
                 // Plain string content: a content list of output_text parts is only
                 // valid in a full output message (with id and status).
                 if !text.is_empty() {
-                    items.push(json!({"role": "assistant", "content": text}));
+                    out.item(&json!({"role": "assistant", "content": text}));
                 }
-                items.extend(m.tool_calls.iter().map(|call| {
-                    json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments})
-                }));
+                for call in &m.tool_calls {
+                    out.item(&json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments}));
+                }
             }
             Message::Tool(m) => {
                 let split = images::split(&m.content, &model.name, model.image_input, Some(images::OPENAI_IMAGE_TYPES));
@@ -80,11 +58,96 @@ fn input(model: &ModelSettings, request: &GenerationRequest<'_>) -> Vec<Value> {
                     parts.extend(split.images.into_iter().map(image_part));
                     Value::Array(parts)
                 };
-                items.push(json!({"type": "function_call_output", "call_id": m.tool_call_id, "output": output}));
+                out.item(&json!({"type": "function_call_output", "call_id": m.tool_call_id, "output": output}));
             }
         }
+        Ok(())
     }
-    items
+
+    fn body(
+        &self,
+        model: &ModelSettings,
+        request: &GenerationRequest<'_>,
+        transcript: &EncodedTranscript,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Error> {
+        strict_tools_check(self.name(), model, request)?;
+        let mut body = JsonObject::new(out);
+        if model.encrypted_reasoning {
+            body.field("include", &["reasoning.encrypted_content"]);
+        }
+        body.raw("input", |out| transcript.write_array(0, None, out));
+        if let Some(system) = request.system {
+            body.field("instructions", &system);
+        }
+        if let Some(max) = model.max_tokens {
+            body.field("max_output_tokens", &max);
+        }
+        body.field("model", &model.name);
+        body.field("store", &false);
+        if model.stream {
+            body.field("stream", &true);
+        }
+        if !request.tools.is_empty() {
+            body.field(
+                "tool_choice",
+                &tool_choice(request.tool_choice, |name| json!({"type": "function", "name": name})),
+            );
+            let tools: Vec<ResponsesTool<'_>> = request.tools.iter().map(|tool| ResponsesTool::new(tool)).collect();
+            body.field("tools", &tools);
+        }
+        body.finish();
+        Ok(())
+    }
+}
+
+/// A tool definition; fields in key order (see [`JsonObject`]).
+#[derive(Serialize)]
+struct ResponsesTool<'a> {
+    description: &'a str,
+    name: &'a str,
+    parameters: &'a Value,
+    strict: bool,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl<'a> ResponsesTool<'a> {
+    fn new(tool: &'a ToolDefinition) -> Self {
+        ResponsesTool {
+            description: &tool.description,
+            name: &tool.name,
+            parameters: &tool.input_schema,
+            strict: tool.strict,
+            kind: "function",
+        }
+    }
+}
+
+/// A reasoning item sent back: its id, its summary, and the encrypted content
+/// that lets the model continue from it without the server storing anything.
+#[derive(Serialize)]
+struct ReasoningItem<'a> {
+    encrypted_content: &'a str,
+    id: &'a str,
+    summary: Vec<SummaryText<'a>>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct SummaryText<'a> {
+    text: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl<'a> ReasoningItem<'a> {
+    fn new(id: &'a str, summary: &'a str, encrypted_content: &'a str) -> Self {
+        let summary =
+            if summary.is_empty() { vec![] } else { vec![SummaryText { text: summary, kind: "summary_text" }] };
+        ReasoningItem { encrypted_content, id, summary, kind: "reasoning" }
+    }
 }
 
 /// `detail` is required by the specification; "auto" lets the model decide.
@@ -133,7 +196,15 @@ impl Decoder for ResponsesDecoder {
                 }
             }
             "response.function_call_arguments.delta" => out.tool_call(position, None, None, text("delta"))?,
-            "response.output_item.done" => out.end_part(),
+            "response.output_item.done" => {
+                let item = data.get("item").unwrap_or(&Value::Null);
+                match (item.get("type").and_then(Value::as_str), item.get("id").and_then(Value::as_str)) {
+                    (Some("reasoning"), Some(id)) => {
+                        out.reasoning_item(id, item.get("encrypted_content").and_then(Value::as_str))
+                    }
+                    _ => out.end_part(),
+                }
+            }
             "response.completed" | "response.incomplete" => {
                 finish(data.get("response").unwrap_or(&Value::Null), out);
                 return Ok(true);
@@ -167,6 +238,9 @@ impl Decoder for ResponsesDecoder {
                 Some("reasoning") => {
                     for summary in item.get("summary").and_then(Value::as_array).into_iter().flatten() {
                         out.thinking(summary.get("text").and_then(Value::as_str).unwrap_or(""));
+                    }
+                    if let Some(id) = field("id") {
+                        out.reasoning_item(id, field("encrypted_content"));
                     }
                 }
                 Some("function_call") => {

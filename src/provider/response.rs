@@ -53,7 +53,7 @@ impl ResponseBuilder {
         match self.parts.last_mut() {
             Some(Part::Thinking { thinking, .. }) if self.part_open => thinking.push_str(text),
             _ => {
-                self.parts.push(Part::Thinking { thinking: text.to_owned(), signature: None });
+                self.parts.push(Part::Thinking { thinking: text.to_owned(), signature: None, id: None });
                 self.part_open = true;
             }
         }
@@ -67,10 +67,28 @@ impl ResponseBuilder {
                 current.get_or_insert_with(String::new).push_str(signature)
             }
             _ => {
-                self.parts.push(Part::Thinking { thinking: String::new(), signature: Some(signature.to_owned()) });
+                self.parts.push(Part::Thinking {
+                    thinking: String::new(),
+                    signature: Some(signature.to_owned()),
+                    id: None,
+                });
                 self.part_open = true;
             }
         }
+    }
+
+    /// Ends an OpenAI Responses reasoning item: the reasoning part its summary
+    /// streamed into (or a new one, when it had no summary) gets the item's id and
+    /// encrypted content, so the item can be sent back.
+    pub(crate) fn reasoning_item(&mut self, id: &str, encrypted_content: Option<&str>) {
+        if !matches!(self.parts.last(), Some(Part::Thinking { id: None, .. }) if self.part_open) {
+            self.parts.push(Part::Thinking { thinking: String::new(), signature: None, id: None });
+        }
+        if let Some(Part::Thinking { signature, id: item_id, .. }) = self.parts.last_mut() {
+            *item_id = Some(id.to_owned());
+            *signature = encrypted_content.map(str::to_owned);
+        }
+        self.part_open = false;
     }
 
     /// Adds encrypted reasoning.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-use super::{classify_status, Delta, DeltaSink, GenerationRequest, Generator};
+use super::{classify_status, Delta, DeltaSink, GenerationRequest, Generator, WireCache};
 use crate::error::{Error, ErrorCode};
 use crate::message::{AssistantMessage, Part, StopReason, ToolCall, Usage};
 use crate::BoxFuture;
@@ -124,6 +124,7 @@ impl Generator for ScriptedGenerator {
     fn generate<'a>(
         &'a self,
         request: GenerationRequest<'a>,
+        _wire: &'a mut WireCache,
         deltas: &'a mut dyn DeltaSink,
     ) -> BoxFuture<'a, Result<AssistantMessage, Error>> {
         Box::pin(async move {

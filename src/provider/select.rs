@@ -36,13 +36,15 @@ pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> 
         .filter(|n| !n.trim().is_empty())
         .ok_or_else(|| Error::invalid_arg("model.name is required for this provider"))?;
     let settings = ModelSettings {
-        name,
         max_tokens: config.max_tokens,
         stream: config.stream,
         image_input: config.image_input,
         strict_tools: config
             .strict_tools
             .unwrap_or(matches!(provider, ProviderKind::Openai | ProviderKind::OpenaiResponses)),
+        encrypted_reasoning: provider == ProviderKind::OpenaiResponses
+            && config.encrypted_reasoning.unwrap_or_else(|| is_reasoning_model(&name)),
+        name,
     };
     Ok(match provider {
         ProviderKind::Openai => {
@@ -94,6 +96,18 @@ pub fn decode_recorded(provider: ProviderKind, body: &[u8], stream: bool) -> Res
         ProviderKind::Anthropic => super::http::decode_recorded(&Messages, body, stream),
         ProviderKind::Scripted => Err(Error::invalid_arg("the scripted provider has no wire format to decode")),
     }
+}
+
+/// Whether an OpenAI model name (after any `vendor/` prefix) is a reasoning
+/// model's, whose Responses can carry encrypted reasoning.
+fn is_reasoning_model(name: &str) -> bool {
+    let name = name.rsplit('/').next().unwrap_or(name).to_ascii_lowercase();
+    let family = |prefix: &str| {
+        name.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '.', '_']) || prefix == "gpt-5")
+    };
+    (family("o1") || family("o3") || family("o4") || family("gpt-5") || family("gpt-oss") || family("codex"))
+        && !name.contains("-chat")
 }
 
 fn openai_endpoint(config: &ModelConfig, path: &str, default_key: Option<&str>) -> Result<Endpoint> {

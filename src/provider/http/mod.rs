@@ -6,6 +6,7 @@
 mod error;
 mod redirect;
 mod sse;
+mod transcript;
 
 use std::time::Duration;
 
@@ -14,11 +15,12 @@ use serde_json::Value;
 
 pub(crate) use error::{in_band, Failure, Secret};
 pub(crate) use sse::{SseEvent, SseParser};
+pub(crate) use transcript::{json_bytes, EncodedTranscript, JsonObject};
 
 use super::response::ResponseBuilder;
-use super::{DeltaSink, GenerationRequest, Generator, ModelConfig, Timeouts};
+use super::{DeltaSink, GenerationRequest, Generator, ModelConfig, Timeouts, WireCache};
 use crate::error::{Error, ErrorCode};
-use crate::message::AssistantMessage;
+use crate::message::{AssistantMessage, Message};
 use crate::BoxFuture;
 
 /// Largest stream event, and largest whole response body, ferrule reads.
@@ -27,6 +29,8 @@ pub(crate) const MAX_EVENT_BYTES: usize = 16 << 20;
 pub(crate) const MAX_STREAM_BYTES: usize = 64 << 20;
 /// Most bytes of an error body kept for the message.
 const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+/// Room for what a body holds beside the transcript (model, tools, options).
+const BODY_HEADROOM: usize = 4096;
 /// Longest wait between attempts, whatever the provider asks.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
 
@@ -36,9 +40,25 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     type Decoder: Decoder;
     /// The provider's name in messages (`"openai"`).
     fn name(&self) -> &'static str;
-    /// The request body for one turn. Fails (before anything is sent) when the
-    /// request asks for what the model cannot do.
-    fn body(&self, model: &ModelSettings, request: &GenerationRequest<'_>) -> Result<Value, Error>;
+    /// Appends one message of the transcript to `out` (items, parts of the
+    /// pending user message, or system text). Called once per message, in
+    /// transcript order.
+    fn encode_message(
+        &self,
+        model: &ModelSettings,
+        message: &Message,
+        out: &mut EncodedTranscript,
+    ) -> Result<(), Error>;
+    /// Writes the request body for one turn into `out`, its messages from
+    /// `transcript` (which holds `request.messages`). Fails (before anything is
+    /// sent) when the request asks for what the model cannot do.
+    fn body(
+        &self,
+        model: &ModelSettings,
+        request: &GenerationRequest<'_>,
+        transcript: &EncodedTranscript,
+        out: &mut Vec<u8>,
+    ) -> Result<(), Error>;
 }
 
 /// Reads one response into a [`ResponseBuilder`].
@@ -60,6 +80,9 @@ pub(crate) struct ModelSettings {
     pub(crate) stream: bool,
     pub(crate) image_input: bool,
     pub(crate) strict_tools: bool,
+    /// OpenAI Responses: ask for reasoning items' encrypted content (they are
+    /// sent back on later turns).
+    pub(crate) encrypted_reasoning: bool,
 }
 
 /// How to reach the provider.
@@ -245,14 +268,28 @@ impl<P: Protocol> Generator for HttpGenerator<P> {
     fn generate<'a>(
         &'a self,
         request: GenerationRequest<'a>,
+        wire: &'a mut WireCache,
         deltas: &'a mut dyn DeltaSink,
     ) -> BoxFuture<'a, Result<AssistantMessage, Error>> {
         Box::pin(async move {
-            let body = self.protocol.body(&self.model, &request)?;
-            let body = serde_json::to_vec(&body).map_err(|e| Error::invalid_arg(format!("request body: {e}")))?;
+            let body = encode_body(&self.protocol, &self.model, &request, wire)?;
             self.generate_with_retries(body.into(), deltas).await
         })
     }
+}
+
+/// The request body: the transcript's new messages encoded into `wire`, the
+/// rest copied from it.
+pub(crate) fn encode_body<P: Protocol>(
+    protocol: &P,
+    model: &ModelSettings,
+    request: &GenerationRequest<'_>,
+    wire: &mut WireCache,
+) -> Result<Vec<u8>, Error> {
+    let transcript = EncodedTranscript::update(&mut wire.transcript, protocol, model, request.messages)?;
+    let mut body = Vec::with_capacity(transcript.encoded_len() + BODY_HEADROOM);
+    protocol.body(model, request, transcript, &mut body)?;
+    Ok(body)
 }
 
 /// One streamed response on its way through the SSE parser and a decoder.

@@ -1,0 +1,196 @@
+//! A run's transcript in one provider's wire JSON, encoded one message at a time.
+//!
+//! A run's transcript only grows between its model requests, so each message is
+//! encoded once, when it is new, and every request copies the encoded bytes into
+//! its body: a request costs what is new plus one copy, never a rebuild of the
+//! history.
+
+use serde::Serialize;
+
+use super::{ModelSettings, Protocol};
+use crate::error::Error;
+use crate::message::Message;
+
+/// The encoded messages of a transcript prefix.
+#[derive(Debug)]
+pub(crate) struct EncodedTranscript {
+    /// The wire format that wrote it.
+    format: &'static str,
+    /// Messages encoded so far.
+    consumed: usize,
+    /// Their items, comma-separated, without brackets.
+    items: Vec<u8>,
+    /// Where the items of each message begin in `items` (a byte offset, before
+    /// the separating comma).
+    starts: Vec<usize>,
+    /// Content parts waiting for the current round's tool results to end: sent as
+    /// one user message after them (Chat Completions' tool images, Anthropic's
+    /// tool results).
+    pending: Vec<u8>,
+    /// System messages, for a wire that sends them apart from the messages.
+    system: Vec<String>,
+}
+
+impl EncodedTranscript {
+    fn new(format: &'static str) -> Self {
+        EncodedTranscript {
+            format,
+            consumed: 0,
+            items: Vec::new(),
+            starts: Vec::new(),
+            pending: Vec::new(),
+            system: Vec::new(),
+        }
+    }
+
+    /// `cached` brought up to `messages` (started over when it belongs to another
+    /// wire format or to a longer transcript). On an error the cache is emptied.
+    pub(crate) fn update<'c>(
+        cached: &'c mut Option<EncodedTranscript>,
+        protocol: &impl Protocol,
+        model: &ModelSettings,
+        messages: &[Message],
+    ) -> Result<&'c EncodedTranscript, Error> {
+        let reusable = cached.as_ref().is_some_and(|t| t.format == protocol.name() && t.consumed <= messages.len());
+        let mut transcript = match cached.take() {
+            Some(transcript) if reusable => transcript,
+            _ => EncodedTranscript::new(protocol.name()),
+        };
+        for message in &messages[transcript.consumed..] {
+            if !matches!(message, Message::Tool(_)) {
+                transcript.flush_pending();
+            }
+            transcript.starts.push(transcript.items.len());
+            protocol.encode_message(model, message, &mut transcript)?;
+            transcript.consumed += 1;
+        }
+        Ok(cached.insert(transcript))
+    }
+
+    /// Appends one item.
+    pub(crate) fn item(&mut self, value: &impl Serialize) {
+        push_element(&mut self.items, value);
+    }
+
+    /// Appends a content part to the user message that follows the round's tool
+    /// results.
+    pub(crate) fn pending_part(&mut self, value: &impl Serialize) {
+        push_element(&mut self.pending, value);
+    }
+
+    /// Keeps the text of a system message for [`EncodedTranscript::system`].
+    pub(crate) fn system_text(&mut self, text: &str) {
+        self.system.push(text.to_owned());
+    }
+
+    /// The system messages' texts, in order.
+    pub(crate) fn system(&self) -> &[String] {
+        &self.system
+    }
+
+    /// The bytes of the items, for sizing a body.
+    pub(crate) fn encoded_len(&self) -> usize {
+        self.items.len() + self.pending.len()
+    }
+
+    /// Writes the items of messages `from..` as a JSON array, after `first` (an
+    /// item of the request's own, such as the system prompt) when given.
+    pub(crate) fn write_array(&self, from: usize, first: Option<&[u8]>, out: &mut Vec<u8>) {
+        out.push(b'[');
+        let mut items = match self.starts.get(from) {
+            Some(&start) => &self.items[start..],
+            None => &[][..],
+        };
+        if from > 0 {
+            items = items.strip_prefix(b",").unwrap_or(items);
+        }
+        let mut empty = true;
+        for piece in [first.unwrap_or_default(), items] {
+            if !piece.is_empty() {
+                if !empty {
+                    out.push(b',');
+                }
+                out.extend_from_slice(piece);
+                empty = false;
+            }
+        }
+        if !self.pending.is_empty() {
+            if !empty {
+                out.push(b',');
+            }
+            write_user_message(&self.pending, out);
+        }
+        out.push(b']');
+    }
+
+    fn flush_pending(&mut self) {
+        if !self.pending.is_empty() {
+            if !self.items.is_empty() {
+                self.items.push(b',');
+            }
+            write_user_message(&self.pending, &mut self.items);
+            self.pending.clear();
+        }
+    }
+}
+
+/// `{"content":[parts],"role":"user"}`, keys in the order serde_json's map
+/// writes them.
+fn write_user_message(parts: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"content\":[");
+    out.extend_from_slice(parts);
+    out.extend_from_slice(b"],\"role\":\"user\"}");
+}
+
+/// The JSON of `value`.
+pub(crate) fn json_bytes(value: &impl Serialize) -> Vec<u8> {
+    serde_json::to_vec(value).expect("JSON into memory")
+}
+
+fn push_element(list: &mut Vec<u8>, value: &impl Serialize) {
+    if !list.is_empty() {
+        list.push(b',');
+    }
+    // Serialising plain data into a Vec cannot fail.
+    serde_json::to_writer(&mut *list, value).expect("JSON into memory");
+}
+
+/// Writes a JSON object field by field. Callers give keys in ascending order, the
+/// order serde_json's map writes them, so bodies keep the bytes they always had.
+pub(crate) struct JsonObject<'a> {
+    out: &'a mut Vec<u8>,
+    last_key: Option<&'static str>,
+}
+
+impl<'a> JsonObject<'a> {
+    pub(crate) fn new(out: &'a mut Vec<u8>) -> Self {
+        out.push(b'{');
+        JsonObject { out, last_key: None }
+    }
+
+    /// A field whose value serde writes.
+    pub(crate) fn field(&mut self, key: &'static str, value: &impl Serialize) {
+        self.key(key);
+        serde_json::to_writer(&mut *self.out, value).expect("JSON into memory");
+    }
+
+    /// A field whose value `write` writes.
+    pub(crate) fn raw(&mut self, key: &'static str, write: impl FnOnce(&mut Vec<u8>)) {
+        self.key(key);
+        write(self.out);
+    }
+
+    pub(crate) fn finish(self) {
+        self.out.push(b'}');
+    }
+
+    fn key(&mut self, key: &'static str) {
+        debug_assert!(self.last_key.is_none_or(|last| last < key), "{key} after {:?}", self.last_key);
+        if self.last_key.is_some() {
+            self.out.push(b',');
+        }
+        self.last_key = Some(key);
+        serde_json::to_writer(&mut *self.out, key).expect("JSON into memory");
+        self.out.push(b':');
+    }
+}
