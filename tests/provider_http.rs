@@ -267,6 +267,103 @@ fn reasoning_items_stay_with_their_provider() {
     }
 }
 
+fn server_history_agent(server: &MockServer) -> ferrule::agent::Agent {
+    let url = base_url("openai-responses", server.url());
+    let model = json!({"name": "o3", "server_history": true});
+    provider_agent("openai-responses", &url, model, json!({"system": "Be brief."}), vec![echo("lookup")])
+}
+
+#[test]
+fn server_history_sends_only_what_follows_the_previous_response() {
+    let server = MockServer::start(vec![
+        Reply::sse(&wire::identified_response("resp_1", "Checking.", &[("c1", "lookup", r#"{"text":"A"}"#)])),
+        Reply::sse(&wire::identified_response("resp_2", "", &[("c2", "lookup", r#"{"text":"B"}"#)])),
+        Reply::sse(&wire::identified_response("resp_3", "Both found.", &[])),
+    ]);
+    let (result, _) = run(&server_history_agent(&server), "Look up A and B.");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let bodies: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(bodies.len(), 3);
+    // The first request carries the whole input; the server is asked to store it.
+    assert_eq!(bodies[0]["store"], true);
+    assert!(bodies[0].get("previous_response_id").is_none());
+    assert!(bodies[0].get("include").is_none(), "the server keeps the reasoning");
+    assert_eq!(bodies[0]["input"].as_array().unwrap().len(), 1);
+    for (body, previous, call) in [(&bodies[1], "resp_1", "c1"), (&bodies[2], "resp_2", "c2")] {
+        assert_eq!(body["previous_response_id"], previous);
+        assert_eq!(
+            body["input"],
+            json!([{"type": "function_call_output", "call_id": call, "output": if call == "c1" { "A" } else { "B" }}])
+        );
+        // Instructions and tools are not carried over by the server.
+        assert_eq!(body["instructions"], "Be brief.");
+        assert_eq!(body["tools"].as_array().unwrap().len(), 1);
+        assert_eq!(body["store"], true);
+    }
+    // The transcript is whole all the same.
+    assert_eq!(result.messages.len(), 6);
+}
+
+#[test]
+fn server_history_sends_the_whole_history_when_the_previous_response_is_gone() {
+    let gone = br#"{"error": {"message": "Previous response with id 'resp_1' not found.",
+        "type": "invalid_request_error", "param": "previous_response_id", "code": "previous_response_not_found"}}"#;
+    let server = MockServer::start(vec![
+        Reply::sse(&wire::identified_response("resp_1", "", &[("c1", "lookup", r#"{"text":"A"}"#)])),
+        Reply::json(400, gone),
+        Reply::sse(&wire::identified_response("resp_2", "", &[("c2", "lookup", r#"{"text":"B"}"#)])),
+        Reply::sse(&wire::identified_response("resp_3", "Done.", &[])),
+    ]);
+    let (result, events) = run(&server_history_agent(&server), "Look up A, then B.");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert!(of_type(&events, "retry").is_empty(), "falling back is not a retry");
+    let bodies: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    assert_eq!(bodies.len(), 4);
+    assert_eq!(bodies[1]["previous_response_id"], "resp_1");
+    // The fallback: no previous response, the whole input, still stored.
+    assert!(bodies[2].get("previous_response_id").is_none());
+    assert_eq!(bodies[2]["store"], true);
+    let kinds: Vec<&str> = bodies[2]["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| item.get("type").or(item.get("role")).and_then(Value::as_str).unwrap())
+        .collect();
+    assert_eq!(kinds, ["user", "function_call", "function_call_output"]);
+    // The response that answered the fallback is continued from.
+    assert_eq!(bodies[3]["previous_response_id"], "resp_2");
+    assert_eq!(bodies[3]["input"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn server_history_is_not_fallen_back_from_on_other_failures() {
+    let invalid =
+        br#"{"error": {"message": "Invalid tool output.", "type": "invalid_request_error", "param": "input"}}"#;
+    let server = MockServer::start(vec![
+        Reply::sse(&wire::identified_response("resp_1", "", &[("c1", "lookup", r#"{"text":"A"}"#)])),
+        Reply::json(400, invalid),
+    ]);
+    let (result, _) = run(&server_history_agent(&server), "Look up A.");
+    assert_eq!(result.status, RunStatus::Failed);
+    assert_eq!(result.error.as_ref().unwrap().code, ErrorCode::ProviderInvalidRequest);
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[test]
+fn server_history_belongs_to_the_responses_provider() {
+    for provider in ["openai", "anthropic", "openai-compatible"] {
+        let config = json!({"model": {"provider": provider, "name": "m", "base_url": "http://127.0.0.1:9",
+            "api_key_env": TEST_KEY_ENV, "server_history": true}});
+        std::env::set_var(TEST_KEY_ENV, TEST_KEY);
+        let error = ferrule::agent::AgentBuilder::from_json(&config.to_string())
+            .and_then(|builder| builder.build())
+            .err()
+            .unwrap_or_else(|| panic!("{provider} took server_history"));
+        assert_eq!(error.code, ErrorCode::InvalidArg);
+        assert!(error.message.contains("server_history"), "{}", error.message);
+    }
+}
+
 #[test]
 fn images_a_model_cannot_take_become_notes_for_every_provider() {
     for provider in PROVIDERS {
@@ -586,6 +683,50 @@ fn anthropic_thinking_and_its_signature_go_back_on_the_next_turn() {
         json!({"type": "thinking", "thinking": "Need the plan.", "signature": "c2lnbmF0dXJl"})
     );
     assert_eq!(second["messages"][1]["content"][1]["type"], "tool_use");
+}
+
+// ---- connections ------------------------------------------------------------------
+
+/// Three runs of two rounds each (a call, then the answer) on one agent. The tool
+/// takes a moment, as tools do: the HTTP pool takes a connection back on a task
+/// of its own once the response has ended, and a request made within that moment
+/// opens another connection.
+fn three_runs_of_two_rounds(closing: bool) -> MockServer {
+    let reply = |body: Vec<u8>| {
+        let reply = Reply::sse(&body);
+        if closing {
+            reply.header("connection", "close")
+        } else {
+            reply
+        }
+    };
+    let round = || [reply(wire::chat("", &[("c1", "lookup", r#"{"text":"A"}"#)])), reply(wire::chat("Found.", &[]))];
+    let server = MockServer::start((0..3).flat_map(|_| round()).collect());
+    let lookup = tool("lookup", json!({}), |_: Invocation| async {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        ToolOutcome::Completed(ToolResult::text("A"))
+    });
+    let agent = provider_agent("openai", &base_url("openai", server.url()), json!({}), json!({}), vec![lookup]);
+    for _ in 0..3 {
+        let (result, _) = run(&agent, "Look up A.");
+        assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(server.requests().len(), 6);
+    server
+}
+
+#[test]
+fn connections_are_reused_across_the_rounds_and_runs_of_an_agent() {
+    // One connection, unless a request was made before the pool had taken the
+    // last one back.
+    let connections = three_runs_of_two_rounds(false).connections();
+    assert!(connections <= 2, "{connections} connections for 6 requests");
+}
+
+#[test]
+fn a_server_that_closes_each_connection_gets_a_new_one_per_request() {
+    assert_eq!(three_runs_of_two_rounds(true).connections(), 6);
 }
 
 // ---- hostile servers --------------------------------------------------------------

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::http::{in_band, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent};
+use super::http::{in_band, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent, StoredResponse};
 use super::images::{self, ImageSource};
 use super::response::ResponseBuilder;
 use super::{strict_tools_check, GenerationRequest, ToolChoice, ToolDefinition};
@@ -55,6 +55,7 @@ impl Protocol for Messages {
         model: &ModelSettings,
         request: &GenerationRequest<'_>,
         transcript: &EncodedTranscript,
+        _previous: Option<&StoredResponse>,
         out: &mut Vec<u8>,
     ) -> Result<(), Error> {
         strict_tools_check(self.name(), model, request)?;

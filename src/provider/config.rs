@@ -93,6 +93,12 @@ pub struct ModelConfig {
     /// reasoning refuse it.
     #[serde(default)]
     pub encrypted_reasoning: Option<bool>,
+    /// OpenAI Responses: the server keeps the history (`store: true`), and each
+    /// request of a run after the first names the previous response and sends
+    /// only the messages that followed it. A response the server no longer has
+    /// is answered by sending the whole history. Default false.
+    #[serde(default)]
+    pub server_history: bool,
     /// Request timeouts.
     #[serde(default)]
     pub timeouts: Timeouts,

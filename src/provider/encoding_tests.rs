@@ -25,6 +25,7 @@ fn settings(stream: bool, max_tokens: Option<u32>, image_input: bool) -> ModelSe
         image_input,
         strict_tools: true,
         encrypted_reasoning: stream,
+        server_history: false,
     }
 }
 
@@ -190,7 +191,7 @@ fn compare(protocol: &impl Protocol, oracle: Oracle, messages: &[Message]) {
                 tool_choice: &choices[end % choices.len()],
             };
             let expected = oracle(model, &request).map(|body| serde_json::to_vec(&body).unwrap());
-            let cached = encode_body(protocol, model, &request, &mut wire).map_err(|e| e.message);
+            let cached = encode_body(protocol, model, &request, None, &mut wire).map_err(|e| e.message);
             assert_eq!(
                 cached.as_deref().map(String::from_utf8_lossy),
                 expected.as_deref().map(String::from_utf8_lossy),
@@ -198,7 +199,8 @@ fn compare(protocol: &impl Protocol, oracle: Oracle, messages: &[Message]) {
                 protocol.name()
             );
             if end % 37 == 0 || end == messages.len() {
-                let fresh = encode_body(protocol, model, &request, &mut WireCache::default()).map_err(|e| e.message);
+                let fresh =
+                    encode_body(protocol, model, &request, None, &mut WireCache::default()).map_err(|e| e.message);
                 assert_eq!(fresh, cached, "{}: variant {v}, {end} messages, from a fresh cache", protocol.name());
             }
         }
@@ -252,7 +254,7 @@ fn an_anthropic_image_type_it_refuses_fails_and_leaves_no_cache_behind() {
     let request =
         GenerationRequest { turn: 1, system: None, messages: &messages, tools: &[], tool_choice: &ToolChoice::Auto };
     let mut wire = WireCache::default();
-    let error = encode_body(&Messages, &model, &request, &mut wire).unwrap_err();
+    let error = encode_body(&Messages, &model, &request, None, &mut wire).unwrap_err();
     assert!(error.message.contains("image/bmp"), "{}", error.message);
     assert!(wire.transcript.is_none());
 }
@@ -271,10 +273,11 @@ fn a_shorter_or_other_wire_transcript_starts_the_cache_over() {
         )
     };
     let chat = |request: &GenerationRequest<'_>, wire: &mut WireCache| {
-        encode_body(&ChatCompletions { is_openai: true }, &model, request, wire).unwrap()
+        encode_body(&ChatCompletions { is_openai: true }, &model, request, None, wire).unwrap()
     };
-    let responses =
-        |request: &GenerationRequest<'_>, wire: &mut WireCache| encode_body(&Responses, &model, request, wire).unwrap();
+    let responses = |request: &GenerationRequest<'_>, wire: &mut WireCache| {
+        encode_body(&Responses, &model, request, None, wire).unwrap()
+    };
     body(&messages, &mut wire, &chat);
     let short = body(&messages[..5], &mut wire, &chat);
     assert_eq!(short, body(&messages[..5], &mut WireCache::default(), &chat));

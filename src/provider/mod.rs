@@ -153,6 +153,8 @@ pub trait Generator: Send + Sync + 'static {
 #[derive(Debug, Default)]
 pub struct WireCache {
     transcript: Option<http::EncodedTranscript>,
+    /// The last response, when the server keeps the history.
+    stored_response: Option<http::StoredResponse>,
 }
 
 /// Refuses, before anything is sent, a request whose tools ask for strict

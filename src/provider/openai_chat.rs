@@ -4,7 +4,9 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::http::{in_band, json_bytes, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent};
+use super::http::{
+    in_band, json_bytes, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent, StoredResponse,
+};
 use super::images::{self, ImageSource};
 use super::response::ResponseBuilder;
 use super::{strict_tools_check, GenerationRequest, ToolChoice, ToolDefinition};
@@ -74,6 +76,7 @@ impl Protocol for ChatCompletions {
         model: &ModelSettings,
         request: &GenerationRequest<'_>,
         transcript: &EncodedTranscript,
+        _previous: Option<&StoredResponse>,
         out: &mut Vec<u8>,
     ) -> Result<(), Error> {
         strict_tools_check(self.name(), model, request)?;

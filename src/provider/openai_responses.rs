@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::http::{in_band, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent};
+use super::http::{in_band, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent, StoredResponse};
 use super::images::{self, ImageSource};
 use super::openai_chat::tool_choice;
 use super::response::ResponseBuilder;
@@ -69,6 +69,7 @@ impl Protocol for Responses {
         model: &ModelSettings,
         request: &GenerationRequest<'_>,
         transcript: &EncodedTranscript,
+        previous: Option<&StoredResponse>,
         out: &mut Vec<u8>,
     ) -> Result<(), Error> {
         strict_tools_check(self.name(), model, request)?;
@@ -76,7 +77,7 @@ impl Protocol for Responses {
         if model.encrypted_reasoning {
             body.field("include", &["reasoning.encrypted_content"]);
         }
-        body.raw("input", |out| transcript.write_array(0, None, out));
+        body.raw("input", |out| transcript.write_array(previous.map_or(0, |p| p.next), None, out));
         if let Some(system) = request.system {
             body.field("instructions", &system);
         }
@@ -84,7 +85,10 @@ impl Protocol for Responses {
             body.field("max_output_tokens", &max);
         }
         body.field("model", &model.name);
-        body.field("store", &false);
+        if let Some(previous) = previous {
+            body.field("previous_response_id", &previous.id);
+        }
+        body.field("store", &model.server_history);
         if model.stream {
             body.field("stream", &true);
         }
@@ -185,6 +189,9 @@ impl Decoder for ResponsesDecoder {
         let position = data.get("output_index").and_then(Value::as_u64).unwrap_or(0);
         let text = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or("");
         match kind {
+            "response.created" => {
+                out.response_id = data.pointer("/response/id").and_then(Value::as_str).map(str::to_owned);
+            }
             "response.output_text.delta" | "response.refusal.delta" => out.text(text("delta")),
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => out.thinking(text("delta")),
             "response.output_item.added" => {
@@ -206,7 +213,11 @@ impl Decoder for ResponsesDecoder {
                 }
             }
             "response.completed" | "response.incomplete" => {
-                finish(data.get("response").unwrap_or(&Value::Null), out);
+                let response = data.get("response").unwrap_or(&Value::Null);
+                if let Some(id) = response.get("id").and_then(Value::as_str) {
+                    out.response_id = Some(id.to_owned());
+                }
+                finish(response, out);
                 return Ok(true);
             }
             "response.failed" => {
@@ -250,6 +261,7 @@ impl Decoder for ResponsesDecoder {
             }
             out.end_part();
         }
+        out.response_id = body.get("id").and_then(Value::as_str).map(str::to_owned);
         finish(body, out);
         Ok(())
     }

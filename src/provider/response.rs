@@ -27,6 +27,9 @@ pub(crate) struct ResponseBuilder {
     pub(crate) usage: Usage,
     /// The stop reason, once known.
     pub(crate) stop_reason: Option<StopReason>,
+    /// The provider's id for the response (OpenAI Responses), for continuing
+    /// from it with server-side history.
+    pub(crate) response_id: Option<String>,
 }
 
 impl ResponseBuilder {

@@ -30,6 +30,11 @@ pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> 
     if provider == ProviderKind::Scripted {
         return Ok(Box::new(ScriptedGenerator::new(config.script.clone())?));
     }
+    if config.server_history && provider != ProviderKind::OpenaiResponses {
+        return Err(Error::invalid_arg(
+            "model.server_history: only the openai-responses provider keeps the history on the server",
+        ));
+    }
     let name = config
         .name
         .clone()
@@ -42,8 +47,11 @@ pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> 
         strict_tools: config
             .strict_tools
             .unwrap_or(matches!(provider, ProviderKind::Openai | ProviderKind::OpenaiResponses)),
+        // A server that keeps the history keeps the reasoning too.
         encrypted_reasoning: provider == ProviderKind::OpenaiResponses
+            && !config.server_history
             && config.encrypted_reasoning.unwrap_or_else(|| is_reasoning_model(&name)),
+        server_history: config.server_history,
         name,
     };
     Ok(match provider {

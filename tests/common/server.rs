@@ -1,10 +1,12 @@
 //! A scripted HTTP/1.1 server on 127.0.0.1 for provider tests: it answers each
 //! request with the next reply from its list, records what it received, and stops
-//! when dropped. When it stops, every Chat Completions and Responses request body
+//! when dropped. Connections are kept alive between requests unless a reply says
+//! `connection: close` (or ends abnormally). When it stops, every Chat Completions and Responses request body
 //! it received is checked against OpenAI's specification (see `openai_spec.rs`).
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -91,6 +93,7 @@ impl Recorded {
 pub struct MockServer {
     url: String,
     requests: Arc<Mutex<Vec<Recorded>>>,
+    connections: Arc<AtomicUsize>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -105,6 +108,8 @@ impl MockServer {
         let replies = Arc::new(Mutex::new(VecDeque::from(replies)));
         let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
         let recorded = requests.clone();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let accepted_count = connections.clone();
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             runtime.block_on(async move {
@@ -114,13 +119,19 @@ impl MockServer {
                         _ = &mut stopped => break,
                         accepted = listener.accept() => {
                             let Ok((socket, _)) = accepted else { continue };
+                            accepted_count.fetch_add(1, Ordering::SeqCst);
                             tokio::spawn(serve(socket, replies.clone(), recorded.clone()));
                         }
                     }
                 }
             });
         });
-        MockServer { url, requests, stop: Some(stop), thread: Some(thread) }
+        MockServer { url, requests, connections, stop: Some(stop), thread: Some(thread) }
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 
     /// `http://127.0.0.1:PORT`
@@ -154,21 +165,30 @@ impl Drop for MockServer {
 }
 
 async fn serve(mut socket: TcpStream, replies: Arc<Mutex<VecDeque<Reply>>>, requests: Arc<Mutex<Vec<Recorded>>>) {
-    let Some(request) = read_request(&mut socket).await else { return };
-    requests.lock().unwrap().push(request);
-    let reply =
-        replies.lock().unwrap().pop_front().unwrap_or_else(|| Reply::json(500, b"{\"error\": \"no reply left\"}"));
+    while let Some(request) = read_request(&mut socket).await {
+        requests.lock().unwrap().push(request);
+        let reply =
+            replies.lock().unwrap().pop_front().unwrap_or_else(|| Reply::json(500, b"{\"error\": \"no reply left\"}"));
+        let closing = reply.headers.iter().any(|(n, v)| n.eq_ignore_ascii_case("connection") && v == "close");
+        if !answer(&mut socket, &reply).await || closing {
+            return;
+        }
+    }
+}
+
+/// Sends `reply`; whether the connection can carry another request.
+async fn answer(socket: &mut TcpStream, reply: &Reply) -> bool {
     if reply.ending == Ending::Silent {
         tokio::time::sleep(Duration::from_secs(3600)).await;
-        return;
+        return false;
     }
-    let mut head = format!("HTTP/1.1 {} Scripted\r\nconnection: close\r\ntransfer-encoding: chunked\r\n", reply.status);
+    let mut head = format!("HTTP/1.1 {} Scripted\r\ntransfer-encoding: chunked\r\n", reply.status);
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
     if socket.write_all(head.as_bytes()).await.is_err() {
-        return;
+        return false;
     }
     let count = reply.chunks.len();
     for (i, chunk) in reply.chunks.iter().enumerate() {
@@ -176,19 +196,20 @@ async fn serve(mut socket: TcpStream, replies: Arc<Mutex<VecDeque<Reply>>>, requ
             // Half a chunk, then the connection goes.
             let _ = socket.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).await;
             let _ = socket.write_all(&chunk[..chunk.len() / 2]).await;
-            return;
+            return false;
         }
         let framed = [format!("{:x}\r\n", chunk.len()).into_bytes(), chunk.clone(), b"\r\n".to_vec()].concat();
         if socket.write_all(&framed).await.is_err() {
-            return;
+            return false;
         }
         let _ = socket.flush().await;
     }
     match reply.ending {
-        Ending::Stall => tokio::time::sleep(Duration::from_secs(3600)).await,
-        _ => {
-            let _ = socket.write_all(b"0\r\n\r\n").await;
+        Ending::Stall => {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            false
         }
+        _ => socket.write_all(b"0\r\n\r\n").await.is_ok(),
     }
 }
 

@@ -80,6 +80,11 @@ pub fn anthropic(text: &str, calls: &[Call]) -> Vec<u8> {
 
 /// An OpenAI Responses stream with `text` and `calls`.
 pub fn responses(text: &str, calls: &[Call]) -> Vec<u8> {
+    identified_response("resp_0", text, calls)
+}
+
+/// An OpenAI Responses stream with `text` and `calls` from the response `id`.
+pub fn identified_response(id: &str, text: &str, calls: &[Call]) -> Vec<u8> {
     let mut events = Vec::new();
     let mut index = 0;
     if !text.is_empty() {
@@ -107,7 +112,7 @@ pub fn responses(text: &str, calls: &[Call]) -> Vec<u8> {
     }
     events.push((
         Some("response.completed"),
-        json!({"type": "response.completed", "response": {"status": "completed",
+        json!({"type": "response.completed", "response": {"id": id, "status": "completed",
         "usage": {"input_tokens": 10, "output_tokens": 5}}}),
     ));
     sse(&events)

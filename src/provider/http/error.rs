@@ -18,11 +18,15 @@ pub(crate) struct Failure {
     pub(crate) should_retry: Option<bool>,
     /// How long the provider asked us to wait (`retry-after-ms`, `retry-after`).
     pub(crate) retry_after: Option<Duration>,
+    /// The `code` and `param` of the provider's error object, when it had them
+    /// (`previous_response_not_found`, `previous_response_id`).
+    pub(crate) provider_code: Option<String>,
+    pub(crate) param: Option<String>,
 }
 
 impl Failure {
     pub(crate) fn new(error: Error) -> Self {
-        Failure { error, should_retry: None, retry_after: None }
+        Failure { error, should_retry: None, retry_after: None, provider_code: None, param: None }
     }
 
     /// Whether another attempt may succeed: the provider's word if it gave one,
@@ -56,10 +60,13 @@ pub(crate) fn from_response(provider: &str, status: u16, headers: &HeaderMap, bo
     };
     let detail = object.map(describe).unwrap_or_else(|| body.trim().chars().take(300).collect());
     let error = Error::new(code, format!("{provider} returned HTTP {status}: {detail}"));
+    let field = |key: &str| Some(object?.get(key)?.as_str()?.to_owned());
     Failure {
         error,
         should_retry: header(headers, "x-should-retry").and_then(|v| v.parse().ok()),
         retry_after: retry_after(headers),
+        provider_code: field("code"),
+        param: field("param"),
     }
 }
 

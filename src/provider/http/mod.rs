@@ -29,6 +29,10 @@ pub(crate) const MAX_EVENT_BYTES: usize = 16 << 20;
 pub(crate) const MAX_STREAM_BYTES: usize = 64 << 20;
 /// Most bytes of an error body kept for the message.
 const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
+/// Most bytes, and longest time, spent reading past the end of a response's
+/// content to keep its connection.
+const MAX_DRAINED_BYTES: usize = 64 << 10;
+const DRAIN_TIME: Duration = Duration::from_millis(20);
 /// Room for what a body holds beside the transcript (model, tools, options).
 const BODY_HEADROOM: usize = 4096;
 /// Longest wait between attempts, whatever the provider asks.
@@ -50,13 +54,16 @@ pub(crate) trait Protocol: Send + Sync + 'static {
         out: &mut EncodedTranscript,
     ) -> Result<(), Error>;
     /// Writes the request body for one turn into `out`, its messages from
-    /// `transcript` (which holds `request.messages`). Fails (before anything is
-    /// sent) when the request asks for what the model cannot do.
+    /// `transcript` (which holds `request.messages`): those after `previous`
+    /// when it is given (only to a protocol whose server keeps history). Fails
+    /// (before anything is sent) when the request asks for what the model cannot
+    /// do.
     fn body(
         &self,
         model: &ModelSettings,
         request: &GenerationRequest<'_>,
         transcript: &EncodedTranscript,
+        previous: Option<&StoredResponse>,
         out: &mut Vec<u8>,
     ) -> Result<(), Error>;
 }
@@ -83,6 +90,9 @@ pub(crate) struct ModelSettings {
     /// OpenAI Responses: ask for reasoning items' encrypted content (they are
     /// sent back on later turns).
     pub(crate) encrypted_reasoning: bool,
+    /// OpenAI Responses: the server stores responses and a request continues
+    /// from the previous one.
+    pub(crate) server_history: bool,
 }
 
 /// How to reach the provider.
@@ -96,7 +106,8 @@ pub(crate) struct Endpoint {
 pub(crate) struct HttpGenerator<P: Protocol> {
     protocol: P,
     model: ModelSettings,
-    url: String,
+    /// Parsed once, not per request.
+    url: reqwest::Url,
     /// The API key and the values of `model.headers`, kept to scrub them from
     /// provider messages.
     secrets: Vec<Secret>,
@@ -114,6 +125,8 @@ impl<P: Protocol> HttpGenerator<P> {
         endpoint: Endpoint,
     ) -> Result<Self, Error> {
         let Endpoint { url, mut headers, key } = endpoint;
+        let url = reqwest::Url::parse(&url)
+            .map_err(|e| Error::invalid_arg(format!("model.base_url: {url:?} does not make a valid URL: {e}")))?;
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let mut secrets: Vec<Secret> = key.into_iter().collect();
         for (name, value) in &config.headers {
@@ -149,12 +162,13 @@ impl<P: Protocol> HttpGenerator<P> {
         })
     }
 
-    /// Sends the request until it succeeds, fails for good, or output has streamed.
+    /// Sends the request until it succeeds, fails for good, or output has
+    /// streamed. A failure's error is scrubbed of secrets.
     async fn generate_with_retries(
         &self,
         body: bytes::Bytes,
         deltas: &mut dyn DeltaSink,
-    ) -> Result<AssistantMessage, Error> {
+    ) -> Result<ResponseBuilder, Failure> {
         let mut attempt = 1;
         loop {
             let mut out = ResponseBuilder::default();
@@ -164,17 +178,18 @@ impl<P: Protocol> HttpGenerator<P> {
                     .await
                     .unwrap_or_else(|_| Err(timeout("the whole request", ms))),
             };
-            let failure = match outcome {
-                Ok(()) => return Ok(out.finish()),
+            let mut failure = match outcome {
+                Ok(()) => return Ok(out),
                 Err(failure) => failure,
             };
+            failure.error = self.scrub(failure.error);
             if out.has_streamed() || attempt > self.max_retries || !failure.is_retryable() {
-                return Err(self.scrub(failure.error));
+                return Err(failure);
             }
             let delay =
                 failure.retry_after.unwrap_or_else(|| backoff(self.retry_backoff, attempt)).min(MAX_RETRY_DELAY);
             attempt += 1;
-            deltas.retry(attempt, &self.scrub(failure.error), delay).await;
+            deltas.retry(attempt, &failure.error, delay).await;
             tokio::time::sleep(delay).await;
         }
     }
@@ -194,7 +209,7 @@ impl<P: Protocol> HttpGenerator<P> {
         deltas: &mut dyn DeltaSink,
     ) -> Result<(), Failure> {
         // Bytes are shared, not copied, between attempts.
-        let request = self.client.post(&self.url).body(body.clone());
+        let request = self.client.post(self.url.clone()).body(body.clone());
         let response = match self.timeouts.first_byte_ms {
             0 => request.send().await,
             ms => tokio::time::timeout(Duration::from_millis(ms), request.send())
@@ -229,6 +244,9 @@ impl<P: Protocol> HttpGenerator<P> {
             let done = stream.push(chunk.as_deref(), out)?;
             out.flush(deltas).await;
             if done {
+                if chunk.is_some() {
+                    release(response).await;
+                }
                 return Ok(());
             }
         }
@@ -272,24 +290,66 @@ impl<P: Protocol> Generator for HttpGenerator<P> {
         deltas: &'a mut dyn DeltaSink,
     ) -> BoxFuture<'a, Result<AssistantMessage, Error>> {
         Box::pin(async move {
-            let body = encode_body(&self.protocol, &self.model, &request, wire)?;
-            self.generate_with_retries(body.into(), deltas).await
+            let previous = wire.stored_response.take().filter(|stored| stored.continues(request.messages));
+            let body = encode_body(&self.protocol, &self.model, &request, previous.as_ref(), wire)?;
+            let response = match self.generate_with_retries(body.into(), deltas).await {
+                Err(failure) if previous.is_some() && lost_previous_response(&failure) => {
+                    // The server no longer has the response (expired or deleted):
+                    // the whole history goes instead.
+                    let body = encode_body(&self.protocol, &self.model, &request, None, wire)?;
+                    self.generate_with_retries(body.into(), deltas).await
+                }
+                response => response,
+            };
+            let mut response = response.map_err(|failure| failure.error)?;
+            if self.model.server_history {
+                wire.stored_response =
+                    response.response_id.take().map(|id| StoredResponse { id, next: request.messages.len() + 1 });
+            }
+            Ok(response.finish())
         })
     }
 }
 
 /// The request body: the transcript's new messages encoded into `wire`, the
-/// rest copied from it.
+/// rest copied from it; only what follows `previous` when the request continues
+/// from a response the server keeps.
 pub(crate) fn encode_body<P: Protocol>(
     protocol: &P,
     model: &ModelSettings,
     request: &GenerationRequest<'_>,
+    previous: Option<&StoredResponse>,
     wire: &mut WireCache,
 ) -> Result<Vec<u8>, Error> {
     let transcript = EncodedTranscript::update(&mut wire.transcript, protocol, model, request.messages)?;
     let mut body = Vec::with_capacity(transcript.encoded_len() + BODY_HEADROOM);
-    protocol.body(model, request, transcript, &mut body)?;
+    protocol.body(model, request, transcript, previous, &mut body)?;
     Ok(body)
+}
+
+/// A response the server keeps (OpenAI Responses with `server_history`): the next
+/// request names it and sends only the messages after it.
+#[derive(Debug)]
+pub(crate) struct StoredResponse {
+    /// The provider's response id.
+    pub(crate) id: String,
+    /// The index of the first message after the response's own.
+    pub(crate) next: usize,
+}
+
+impl StoredResponse {
+    /// Whether `messages` goes on from this response: its message is there, and
+    /// is the assistant's.
+    fn continues(&self, messages: &[Message]) -> bool {
+        self.next <= messages.len() && matches!(messages[self.next - 1], Message::Assistant(_))
+    }
+}
+
+/// Whether a request failed because the response it continued from is gone.
+fn lost_previous_response(failure: &Failure) -> bool {
+    matches!(failure.error.code, ErrorCode::ProviderInvalidRequest | ErrorCode::ProviderNotFound)
+        && (failure.provider_code.as_deref() == Some("previous_response_not_found")
+            || failure.param.as_deref() == Some("previous_response_id"))
 }
 
 /// One streamed response on its way through the SSE parser and a decoder.
@@ -360,6 +420,23 @@ pub(crate) fn decode_recorded<P: Protocol>(protocol: &P, body: &[u8], stream: bo
         decode_whole::<P::Decoder>(protocol.name(), body, &mut out)?;
     }
     Ok(out.finish())
+}
+
+/// Reads what is left of a response whose content is complete (the end of a
+/// chunked body follows the last event at once from a well-behaved server), so
+/// that its connection goes back to the pool for the next request instead of
+/// being closed. A server that sends more, or lingers, is cut off.
+async fn release(mut response: reqwest::Response) {
+    let drain = async {
+        let mut left = MAX_DRAINED_BYTES;
+        while let Ok(Some(chunk)) = response.chunk().await {
+            left = match left.checked_sub(chunk.len()) {
+                Some(left) => left,
+                None => return,
+            };
+        }
+    };
+    let _ = tokio::time::timeout(DRAIN_TIME, drain).await;
 }
 
 /// Exponential backoff from `base` with ±25 % jitter, at most [`MAX_RETRY_DELAY`].
