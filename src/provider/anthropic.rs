@@ -68,8 +68,10 @@ impl Protocol for Messages {
         }
         let system: Vec<&str> =
             request.system.into_iter().chain(transcript.system().iter().map(String::as_str)).collect();
+        // An empty system text is left out, as the API refuses it.
+        let system = system.join("\n\n");
         if !system.is_empty() {
-            body.field("system", &system.join("\n\n"));
+            body.field("system", &system);
         }
         if !request.tools.is_empty() {
             let choice = match request.tool_choice {

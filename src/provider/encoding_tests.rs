@@ -55,6 +55,7 @@ fn synthetic(rounds: usize) -> Vec<Message> {
     for round in 0..rounds {
         match round % 7 {
             1 => messages.push(Message::System(SystemMessage { content: format!("Rule {round}.") })),
+            3 if round < 10 => messages.push(Message::System(SystemMessage { content: String::new() })),
             4 => messages.push(user(vec![
                 Part::text(format!("look at {round}")),
                 image("image/png"),
@@ -124,6 +125,11 @@ fn synthetic(rounds: usize) -> Vec<Message> {
             }));
         }
     }
+    // A response that stopped while reasoning.
+    let reasoning_only =
+        Part::Thinking { thinking: "hmm".into(), signature: Some("gAAAA".into()), id: Some("rs_x".into()) };
+    messages.push(Message::Assistant(AssistantMessage { content: vec![reasoning_only], ..Default::default() }));
+    messages.push(user(vec![Part::text("Go on.")]));
     messages.push(Message::Assistant(AssistantMessage { content: vec![Part::text("Done.")], ..Default::default() }));
     messages
 }
@@ -183,9 +189,10 @@ fn compare(protocol: &impl Protocol, oracle: Oracle, messages: &[Message]) {
     for (v, model) in variants.iter().enumerate() {
         let mut wire = WireCache::default();
         for end in 0..=messages.len() {
+            let system = ["You are \"helpful\".", "", "You are \"helpful\"."][v];
             let request = GenerationRequest {
                 turn: 1,
-                system: (v != 1).then_some("You are \"helpful\"."),
+                system: (v != 1 || end % 2 == 0).then_some(system),
                 messages: &messages[..end],
                 tools: if v == 2 { &[] } else { &tool_refs },
                 tool_choice: &choices[end % choices.len()],
@@ -283,4 +290,26 @@ fn a_shorter_or_other_wire_transcript_starts_the_cache_over() {
     assert_eq!(short, body(&messages[..5], &mut WireCache::default(), &chat));
     let other = body(&messages[..5], &mut wire, &responses);
     assert_eq!(other, body(&messages[..5], &mut WireCache::default(), &responses));
+}
+
+#[test]
+fn reasoning_goes_back_only_with_what_followed_it() {
+    let reasoning =
+        |id: &str| Part::Thinking { thinking: String::new(), signature: Some("gAAAA".into()), id: Some(id.into()) };
+    let messages = vec![
+        user(vec![Part::text("hi")]),
+        // Stopped for length while reasoning: nothing followed the item.
+        Message::Assistant(AssistantMessage { content: vec![reasoning("rs_alone")], ..Default::default() }),
+        user(vec![Part::text("go on")]),
+        Message::Assistant(AssistantMessage {
+            content: vec![reasoning("rs_answered"), Part::text("Done.")],
+            ..Default::default()
+        }),
+    ];
+    let request =
+        GenerationRequest { turn: 1, system: None, messages: &messages, tools: &[], tool_choice: &ToolChoice::Auto };
+    let body = encode_body(&Responses, &settings(true, None, true), &request, None, &mut WireCache::default()).unwrap();
+    let body: Value = serde_json::from_slice(&body).unwrap();
+    let ids: Vec<&str> = body["input"].as_array().unwrap().iter().filter_map(|item| item["id"].as_str()).collect();
+    assert_eq!(ids, ["rs_answered"]);
 }

@@ -149,7 +149,8 @@ pub trait Generator: Send + Sync + 'static {
 /// request encodes only the messages that are new. Each run owns one and hands
 /// it to every request it makes, one at a time, with the run's transcript, which
 /// must only grow between requests (a run that replaces its history takes a new
-/// cache). A cache that does not fit the transcript is started over, never used.
+/// cache). A cache written for another wire format, or for a longer transcript,
+/// is started over; the content of messages already encoded is not checked again.
 #[derive(Debug, Default)]
 pub struct WireCache {
     transcript: Option<http::EncodedTranscript>,

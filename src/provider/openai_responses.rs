@@ -34,12 +34,16 @@ impl Protocol for Responses {
             Message::System(m) => out.item(&json!({"role": "system", "content": m.content})),
             Message::User(m) => out.item(&json!({"role": "user", "content": user_content(&m.content)})),
             Message::Assistant(m) => {
-                for part in &m.content {
+                let text = text_of(&m.content);
+                // A reasoning item goes back only with the item that followed it
+                // (the API refuses one without), so not from a response that
+                // stopped while reasoning.
+                let answered = !text.is_empty() || !m.tool_calls.is_empty();
+                for part in m.content.iter().filter(|_| answered) {
                     if let Part::Thinking { thinking, signature: Some(encrypted), id: Some(id) } = part {
                         out.item(&ReasoningItem::new(id, thinking, encrypted));
                     }
                 }
-                let text = text_of(&m.content);
                 // Plain string content: a content list of output_text parts is only
                 // valid in a full output message (with id and status).
                 if !text.is_empty() {

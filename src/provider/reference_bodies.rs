@@ -185,8 +185,9 @@ pub(crate) mod responses {
                 Message::System(m) => items.push(json!({"role": "system", "content": m.content})),
                 Message::User(m) => items.push(json!({"role": "user", "content": user_content(&m.content)})),
                 Message::Assistant(m) => {
-                    // Since the cache: reasoning items go back.
-                    for part in &m.content {
+                    // Since the cache: reasoning items go back, with what followed them.
+                    let answered = !text_of(&m.content).is_empty() || !m.tool_calls.is_empty();
+                    for part in m.content.iter().filter(|_| answered) {
                         if let Part::Thinking { thinking, signature: Some(encrypted), id: Some(id) } = part {
                             let summary: Vec<Value> = if thinking.is_empty() {
                                 vec![]

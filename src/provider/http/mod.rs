@@ -179,7 +179,13 @@ impl<P: Protocol> HttpGenerator<P> {
                     .unwrap_or_else(|_| Err(timeout("the whole request", ms))),
             };
             let mut failure = match outcome {
-                Ok(()) => return Ok(out),
+                Ok(unfinished) => {
+                    // Off the request's clock: the response is complete already.
+                    if let Some(response) = unfinished {
+                        release(response).await;
+                    }
+                    return Ok(out);
+                }
                 Err(failure) => failure,
             };
             failure.error = self.scrub(failure.error);
@@ -202,12 +208,14 @@ impl<P: Protocol> HttpGenerator<P> {
         Error::new(error.code, message)
     }
 
+    /// One request. On success, the response when its content ended before its
+    /// body did (see [`release`]).
     async fn attempt(
         &self,
         body: &bytes::Bytes,
         out: &mut ResponseBuilder,
         deltas: &mut dyn DeltaSink,
-    ) -> Result<(), Failure> {
+    ) -> Result<Option<reqwest::Response>, Failure> {
         // Bytes are shared, not copied, between attempts.
         let request = self.client.post(self.url.clone()).body(body.clone());
         let response = match self.timeouts.first_byte_ms {
@@ -227,27 +235,26 @@ impl<P: Protocol> HttpGenerator<P> {
             let body = self.read_body(response, MAX_EVENT_BYTES).await?;
             decode_whole::<P::Decoder>(self.protocol.name(), &body, out)?;
             out.flush(deltas).await;
-            return Ok(());
+            return Ok(None);
         }
         self.read_stream(response, out, deltas).await
     }
 
+    /// Reads a stream until its response is complete; returns the response when
+    /// its body has not ended yet.
     async fn read_stream(
         &self,
         mut response: reqwest::Response,
         out: &mut ResponseBuilder,
         deltas: &mut dyn DeltaSink,
-    ) -> Result<(), Failure> {
+    ) -> Result<Option<reqwest::Response>, Failure> {
         let mut stream = StreamDecoding::<P::Decoder>::new(self.protocol.name());
         loop {
             let chunk = self.next_chunk(&mut response).await?;
             let done = stream.push(chunk.as_deref(), out)?;
             out.flush(deltas).await;
             if done {
-                if chunk.is_some() {
-                    release(response).await;
-                }
-                return Ok(());
+                return Ok(chunk.is_some().then_some(response));
             }
         }
     }
