@@ -6,13 +6,13 @@ use serde_json::{json, Value};
 use super::http::{in_band, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent, StoredResponse};
 use super::images::{self, ImageSource};
 use super::response::ResponseBuilder;
-use super::{strict_tools_check, GenerationRequest, ToolChoice, ToolDefinition};
+use super::{GenerationRequest, ToolChoice, ToolDefinition};
 use crate::error::{Error, ErrorCode};
 use crate::message::{Message, Part, StopReason, ToolResultMessage, Usage};
 
 /// Output tokens asked for when the configuration sets no `max_tokens` (the
 /// Messages API requires a value).
-const DEFAULT_MAX_TOKENS: u32 = 4096;
+pub(super) const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// The image types the Messages API accepts.
 const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
 
@@ -56,10 +56,8 @@ impl Protocol for Messages {
         request: &GenerationRequest<'_>,
         transcript: &EncodedTranscript,
         _previous: Option<&StoredResponse>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), Error> {
-        strict_tools_check(self.name(), model, request)?;
-        let mut body = JsonObject::new(out);
+        body: &mut JsonObject<'_>,
+    ) {
         body.field("max_tokens", &model.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS));
         body.raw("messages", |out| transcript.write_array(0, None, out));
         body.field("model", &model.name);
@@ -84,8 +82,6 @@ impl Protocol for Messages {
             let tools: Vec<AnthropicTool<'_>> = request.tools.iter().map(|tool| AnthropicTool::new(tool)).collect();
             body.field("tools", &tools);
         }
-        body.finish();
-        Ok(())
     }
 }
 
@@ -110,7 +106,7 @@ impl<'a> AnthropicTool<'a> {
     }
 }
 
-fn tool_result(model: &ModelSettings, result: &ToolResultMessage) -> Result<Value, Error> {
+pub(super) fn tool_result(model: &ModelSettings, result: &ToolResultMessage) -> Result<Value, Error> {
     let split = images::split(&result.content, &model.name, model.image_input, None);
     let mut content = Vec::new();
     // The API refuses an empty text block.
@@ -125,7 +121,7 @@ fn tool_result(model: &ModelSettings, result: &ToolResultMessage) -> Result<Valu
     )
 }
 
-fn blocks(parts: &[Part]) -> Result<Vec<Value>, Error> {
+pub(super) fn blocks(parts: &[Part]) -> Result<Vec<Value>, Error> {
     let mut blocks = Vec::with_capacity(parts.len());
     for part in parts {
         match part {

@@ -9,7 +9,7 @@ use super::http::{
 };
 use super::images::{self, ImageSource};
 use super::response::ResponseBuilder;
-use super::{strict_tools_check, GenerationRequest, ToolChoice, ToolDefinition};
+use super::{GenerationRequest, ToolChoice, ToolDefinition};
 use crate::error::{Error, ErrorCode};
 use crate::message::{Message, Part, StopReason, Usage};
 
@@ -77,10 +77,8 @@ impl Protocol for ChatCompletions {
         request: &GenerationRequest<'_>,
         transcript: &EncodedTranscript,
         _previous: Option<&StoredResponse>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), Error> {
-        strict_tools_check(self.name(), model, request)?;
-        let mut body = JsonObject::new(out);
+        body: &mut JsonObject<'_>,
+    ) {
         if let Some(max) = model.max_tokens {
             body.field(if self.is_openai { "max_completion_tokens" } else { "max_tokens" }, &max);
         }
@@ -100,8 +98,6 @@ impl Protocol for ChatCompletions {
             let tools: Vec<ChatTool<'_>> = request.tools.iter().map(|tool| ChatTool::new(tool)).collect();
             body.field("tools", &tools);
         }
-        body.finish();
-        Ok(())
     }
 }
 
@@ -136,11 +132,11 @@ impl<'a> ChatTool<'a> {
     }
 }
 
-fn image_part(source: ImageSource<'_>) -> Value {
+pub(super) fn image_part(source: ImageSource<'_>) -> Value {
     json!({"type": "image_url", "image_url": {"url": source.to_url()}})
 }
 
-fn user_content(parts: &[Part]) -> Value {
+pub(super) fn user_content(parts: &[Part]) -> Value {
     if let [Part::Text { text }] = parts {
         return json!(text);
     }

@@ -7,7 +7,7 @@ use super::http::{in_band, Decoder, EncodedTranscript, JsonObject, ModelSettings
 use super::images::{self, ImageSource};
 use super::openai_chat::tool_choice;
 use super::response::ResponseBuilder;
-use super::{strict_tools_check, GenerationRequest, ToolDefinition};
+use super::{GenerationRequest, ToolDefinition};
 use crate::error::{Error, ErrorCode};
 use crate::message::{text_of, Message, Part, StopReason, Usage};
 
@@ -74,10 +74,8 @@ impl Protocol for Responses {
         request: &GenerationRequest<'_>,
         transcript: &EncodedTranscript,
         previous: Option<&StoredResponse>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), Error> {
-        strict_tools_check(self.name(), model, request)?;
-        let mut body = JsonObject::new(out);
+        body: &mut JsonObject<'_>,
+    ) {
         if model.encrypted_reasoning {
             body.field("include", &["reasoning.encrypted_content"]);
         }
@@ -104,8 +102,6 @@ impl Protocol for Responses {
             let tools: Vec<ResponsesTool<'_>> = request.tools.iter().map(|tool| ResponsesTool::new(tool)).collect();
             body.field("tools", &tools);
         }
-        body.finish();
-        Ok(())
     }
 }
 
@@ -159,11 +155,11 @@ impl<'a> ReasoningItem<'a> {
 }
 
 /// `detail` is required by the specification; "auto" lets the model decide.
-fn image_part(source: ImageSource<'_>) -> Value {
+pub(super) fn image_part(source: ImageSource<'_>) -> Value {
     json!({"type": "input_image", "image_url": source.to_url(), "detail": "auto"})
 }
 
-fn user_content(parts: &[Part]) -> Vec<Value> {
+pub(super) fn user_content(parts: &[Part]) -> Vec<Value> {
     parts
         .iter()
         .filter_map(|part| match part {

@@ -1,17 +1,20 @@
 //! The request bodies as ferrule built them before the wire transcript cache: a
 //! whole `serde_json::Value` tree per request. Kept only as the oracle the
-//! encoding tests compare the cached encoders' bytes with; the one intended
-//! difference (Responses reasoning items, sent back since) is marked.
+//! encoding tests compare the cached encoders' bytes with: how messages are
+//! grouped, ordered and assembled into a body. The conversion of one message's
+//! parts is the providers' own. The intended differences since (Responses
+//! reasoning items sent back, Anthropic skipping them) are marked.
 
 use serde_json::{json, Map, Value};
 
 use super::http::ModelSettings;
-use super::images::{self, ImageSource};
+use super::images;
 use super::{GenerationRequest, ToolChoice};
-use crate::error::{Error, ErrorCode};
-use crate::message::{text_of, Message, Part, ToolResultMessage};
+use crate::error::Error;
+use crate::message::{text_of, Message, Part};
 
 pub(crate) mod chat {
+    use super::super::openai_chat::{image_part, user_content};
     use super::*;
 
     pub(crate) fn body(is_openai: bool, model: &ModelSettings, request: &GenerationRequest<'_>) -> Value {
@@ -98,34 +101,6 @@ pub(crate) mod chat {
         }
     }
 
-    fn image_part(source: ImageSource<'_>) -> Value {
-        json!({"type": "image_url", "image_url": {"url": source.to_url()}})
-    }
-
-    fn user_content(parts: &[Part]) -> Value {
-        if let [Part::Text { text }] = parts {
-            return json!(text);
-        }
-        parts
-            .iter()
-            .filter_map(|part| match part {
-                Part::Text { text } => Some(json!({"type": "text", "text": text})),
-                Part::Image { media_type, data, url } => match (data, url) {
-                    (Some(data), _) => {
-                        Some(image_part(ImageSource::Inline { media_type: media_type.as_deref().unwrap_or(""), data }))
-                    }
-                    (None, Some(url)) => Some(image_part(ImageSource::Url(url))),
-                    (None, None) => None,
-                },
-                Part::File { media_type, data, name } => Some(json!({"type": "file", "file": {
-                    "filename": name.as_deref().unwrap_or("file"),
-                    "file_data": format!("data:{media_type};base64,{data}")
-                }})),
-                Part::Thinking { .. } | Part::RedactedThinking { .. } => None,
-            })
-            .collect()
-    }
-
     /// `tool_choice` as both OpenAI wires spell it; they differ only in how a named
     /// tool is given.
     pub(crate) fn tool_choice(choice: &ToolChoice, named: impl FnOnce(&str) -> Value) -> Value {
@@ -139,6 +114,7 @@ pub(crate) mod chat {
 }
 
 pub(crate) mod responses {
+    use super::super::openai_responses::{image_part, user_content};
     use super::chat::tool_choice;
     use super::*;
 
@@ -223,35 +199,11 @@ pub(crate) mod responses {
         }
         items
     }
-
-    /// `detail` is required by the specification; "auto" lets the model decide.
-    fn image_part(source: ImageSource<'_>) -> Value {
-        json!({"type": "input_image", "image_url": source.to_url(), "detail": "auto"})
-    }
-
-    fn user_content(parts: &[Part]) -> Vec<Value> {
-        parts
-        .iter()
-        .filter_map(|part| match part {
-            Part::Text { text } => Some(json!({"type": "input_text", "text": text})),
-            Part::Image { media_type, data, url } => match (data, url) {
-                (Some(data), _) => Some(image_part(ImageSource::Inline { media_type: media_type.as_deref().unwrap_or(""), data })),
-                (None, Some(url)) => Some(image_part(ImageSource::Url(url))),
-                (None, None) => None,
-            },
-            Part::File { media_type, data, name } => Some(json!({"type": "input_file",
-                "filename": name.as_deref().unwrap_or("file"), "file_data": format!("data:{media_type};base64,{data}")})),
-            Part::Thinking { .. } | Part::RedactedThinking { .. } => None,
-        })
-        .collect()
-    }
 }
 
 pub(crate) mod anthropic {
+    use super::super::anthropic::{blocks, tool_result, DEFAULT_MAX_TOKENS};
     use super::*;
-
-    const DEFAULT_MAX_TOKENS: u32 = 4096;
-    const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/webp"];
 
     pub(crate) fn body(model: &ModelSettings, request: &GenerationRequest<'_>) -> Result<Value, Error> {
         let mut body = Map::new();
@@ -321,64 +273,5 @@ pub(crate) mod anthropic {
             out.push(json!({"role": "user", "content": results}));
         }
         Ok((system.join("\n\n"), out))
-    }
-
-    fn tool_result(model: &ModelSettings, result: &ToolResultMessage) -> Result<Value, Error> {
-        let split = images::split(&result.content, &model.name, model.image_input, None);
-        let mut content = Vec::new();
-        // The API refuses an empty text block.
-        if !split.text.is_empty() {
-            content.push(json!({"type": "text", "text": split.text}));
-        }
-        for image in split.images {
-            content.push(image_block(image)?);
-        }
-        Ok(
-            json!({"type": "tool_result", "tool_use_id": result.tool_call_id, "content": content, "is_error": result.is_error}),
-        )
-    }
-
-    fn blocks(parts: &[Part]) -> Result<Vec<Value>, Error> {
-        let mut blocks = Vec::with_capacity(parts.len());
-        for part in parts {
-            match part {
-                Part::Text { text } if text.is_empty() => {}
-                Part::Text { text } => blocks.push(json!({"type": "text", "text": text})),
-                Part::Image { media_type, data, url } => blocks.push(image_block(match (data, url) {
-                    (Some(data), _) => ImageSource::Inline { media_type: media_type.as_deref().unwrap_or(""), data },
-                    (None, Some(url)) => ImageSource::Url(url),
-                    (None, None) => continue,
-                })?),
-                Part::File { media_type, data, .. } => blocks.push(
-                    json!({"type": "document", "source": {"type": "base64", "media_type": media_type, "data": data}}),
-                ),
-                // Since the cache: OpenAI reasoning items stay out.
-                Part::Thinking { id: Some(_), .. } => {}
-                Part::Thinking { thinking, signature, id: None } => {
-                    let mut block = json!({"type": "thinking", "thinking": thinking});
-                    if let Some(signature) = signature {
-                        block["signature"] = json!(signature);
-                    }
-                    blocks.push(block);
-                }
-                Part::RedactedThinking { data } => blocks.push(json!({"type": "redacted_thinking", "data": data})),
-            }
-        }
-        Ok(blocks)
-    }
-
-    fn image_block(source: ImageSource<'_>) -> Result<Value, Error> {
-        match source {
-            ImageSource::Inline { media_type, data } => {
-                if !IMAGE_TYPES.contains(&media_type) {
-                    return Err(Error::new(
-                        ErrorCode::ProviderInvalidRequest,
-                        format!("anthropic: images must be PNG, JPEG, GIF or WebP; got {media_type:?}"),
-                    ));
-                }
-                Ok(json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}))
-            }
-            ImageSource::Url(url) => Ok(json!({"type": "image", "source": {"type": "url", "url": url}})),
-        }
     }
 }

@@ -18,7 +18,7 @@ pub(crate) use sse::{SseEvent, SseParser};
 pub(crate) use transcript::{json_bytes, EncodedTranscript, JsonObject};
 
 use super::response::ResponseBuilder;
-use super::{DeltaSink, GenerationRequest, Generator, ModelConfig, Timeouts, WireCache};
+use super::{strict_tools_check, DeltaSink, GenerationRequest, Generator, ModelConfig, Timeouts, WireCache};
 use crate::error::{Error, ErrorCode};
 use crate::message::{AssistantMessage, Message};
 use crate::BoxFuture;
@@ -53,19 +53,17 @@ pub(crate) trait Protocol: Send + Sync + 'static {
         message: &Message,
         out: &mut EncodedTranscript,
     ) -> Result<(), Error>;
-    /// Writes the request body for one turn into `out`, its messages from
+    /// Writes the fields of the request body for one turn, its messages from
     /// `transcript` (which holds `request.messages`): those after `previous`
-    /// when it is given (only to a protocol whose server keeps history). Fails
-    /// (before anything is sent) when the request asks for what the model cannot
-    /// do.
+    /// when it is given (only to a protocol whose server keeps history).
     fn body(
         &self,
         model: &ModelSettings,
         request: &GenerationRequest<'_>,
         transcript: &EncodedTranscript,
         previous: Option<&StoredResponse>,
-        out: &mut Vec<u8>,
-    ) -> Result<(), Error>;
+        body: &mut JsonObject<'_>,
+    );
 }
 
 /// Reads one response into a [`ResponseBuilder`].
@@ -328,9 +326,12 @@ pub(crate) fn encode_body<P: Protocol>(
     previous: Option<&StoredResponse>,
     wire: &mut WireCache,
 ) -> Result<Vec<u8>, Error> {
+    strict_tools_check(protocol.name(), model, request)?;
     let transcript = EncodedTranscript::update(&mut wire.transcript, protocol, model, request.messages)?;
     let mut body = Vec::with_capacity(transcript.encoded_len() + BODY_HEADROOM);
-    protocol.body(model, request, transcript, previous, &mut body)?;
+    let mut fields = JsonObject::new(&mut body);
+    protocol.body(model, request, transcript, previous, &mut fields);
+    fields.finish();
     Ok(body)
 }
 
