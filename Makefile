@@ -8,7 +8,7 @@ BUILD    := build
 LIBDIR   := target/release
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib demo bench setup test test-rust test-header test-c header header-check clean
+.PHONY: all lib demo demo-go bench setup test test-rust test-header test-c test-go header header-check clean
 
 all: lib
 
@@ -22,7 +22,7 @@ $(BUILD)/agent: examples/c/agent.c include/ferrule.h lib
 demo: $(BUILD)/agent
 	./$(BUILD)/agent
 
-test: setup test-rust test-header test-c
+test: setup test-rust test-header test-c test-go
 
 setup:
 	./scripts/setup.sh
@@ -56,6 +56,10 @@ test-c: lib
 	cmake -S tests/c -B $(BUILD)/c -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFERRULE_ROOT=$(CURDIR) > /dev/null
 	cmake --build $(BUILD)/c -j 2
 	cd $(BUILD)/c && ctest --output-on-failure
+
+# The Go binding links target/release/libferrule.a (see bindings/go/ffi.go).
+test-go: lib
+	cd bindings/go && go vet ./... && go test -race -count=1 ./...
 
 clean:
 	rm -rf $(BUILD)

@@ -1,0 +1,88 @@
+package ferrule
+
+/*
+#include "ferrule.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"runtime"
+	"sync"
+)
+
+// Agent is a built agent: its configuration and tools, shared by every run.
+// Safe for concurrent use. Close it when done; runs already started go on.
+type Agent struct {
+	mu      sync.RWMutex
+	handle  *C.ferrule_agent
+	cleanup runtime.Cleanup
+}
+
+// NewAgent builds an agent from a configuration and Go tools.
+func NewAgent(cfg Config, tools ...Tool) (*Agent, error) {
+	config, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, &Error{Code: CodeInvalidArg, Message: "config: " + err.Error()}
+	}
+	return NewAgentFromJSON(config, tools...)
+}
+
+// NewAgentFromJSON builds an agent from configuration JSON (the format of
+// ferrule's C ABI) and Go tools.
+func NewAgentFromJSON(config []byte, tools ...Tool) (*Agent, error) {
+	text, length, free := cBytes(config)
+	defer free()
+	var builder *C.ferrule_agent_builder
+	if err := takeError(C.ferrule_agent_builder_new(text, length, &builder)); err != nil {
+		return nil, err
+	}
+	for _, tool := range tools {
+		if err := tool.register(builder); err != nil {
+			C.ferrule_agent_builder_free(builder)
+			return nil, err
+		}
+	}
+	var handle *C.ferrule_agent
+	if err := takeError(C.ferrule_agent_build(builder, &handle)); err != nil {
+		return nil, err
+	}
+	agent := &Agent{handle: handle}
+	agent.cleanup = runtime.AddCleanup(agent, func(h *C.ferrule_agent) { C.ferrule_agent_free(h) }, handle)
+	return agent, nil
+}
+
+// Start starts a run. Cancelling ctx cancels the run. Read Events to the end, or
+// call Wait without ever calling Events.
+func (a *Agent) Start(ctx context.Context, in Input) (*Run, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.handle == nil {
+		return nil, errClosed("the agent")
+	}
+	return start(ctx, a.handle, in)
+}
+
+// Run starts a run and waits for its result.
+func (a *Agent) Run(ctx context.Context, in Input) (*Result, error) {
+	run, err := a.Start(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	defer run.Close()
+	return run.Wait()
+}
+
+// Close lets go of the agent; later calls do nothing. Runs already started keep
+// it alive until they end.
+func (a *Agent) Close() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.handle != nil {
+		a.cleanup.Stop()
+		C.ferrule_agent_free(a.handle)
+		a.handle = nil
+	}
+	return nil
+}

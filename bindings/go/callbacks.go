@@ -1,0 +1,38 @@
+package ferrule
+
+/*
+#include "ferrule.h"
+*/
+import "C"
+
+import "unsafe"
+
+// The functions ferrule calls, through the shims in shims.c. Their user data is a
+// cgo handle (see handleData); no Go pointer is ever kept by C.
+
+// released is user data with something to do when ferrule lets go of it.
+type released interface{ release() }
+
+//export goTool
+func goTool(userData unsafe.Pointer, call *C.ferrule_tool_call) {
+	dataHandle(userData).Value().(*registeredTool).invoke(call)
+}
+
+//export goEvent
+func goEvent(userData unsafe.Pointer, json *C.char, length C.size_t) {
+	dataHandle(userData).Value().(*eventSink).deliver(C.GoBytes(unsafe.Pointer(json), C.int(length)))
+}
+
+//export goCancel
+func goCancel(userData unsafe.Pointer) {
+	dataHandle(userData).Value().(*callState).cancel()
+}
+
+//export goFree
+func goFree(userData unsafe.Pointer) {
+	h := dataHandle(userData)
+	if r, ok := h.Value().(released); ok {
+		r.release()
+	}
+	h.Delete()
+}

@@ -1,0 +1,269 @@
+package ferrule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The shared scenarios of tests/conformance, with every tool written in Go from
+// the scenario's declarative behaviour (see tests/conformance/README.md).
+
+type scenario struct {
+	Description string          `json:"description"`
+	Config      json.RawMessage `json:"config"`
+	Tools       []struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		InputSchema json.RawMessage `json:"input_schema"`
+		Options     json.RawMessage `json:"options"`
+		Behaviour   behaviour       `json:"behaviour"`
+	} `json:"tools"`
+	Input  json.RawMessage `json:"input"`
+	Expect struct {
+		Status         Status           `json:"status"`
+		ErrorCode      string           `json:"error_code"`
+		Events         []string         `json:"events"`
+		EventCounts    map[string]int   `json:"event_counts"`
+		Transcript     json.RawMessage  `json:"transcript"`
+		Results        []expectedResult `json:"results"`
+		CancelHandlers *int32           `json:"cancel_handlers"`
+	} `json:"expect"`
+}
+
+type behaviour struct {
+	SleepMS          int               `json:"sleep_ms"`
+	Updates          []json.RawMessage `json:"updates"`
+	Result           json.RawMessage   `json:"result"`
+	ResultJSON       *string           `json:"result_json"`
+	Echo             bool              `json:"echo"`
+	Fail             *string           `json:"fail"`
+	NeverComplete    bool              `json:"never_complete"`
+	CompleteOnCancel bool              `json:"complete_on_cancel"`
+}
+
+type expectedResult struct {
+	ToolCallID   string `json:"tool_call_id"`
+	IsError      bool   `json:"is_error"`
+	TextContains string `json:"text_contains"`
+}
+
+// options turns a scenario's tool options into ToolOptions; every Go tool is
+// nonblocking anyway.
+func options(t *testing.T, raw json.RawMessage) []ToolOption {
+	var o struct {
+		Execution   string `json:"execution"`
+		TimeoutMS   int64  `json:"timeout_ms"`
+		Deferred    bool   `json:"deferred"`
+		Strict      bool   `json:"strict"`
+		Nonblocking bool   `json:"nonblocking"`
+		OnError     string `json:"on_error"`
+	}
+	if len(raw) > 0 {
+		decoder := json.NewDecoder(strings.NewReader(string(raw)))
+		decoder.DisallowUnknownFields()
+		if err := decoder.Decode(&o); err != nil {
+			t.Fatalf("tool options %s: %v", raw, err)
+		}
+	}
+	var opts []ToolOption
+	if o.Execution == "sequential" {
+		opts = append(opts, Sequential())
+	}
+	if o.TimeoutMS > 0 {
+		opts = append(opts, Timeout(time.Duration(o.TimeoutMS)*time.Millisecond))
+	}
+	if o.Deferred {
+		opts = append(opts, Deferred())
+	}
+	if o.Strict {
+		opts = append(opts, Strict())
+	}
+	if o.OnError == "fatal" {
+		opts = append(opts, FailureIsFatal())
+	}
+	return opts
+}
+
+// perform is a behaviour as a tool function.
+func perform(b behaviour, cancelHandlers *atomic.Int32) func(context.Context, *Call, json.RawMessage) (any, error) {
+	return func(ctx context.Context, call *Call, args json.RawMessage) (any, error) {
+		if b.CompleteOnCancel || b.NeverComplete {
+			<-ctx.Done()
+			if b.CompleteOnCancel {
+				cancelHandlers.Add(1)
+				return "stopped after cancellation", nil
+			}
+			return "completed after cancellation", nil
+		}
+		time.Sleep(time.Duration(b.SleepMS) * time.Millisecond)
+		for _, update := range b.Updates {
+			if err := call.Update(RawResult(update)); err != nil {
+				return nil, err
+			}
+		}
+		switch {
+		case b.Fail != nil:
+			return nil, errors.New(*b.Fail)
+		case b.ResultJSON != nil:
+			return RawResult(*b.ResultJSON), nil
+		case b.Echo:
+			return string(args), nil
+		default:
+			return RawResult(b.Result), nil
+		}
+	}
+}
+
+func TestConformanceScenarios(t *testing.T) {
+	paths, err := filepath.Glob("../../tests/conformance/*.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no scenarios found: %v", err)
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		t.Run(strings.TrimSuffix(filepath.Base(path), ".json"), func(t *testing.T) {
+			t.Parallel()
+			runScenario(t, path)
+		})
+	}
+}
+
+func runScenario(t *testing.T, path string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sc scenario
+	if err := json.Unmarshal(data, &sc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	var cancelHandlers atomic.Int32
+	var tools []Tool
+	for _, tool := range sc.Tools {
+		tools = append(tools, NewRawTool(tool.Name, tool.Description, tool.InputSchema,
+			perform(tool.Behaviour, &cancelHandlers), options(t, tool.Options)...))
+	}
+	agent, err := NewAgentFromJSON(sc.Config, tools...)
+	if err != nil {
+		t.Fatalf("agent: %v", err)
+	}
+	defer agent.Close()
+	run, err := agent.Start(context.Background(), Input{json: sc.Input})
+	if err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	defer run.Close()
+	var events []Event
+	for event := range run.Events() {
+		events = append(events, event)
+	}
+	result, err := run.Wait()
+	if err != nil {
+		t.Fatalf("wait: %v", err)
+	}
+	checkInvariants(t, events)
+	expect := sc.Expect
+	if result.Status != expect.Status {
+		t.Errorf("status %s, expected %s (error %v)", result.Status, expect.Status, result.Error)
+	}
+	if expect.ErrorCode != "" && (result.Error == nil || result.Error.Code.String() != expect.ErrorCode) {
+		t.Errorf("error %v, expected code %s", result.Error, expect.ErrorCode)
+	}
+	if expect.Events != nil {
+		var types []string
+		for _, event := range events {
+			types = append(types, event.EventType())
+		}
+		if !reflect.DeepEqual(types, expect.Events) {
+			t.Errorf("events %v, expected %v", types, expect.Events)
+		}
+	}
+	for kind, want := range expect.EventCounts {
+		if got := countType(events, kind); got != want {
+			t.Errorf("%d %s events, expected %d", got, kind, want)
+		}
+	}
+	if expect.Transcript != nil {
+		var want []Message
+		if err := json.Unmarshal(expect.Transcript, &want); err != nil {
+			t.Fatalf("expected transcript: %v", err)
+		}
+		if !reflect.DeepEqual(result.Messages, want) {
+			got, _ := json.Marshal(result.Messages)
+			t.Errorf("transcript differs; got %s", got)
+		}
+	}
+	if expect.Results != nil {
+		var got []Message
+		for _, message := range result.Messages {
+			if message.Role == "tool" {
+				got = append(got, message)
+			}
+		}
+		if len(got) != len(expect.Results) {
+			t.Fatalf("%d tool results, expected %d", len(got), len(expect.Results))
+		}
+		for i, want := range expect.Results {
+			if got[i].ToolCallID != want.ToolCallID || got[i].IsError != want.IsError ||
+				!strings.Contains(got[i].Text(), want.TextContains) {
+				t.Errorf("result %d: %s error=%v %q, expected %s error=%v containing %q", i, got[i].ToolCallID,
+					got[i].IsError, got[i].Text(), want.ToolCallID, want.IsError, want.TextContains)
+			}
+		}
+	}
+	if expect.CancelHandlers != nil {
+		// Handlers run on goroutines of their own; the run may end first.
+		deadline := time.Now().Add(10 * time.Second)
+		for cancelHandlers.Load() < *expect.CancelHandlers && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if got := cancelHandlers.Load(); got != *expect.CancelHandlers {
+			t.Errorf("%d cancel handlers ran, expected %d", got, *expect.CancelHandlers)
+		}
+	}
+}
+
+func countType(events []Event, kind string) int {
+	n := 0
+	for _, event := range events {
+		if event.EventType() == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// checkInvariants holds for every run: run_start first, one run_end last,
+// balanced tool executions and turns, every event of this run.
+func checkInvariants(t *testing.T, events []Event) {
+	t.Helper()
+	if len(events) == 0 || events[0].EventType() != "run_start" || events[len(events)-1].EventType() != "run_end" {
+		t.Fatalf("events do not open with run_start and close with run_end: %d events", len(events))
+	}
+	if n := countType(events, "run_end"); n != 1 {
+		t.Errorf("%d run_end events", n)
+	}
+	if countType(events, "tool_execution_start") != countType(events, "tool_execution_end") {
+		t.Errorf("unbalanced tool executions")
+	}
+	if countType(events, "turn_start") != countType(events, "turn_end") {
+		t.Errorf("unbalanced turns")
+	}
+	for _, event := range events {
+		if event.RunID() != events[0].RunID() {
+			t.Errorf("an event of run %s among run %s's", event.RunID(), events[0].RunID())
+		}
+		if unknown, ok := event.(*UnknownEvent); ok {
+			t.Errorf("an event this package does not know: %s", unknown.Raw)
+		}
+	}
+}

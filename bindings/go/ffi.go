@@ -1,0 +1,63 @@
+package ferrule
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../include
+#cgo !ferrule_system LDFLAGS: ${SRCDIR}/../../target/release/libferrule.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+#cgo ferrule_system pkg-config: ferrule
+#include <stdlib.h>
+#include "ferrule.h"
+#include "shims.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime/cgo"
+	"unsafe"
+)
+
+// The library must speak the ABI this package was written against.
+func init() {
+	if got := uint32(C.ferrule_abi_version()); got != C.FERRULE_ABI_VERSION {
+		panic(fmt.Sprintf("ferrule: the linked library has ABI version %d, this package needs %d", got, C.FERRULE_ABI_VERSION))
+	}
+}
+
+// Version is the linked library's version.
+func Version() string {
+	return goStr(C.ferrule_version())
+}
+
+// goStr copies a borrowed ferrule string.
+func goStr(s C.ferrule_str) string {
+	return C.GoStringN(s.ptr, C.int(s.len))
+}
+
+// cBytes is b as (pointer, length) for a call that only reads it during the call;
+// the memory is C's, freed by the returned function.
+func cBytes(b []byte) (*C.char, C.size_t, func()) {
+	if len(b) == 0 {
+		return nil, 0, func() {}
+	}
+	p := C.CBytes(b)
+	return (*C.char)(p), C.size_t(len(b)), func() { C.free(p) }
+}
+
+// handleData turns a cgo handle into the user data C passes back.
+func handleData(h cgo.Handle) unsafe.Pointer {
+	return C.ferrule_go_handle_data(C.uintptr_t(h))
+}
+
+// dataHandle is the cgo handle behind user data.
+func dataHandle(p unsafe.Pointer) cgo.Handle {
+	return cgo.Handle(uintptr(p))
+}
+
+// takeError turns a ferrule error into a Go one (nil for NULL) and frees it.
+func takeError(e *C.ferrule_error) error {
+	if e == nil {
+		return nil
+	}
+	defer C.ferrule_error_free(e)
+	return &Error{Code: Code(C.ferrule_error_code(e)), Message: goStr(C.ferrule_error_message(e))}
+}

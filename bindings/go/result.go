@@ -1,0 +1,73 @@
+package ferrule
+
+import "encoding/json"
+
+// Status is how a run ended.
+type Status string
+
+// The statuses.
+const (
+	StatusCompleted   Status = "completed"
+	StatusTerminated  Status = "terminated"
+	StatusInterrupted Status = "interrupted"
+	StatusCancelled   Status = "cancelled"
+	StatusFailed      Status = "failed"
+	StatusMaxRounds   Status = "max_rounds"
+)
+
+// Result is a run's outcome. Messages is the whole transcript, replayable:
+// Messages(res.Messages...) continues the conversation.
+type Result struct {
+	Status   Status    `json:"status"`
+	Final    *Message  `json:"final"`
+	Messages []Message `json:"messages"`
+	Usage    Usage     `json:"usage"`
+	Rounds   int       `json:"rounds"`
+	// Error says why a failed run failed.
+	Error *Error `json:"error"`
+}
+
+// Input is what a run starts from: Prompt or Messages.
+type Input struct {
+	json []byte
+}
+
+// Prompt starts a run from one user message.
+func Prompt(text string) Input {
+	data, _ := json.Marshal(struct {
+		Prompt string `json:"prompt"`
+	}{text})
+	return Input{data}
+}
+
+// Messages starts a run from a transcript, such as an earlier run's messages
+// followed by a new user message.
+func Messages(msgs ...Message) Input {
+	if msgs == nil {
+		msgs = []Message{}
+	}
+	data, err := json.Marshal(struct {
+		Messages []Message `json:"messages"`
+	}{msgs})
+	if err != nil {
+		// Only a Part's Details-free fields are marshalled; this cannot fail.
+		panic(err)
+	}
+	return Input{data}
+}
+
+// ToolResult is a tool's result with more than text: content for the model,
+// and details for the host's UI that never reach the model.
+type ToolResult struct {
+	Content    []Part   `json:"content"`
+	IsError    bool     `json:"is_error,omitempty"`
+	Terminate  bool     `json:"terminate,omitempty"`
+	Details    any      `json:"details,omitempty"`
+	Display    string   `json:"display,omitempty"`
+	Title      string   `json:"title,omitempty"`
+	Summary    string   `json:"summary,omitempty"`
+	AddedTools []string `json:"added_tools,omitempty"`
+}
+
+// Text joins the result's text parts.
+func (r ToolResult) Text() string { return Message{Content: r.Content}.Text() }

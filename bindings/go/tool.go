@@ -1,0 +1,282 @@
+package ferrule
+
+/*
+#include <stdlib.h>
+#include "ferrule.h"
+#include "shims.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/cgo"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Tool is a Go function the model can call, made by NewTool or NewRawTool.
+type Tool struct {
+	name, description string
+	schema            json.RawMessage
+	options           toolOptions
+	fn                func(ctx context.Context, call *Call, args json.RawMessage) (any, error)
+	// err is a mistake found when the tool was made, reported by NewAgent.
+	err error
+}
+
+// ToolOption changes how a tool runs.
+type ToolOption func(*toolOptions)
+
+type toolOptions struct {
+	Execution   string `json:"execution,omitempty"`
+	TimeoutMS   int64  `json:"timeout_ms,omitempty"`
+	Deferred    bool   `json:"deferred,omitempty"`
+	Strict      bool   `json:"strict,omitempty"`
+	Nonblocking bool   `json:"nonblocking"`
+	OnError     string `json:"on_error,omitempty"`
+	// nonStrict lets arguments carry properties the schema does not name.
+	nonStrict bool
+}
+
+// Sequential makes any batch holding a call of the tool run one call at a time.
+func Sequential() ToolOption { return func(o *toolOptions) { o.Execution = "sequential" } }
+
+// Timeout bounds one call; its context is cancelled when the time is up.
+func Timeout(d time.Duration) ToolOption {
+	return func(o *toolOptions) { o.TimeoutMS = d.Milliseconds() }
+}
+
+// Deferred withholds the tool from the model until another tool's result names
+// it in AddedTools.
+func Deferred() ToolOption { return func(o *toolOptions) { o.Deferred = true } }
+
+// NonStrict lets arguments carry properties the schema does not name (NewTool
+// then ignores them when decoding).
+func NonStrict() ToolOption { return func(o *toolOptions) { o.nonStrict = true } }
+
+// Strict asks the provider to guarantee arguments that match the schema (which
+// must then list every property as required).
+func Strict() ToolOption { return func(o *toolOptions) { o.Strict = true } }
+
+// FailureIsFatal makes an error of the tool end the run (status failed, code
+// TOOL_FAILED) instead of going back to the model.
+func FailureIsFatal() ToolOption { return func(o *toolOptions) { o.OnError = "fatal" } }
+
+// NewTool makes a tool of fn. Its input schema is reflected from Args (a struct:
+// json tags name the properties; a field with omitempty or of pointer type is
+// optional, every other one required; no other properties are allowed unless
+// NonStrict; descriptions come from jsonschema tags). The arguments are decoded
+// into Args before fn runs. fn's result becomes the tool result: a string is
+// text, a ToolResult is used as it is, anything else is sent as JSON text. An
+// error becomes an error result the model sees, and so does a panic.
+func NewTool[Args, Res any](name, description string,
+	fn func(ctx context.Context, call *Call, args Args) (Res, error), opts ...ToolOption) Tool {
+	tool := Tool{name: name, description: description}
+	for _, opt := range opts {
+		opt(&tool.options)
+	}
+	tool.schema, tool.err = schemaFor[Args](!tool.options.nonStrict)
+	nonStrict := tool.options.nonStrict
+	tool.fn = func(ctx context.Context, call *Call, raw json.RawMessage) (any, error) {
+		var args Args
+		decoder := json.NewDecoder(bytes.NewReader(raw))
+		if !nonStrict {
+			decoder.DisallowUnknownFields()
+		}
+		if err := decoder.Decode(&args); err != nil {
+			return nil, fmt.Errorf("the arguments do not fit the tool: %w", err)
+		}
+		return fn(ctx, call, args)
+	}
+	return tool
+}
+
+// NewRawTool makes a tool with a JSON schema of its own (Draft 2020-12; empty
+// means any object); fn gets the arguments as the model wrote them. Results as
+// for NewTool.
+func NewRawTool(name, description string, schema json.RawMessage,
+	fn func(ctx context.Context, call *Call, args json.RawMessage) (any, error), opts ...ToolOption) Tool {
+	tool := Tool{name: name, description: description, schema: schema, fn: fn}
+	for _, opt := range opts {
+		opt(&tool.options)
+	}
+	return tool
+}
+
+// Name is the tool's name.
+func (t Tool) Name() string { return t.name }
+
+// register adds the tool to a builder. Every Go tool is nonblocking: its
+// callback hands the call to a goroutine and returns.
+func (t Tool) register(builder *C.ferrule_agent_builder) error {
+	if t.err != nil {
+		return &Error{Code: CodeInvalidSchema, Message: fmt.Sprintf("tool %q: %v", t.name, t.err)}
+	}
+	options := t.options
+	options.Nonblocking = true
+	optionsJSON, err := json.Marshal(options)
+	if err != nil {
+		return err
+	}
+	name, nameLen, freeName := cBytes([]byte(t.name))
+	defer freeName()
+	description, descriptionLen, freeDescription := cBytes([]byte(t.description))
+	defer freeDescription()
+	schema, schemaLen, freeSchema := cBytes(t.schema)
+	defer freeSchema()
+	opts, optsLen, freeOpts := cBytes(optionsJSON)
+	defer freeOpts()
+	handle := cgo.NewHandle(&registeredTool{fn: t.fn})
+	spec := (*C.ferrule_tool_spec)(C.calloc(1, C.sizeof_ferrule_tool_spec))
+	defer C.free(unsafe.Pointer(spec))
+	*spec = C.ferrule_tool_spec{
+		struct_size: C.sizeof_ferrule_tool_spec,
+		name:        name, name_len: nameLen,
+		description: description, description_len: descriptionLen,
+		input_schema: schema, input_schema_len: schemaLen,
+		options: opts, options_len: optsLen,
+		execute:        C.ferrule_tool_fn(C.ferrule_go_tool),
+		user_data:      handleData(handle),
+		free_user_data: C.ferrule_free_fn(C.ferrule_go_free),
+	}
+	if err := takeError(C.ferrule_agent_builder_add_tool(builder, spec)); err != nil {
+		handle.Delete() // not taken: still ours
+		return err
+	}
+	return nil
+}
+
+// registeredTool is a tool as ferrule holds it (behind a cgo handle).
+type registeredTool struct {
+	fn func(ctx context.Context, call *Call, args json.RawMessage) (any, error)
+}
+
+// invoke runs on ferrule's runtime and must return at once: it registers the
+// cancel handler and hands the call to a goroutine.
+func (t *registeredTool) invoke(handle *C.ferrule_tool_call) {
+	call := &Call{
+		handle:    handle,
+		id:        goStr(C.ferrule_tool_call_id(handle)),
+		name:      goStr(C.ferrule_tool_call_name(handle)),
+		arguments: json.RawMessage(goStr(C.ferrule_tool_call_arguments(handle))),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	state := cgo.NewHandle(&callState{cancel: cancel})
+	if takeError(C.ferrule_tool_call_on_cancel(handle, C.ferrule_cancel_fn(C.ferrule_go_cancel), handleData(state),
+		C.ferrule_free_fn(C.ferrule_go_free))) != nil {
+		// Refused (the call cannot be cancelled any more): the handle stays ours.
+		state.Delete()
+	}
+	go call.run(ctx, cancel, t.fn)
+}
+
+// callState is what a call's cancel handler reaches.
+type callState struct {
+	cancel context.CancelFunc
+}
+
+// release runs once the call is over and its handler done.
+func (s *callState) release() { s.cancel() }
+
+// Call is one call of a tool, given to its function.
+type Call struct {
+	id, name  string
+	arguments json.RawMessage
+	// mu orders updates before the completion, after which handle is gone.
+	mu     sync.RWMutex
+	handle *C.ferrule_tool_call
+}
+
+// ID is the call id the model gave.
+func (c *Call) ID() string { return c.id }
+
+// Name is the tool's name.
+func (c *Call) Name() string { return c.name }
+
+// Arguments are the arguments as the model wrote them.
+func (c *Call) Arguments() json.RawMessage { return c.arguments }
+
+// Update sends a provisional result (a string or a ToolResult) as a
+// tool_execution_update event; it never reaches the model. It may wait while the
+// run's events are slow to be read. After the call is over it returns an error
+// of code ALREADY_COMPLETED.
+func (c *Call) Update(partial any) error {
+	data, err := resultJSON(partial)
+	if err != nil {
+		return err
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.handle == nil {
+		return &Error{Code: CodeAlreadyCompleted, Message: "the call is over"}
+	}
+	p, n, free := cBytes(data)
+	defer free()
+	return takeError(C.ferrule_tool_call_update(c.handle, p, n))
+}
+
+// run calls fn and completes the call with what it gave.
+func (c *Call) run(ctx context.Context, cancel context.CancelFunc, fn func(context.Context, *Call, json.RawMessage) (any, error)) {
+	defer cancel()
+	result, err := guarded(ctx, c, fn)
+	var data []byte
+	if err == nil {
+		data, err = resultJSON(result)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	handle := c.handle
+	c.handle = nil
+	if err != nil {
+		message := []byte(err.Error())
+		p, n, free := cBytes(message)
+		defer free()
+		_ = takeError(C.ferrule_tool_call_fail(handle, p, n))
+		return
+	}
+	p, n, free := cBytes(data)
+	defer free()
+	_ = takeError(C.ferrule_tool_call_complete(handle, p, n))
+}
+
+// guarded runs fn, turning a panic into an error.
+func guarded(ctx context.Context, c *Call, fn func(context.Context, *Call, json.RawMessage) (any, error)) (result any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the tool panicked: %v", p)
+		}
+	}()
+	return fn(ctx, c, c.arguments)
+}
+
+// RawResult is result JSON exactly as given: a JSON string (a text result) or
+// a tool result object. ferrule checks it; an invalid one becomes an error
+// result the model sees.
+type RawResult []byte
+
+// resultJSON is a tool's value as result JSON: a string is text, a ToolResult
+// is itself, a RawResult is sent as it is, anything else becomes JSON text.
+func resultJSON(value any) ([]byte, error) {
+	switch v := value.(type) {
+	case string:
+		return json.Marshal(v)
+	case ToolResult:
+		if v.Content == nil {
+			v.Content = []Part{}
+		}
+		return json.Marshal(v)
+	case *ToolResult:
+		return resultJSON(*v)
+	case RawResult:
+		return v, nil
+	}
+	text, err := json.Marshal(value)
+	if err != nil {
+		return nil, fmt.Errorf("the tool's result is not JSON: %w", err)
+	}
+	return json.Marshal(string(text))
+}
