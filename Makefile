@@ -60,6 +60,10 @@ test-c: lib
 # The Go binding links target/release/libferrule.a (see bindings/go/ffi.go).
 test-go: lib
 	cd bindings/go && go vet ./... && go test -race -count=1 ./...
+	cd examples/go && go vet ./...
+
+demo-go: lib
+	cd examples/go && go run .
 
 clean:
 	rm -rf $(BUILD)
