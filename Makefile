@@ -6,14 +6,31 @@ CBINDGEN ?= cbindgen
 CBINDGEN_VERSION := 0.29.4
 BUILD    := build
 LIBDIR   := target/release
+PREFIX   ?= /usr/local
+VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib demo demo-go bench setup test test-rust test-header test-c test-go header header-check clean
+.PHONY: all lib install demo demo-go bench setup test test-rust test-header test-c test-go header header-check clean
 
 all: lib
 
+# The shared library's SONAME is libferrule.so.0 (build.rs); the link beside it
+# lets programs linked here find it.
 lib:
 	$(CARGO) build --release --lib
+	ln -sf libferrule.so $(LIBDIR)/libferrule.so.$(ABI_VERSION)
+
+# Installs the header, both libraries (the shared one as
+# libferrule.so.VERSION with the .so.0 and .so links) and ferrule.pc.
+install: lib
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/ferrule.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 $(LIBDIR)/libferrule.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(LIBDIR)/libferrule.so $(DESTDIR)$(PREFIX)/lib/libferrule.so.$(VERSION)
+	ln -sf libferrule.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libferrule.so.$(ABI_VERSION)
+	ln -sf libferrule.so.$(ABI_VERSION) $(DESTDIR)$(PREFIX)/lib/libferrule.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ferrule.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ferrule.pc
 
 $(BUILD)/agent: examples/c/agent.c include/ferrule.h lib
 	@mkdir -p $(BUILD)
@@ -61,6 +78,10 @@ test-c: lib
 test-go: lib
 	cd bindings/go && go vet ./... && go test -race -count=1 ./...
 	cd examples/go && go vet ./...
+	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(BUILD)/prefix
+	readelf -d $(BUILD)/prefix/lib/libferrule.so | grep -q 'SONAME.*libferrule.so.$(ABI_VERSION)'
+	cd bindings/go && PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/prefix/lib/pkgconfig \
+		LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/prefix/lib go test -tags ferrule_system -count=1 -run Conformance ./...
 
 demo-go: lib
 	cd examples/go && go run .

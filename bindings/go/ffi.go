@@ -1,7 +1,7 @@
 package ferrule
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../include
+#cgo !ferrule_system CFLAGS: -I${SRCDIR}/../../include
 #cgo !ferrule_system LDFLAGS: ${SRCDIR}/../../target/release/libferrule.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 #cgo ferrule_system pkg-config: ferrule
 #include <stdlib.h>
