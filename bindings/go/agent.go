@@ -61,12 +61,18 @@ func (a *Agent) Start(ctx context.Context, in Input) (*Run, error) {
 	if a.handle == nil {
 		return nil, errClosed("the agent")
 	}
-	return start(ctx, a.handle, in)
+	return start(ctx, a.handle, in, true)
 }
 
-// Run starts a run and waits for its result.
+// Run starts a run and waits for its result (its events are never decoded).
 func (a *Agent) Run(ctx context.Context, in Input) (*Result, error) {
-	run, err := a.Start(ctx, in)
+	a.mu.RLock()
+	if a.handle == nil {
+		a.mu.RUnlock()
+		return nil, errClosed("the agent")
+	}
+	run, err := start(ctx, a.handle, in, false)
+	a.mu.RUnlock()
 	if err != nil {
 		return nil, err
 	}

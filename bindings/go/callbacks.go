@@ -8,7 +8,8 @@ import "C"
 import "unsafe"
 
 // The functions ferrule calls, through the shims in shims.c. Their user data is a
-// cgo handle (see handleData); no Go pointer is ever kept by C.
+// cgo handle (see handleData), or a call's key in liveCalls; no Go pointer is
+// ever kept by C.
 
 // released is user data with something to do when ferrule lets go of it.
 type released interface{ release() }
@@ -25,7 +26,7 @@ func goEvent(userData unsafe.Pointer, json *C.char, length C.size_t) {
 
 //export goCancel
 func goCancel(userData unsafe.Pointer) {
-	dataHandle(userData).Value().(*callState).cancel()
+	cancelCall(uintptr(userData))
 }
 
 //export goFree

@@ -42,15 +42,25 @@ type eventSink struct {
 	// dropped is closed when nobody will read the events any more.
 	dropped  chan struct{}
 	dropOnce sync.Once
-	// ended is closed after the last event.
+	// ended is closed once the run is over, after its last event.
 	ended chan struct{}
 	// run keeps the Run reachable while events come, so that its cleanup
 	// cannot cancel a run whose events are being read.
 	run atomic.Pointer[Run]
+	// result is the run_end event's, read once ended is closed.
+	result *Result
 }
 
 func (s *eventSink) deliver(data []byte) {
+	select {
+	case <-s.dropped:
+		return // nobody reads them: not even decoded
+	default:
+	}
 	event := decodeEvent(data)
+	if end, ok := event.(*RunEndEvent); ok {
+		s.result = end.Result
+	}
 	select {
 	case s.ch <- event:
 	case <-s.dropped:
@@ -66,17 +76,25 @@ func (s *eventSink) release() {
 	s.run.Store(nil)
 }
 
-func start(ctx context.Context, agent *C.ferrule_agent, in Input) (*Run, error) {
+// start starts a run. Without events (for Agent.Run) ferrule's event callback
+// is a C function that ignores them; either way the sink learns of the run's
+// end when ferrule lets go of it, so nothing waits for the run inside C.
+func start(ctx context.Context, agent *C.ferrule_agent, in Input, events bool) (*Run, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Code: CodeCancelled, Message: "the context is done: " + err.Error()}
 	}
 	sink := &eventSink{ch: make(chan Event, eventBuffer), dropped: make(chan struct{}), ended: make(chan struct{})}
+	onEvent := C.ferrule_event_fn(C.ferrule_go_event)
+	if !events {
+		onEvent = C.ferrule_event_fn(C.ferrule_go_ignore_event)
+		sink.drop()
+	}
 	handle := cgo.NewHandle(sink)
 	text, length, free := cBytes(in.json)
 	defer free()
 	var run *C.ferrule_run
-	err := takeError(C.ferrule_agent_start(agent, text, length, C.ferrule_event_fn(C.ferrule_go_event),
-		handleData(handle), C.ferrule_free_fn(C.ferrule_go_free), &run))
+	err := takeError(C.ferrule_agent_start(agent, text, length, onEvent, handleData(handle),
+		C.ferrule_free_fn(C.ferrule_go_free), &run))
 	if err != nil {
 		handle.Delete() // not taken: still ours
 		return nil, err
@@ -85,15 +103,18 @@ func start(ctx context.Context, agent *C.ferrule_agent, in Input) (*Run, error) 
 	sink.run.Store(r)
 	r.cleanup = runtime.AddCleanup(r, func(h *C.ferrule_run) { C.ferrule_run_free(h) }, run)
 	if done := ctx.Done(); done != nil {
-		go func() {
-			select {
-			case <-done:
-				r.Cancel()
-			case <-sink.ended:
-			}
-		}()
+		go r.cancelWith(done)
 	}
 	return r, nil
+}
+
+// cancelWith cancels the run when done closes before the run is over.
+func (r *Run) cancelWith(done <-chan struct{}) {
+	select {
+	case <-done:
+		r.Cancel()
+	case <-r.events.ended:
+	}
 }
 
 // ID is the run's id, as in its events.
@@ -114,6 +135,13 @@ func (r *Run) Wait() (*Result, error) {
 	r.wait.Do(func() {
 		if !r.taken.Load() {
 			r.events.drop()
+		}
+		// Wait here, not inside C, where the goroutine would keep its P.
+		<-r.events.ended
+		if r.events.result != nil {
+			// The events were read: the run_end event carried the result.
+			r.result = r.events.result
+			return
 		}
 		r.mu.Lock()
 		if r.handle == nil {

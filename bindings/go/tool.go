@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"runtime/cgo"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -165,22 +166,33 @@ func (t *registeredTool) invoke(handle *C.ferrule_tool_call) {
 		arguments: json.RawMessage(goStr(C.ferrule_tool_call_arguments(handle))),
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	state := cgo.NewHandle(&callState{cancel: cancel})
-	if takeError(C.ferrule_tool_call_on_cancel(handle, C.ferrule_cancel_fn(C.ferrule_go_cancel), handleData(state),
-		C.ferrule_free_fn(C.ferrule_go_free))) != nil {
-		// Refused (the call cannot be cancelled any more): the handle stays ours.
-		state.Delete()
+	// The handler gets a key into liveCalls, not a cgo handle: with no
+	// free_user_data, ferrule has nothing to hand to a thread when the call
+	// ends, and a handler that comes late finds nothing to cancel.
+	key := nextCallKey.Add(1)
+	liveCalls.Store(key, cancel)
+	if takeError(C.ferrule_tool_call_on_cancel(handle, C.ferrule_cancel_fn(C.ferrule_go_cancel),
+		handleData(cgo.Handle(key)), nil)) != nil {
+		liveCalls.Delete(key) // the call is over already
 	}
-	go call.run(ctx, cancel, t.fn)
+	go func() {
+		defer liveCalls.Delete(key)
+		call.run(ctx, cancel, t.fn)
+	}()
 }
 
-// callState is what a call's cancel handler reaches.
-type callState struct {
-	cancel context.CancelFunc
-}
+// liveCalls are the cancel functions of calls still running, by key.
+var (
+	liveCalls   sync.Map
+	nextCallKey atomic.Uintptr
+)
 
-// release runs once the call is over and its handler done.
-func (s *callState) release() { s.cancel() }
+// cancelCall cancels a live call's context; a call already over is left alone.
+func cancelCall(key uintptr) {
+	if cancel, ok := liveCalls.Load(key); ok {
+		cancel.(context.CancelFunc)()
+	}
+}
 
 // Call is one call of a tool, given to its function.
 type Call struct {
