@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib install demo demo-go bench setup test test-rust test-header test-c test-go header header-check clean
+.PHONY: all lib install demo demo-go bench bench-go setup test test-rust test-header test-c test-go header header-check clean
 
 all: lib
 
@@ -78,6 +78,7 @@ test-c: lib
 test-go: lib
 	cd bindings/go && go vet ./... && go test -race -count=1 ./...
 	cd examples/go && go vet ./...
+	cd bench/go && go vet ./...
 	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(BUILD)/prefix
 	readelf -d $(BUILD)/prefix/lib/libferrule.so | grep -q 'SONAME.*libferrule.so.$(ABI_VERSION)'
 	cd bindings/go && PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/prefix/lib/pkgconfig \
@@ -85,6 +86,10 @@ test-go: lib
 
 demo-go: lib
 	cd examples/go && go run .
+
+# W1-W3 with the tool in Go: ferrule's Go binding beside eino, in one run.
+bench-go: lib
+	cd bench/go && go test -run '^$$' -bench . -benchtime 5x
 
 clean:
 	rm -rf $(BUILD)
@@ -98,3 +103,4 @@ bench: setup lib
 		-L$(LIBDIR) -lferrule -lcjson -lpthread -Wl,-rpath,$(CURDIR)/$(LIBDIR)
 	$(CARGO) bench --bench loop --bench providers --bench http_rounds --bench builtins
 	./$(BUILD)/bench_ffi bench/workloads.json
+	$(MAKE) --no-print-directory bench-go
