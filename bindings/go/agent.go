@@ -32,8 +32,7 @@ func NewAgent(cfg Config, tools ...Tool) (*Agent, error) {
 // NewAgentFromJSON builds an agent from configuration JSON (the format of
 // ferrule's C ABI) and Go tools.
 func NewAgentFromJSON(config []byte, tools ...Tool) (*Agent, error) {
-	text, length, free := cBytes(config)
-	defer free()
+	text, length := cArg(config)
 	var builder *C.ferrule_agent_builder
 	if err := takeError(C.ferrule_agent_builder_new(text, length, &builder)); err != nil {
 		return nil, err

@@ -33,8 +33,18 @@ func goStr(s C.ferrule_str) string {
 	return C.GoStringN(s.ptr, C.int(s.len))
 }
 
-// cBytes is b as (pointer, length) for a call that only reads it during the call;
-// the memory is C's, freed by the returned function.
+// cArg is b as a (pointer, length) argument of a call that only reads it during
+// the call (ferrule copies what it keeps): Go memory without Go pointers, which
+// cgo lets C read for the call's duration.
+func cArg(b []byte) (*C.char, C.size_t) {
+	if len(b) == 0 {
+		return nil, 0
+	}
+	return (*C.char)(unsafe.Pointer(unsafe.SliceData(b))), C.size_t(len(b))
+}
+
+// cBytes is a copy of b in C memory, for a struct C reads; freed by the
+// returned function.
 func cBytes(b []byte) (*C.char, C.size_t, func()) {
 	if len(b) == 0 {
 		return nil, 0, func() {}

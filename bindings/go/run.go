@@ -90,8 +90,7 @@ func start(ctx context.Context, agent *C.ferrule_agent, in Input, events bool) (
 		sink.drop()
 	}
 	handle := cgo.NewHandle(sink)
-	text, length, free := cBytes(in.json)
-	defer free()
+	text, length := cArg(in.json)
 	var run *C.ferrule_run
 	err := takeError(C.ferrule_agent_start(agent, text, length, onEvent, handleData(handle),
 		C.ferrule_free_fn(C.ferrule_go_free), &run))

@@ -226,8 +226,7 @@ func (c *Call) Update(partial any) error {
 	if c.handle == nil {
 		return &Error{Code: CodeAlreadyCompleted, Message: "the call is over"}
 	}
-	p, n, free := cBytes(data)
-	defer free()
+	p, n := cArg(data)
 	return takeError(C.ferrule_tool_call_update(c.handle, p, n))
 }
 
@@ -244,14 +243,11 @@ func (c *Call) run(ctx context.Context, cancel context.CancelFunc, fn func(conte
 	handle := c.handle
 	c.handle = nil
 	if err != nil {
-		message := []byte(err.Error())
-		p, n, free := cBytes(message)
-		defer free()
+		p, n := cArg([]byte(err.Error()))
 		_ = takeError(C.ferrule_tool_call_fail(handle, p, n))
 		return
 	}
-	p, n, free := cBytes(data)
-	defer free()
+	p, n := cArg(data)
 	_ = takeError(C.ferrule_tool_call_complete(handle, p, n))
 }
 
