@@ -77,7 +77,7 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		BuiltinTools       *BuiltinTools `json:"builtin_tools,omitempty"`
 	}
 	return json.Marshal(config{c.Model, c.System, c.ToolExecution, c.ToolChoice, c.MaxRounds,
-		c.MaxConcurrentTools, c.ToolTimeout.Milliseconds(), c.MaxToolResultBytes, c.BuiltinTools})
+		c.MaxConcurrentTools, millis(c.ToolTimeout), c.MaxToolResultBytes, c.BuiltinTools})
 }
 
 // MarshalJSON writes the "model" object.
@@ -100,7 +100,7 @@ func (m Model) MarshalJSON() ([]byte, error) {
 		ServerHistory      bool              `json:"server_history,omitempty"`
 	}
 	return json.Marshal(model{m.Provider, m.Name, m.BaseURL, m.APIKeyEnv, m.Headers, m.Script, m.Stream,
-		m.MaxTokens, m.MaxRetries, m.RetryBackoff.Milliseconds(), m.Timeouts, m.ImageInput, m.StrictTools,
+		m.MaxTokens, m.MaxRetries, millis(m.RetryBackoff), m.Timeouts, m.ImageInput, m.StrictTools,
 		m.EncryptedReasoning, m.ServerHistory})
 }
 
@@ -112,8 +112,7 @@ func (t Timeouts) MarshalJSON() ([]byte, error) {
 		Idle      int64 `json:"idle_ms,omitempty"`
 		Total     int64 `json:"total_ms,omitempty"`
 	}
-	return json.Marshal(timeouts{t.Connect.Milliseconds(), t.FirstByte.Milliseconds(), t.Idle.Milliseconds(),
-		t.Total.Milliseconds()})
+	return json.Marshal(timeouts{millis(t.Connect), millis(t.FirstByte), millis(t.Idle), millis(t.Total)})
 }
 
 // MarshalJSON writes the "builtin_tools" object.
@@ -128,4 +127,14 @@ func (b BuiltinTools) MarshalJSON() ([]byte, error) {
 	}
 	// nil marshals as null (the default selection), an empty slice as [].
 	return json.Marshal(builtins{b.WorkingDirectory, b.Allowed, b.Excluded, b.Disable, b.Confine, b.BashPassEnv})
+}
+
+// millis is d in whole milliseconds, rounded up so that a positive duration
+// never becomes 0 (which means "none"); a negative one stays negative, for
+// ferrule to refuse.
+func millis(d time.Duration) int64 {
+	if d > 0 {
+		return int64((d + time.Millisecond - 1) / time.Millisecond)
+	}
+	return d.Milliseconds()
 }

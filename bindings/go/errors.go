@@ -1,6 +1,9 @@
 package ferrule
 
-import "fmt"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // Code is a stable ferrule error code (FERRULE_ERROR_* in ferrule.h).
 type Code uint32
@@ -59,8 +62,8 @@ func (c Code) String() string {
 // MarshalText writes the code's name.
 func (c Code) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
 
-// UnmarshalText reads a code's name; a name this package does not know keeps its
-// text in the error message only, as code 0.
+// UnmarshalText reads a code's name; a name this package does not know is code
+// 0 (an Error keeps the name in its message).
 func (c *Code) UnmarshalText(text []byte) error {
 	for code, name := range codeNames {
 		if name == string(text) {
@@ -78,6 +81,24 @@ func (c *Code) UnmarshalText(text []byte) error {
 type Error struct {
 	Code    Code   `json:"code"`
 	Message string `json:"message"`
+}
+
+// UnmarshalJSON reads {"code", "message"}; a code this package does not know
+// yet keeps its name at the front of the message.
+func (e *Error) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	_ = e.Code.UnmarshalText([]byte(w.Code))
+	e.Message = w.Message
+	if e.Code == 0 && w.Code != "" {
+		e.Message = w.Code + ": " + w.Message
+	}
+	return nil
 }
 
 // Error is "CODE: message".

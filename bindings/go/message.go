@@ -100,11 +100,18 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := wireMessage{Role: m.Role, Content: raw, ToolCalls: m.ToolCalls, StopReason: m.StopReason, Usage: m.Usage}
 	if m.Role == "tool" {
-		w.ToolCallID, w.Name, w.IsError = m.ToolCallID, m.Name, m.IsError
+		// A call id or name may be empty; the fields are required all the same.
+		return json.Marshal(struct {
+			Role       string          `json:"role"`
+			ToolCallID string          `json:"tool_call_id"`
+			Name       string          `json:"name"`
+			Content    json.RawMessage `json:"content"`
+			IsError    bool            `json:"is_error"`
+		}{m.Role, m.ToolCallID, m.Name, raw, m.IsError})
 	}
-	return json.Marshal(w)
+	return json.Marshal(wireMessage{Role: m.Role, Content: raw, ToolCalls: m.ToolCalls, StopReason: m.StopReason,
+		Usage: m.Usage})
 }
 
 // UnmarshalJSON reads the message JSON; content given as a string becomes one
@@ -155,7 +162,18 @@ func (p Part) MarshalJSON() ([]byte, error) {
 		Thinking: p.Thinking, Signature: p.Signature, ID: p.ID}
 	switch {
 	case p.Type == "redacted_thinking":
-		w.Data = p.Redacted
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Data string `json:"data"`
+		}{p.Type, p.Redacted})
+	case p.Type == "file":
+		// A file's data is required, even when empty.
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			MediaType string `json:"media_type"`
+			Data      string `json:"data"`
+			Name      string `json:"name,omitempty"`
+		}{p.Type, p.MediaType, base64.StdEncoding.EncodeToString(p.Data), p.Name})
 	case p.Data != nil:
 		w.Data = base64.StdEncoding.EncodeToString(p.Data)
 	}
@@ -187,12 +205,26 @@ func (p *Part) UnmarshalJSON(data []byte) error {
 		Signature: w.Signature, ID: w.ID}
 	if w.Type == "redacted_thinking" {
 		p.Redacted = w.Data
-	} else if w.Data != "" {
-		decoded, err := base64.StdEncoding.DecodeString(w.Data)
+	} else if w.Data != "" || w.Type == "file" {
+		decoded, err := decodeBase64(w.Data)
 		if err != nil {
 			return err
 		}
 		p.Data = decoded
 	}
 	return nil
+}
+
+// decodeBase64 reads base64 with or without padding, in the standard or the URL
+// alphabet: ferrule passes data on as the tool or provider gave it.
+func decodeBase64(text string) ([]byte, error) {
+	var err error
+	for _, encoding := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding,
+		base64.RawURLEncoding} {
+		var decoded []byte
+		if decoded, err = encoding.DecodeString(text); err == nil {
+			return decoded, nil
+		}
+	}
+	return nil, err
 }

@@ -20,15 +20,20 @@ import (
 // eventBuffer is how many events wait for a slow reader before the run waits.
 const eventBuffer = 64
 
-// Run is a run of an agent. Safe for concurrent use.
-type Run struct {
-	id     string
-	events *eventSink
-	// taken is set once the host asked for Events (and must read them).
-	taken atomic.Bool
+// closedEvents is the channel Events gives once the events were let go.
+var closedEvents = func() chan Event {
+	ch := make(chan Event)
+	close(ch)
+	return ch
+}()
 
-	mu      sync.Mutex
-	handle  *C.ferrule_run
+// Run is a run of an agent. Safe for concurrent use. A Run dropped without
+// Close is cancelled and freed by a cleanup, unless its events are being read.
+type Run struct {
+	id   string
+	core *runCore
+	// taken is set once the host asked for Events (and must read them).
+	taken   atomic.Bool
 	cleanup runtime.Cleanup
 
 	wait   sync.Once
@@ -36,17 +41,60 @@ type Run struct {
 	err    error
 }
 
+// runCore is what outlives a Run's reachability: the C handle and the events,
+// reached by the context watcher and the cleanup without holding the Run.
+type runCore struct {
+	mu     sync.Mutex
+	handle *C.ferrule_run
+	events *eventSink
+}
+
+// cancel cancels the run unless it was closed.
+func (c *runCore) cancel() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.handle != nil {
+		C.ferrule_run_cancel(c.handle)
+	}
+}
+
+// close cancels the run if it is still going and frees the handle; events
+// nobody takes from then on are let go.
+func (c *runCore) close() {
+	c.events.abandon()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.handle != nil {
+		C.ferrule_run_cancel(c.handle)
+		C.ferrule_run_free(c.handle)
+		c.handle = nil
+	}
+}
+
+// cancelWith cancels the run when done closes before the run is over.
+func (c *runCore) cancelWith(done <-chan struct{}) {
+	select {
+	case <-done:
+		c.cancel()
+	case <-c.events.ended:
+	}
+}
+
 // eventSink is what a run's event callback reaches (behind a cgo handle).
 type eventSink struct {
 	ch chan Event
-	// dropped is closed when nobody will read the events any more.
+	// dropped is closed when nobody will read the events: they are not decoded.
 	dropped  chan struct{}
 	dropOnce sync.Once
+	// abandoned is closed by Close: a reader may have stopped, so an event
+	// that finds the buffer full is let go instead of waited for.
+	abandoned   chan struct{}
+	abandonOnce sync.Once
 	// ended is closed once the run is over, after its last event.
 	ended chan struct{}
-	// run keeps the Run reachable while events come, so that its cleanup
-	// cannot cancel a run whose events are being read.
-	run atomic.Pointer[Run]
+	// reader keeps the Run reachable while its events are read, so that its
+	// cleanup cannot cancel a run someone is following.
+	reader atomic.Pointer[Run]
 	// result is the run_end event's, read once ended is closed.
 	result *Result
 }
@@ -54,7 +102,7 @@ type eventSink struct {
 func (s *eventSink) deliver(data []byte) {
 	select {
 	case <-s.dropped:
-		return // nobody reads them: not even decoded
+		return
 	default:
 	}
 	event := decodeEvent(data)
@@ -64,16 +112,22 @@ func (s *eventSink) deliver(data []byte) {
 	select {
 	case s.ch <- event:
 	case <-s.dropped:
+	case <-s.abandoned:
+		select {
+		case s.ch <- event:
+		default:
+		}
 	}
 }
 
-func (s *eventSink) drop() { s.dropOnce.Do(func() { close(s.dropped) }) }
+func (s *eventSink) drop()    { s.dropOnce.Do(func() { close(s.dropped) }) }
+func (s *eventSink) abandon() { s.abandonOnce.Do(func() { close(s.abandoned) }) }
 
 // release runs once, after run_end.
 func (s *eventSink) release() {
 	close(s.ch)
 	close(s.ended)
-	s.run.Store(nil)
+	s.reader.Store(nil)
 }
 
 // start starts a run. Without events (for Agent.Run) ferrule's event callback
@@ -83,7 +137,8 @@ func start(ctx context.Context, agent *C.ferrule_agent, in Input, events bool) (
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Code: CodeCancelled, Message: "the context is done: " + err.Error()}
 	}
-	sink := &eventSink{ch: make(chan Event, eventBuffer), dropped: make(chan struct{}), ended: make(chan struct{})}
+	sink := &eventSink{ch: make(chan Event, eventBuffer), dropped: make(chan struct{}),
+		abandoned: make(chan struct{}), ended: make(chan struct{})}
 	onEvent := C.ferrule_event_fn(C.ferrule_go_event)
 	if !events {
 		onEvent = C.ferrule_event_fn(C.ferrule_go_ignore_event)
@@ -98,22 +153,13 @@ func start(ctx context.Context, agent *C.ferrule_agent, in Input, events bool) (
 		handle.Delete() // not taken: still ours
 		return nil, err
 	}
-	r := &Run{id: goStr(C.ferrule_run_id(run)), events: sink, handle: run}
-	sink.run.Store(r)
-	r.cleanup = runtime.AddCleanup(r, func(h *C.ferrule_run) { C.ferrule_run_free(h) }, run)
+	core := &runCore{handle: run, events: sink}
+	r := &Run{id: goStr(C.ferrule_run_id(run)), core: core}
+	r.cleanup = runtime.AddCleanup(r, (*runCore).close, core)
 	if done := ctx.Done(); done != nil {
-		go r.cancelWith(done)
+		go core.cancelWith(done)
 	}
 	return r, nil
-}
-
-// cancelWith cancels the run when done closes before the run is over.
-func (r *Run) cancelWith(done <-chan struct{}) {
-	select {
-	case <-done:
-		r.Cancel()
-	case <-r.events.ended:
-	}
 }
 
 // ID is the run's id, as in its events.
@@ -121,37 +167,56 @@ func (r *Run) ID() string { return r.id }
 
 // Events is every event of the run, in order; it is closed after the
 // RunEndEvent. Every call returns the same channel. A host that calls Events
-// must read it to the end: the run waits for its reader.
+// must read it to the end (or Close the run): the run waits for its reader.
+// After Wait without Events, or on a run of Agent.Run, the events were let go
+// and the channel is closed.
 func (r *Run) Events() <-chan Event {
-	r.taken.Store(true)
-	return r.events.ch
+	sink := r.core.events
+	select {
+	case <-sink.dropped:
+		if !r.taken.Load() {
+			return closedEvents
+		}
+	default:
+	}
+	if !r.taken.Swap(true) {
+		select {
+		case <-sink.ended:
+		default:
+			sink.reader.Store(r)
+		}
+	}
+	return sink.ch
 }
 
 // Wait waits for the run to end and returns its result, for every status (a
 // failed run's error is in Result.Error). The error is only for a failure of the
-// call itself. Without an earlier call of Events, the events are let go.
+// call itself. Without an earlier call of Events, the events are let go. A Wait
+// inside one of the run's own tools waits forever: the run waits for the tool.
 func (r *Run) Wait() (*Result, error) {
 	r.wait.Do(func() {
+		sink := r.core.events
 		if !r.taken.Load() {
-			r.events.drop()
+			sink.drop()
 		}
-		// Wait here, not inside C, where the goroutine would keep its P.
-		<-r.events.ended
-		if r.events.result != nil {
-			// The events were read: the run_end event carried the result.
-			r.result = r.events.result
+		// A handle of its own, taken now, keeps the result reachable should
+		// another goroutine Close the run meanwhile.
+		r.core.mu.Lock()
+		if r.core.handle == nil {
+			r.core.mu.Unlock()
+			r.result, r.err = r.knownResult()
 			return
 		}
-		r.mu.Lock()
-		if r.handle == nil {
-			r.mu.Unlock()
-			r.err = errClosed("the run")
-			return
-		}
-		// A handle of its own keeps the run while this waits without the lock.
-		handle := C.ferrule_run_clone(r.handle)
-		r.mu.Unlock()
+		handle := C.ferrule_run_clone(r.core.handle)
+		r.core.mu.Unlock()
 		defer C.ferrule_run_free(handle)
+		// Wait here, not inside C, where the goroutine would keep its P.
+		<-sink.ended
+		if sink.result != nil {
+			// The events were read: the run_end event carried the result.
+			r.result = sink.result
+			return
+		}
 		var text *C.char
 		var length C.size_t
 		if r.err = takeError(C.ferrule_run_wait(handle, &text, &length)); r.err != nil {
@@ -168,30 +233,31 @@ func (r *Run) Wait() (*Result, error) {
 	return r.result, r.err
 }
 
-// Cancel cancels the run: running tools see their context cancelled, nothing
-// new starts, and the run ends with status cancelled unless it already ended.
-func (r *Run) Cancel() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.handle != nil {
-		C.ferrule_run_cancel(r.handle)
+// knownResult is the result of a closed run whose run_end event was read.
+func (r *Run) knownResult() (*Result, error) {
+	sink := r.core.events
+	select {
+	case <-sink.ended:
+		if sink.result != nil {
+			return sink.result, nil
+		}
+	default:
 	}
+	return nil, errClosed("the run")
 }
 
+// Cancel cancels the run: running tools see their context cancelled, nothing
+// new starts, and the run ends with status cancelled unless it already ended.
+func (r *Run) Cancel() { r.core.cancel() }
+
 // Close cancels the run if it is still going and lets go of it; later calls do
-// nothing. Its events channel still closes after the RunEndEvent; events
-// nobody asked for are let go.
+// nothing. Its events channel still closes after the RunEndEvent, but events
+// that find the channel's buffer full are let go from now on.
 func (r *Run) Close() error {
 	if !r.taken.Load() {
-		r.events.drop()
+		r.core.events.drop()
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.handle != nil {
-		C.ferrule_run_cancel(r.handle)
-		r.cleanup.Stop()
-		C.ferrule_run_free(r.handle)
-		r.handle = nil
-	}
+	r.cleanup.Stop()
+	r.core.close()
 	return nil
 }

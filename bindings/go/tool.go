@@ -11,8 +11,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/cgo"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,9 +49,7 @@ type toolOptions struct {
 func Sequential() ToolOption { return func(o *toolOptions) { o.Execution = "sequential" } }
 
 // Timeout bounds one call; its context is cancelled when the time is up.
-func Timeout(d time.Duration) ToolOption {
-	return func(o *toolOptions) { o.TimeoutMS = d.Milliseconds() }
-}
+func Timeout(d time.Duration) ToolOption { return func(o *toolOptions) { o.TimeoutMS = millis(d) } }
 
 // Deferred withholds the tool from the model until another tool's result names
 // it in AddedTools.
@@ -212,10 +212,12 @@ func (c *Call) Name() string { return c.name }
 // Arguments are the arguments as the model wrote them.
 func (c *Call) Arguments() json.RawMessage { return c.arguments }
 
-// Update sends a provisional result (a string or a ToolResult) as a
-// tool_execution_update event; it never reaches the model. It may wait while the
-// run's events are slow to be read. After the call is over it returns an error
-// of code ALREADY_COMPLETED.
+// Update sends a provisional result (a string, a ToolResult or a RawResult) as
+// a tool_execution_update event; it never reaches the model. It may wait while
+// the run's events are slow to be read. After the call is over it returns an
+// error of code ALREADY_COMPLETED. An update ferrule finds invalid (an image
+// without a media type, say) fails the call, as the C ABI does: the model sees
+// that error, and the tool's later result is discarded.
 func (c *Call) Update(partial any) error {
 	data, err := resultJSON(partial)
 	if err != nil {
@@ -230,35 +232,55 @@ func (c *Call) Update(partial any) error {
 	return takeError(C.ferrule_tool_call_update(c.handle, p, n))
 }
 
-// run calls fn and completes the call with what it gave.
+// run calls fn and completes the call with what it gave. Whatever fn does
+// (panic, runtime.Goexit, a result that cannot be encoded) the call is
+// completed or failed exactly once.
 func (c *Call) run(ctx context.Context, cancel context.CancelFunc, fn func(context.Context, *Call, json.RawMessage) (any, error)) {
 	defer cancel()
-	result, err := guarded(ctx, c, fn)
-	var data []byte
-	if err == nil {
-		data, err = resultJSON(result)
+	finished := false
+	defer func() {
+		if !finished {
+			// runtime.Goexit (t.FailNow, for one) ends the goroutine past every recover.
+			c.finish(nil, errors.New("the tool exited without returning a result"))
+		}
+	}()
+	data, err := outcome(ctx, c, fn)
+	c.finish(data, err)
+	finished = true
+}
+
+// outcome runs fn and encodes its result; a panic anywhere in that (fn, an
+// error's Error method, a MarshalJSON) becomes an error.
+func outcome(ctx context.Context, c *Call, fn func(context.Context, *Call, json.RawMessage) (any, error)) (data []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			data, err = nil, fmt.Errorf("the tool panicked: %v", p)
+		}
+	}()
+	result, err := fn(ctx, c, c.arguments)
+	if err != nil {
+		return nil, errors.New(err.Error())
 	}
+	return resultJSON(result)
+}
+
+// finish completes the call with data, or fails it with err's text (made valid
+// UTF-8, which ferrule requires); the handle is gone afterwards.
+func (c *Call) finish(data []byte, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	handle := c.handle
 	c.handle = nil
+	if handle == nil {
+		return
+	}
 	if err != nil {
-		p, n := cArg([]byte(err.Error()))
+		p, n := cArg([]byte(strings.ToValidUTF8(err.Error(), "\uFFFD")))
 		_ = takeError(C.ferrule_tool_call_fail(handle, p, n))
 		return
 	}
 	p, n := cArg(data)
 	_ = takeError(C.ferrule_tool_call_complete(handle, p, n))
-}
-
-// guarded runs fn, turning a panic into an error.
-func guarded(ctx context.Context, c *Call, fn func(context.Context, *Call, json.RawMessage) (any, error)) (result any, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("the tool panicked: %v", p)
-		}
-	}()
-	return fn(ctx, c, c.arguments)
 }
 
 // RawResult is result JSON exactly as given: a JSON string (a text result) or
@@ -278,6 +300,9 @@ func resultJSON(value any) ([]byte, error) {
 		}
 		return json.Marshal(v)
 	case *ToolResult:
+		if v == nil {
+			return resultJSON(ToolResult{})
+		}
 		return resultJSON(*v)
 	case RawResult:
 		return v, nil
