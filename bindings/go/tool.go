@@ -175,10 +175,10 @@ func (t *registeredTool) invoke(handle *C.ferrule_tool_call) {
 		handleData(cgo.Handle(key)), nil)) != nil {
 		liveCalls.Delete(key) // the call is over already
 	}
-	go func() {
+	dispatch(func() {
 		defer liveCalls.Delete(key)
 		call.run(ctx, cancel, t.fn)
-	}()
+	})
 }
 
 // liveCalls are the cancel functions of calls still running, by key.
