@@ -577,3 +577,26 @@ fn a_transcript_is_replayable_as_the_next_runs_input() {
     let last = serde_json::to_value(&next.final_message).unwrap();
     assert_eq!(last["content"][0]["text"], "still here");
 }
+
+#[test]
+fn run_timeout_abandons_a_model_request_in_flight() {
+    let agent = agent(json!([{"text": "late", "delay_ms": 60_000}]), json!({"run_timeout_ms": 100}), vec![]);
+    let (result, events) = run(&agent, "hi");
+    assert_eq!(result.status, RunStatus::Failed);
+    let error = result.error.as_ref().unwrap();
+    assert_eq!(error.code, ErrorCode::Timeout);
+    assert!(error.message.contains("100 ms"), "{}", error.message);
+    assert_eq!(result.messages.len(), 1, "only the prompt: the answer never came");
+    assert_event_invariants(&events);
+}
+
+#[test]
+fn run_timeout_leaves_runs_that_end_in_time_and_host_cancels_alone() {
+    let quick = agent(json!([{"text": "in time"}]), json!({"run_timeout_ms": 60_000}), vec![]);
+    assert_eq!(run(&quick, "hi").0.status, RunStatus::Completed);
+    let slow = agent(json!([{"text": "late", "delay_ms": 60_000}]), json!({"run_timeout_ms": 60_000}), vec![]);
+    let (handle, _) = start(&slow, "hi");
+    handle.cancel();
+    let result = handle.wait_blocking().unwrap();
+    assert_eq!(result.status, RunStatus::Cancelled, "{:?}", result.error);
+}

@@ -17,6 +17,9 @@ type Config struct {
 	ToolTimeout        time.Duration
 	MaxToolResultBytes int
 	BuiltinTools       *BuiltinTools
+	// RunTimeout bounds a whole run: at the deadline it ends failed with code
+	// TIMEOUT (Result.Error), its running tools cancelled.
+	RunTimeout time.Duration
 }
 
 // ToolChoiceName makes the model call one tool.
@@ -75,9 +78,10 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		ToolTimeoutMS      int64         `json:"tool_timeout_ms,omitempty"`
 		MaxToolResultBytes int           `json:"max_tool_result_bytes,omitempty"`
 		BuiltinTools       *BuiltinTools `json:"builtin_tools,omitempty"`
+		RunTimeoutMS       int64         `json:"run_timeout_ms,omitempty"`
 	}
 	return json.Marshal(config{c.Model, c.System, c.ToolExecution, c.ToolChoice, c.MaxRounds,
-		c.MaxConcurrentTools, millis(c.ToolTimeout), c.MaxToolResultBytes, c.BuiltinTools})
+		c.MaxConcurrentTools, millis(c.ToolTimeout), c.MaxToolResultBytes, c.BuiltinTools, millis(c.RunTimeout)})
 }
 
 // MarshalJSON writes the "model" object.

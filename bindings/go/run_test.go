@@ -248,3 +248,26 @@ func TestConfigMarshalsToTheConfigurationJSON(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", data, want)
 	}
 }
+
+func TestARunTimeoutEndsTheRunFailedWithTimeout(t *testing.T) {
+	cancelled := make(chan time.Time, 1)
+	agent, err := NewAgent(Config{Model: Model{Provider: "scripted",
+		Script: json.RawMessage(`[{"tool_calls": [{"id": "c1", "name": "block", "arguments": {}}]}, {"text": "late"}]`)},
+		RunTimeout: 100 * time.Millisecond}, blocker(cancelled))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	result, err := agent.Run(context.Background(), Prompt("block"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if result.Status != StatusFailed || !errors.Is(result.Error, ErrTimeout) {
+		t.Fatalf("result %+v", result)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(hangProtection):
+		t.Fatal("the running tool was never cancelled")
+	}
+}

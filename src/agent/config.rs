@@ -33,6 +33,11 @@ pub struct AgentConfig {
     /// Default bound on one tool call in milliseconds; 0 means none.
     #[serde(default)]
     pub tool_timeout_ms: u64,
+    /// Bound on a whole run in milliseconds; 0 means none. At the deadline an
+    /// in-flight model request is abandoned, running tools are cancelled, and the
+    /// run ends `failed` with code `TIMEOUT`.
+    #[serde(default)]
+    pub run_timeout_ms: u64,
     /// Bound on the text of one tool result in bytes; 0 means none. Longer text is
     /// cut with a note saying so.
     #[serde(default)]

@@ -63,7 +63,15 @@ async fn supervise(
     shared: Arc<RunShared>,
     threads: &'static Threads,
 ) {
-    let (status, error) = match AssertUnwindSafe(run.drive()).catch_unwind().await {
+    let deadline = RunDeadline::start(run.agent.inner.config.run_timeout_ms, &run.cancel);
+    let ended = AssertUnwindSafe(run.drive()).catch_unwind().await;
+    let timed_out = deadline.is_some_and(RunDeadline::finish);
+    let (status, error) = match ended {
+        // The deadline's cancellation ended the run (not a finish just before it).
+        Ok((RunStatus::Cancelled, _)) if timed_out => {
+            let ms = run.agent.inner.config.run_timeout_ms;
+            (RunStatus::Failed, Some(Error::new(ErrorCode::Timeout, format!("the run took longer than its {ms} ms"))))
+        }
         Ok(ending) => ending,
         Err(payload) => {
             // Keep turns balanced for the host even though the loop died mid-turn.
@@ -91,6 +99,42 @@ async fn supervise(
         threads.tool_callbacks.run_urgent(release).await;
     }
     shared.finish(result);
+}
+
+/// A run's `run_timeout_ms`: a timer that cancels the run at the deadline (which
+/// abandons a model request and cancels running tools), and says afterwards
+/// whether it was the one that ended it.
+struct RunDeadline {
+    fired: Arc<std::sync::atomic::AtomicBool>,
+    timer: tokio::task::JoinHandle<()>,
+}
+
+impl RunDeadline {
+    /// `None` without a timeout.
+    fn start(timeout_ms: u64, cancel: &tokio_util::sync::CancellationToken) -> Option<Self> {
+        if timeout_ms == 0 {
+            return None;
+        }
+        let fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (flag, cancel) = (fired.clone(), cancel.clone());
+        let timer = tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(std::time::Duration::from_millis(timeout_ms)) => {
+                    flag.store(true, Ordering::SeqCst);
+                    cancel.cancel();
+                }
+                // Cancelled by the host first: the deadline no longer matters.
+                _ = cancel.cancelled() => {}
+            }
+        });
+        Some(RunDeadline { fired, timer })
+    }
+
+    /// Stops the timer; whether the deadline had passed.
+    fn finish(self) -> bool {
+        self.timer.abort();
+        self.fired.load(Ordering::SeqCst)
+    }
 }
 
 /// The state of one run.
