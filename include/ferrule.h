@@ -64,6 +64,9 @@ enum FERRULE_ERROR
   FERRULE_ERROR_SCRIPT_EXHAUSTED = 16,
   // The system refused ferrule a thread (a thread or memory limit).
   FERRULE_ERROR_RESOURCE_EXHAUSTED = 17,
+  // The model's final answer did not satisfy the agent's `output_schema`, also
+  // after `output_retries` corrections.
+  FERRULE_ERROR_INVALID_OUTPUT = 18,
   // The provider rejected the credentials (HTTP 401, 403).
   FERRULE_ERROR_PROVIDER_AUTH = 32,
   // The provider rejected the request (HTTP 400, 413, 422).

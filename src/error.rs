@@ -46,6 +46,9 @@ pub enum ErrorCode {
     ScriptExhausted = 16,
     /// The system refused ferrule a thread (a thread or memory limit).
     ResourceExhausted = 17,
+    /// The model's final answer did not satisfy the agent's `output_schema`, also
+    /// after `output_retries` corrections.
+    InvalidOutput = 18,
     // Model request failures: 32 to 63.
     /// The provider rejected the credentials (HTTP 401, 403).
     ProviderAuth = 32,
@@ -86,6 +89,7 @@ impl ErrorCode {
             ErrorCode::ToolFailed => "TOOL_FAILED",
             ErrorCode::ScriptExhausted => "SCRIPT_EXHAUSTED",
             ErrorCode::ResourceExhausted => "RESOURCE_EXHAUSTED",
+            ErrorCode::InvalidOutput => "INVALID_OUTPUT",
             ErrorCode::ProviderAuth => "PROVIDER_AUTH",
             ErrorCode::ProviderInvalidRequest => "PROVIDER_INVALID_REQUEST",
             ErrorCode::ProviderNotFound => "PROVIDER_NOT_FOUND",

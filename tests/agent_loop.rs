@@ -552,7 +552,7 @@ fn the_run_result_serialises_in_the_design_shape() {
     let value = serde_json::to_value(&*result).unwrap();
     let mut keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["error", "final", "messages", "rounds", "status", "usage"]);
+    assert_eq!(keys, ["error", "final", "messages", "output", "rounds", "status", "usage"]);
     let run_end = of_type(&events, "run_end")[0];
     assert_eq!(run_end["result"], value);
     assert!(run_end["run_id"].as_str().unwrap().starts_with("run-"));
@@ -599,4 +599,69 @@ fn run_timeout_leaves_runs_that_end_in_time_and_host_cancels_alone() {
     handle.cancel();
     let result = handle.wait_blocking().unwrap();
     assert_eq!(result.status, RunStatus::Cancelled, "{:?}", result.error);
+}
+
+/// An agent whose answers must be `{"plan": "gold" | "silver"}`.
+fn structured(script: Value, retries: Option<u32>) -> ferrule::agent::Agent {
+    let mut extra = json!({"output_schema": {"type": "object", "properties": {"plan": {"enum": ["gold", "silver"]}},
+        "required": ["plan"], "additionalProperties": false}});
+    if let Some(retries) = retries {
+        extra["output_retries"] = json!(retries);
+    }
+    agent(script, extra, vec![])
+}
+
+#[test]
+fn a_final_answer_that_satisfies_the_output_schema_is_the_output() {
+    let agent = structured(json!([{"text": "```json\n{\"plan\": \"gold\"}\n```"}]), None);
+    let (result, _) = run(&agent, "plan?");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.output, Some(json!({"plan": "gold"})));
+    assert_eq!(serde_json::to_value(&*result).unwrap()["output"], json!({"plan": "gold"}));
+    // Without a schema the output is null.
+    let plain = agent_without_schema();
+    assert_eq!(serde_json::to_value(&*run(&plain, "hi").0).unwrap()["output"], Value::Null);
+}
+
+fn agent_without_schema() -> ferrule::agent::Agent {
+    agent(json!([{"text": "{\"plan\": \"gold\"}"}]), json!({}), vec![])
+}
+
+#[test]
+fn an_answer_that_fails_the_schema_goes_back_with_what_is_wrong() {
+    let agent = structured(
+        json!([{"text": "Gold, I think."}, {"text": "{\"plan\": \"bronze\"}"}, {"text": "{\"plan\": \"silver\"}"}]),
+        None,
+    );
+    let (result, _) = run(&agent, "plan?");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.output, Some(json!({"plan": "silver"})));
+    assert_eq!(result.rounds, 3);
+    let transcript = serde_json::to_value(&result.messages).unwrap();
+    let corrections: Vec<&Value> =
+        transcript.as_array().unwrap().iter().filter(|m| m["role"] == "user").skip(1).collect();
+    assert_eq!(corrections.len(), 2);
+    let said = |message: &Value| message["content"].as_str().unwrap().to_owned();
+    assert!(said(corrections[0]).contains("it is not JSON"), "{}", said(corrections[0]));
+    assert!(said(corrections[1]).contains("/plan"), "{}", said(corrections[1]));
+}
+
+#[test]
+fn an_answer_still_wrong_after_the_retries_fails_the_run() {
+    let agent = structured(json!([{"text": "no"}, {"text": "{\"plan\": 1}"}]), Some(1));
+    let (result, _) = run(&agent, "plan?");
+    assert_eq!(result.status, RunStatus::Failed);
+    let error = result.error.as_ref().unwrap();
+    assert_eq!(error.code, ErrorCode::InvalidOutput);
+    assert!(error.message.contains("1 correction"), "{}", error.message);
+    assert_eq!(result.output, None);
+}
+
+#[test]
+fn an_output_schema_that_does_not_compile_fails_the_build() {
+    let config = json!({"model": {"provider": "scripted", "script": []},
+        "output_schema": {"type": "object", "$ref": "https://example.com/schema"}});
+    let error = ferrule::agent::AgentBuilder::from_json(&config.to_string()).and_then(|b| b.build()).err().unwrap();
+    assert_eq!(error.code, ErrorCode::InvalidSchema);
+    assert!(error.message.contains("output_schema"), "{}", error.message);
 }

@@ -20,6 +20,11 @@ type Config struct {
 	// RunTimeout bounds a whole run: at the deadline it ends failed with code
 	// TIMEOUT (Result.Error), its running tools cancelled.
 	RunTimeout time.Duration
+	// OutputSchema is a JSON Schema the final answer must satisfy (see Output);
+	// OutputRetries is how many times a wrong answer goes back to the model
+	// (nil: 2) before the run fails with INVALID_OUTPUT.
+	OutputSchema  json.RawMessage
+	OutputRetries *int
 }
 
 // ToolChoiceName makes the model call one tool.
@@ -69,19 +74,22 @@ type BuiltinTools struct {
 // MarshalJSON writes the configuration JSON.
 func (c Config) MarshalJSON() ([]byte, error) {
 	type config struct {
-		Model              Model         `json:"model"`
-		System             string        `json:"system,omitempty"`
-		ToolExecution      string        `json:"tool_execution,omitempty"`
-		ToolChoice         any           `json:"tool_choice,omitempty"`
-		MaxRounds          int           `json:"max_rounds,omitempty"`
-		MaxConcurrentTools int           `json:"max_concurrent_tools,omitempty"`
-		ToolTimeoutMS      int64         `json:"tool_timeout_ms,omitempty"`
-		MaxToolResultBytes int           `json:"max_tool_result_bytes,omitempty"`
-		BuiltinTools       *BuiltinTools `json:"builtin_tools,omitempty"`
-		RunTimeoutMS       int64         `json:"run_timeout_ms,omitempty"`
+		Model              Model           `json:"model"`
+		System             string          `json:"system,omitempty"`
+		ToolExecution      string          `json:"tool_execution,omitempty"`
+		ToolChoice         any             `json:"tool_choice,omitempty"`
+		MaxRounds          int             `json:"max_rounds,omitempty"`
+		MaxConcurrentTools int             `json:"max_concurrent_tools,omitempty"`
+		ToolTimeoutMS      int64           `json:"tool_timeout_ms,omitempty"`
+		MaxToolResultBytes int             `json:"max_tool_result_bytes,omitempty"`
+		BuiltinTools       *BuiltinTools   `json:"builtin_tools,omitempty"`
+		RunTimeoutMS       int64           `json:"run_timeout_ms,omitempty"`
+		OutputSchema       json.RawMessage `json:"output_schema,omitempty"`
+		OutputRetries      *int            `json:"output_retries,omitempty"`
 	}
 	return json.Marshal(config{c.Model, c.System, c.ToolExecution, c.ToolChoice, c.MaxRounds,
-		c.MaxConcurrentTools, millis(c.ToolTimeout), c.MaxToolResultBytes, c.BuiltinTools, millis(c.RunTimeout)})
+		c.MaxConcurrentTools, millis(c.ToolTimeout), c.MaxToolResultBytes, c.BuiltinTools, millis(c.RunTimeout),
+		c.OutputSchema, c.OutputRetries})
 }
 
 // MarshalJSON writes the "model" object.

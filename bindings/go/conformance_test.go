@@ -36,6 +36,7 @@ type scenario struct {
 		Transcript     json.RawMessage  `json:"transcript"`
 		Results        []expectedResult `json:"results"`
 		CancelHandlers *int32           `json:"cancel_handlers"`
+		Output         json.RawMessage  `json:"output"`
 	} `json:"expect"`
 }
 
@@ -220,6 +221,9 @@ func runScenario(t *testing.T, path string) {
 			}
 		}
 	}
+	if expect.Output != nil && !sameJSON(t, expect.Output, result.Output) {
+		t.Errorf("output %s, expected %s", result.Output, expect.Output)
+	}
 	if expect.CancelHandlers != nil {
 		// Handlers run on goroutines of their own; the run may end first.
 		deadline := time.Now().Add(10 * time.Second)
@@ -266,4 +270,22 @@ func checkInvariants(t *testing.T, events []Event) {
 			t.Errorf("an event this package does not know: %s", unknown.Raw)
 		}
 	}
+}
+
+// sameJSON compares two JSON texts by value (absent counts as null).
+func sameJSON(t *testing.T, a, b json.RawMessage) bool {
+	t.Helper()
+	var x, y any
+	for _, pair := range []struct {
+		raw json.RawMessage
+		out *any
+	}{{a, &x}, {b, &y}} {
+		if len(pair.raw) == 0 {
+			continue
+		}
+		if err := json.Unmarshal(pair.raw, pair.out); err != nil {
+			t.Fatalf("%s: %v", pair.raw, err)
+		}
+	}
+	return reflect.DeepEqual(x, y)
 }

@@ -27,6 +27,7 @@ const (
 	CodeToolFailed              Code = 15
 	CodeScriptExhausted         Code = 16
 	CodeResourceExhausted       Code = 17
+	CodeInvalidOutput           Code = 18
 	CodeProviderAuth            Code = 32
 	CodeProviderInvalidRequest  Code = 33
 	CodeProviderNotFound        Code = 34
@@ -45,7 +46,8 @@ var codeNames = map[Code]string{
 	CodeAlreadyCompleted: "ALREADY_COMPLETED", CodeAlreadyInitialized: "ALREADY_INITIALIZED",
 	CodeForked: "FORKED", CodeShutdown: "SHUTDOWN", CodeToolFailed: "TOOL_FAILED",
 	CodeScriptExhausted: "SCRIPT_EXHAUSTED", CodeResourceExhausted: "RESOURCE_EXHAUSTED",
-	CodeProviderAuth: "PROVIDER_AUTH", CodeProviderInvalidRequest: "PROVIDER_INVALID_REQUEST",
+	CodeInvalidOutput: "INVALID_OUTPUT",
+	CodeProviderAuth:  "PROVIDER_AUTH", CodeProviderInvalidRequest: "PROVIDER_INVALID_REQUEST",
 	CodeProviderNotFound: "PROVIDER_NOT_FOUND", CodeProviderRateLimited: "PROVIDER_RATE_LIMITED",
 	CodeProviderOverloaded: "PROVIDER_OVERLOADED", CodeProviderServer: "PROVIDER_SERVER",
 	CodeProviderNetwork: "PROVIDER_NETWORK", CodeProviderMalformedStream: "PROVIDER_MALFORMED_STREAM",
@@ -129,6 +131,7 @@ var (
 	ErrToolFailed              error = &Error{Code: CodeToolFailed}
 	ErrScriptExhausted         error = &Error{Code: CodeScriptExhausted}
 	ErrResourceExhausted       error = &Error{Code: CodeResourceExhausted}
+	ErrInvalidOutput           error = &Error{Code: CodeInvalidOutput}
 	ErrProviderAuth            error = &Error{Code: CodeProviderAuth}
 	ErrProviderInvalidRequest  error = &Error{Code: CodeProviderInvalidRequest}
 	ErrProviderNotFound        error = &Error{Code: CodeProviderNotFound}

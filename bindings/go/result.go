@@ -25,6 +25,23 @@ type Result struct {
 	Rounds   int       `json:"rounds"`
 	// Error says why a failed run failed.
 	Error *Error `json:"error"`
+	// Output is the final answer as JSON when the agent has an OutputSchema and
+	// the answer satisfied it; null otherwise. See Output.
+	Output json.RawMessage `json:"output"`
+}
+
+// Output decodes a run's structured output (Config.OutputSchema) into T. An
+// error when the run has none (it failed, or the agent has no schema) or when
+// it does not fit T.
+func Output[T any](res *Result) (T, error) {
+	var out T
+	if res == nil || len(res.Output) == 0 || string(res.Output) == "null" {
+		return out, &Error{Code: CodeInvalidOutput, Message: "the run has no structured output"}
+	}
+	if err := json.Unmarshal(res.Output, &out); err != nil {
+		return out, &Error{Code: CodeInvalidOutput, Message: "the output does not fit the Go type: " + err.Error()}
+	}
+	return out, nil
 }
 
 // Input is what a run starts from: Prompt or Messages.

@@ -271,3 +271,36 @@ func TestARunTimeoutEndsTheRunFailedWithTimeout(t *testing.T) {
 		t.Fatal("the running tool was never cancelled")
 	}
 }
+
+type plan struct {
+	Customer string `json:"customer"`
+	Plan     string `json:"plan"`
+}
+
+func TestStructuredOutputDecodesIntoAGoType(t *testing.T) {
+	retries := 0
+	agent, err := NewAgent(Config{
+		Model: Model{Provider: "scripted", Script: json.RawMessage(`[{"text": "{\"customer\": \"C-100\", \"plan\": \"gold\"}"}]`)},
+		OutputSchema: json.RawMessage(`{"type": "object", "properties": {"customer": {"type": "string"}, "plan": {"type": "string"}},
+			"required": ["customer", "plan"]}`),
+		OutputRetries: &retries,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	result, err := agent.Run(context.Background(), Prompt("plan?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Output[plan](result)
+	if err != nil || got != (plan{"C-100", "gold"}) {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if _, err := Output[[]int](result); !errors.Is(err, ErrInvalidOutput) {
+		t.Errorf("a Go type the output does not fit: %v", err)
+	}
+	if _, err := Output[plan](&Result{Output: json.RawMessage("null")}); !errors.Is(err, ErrInvalidOutput) {
+		t.Errorf("no output: %v", err)
+	}
+}

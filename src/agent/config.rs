@@ -38,6 +38,15 @@ pub struct AgentConfig {
     /// run ends `failed` with code `TIMEOUT`.
     #[serde(default)]
     pub run_timeout_ms: u64,
+    /// A JSON Schema (Draft 2020-12) the final answer must satisfy: the answer's
+    /// text is parsed as JSON and validated, and the run result's `output` holds
+    /// it.
+    #[serde(default)]
+    pub output_schema: Option<serde_json::Value>,
+    /// How many times an answer that fails `output_schema` goes back to the model
+    /// with what is wrong, before the run fails with `INVALID_OUTPUT`.
+    #[serde(default = "default_output_retries")]
+    pub output_retries: u32,
     /// Bound on the text of one tool result in bytes; 0 means none. Longer text is
     /// cut with a note saying so.
     #[serde(default)]
@@ -50,6 +59,10 @@ pub struct AgentConfig {
 
 fn default_max_rounds() -> u32 {
     50
+}
+
+fn default_output_retries() -> u32 {
+    2
 }
 
 fn default_max_concurrent_tools() -> usize {

@@ -91,7 +91,13 @@ impl AgentBuilder {
                 strict: t.options().strict,
             })
             .collect();
-        Ok(Agent { inner: Arc::new(AgentInner { config, tools, by_name, definitions, generator }) })
+        let output = config
+            .output_schema
+            .clone()
+            .map(crate::tool::InputSchema::compile)
+            .transpose()
+            .map_err(|e| Error::new(e.code, format!("agent config: output_schema: {}", e.message)))?;
+        Ok(Agent { inner: Arc::new(AgentInner { config, tools, by_name, definitions, generator, output }) })
     }
 }
 
@@ -107,6 +113,8 @@ pub(crate) struct AgentInner {
     pub(crate) by_name: HashMap<String, usize>,
     pub(crate) definitions: Vec<ToolDefinition>,
     pub(crate) generator: Box<dyn Generator>,
+    /// The compiled `output_schema`.
+    pub(crate) output: Option<crate::tool::InputSchema>,
 }
 
 impl AgentInner {

@@ -39,4 +39,7 @@ pub struct RunResult {
     pub rounds: u32,
     /// Why the run failed, when it did.
     pub error: Option<Error>,
+    /// The final answer parsed as JSON, when the agent has an `output_schema`
+    /// and the answer satisfied it; null otherwise.
+    pub output: Option<serde_json::Value>,
 }

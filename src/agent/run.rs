@@ -13,7 +13,7 @@ use super::events::{self, EventEmitter, EventKind, EventSink};
 use super::handle::{Run, RunShared};
 use super::{Agent, RunResult, RunStatus};
 use crate::error::{Error, ErrorCode};
-use crate::message::{AssistantMessage, Message, StopReason, Usage};
+use crate::message::{AssistantMessage, Message, Part, StopReason, Usage, UserMessage};
 use crate::provider::{Delta, DeltaSink, GenerationRequest, WireCache};
 use crate::runtime::{CallbackKind, CallbackScope, Threads};
 use crate::BoxFuture;
@@ -46,6 +46,8 @@ pub(crate) fn start(
         rounds: 0,
         input_len: messages_len,
         disclosed: HashSet::new(),
+        output: None,
+        output_corrections: 0,
     };
     threads.runtime.spawn(supervise(run, dispatcher, shared.clone(), threads));
     Run::new(shared)
@@ -154,6 +156,10 @@ struct RunLoop {
     input_len: usize,
     /// Deferred tools disclosed by an earlier result in this run.
     disclosed: HashSet<String>,
+    /// The final answer as JSON, once it satisfied the output schema.
+    output: Option<serde_json::Value>,
+    /// Answers sent back for not satisfying the output schema.
+    output_corrections: u32,
 }
 
 impl RunLoop {
@@ -224,8 +230,7 @@ impl RunLoop {
         let length_stopped = message.stop_reason == StopReason::Length;
         self.announce(turn, &message).await;
         if message.tool_calls.is_empty() {
-            self.messages.push(Message::Assistant(message));
-            return Some((RunStatus::Completed, None));
+            return self.conclude(message);
         }
 
         let context = BatchContext {
@@ -262,6 +267,40 @@ impl RunLoop {
         }
     }
 
+    /// A final answer. With an `output_schema` it must be JSON that satisfies it;
+    /// one that does not goes back to the model, with what is wrong, while
+    /// `output_retries` last (`None`: the loop goes on), and then fails the run.
+    fn conclude(&mut self, message: AssistantMessage) -> Option<(RunStatus, Option<Error>)> {
+        let agent = self.agent.clone();
+        let text = crate::message::text_of(&message.content);
+        self.messages.push(Message::Assistant(message));
+        let Some(schema) = &agent.inner.output else { return Some((RunStatus::Completed, None)) };
+        let checked = output_json(&text).and_then(|value| schema.validate(&value).map(|()| value));
+        let retries = agent.inner.config.output_retries;
+        match checked {
+            Ok(value) => {
+                self.output = Some(value);
+                Some((RunStatus::Completed, None))
+            }
+            Err(wrong) if self.output_corrections < retries => {
+                self.output_corrections += 1;
+                let correction = format!(
+                    "Your answer must be JSON that satisfies the output schema, and it is not: {wrong}. \
+                     Answer again with that JSON only."
+                );
+                self.messages.push(Message::User(UserMessage { content: vec![Part::text(correction)] }));
+                None
+            }
+            Err(wrong) => Some((
+                RunStatus::Failed,
+                Some(Error::new(
+                    ErrorCode::InvalidOutput,
+                    format!("the final answer does not satisfy output_schema after {retries} correction(s): {wrong}"),
+                )),
+            )),
+        }
+    }
+
     /// Emits `message_end` for a complete assistant message.
     async fn announce(&self, turn: u32, message: &AssistantMessage) {
         if self.events.is_enabled() {
@@ -273,10 +312,30 @@ impl RunLoop {
     fn finish(self, status: RunStatus, error: Option<Error>) -> (RunResult, Agent) {
         let final_message =
             self.messages[self.input_len..].iter().rev().find(|m| matches!(m, Message::Assistant(_))).cloned();
-        let result =
-            RunResult { status, final_message, messages: self.messages, usage: self.usage, rounds: self.rounds, error };
+        let result = RunResult {
+            status,
+            final_message,
+            messages: self.messages,
+            usage: self.usage,
+            rounds: self.rounds,
+            error,
+            output: self.output,
+        };
         (result, self.agent)
     }
+}
+
+/// The final answer's text as JSON: the text itself, or the inside of one
+/// Markdown code fence around it (models without native structured output often
+/// add one). Repeated keys are refused, as in tool arguments.
+fn output_json(text: &str) -> Result<serde_json::Value, String> {
+    let trimmed = text.trim();
+    let inner = trimmed
+        .strip_prefix("```")
+        .and_then(|rest| rest.strip_suffix("```"))
+        .map(|fenced| fenced.trim_start_matches(|c: char| c.is_ascii_alphanumeric()).trim())
+        .unwrap_or(trimmed);
+    crate::json::parse_unique(inner).map_err(|e| format!("it is not JSON ({e})"))
 }
 
 /// Forwards a turn's streamed deltas as events.

@@ -212,6 +212,13 @@ static void check_expectations(const char *scenario, const cJSON *expect, const 
         EXPECT(want == NULL, "fewer tool results than expected");
     }
 
+    const cJSON *output = cJSON_GetObjectItem(expect, "output");
+    if (output) {
+        const cJSON *got = cJSON_GetObjectItem(result, "output");
+        char *text = got ? print_json(got) : NULL;
+        EXPECT(got && cJSON_Compare(output, got, 1), "output differs; got %s", text ? text : "(none)");
+        free(text);
+    }
     const cJSON *handlers = cJSON_GetObjectItem(expect, "cancel_handlers");
     if (cJSON_IsNumber(handlers)) {
         wait_for_count(&cancel_handlers, handlers->valueint, 10000);
