@@ -798,3 +798,43 @@ fn responses_refuses_a_max_tokens_below_its_minimum_when_built() {
     assert_eq!(err.code, ErrorCode::InvalidArg);
     assert!(err.message.contains("at least 16"), "{}", err.message);
 }
+
+#[test]
+fn openai_providers_are_asked_for_structured_output_natively() {
+    let strict = json!({"type": "object", "properties": {"plan": {"type": "string"}}, "required": ["plan"],
+        "additionalProperties": false});
+    let loose = json!({"type": "object", "properties": {"plan": {"type": "string"}}});
+    for (provider, schema, is_strict) in [
+        ("openai", &strict, true),
+        ("openai", &loose, false),
+        ("openai-responses", &strict, true),
+        ("openai-responses", &loose, false),
+    ] {
+        let server = MockServer::start(vec![Reply::sse(&wire::stream(provider, r#"{"plan": "gold"}"#, &[]))]);
+        let agent = provider_agent(
+            provider,
+            &base_url(provider, server.url()),
+            json!({}),
+            json!({"output_schema": schema}),
+            vec![],
+        );
+        let (result, _) = run(&agent, "plan?");
+        assert_eq!(result.status, RunStatus::Completed, "{provider}: {:?}", result.error);
+        assert_eq!(result.output, Some(json!({"plan": "gold"})));
+        let body = server.requests()[0].json();
+        let format = json!({"name": "output", "schema": schema, "strict": is_strict});
+        if provider == "openai" {
+            assert_eq!(body["response_format"], json!({"type": "json_schema", "json_schema": format}), "{provider}");
+        } else {
+            let mut format = format;
+            format["type"] = json!("json_schema");
+            assert_eq!(body["text"], json!({"format": format}), "{provider}");
+        }
+    }
+    // Anthropic has no such option; the answer is checked all the same.
+    let server = MockServer::start(vec![Reply::sse(&wire::anthropic(r#"{"plan": "gold"}"#, &[]))]);
+    let agent = provider_agent("anthropic", server.url(), json!({}), json!({"output_schema": strict}), vec![]);
+    assert_eq!(run(&agent, "plan?").0.output, Some(json!({"plan": "gold"})));
+    let body = server.requests()[0].json();
+    assert!(body.get("response_format").is_none() && body.get("text").is_none());
+}

@@ -201,6 +201,7 @@ impl RunLoop {
             messages: &self.messages,
             tools: &visible,
             tool_choice: &inner.config.tool_choice,
+            output_schema: inner.config.output_schema.as_ref(),
         };
         let mut deltas = TurnDeltas { events: &self.events, turn };
         let response = tokio::select! {

@@ -196,6 +196,7 @@ fn compare(protocol: &impl Protocol, oracle: Oracle, messages: &[Message]) {
                 messages: &messages[..end],
                 tools: if v == 2 { &[] } else { &tool_refs },
                 tool_choice: &choices[end % choices.len()],
+                output_schema: None,
             };
             let expected = oracle(model, &request).map(|body| serde_json::to_vec(&body).unwrap());
             let cached = encode_body(protocol, model, &request, None, &mut wire).map_err(|e| e.message);
@@ -258,8 +259,14 @@ fn an_anthropic_image_type_it_refuses_fails_and_leaves_no_cache_behind() {
         content: vec![image("image/bmp")],
         is_error: false,
     }));
-    let request =
-        GenerationRequest { turn: 1, system: None, messages: &messages, tools: &[], tool_choice: &ToolChoice::Auto };
+    let request = GenerationRequest {
+        turn: 1,
+        system: None,
+        messages: &messages,
+        tools: &[],
+        tool_choice: &ToolChoice::Auto,
+        output_schema: None,
+    };
     let mut wire = WireCache::default();
     let error = encode_body(&Messages, &model, &request, None, &mut wire).unwrap_err();
     assert!(error.message.contains("image/bmp"), "{}", error.message);
@@ -275,7 +282,14 @@ fn a_shorter_or_other_wire_transcript_starts_the_cache_over() {
                 wire: &mut WireCache,
                 protocol: &dyn Fn(&GenerationRequest<'_>, &mut WireCache) -> Vec<u8>| {
         protocol(
-            &GenerationRequest { turn: 1, system: None, messages, tools: &[], tool_choice: &ToolChoice::Auto },
+            &GenerationRequest {
+                turn: 1,
+                system: None,
+                messages,
+                tools: &[],
+                tool_choice: &ToolChoice::Auto,
+                output_schema: None,
+            },
             wire,
         )
     };
@@ -306,8 +320,14 @@ fn reasoning_goes_back_only_with_what_followed_it() {
             ..Default::default()
         }),
     ];
-    let request =
-        GenerationRequest { turn: 1, system: None, messages: &messages, tools: &[], tool_choice: &ToolChoice::Auto };
+    let request = GenerationRequest {
+        turn: 1,
+        system: None,
+        messages: &messages,
+        tools: &[],
+        tool_choice: &ToolChoice::Auto,
+        output_schema: None,
+    };
     let body = encode_body(&Responses, &settings(true, None, true), &request, None, &mut WireCache::default()).unwrap();
     let body: Value = serde_json::from_slice(&body).unwrap();
     let ids: Vec<&str> = body["input"].as_array().unwrap().iter().filter_map(|item| item["id"].as_str()).collect();

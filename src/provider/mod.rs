@@ -98,6 +98,9 @@ pub struct GenerationRequest<'a> {
     pub tools: &'a [&'a ToolDefinition],
     /// The tool choice.
     pub tool_choice: &'a ToolChoice,
+    /// The JSON Schema the final answer must satisfy, for providers that can be
+    /// asked for it natively (the run checks the answer in every case).
+    pub output_schema: Option<&'a Value>,
 }
 
 /// A piece of a response as it streams in, borrowed from the generator (a sink
@@ -174,6 +177,49 @@ fn strict_tools_check(
             ),
         )),
         _ => Ok(()),
+    }
+}
+
+/// Whether OpenAI's strict structured output can take `schema`: every object
+/// lists all its properties as required and allows no others. A schema that
+/// cannot is sent without `strict`.
+fn is_strict_schema(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => {
+            let is_object = map.get("type").and_then(Value::as_str) == Some("object") || map.contains_key("properties");
+            if is_object {
+                let properties = map.get("properties").and_then(Value::as_object);
+                let required: Vec<&str> = map
+                    .get("required")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                let all_required = properties.is_none_or(|p| p.keys().all(|k| required.contains(&k.as_str())));
+                if !all_required || map.get("additionalProperties") != Some(&Value::Bool(false)) {
+                    return false;
+                }
+            }
+            map.values().all(is_strict_schema)
+        }
+        Value::Array(items) => items.iter().all(is_strict_schema),
+        _ => true,
+    }
+}
+
+/// The output schema as OpenAI's `json_schema` format object: `{"name",
+/// "schema", "strict"}` (keys in order).
+#[derive(serde::Serialize)]
+struct JsonSchemaFormat<'a> {
+    name: &'static str,
+    schema: &'a Value,
+    strict: bool,
+}
+
+impl<'a> JsonSchemaFormat<'a> {
+    fn new(schema: &'a Value) -> Self {
+        JsonSchemaFormat { name: "output", schema, strict: is_strict_schema(schema) }
     }
 }
 

@@ -9,7 +9,7 @@ use super::http::{
 };
 use super::images::{self, ImageSource};
 use super::response::ResponseBuilder;
-use super::{GenerationRequest, ToolChoice, ToolDefinition};
+use super::{GenerationRequest, JsonSchemaFormat, ToolChoice, ToolDefinition};
 use crate::error::{Error, ErrorCode};
 use crate::message::{Message, Part, StopReason, Usage};
 
@@ -87,6 +87,20 @@ impl Protocol for ChatCompletions {
             transcript.write_array(0, system.as_deref(), out)
         });
         body.field("model", &model.name);
+        // Other servers speaking this wire take json_schema formats unevenly; they
+        // get the check in the run only.
+        if let Some(schema) = request.output_schema.filter(|_| self.is_openai) {
+            #[derive(Serialize)]
+            struct ResponseFormat<'a> {
+                json_schema: JsonSchemaFormat<'a>,
+                #[serde(rename = "type")]
+                kind: &'static str,
+            }
+            body.field(
+                "response_format",
+                &ResponseFormat { json_schema: JsonSchemaFormat::new(schema), kind: "json_schema" },
+            );
+        }
         if model.stream {
             body.field("stream", &true);
             body.field("stream_options", &json!({"include_usage": true}));

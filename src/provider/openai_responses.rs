@@ -7,7 +7,7 @@ use super::http::{in_band, Decoder, EncodedTranscript, JsonObject, ModelSettings
 use super::images::{self, ImageSource};
 use super::openai_chat::tool_choice;
 use super::response::ResponseBuilder;
-use super::{GenerationRequest, ToolDefinition};
+use super::{GenerationRequest, JsonSchemaFormat, ToolDefinition};
 use crate::error::{Error, ErrorCode};
 use crate::message::{text_of, Message, Part, StopReason, Usage};
 
@@ -93,6 +93,23 @@ impl Protocol for Responses {
         body.field("store", &model.server_history);
         if model.stream {
             body.field("stream", &true);
+        }
+        if let Some(schema) = request.output_schema {
+            #[derive(Serialize)]
+            struct Format<'a> {
+                #[serde(flatten)]
+                json_schema: JsonSchemaFormat<'a>,
+                #[serde(rename = "type")]
+                kind: &'static str,
+            }
+            #[derive(Serialize)]
+            struct Text<'a> {
+                format: Format<'a>,
+            }
+            body.field(
+                "text",
+                &Text { format: Format { json_schema: JsonSchemaFormat::new(schema), kind: "json_schema" } },
+            );
         }
         if !request.tools.is_empty() {
             body.field(
