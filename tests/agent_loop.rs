@@ -665,3 +665,31 @@ fn an_output_schema_that_does_not_compile_fails_the_build() {
     assert_eq!(error.code, ErrorCode::InvalidSchema);
     assert!(error.message.contains("output_schema"), "{}", error.message);
 }
+
+#[test]
+fn an_execute_only_run_runs_the_hosts_calls_once_without_the_model() {
+    // An empty script: any model request would fail the run.
+    let agent = agent(json!([]), json!({}), vec![echo("lookup")]);
+    let input = ferrule::agent::RunInput::from_json(
+        &json!({"messages": [{"role": "user", "content": "Look up A."}],
+                "execute": {"role": "assistant", "content": [], "tool_calls": [
+                    {"id": "c1", "name": "lookup", "arguments": "{\"text\": \"A\"}"}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let result = agent.start(input, None).unwrap().wait_blocking().unwrap();
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.rounds, 0);
+    let transcript = serde_json::to_value(&result.messages).unwrap();
+    let roles: Vec<&str> = transcript.as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["user", "assistant", "tool"]);
+    assert_eq!(text(&transcript[2]), "A");
+    for bad in [
+        json!({"execute": {"role": "user", "content": "x"}}),
+        json!({"execute": {"tool_calls": []}, "prompt": "x"}),
+        json!({"execute": {"tool_calls": [], "colour": 1}}),
+    ] {
+        let error = ferrule::agent::RunInput::from_json(&bad.to_string()).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidArg, "{bad}");
+    }
+}

@@ -73,6 +73,25 @@ func Messages(msgs ...Message) Input {
 	return Input{data}
 }
 
+// Execute starts an execute-only run: the calls of msg (an assistant message
+// from the host's own model) are validated and executed once, as one batch,
+// after the context messages, with no model request. The result's Messages are
+// the context, msg and the tool results.
+func Execute(msg Message, context ...Message) Input {
+	if context == nil {
+		context = []Message{}
+	}
+	msg.Role = "assistant"
+	data, err := json.Marshal(struct {
+		Messages []Message `json:"messages"`
+		Execute  Message   `json:"execute"`
+	}{context, msg})
+	if err != nil {
+		panic(err) // as in Messages: these types always marshal
+	}
+	return Input{data}
+}
+
 // ToolResult is a tool's result with more than text: content for the model,
 // and details for the host's UI that never reach the model.
 type ToolResult struct {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -302,5 +303,29 @@ func TestStructuredOutputDecodesIntoAGoType(t *testing.T) {
 	}
 	if _, err := Output[plan](&Result{Output: json.RawMessage("null")}); !errors.Is(err, ErrInvalidOutput) {
 		t.Errorf("no output: %v", err)
+	}
+}
+
+func TestAnExecuteOnlyRunRunsTheHostsCallsWithoutTheModel(t *testing.T) {
+	var ran atomic.Int32
+	lookup := NewTool("lookup", "", func(ctx context.Context, call *Call, args struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		ran.Add(1)
+		return "found " + args.Text, nil
+	})
+	// An empty script: a model request would fail the run.
+	agent, err := NewAgent(Config{Model: Model{Provider: "scripted", Script: json.RawMessage(`[]`)}}, lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	message := Message{ToolCalls: []ToolCall{{ID: "c1", Name: "lookup", Arguments: `{"text": "A"}`}}}
+	result, err := agent.Run(context.Background(), Execute(message, UserMessage("Look up A.")))
+	if err != nil || result.Status != StatusCompleted || result.Rounds != 0 {
+		t.Fatalf("%+v %v", result, err)
+	}
+	if len(result.Messages) != 3 || toolResults(result)[0].Text() != "found A" || ran.Load() != 1 {
+		t.Fatalf("messages %+v", result.Messages)
 	}
 }

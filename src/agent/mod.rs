@@ -135,7 +135,8 @@ impl Agent {
     /// Starts a run on threads the caller already holds; cannot fail, so a caller
     /// that must not lose `sink` gets the threads first.
     pub(crate) fn start_on(&self, threads: &'static Threads, input: RunInput, sink: Option<Box<dyn EventSink>>) -> Run {
-        run::start(threads, self.clone(), input.into_messages(), sink)
+        let (messages, execute) = input.into_parts();
+        run::start(threads, self.clone(), messages, execute, sink)
     }
 
     /// Gives up this handle, returning the agent itself when this was the last one.

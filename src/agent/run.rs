@@ -26,6 +26,7 @@ pub(crate) fn start(
     threads: &'static Threads,
     agent: Agent,
     messages: Vec<Message>,
+    execute: Option<AssistantMessage>,
     sink: Option<Box<dyn EventSink>>,
 ) -> Run {
     let serial = NEXT_RUN_SERIAL.fetch_add(1, Ordering::Relaxed);
@@ -46,6 +47,7 @@ pub(crate) fn start(
         rounds: 0,
         input_len: messages_len,
         disclosed: HashSet::new(),
+        execute,
         output: None,
         output_corrections: 0,
     };
@@ -156,6 +158,8 @@ struct RunLoop {
     input_len: usize,
     /// Deferred tools disclosed by an earlier result in this run.
     disclosed: HashSet<String>,
+    /// An execute-only run's assistant message, until its batch runs.
+    execute: Option<AssistantMessage>,
     /// The final answer as JSON, once it satisfied the output schema.
     output: Option<serde_json::Value>,
     /// Answers sent back for not satisfying the output schema.
@@ -166,6 +170,13 @@ impl RunLoop {
     /// The loop; returns how the run ended.
     async fn drive(&mut self) -> (RunStatus, Option<Error>) {
         self.events.emit(EventKind::RunStart).await;
+        if let Some(message) = self.execute.take() {
+            // Execute-only: the host's assistant message, one batch, no model.
+            if self.cancel.is_cancelled() {
+                return (RunStatus::Cancelled, None);
+            }
+            return self.run_batch(message, false).await.unwrap_or((RunStatus::Completed, None));
+        }
         let max_rounds = self.agent.inner.config.max_rounds;
         for turn in 1..=max_rounds {
             if self.cancel.is_cancelled() {
@@ -233,7 +244,18 @@ impl RunLoop {
         if message.tool_calls.is_empty() {
             return self.conclude(message);
         }
+        self.run_batch(message, length_stopped).await
+    }
 
+    /// Validates and executes `message`'s calls as one batch and records the
+    /// message and the results; `Some` when the run ends with the batch.
+    async fn run_batch(
+        &mut self,
+        mut message: AssistantMessage,
+        length_stopped: bool,
+    ) -> Option<(RunStatus, Option<Error>)> {
+        let agent = self.agent.clone();
+        let inner = &agent.inner;
         let context = BatchContext {
             agent: inner,
             events: &self.events,
