@@ -34,6 +34,8 @@ pub(crate) struct BatchContext<'a> {
     pub(crate) cancel: &'a CancellationToken,
     pub(crate) run_serial: u64,
     pub(crate) disclosed: &'a HashSet<String>,
+    /// Set when `cancel` came from the run's deadline.
+    pub(crate) timed_out: &'a std::sync::atomic::AtomicBool,
 }
 
 /// How a batch went.
@@ -116,7 +118,12 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
         drop(running);
         for index in (0..calls.len()).filter(|&i| in_flight[i]) {
             let call = &calls[index];
-            let message = format!("The call to \"{}\" was cancelled because the run was cancelled.", call.name);
+            let why = if context.timed_out.load(std::sync::atomic::Ordering::SeqCst) {
+                "the run ran out of time"
+            } else {
+                "the run was cancelled"
+            };
+            let message = format!("The call to \"{}\" was cancelled because {why}.", call.name);
             recorder.record(index, call, ToolResult::error(message), false, progress[index].as_ref()).await;
         }
     }

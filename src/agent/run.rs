@@ -48,6 +48,7 @@ pub(crate) fn start(
         input_len: messages_len,
         disclosed: HashSet::new(),
         execute,
+        timed_out: Arc::default(),
         output: None,
         output_corrections: 0,
     };
@@ -67,7 +68,7 @@ async fn supervise(
     shared: Arc<RunShared>,
     threads: &'static Threads,
 ) {
-    let deadline = RunDeadline::start(run.agent.inner.config.run_timeout_ms, &run.cancel);
+    let deadline = RunDeadline::start(run.agent.inner.config.run_timeout_ms, &run.cancel, &run.timed_out);
     let ended = AssertUnwindSafe(run.drive()).catch_unwind().await;
     let timed_out = deadline.is_some_and(RunDeadline::finish);
     let (status, error) = match ended {
@@ -114,12 +115,16 @@ struct RunDeadline {
 }
 
 impl RunDeadline {
-    /// `None` without a timeout.
-    fn start(timeout_ms: u64, cancel: &tokio_util::sync::CancellationToken) -> Option<Self> {
+    /// `None` without a timeout. `fired` is set when the deadline passes.
+    fn start(
+        timeout_ms: u64,
+        cancel: &tokio_util::sync::CancellationToken,
+        fired: &Arc<std::sync::atomic::AtomicBool>,
+    ) -> Option<Self> {
         if timeout_ms == 0 {
             return None;
         }
-        let fired = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let fired = fired.clone();
         let (flag, cancel) = (fired.clone(), cancel.clone());
         let timer = tokio::spawn(async move {
             tokio::select! {
@@ -160,6 +165,8 @@ struct RunLoop {
     disclosed: HashSet<String>,
     /// An execute-only run's assistant message, until its batch runs.
     execute: Option<AssistantMessage>,
+    /// Set when the run's deadline (`run_timeout_ms`) cancelled it.
+    timed_out: Arc<std::sync::atomic::AtomicBool>,
     /// The final answer as JSON, once it satisfied the output schema.
     output: Option<serde_json::Value>,
     /// Answers sent back for not satisfying the output schema.
@@ -262,6 +269,7 @@ impl RunLoop {
             cancel: &self.cancel,
             run_serial: self.serial,
             disclosed: &self.disclosed,
+            timed_out: &self.timed_out,
         };
         let outcome = batch::execute(&context, &message.tool_calls, length_stopped).await;
         for added in &outcome.added_tools {
