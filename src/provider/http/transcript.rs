@@ -16,12 +16,11 @@ use crate::message::Message;
 pub(crate) struct EncodedTranscript {
     /// The wire format that wrote it.
     format: &'static str,
-    /// Messages encoded so far.
-    consumed: usize,
-    /// Their items, comma-separated, without brackets.
+    /// The items of the messages encoded so far, comma-separated, without
+    /// brackets.
     items: Vec<u8>,
-    /// Where the items of each message begin in `items` (a byte offset, before
-    /// the separating comma).
+    /// Where the items of each encoded message begin in `items` (a byte offset,
+    /// before the separating comma): one entry per message encoded.
     starts: Vec<usize>,
     /// Content parts waiting for the current round's tool results to end: sent as
     /// one user message after them (Chat Completions' tool images, Anthropic's
@@ -33,14 +32,7 @@ pub(crate) struct EncodedTranscript {
 
 impl EncodedTranscript {
     fn new(format: &'static str) -> Self {
-        EncodedTranscript {
-            format,
-            consumed: 0,
-            items: Vec::new(),
-            starts: Vec::new(),
-            pending: Vec::new(),
-            system: Vec::new(),
-        }
+        EncodedTranscript { format, items: Vec::new(), starts: Vec::new(), pending: Vec::new(), system: Vec::new() }
     }
 
     /// `cached` brought up to `messages` (started over when it belongs to another
@@ -51,18 +43,17 @@ impl EncodedTranscript {
         model: &ModelSettings,
         messages: &[Message],
     ) -> Result<&'c EncodedTranscript, Error> {
-        let reusable = cached.as_ref().is_some_and(|t| t.format == protocol.name() && t.consumed <= messages.len());
+        let reusable = cached.as_ref().is_some_and(|t| t.format == protocol.name() && t.starts.len() <= messages.len());
         let mut transcript = match cached.take() {
             Some(transcript) if reusable => transcript,
             _ => EncodedTranscript::new(protocol.name()),
         };
-        for message in &messages[transcript.consumed..] {
+        for message in &messages[transcript.starts.len()..] {
             if !matches!(message, Message::Tool(_)) {
                 transcript.flush_pending();
             }
             transcript.starts.push(transcript.items.len());
             protocol.encode_message(model, message, &mut transcript)?;
-            transcript.consumed += 1;
         }
         Ok(cached.insert(transcript))
     }
