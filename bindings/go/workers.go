@@ -6,31 +6,31 @@ import (
 	"time"
 )
 
-// Tool calls run on goroutines that, after a call, stay awake for a moment
-// (spinWindow) waiting for the next one. A call handed to an awake goroutine
-// starts at once; a new goroutine instead waits for Go to wake a sleeping thread,
-// which on a VM can take tens of microseconds, and a call that finishes that
-// late also finds ferrule's runtime thread asleep. ferrule's own callback
-// threads spin for the same reason.
+// Tool calls run on goroutines of which one, after a call, stays awake for a
+// moment (spinWindow) waiting for the next one. A call handed to the awake
+// goroutine starts at once; a new goroutine instead waits for Go to wake a
+// sleeping thread, which on a VM can take tens of microseconds, and a call that
+// finishes that late also finds ferrule's runtime thread asleep. ferrule's own
+// callback threads spin for the same reason. One is enough to take the next
+// call at once; more would only take the processor from others.
 const spinWindow = 50 * time.Microsecond
 
-// awake are the goroutines waiting for work, each with its mailbox.
+// awake holds the mailbox of the goroutine waiting for work, if one is.
 var awake struct {
 	sync.Mutex
-	idle []chan func()
+	mailbox chan func()
 }
 
-// dispatch runs work on an awake goroutine, or on a new one.
+// dispatch runs work on the awake goroutine, or on a new one.
 func dispatch(work func()) {
 	awake.Lock()
-	if n := len(awake.idle); n > 0 {
-		mailbox := awake.idle[n-1]
-		awake.idle = awake.idle[:n-1]
-		awake.Unlock()
+	mailbox := awake.mailbox
+	awake.mailbox = nil
+	awake.Unlock()
+	if mailbox != nil {
 		mailbox <- work // buffered: never waits
 		return
 	}
-	awake.Unlock()
 	go worker(work)
 }
 
@@ -43,19 +43,15 @@ func worker(work func()) {
 	}
 }
 
-// maxAwake is how many goroutines stay awake at once: one is enough to take the
-// next call at once, and more would only take the processor from others.
-const maxAwake = 1
-
-// nextWork offers mailbox for spinWindow; nil when nothing came or enough
-// goroutines are awake already.
+// nextWork offers mailbox for spinWindow; nil when nothing came or another
+// goroutine is awake already.
 func nextWork(mailbox chan func()) func() {
 	awake.Lock()
-	if len(awake.idle) >= maxAwake {
+	if awake.mailbox != nil {
 		awake.Unlock()
 		return nil
 	}
-	awake.idle = append(awake.idle, mailbox)
+	awake.mailbox = mailbox
 	awake.Unlock()
 	deadline := time.Now().Add(spinWindow)
 	for time.Now().Before(deadline) {
@@ -67,14 +63,14 @@ func nextWork(mailbox chan func()) func() {
 		}
 	}
 	awake.Lock()
-	for i, m := range awake.idle {
-		if m == mailbox {
-			awake.idle = append(awake.idle[:i], awake.idle[i+1:]...)
-			awake.Unlock()
-			return nil
-		}
+	offered := awake.mailbox == mailbox
+	if offered {
+		awake.mailbox = nil
 	}
 	awake.Unlock()
-	// A dispatcher took this mailbox already: its work is on the way.
+	if offered {
+		return nil
+	}
+	// A dispatcher took the mailbox already: its work is on the way.
 	return <-mailbox
 }
