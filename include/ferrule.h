@@ -223,7 +223,11 @@ struct ferrule_agent *ferrule_agent_clone(const struct ferrule_agent *agent);
 // is a no-op. Any thread.
 void ferrule_agent_free(struct ferrule_agent *agent);
 
-// Starts a run from `{"prompt": "..."}` or `{"messages": [...]}`. Events go to
+// Starts a run from `{"prompt": "..."}`, `{"messages": [...]}`, an execute-only
+// `{"execute": {...}, "messages": [...]}`, or `{"resume": <state>, "decisions":
+// {"<call id>": {"approve": bool, "message"?, "always"?}}}` (an interrupted run's
+// state; `FERRULE_ERROR_INVALID_ARG` naming the call id, version or tool when it
+// does not fit this agent or the decisions). Events go to
 // `on_event(user_data, json, len)` one at a time, in order, on one of ferrule's
 // event threads (`json` is borrowed for the call and NUL-terminated); `run_end`
 // is always the last, and `free_user_data(user_data)` runs once right after it,

@@ -18,6 +18,7 @@ use futures_util::stream::FuturesUnordered;
 use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
+use super::approval::{self, Approvals, Interruption};
 use super::call_updates::{CallProgress, CallUpdates};
 use super::eager::eager_next;
 use super::events::{EventEmitter, EventKind};
@@ -36,6 +37,8 @@ pub(crate) struct BatchContext<'a> {
     pub(crate) disclosed: &'a HashSet<String>,
     /// Set when `cancel` came from the run's deadline.
     pub(crate) timed_out: &'a std::sync::atomic::AtomicBool,
+    /// The decisions that let calls needing approval run (or reject them).
+    pub(crate) approvals: &'a Approvals,
 }
 
 /// How a batch went.
@@ -50,6 +53,9 @@ pub(crate) struct BatchOutcome {
     pub(crate) cancelled: bool,
     /// Tools named in `added_tools` of successful results.
     pub(crate) added_tools: Vec<String>,
+    /// The calls the batch waits on a decision for; when there are any, no call
+    /// ran and `results` are all `None`.
+    pub(crate) interruptions: Vec<Interruption>,
 }
 
 /// How a launched call ended, seen from the runner.
@@ -61,6 +67,8 @@ enum Ending {
 
 /// Runs the batch. With `length_stopped` (the response was cut off), no function
 /// runs: every call gets an error result, since its arguments may be incomplete.
+/// When a valid call needs a decision that no approval gives, nothing runs and no
+/// event is sent: the outcome lists the interruptions.
 pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], length_stopped: bool) -> BatchOutcome {
     let mut recorder = Recorder::new(context, calls.len());
     if length_stopped {
@@ -75,7 +83,11 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
         return recorder.finish(false);
     }
 
-    let checked = check_calls(context.agent, context.disclosed, calls);
+    let mut checked = check_calls(context.agent, context.disclosed, calls);
+    let interruptions = approval::gate(context.approvals, calls, &mut checked);
+    if !interruptions.is_empty() {
+        return BatchOutcome { interruptions, ..recorder.finish(false) };
+    }
     let sequential = context.agent.config.tool_execution == Execution::Sequential
         || checked.iter().any(|c| matches!(c, Ok(v) if v.tool.options().execution == Execution::Sequential));
     let bound = if sequential { 1 } else { context.agent.config.max_concurrent_tools };
@@ -266,6 +278,13 @@ impl<'a> Recorder<'a> {
 
     fn finish(self, cancelled: bool) -> BatchOutcome {
         let terminate = !cancelled && !self.terminating.is_empty() && self.terminating.iter().all(|&t| t);
-        BatchOutcome { results: self.results, terminate, fatal: self.fatal, cancelled, added_tools: self.added_tools }
+        BatchOutcome {
+            results: self.results,
+            terminate,
+            fatal: self.fatal,
+            cancelled,
+            added_tools: self.added_tools,
+            interruptions: Vec::new(),
+        }
     }
 }

@@ -1,9 +1,13 @@
 //! The run input JSON (`ferrule_agent_start`).
 
+use std::collections::HashMap;
+
 use serde::Deserialize;
 
+use super::approval::Decision;
+use super::state::RunState;
 use crate::error::{Error, Result};
-use crate::message::{AssistantMessage, Message, Part, UserMessage};
+use crate::message::{AssistantMessage, Message, Part};
 
 /// What a run starts from.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +25,14 @@ pub enum RunInput {
         /// The assistant message whose calls run.
         execute: AssistantMessage,
     },
+    /// An interrupted run going on: its `state`, and a decision for every call
+    /// it waits on, keyed by call id.
+    Resume {
+        /// The interrupted run's state, as its result gave it.
+        state: Box<RunState>,
+        /// The host's decisions.
+        decisions: HashMap<String, Decision>,
+    },
 }
 
 #[derive(Deserialize)]
@@ -32,12 +44,33 @@ struct InputRepr {
     messages: Option<Vec<Message>>,
     #[serde(default)]
     execute: Option<serde_json::Value>,
+    #[serde(default)]
+    resume: Option<serde_json::Value>,
+    #[serde(default, deserialize_with = "unique_decisions")]
+    decisions: Option<HashMap<String, Decision>>,
+}
+
+fn unique_decisions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<HashMap<String, Decision>>, D::Error> {
+    crate::json::unique_map(d).map(Some)
 }
 
 impl RunInput {
-    /// Parses `{"prompt": "..."}` or `{"messages": [...]}`.
+    /// Parses `{"prompt": "..."}`, `{"messages": [...]}`, `{"execute": {...},
+    /// "messages": [...]}` or `{"resume": {...}, "decisions": {...}}`.
     pub fn from_json(json: &str) -> Result<Self> {
         let repr: InputRepr = Error::parse_json("run input", json)?;
+        if let Some(state) = repr.resume {
+            if repr.prompt.is_some() || repr.messages.is_some() || repr.execute.is_some() {
+                return Err(Error::invalid_arg(
+                    "run input: \"resume\" takes \"decisions\" only; the state holds the transcript",
+                ));
+            }
+            let state = Box::new(RunState::from_value(state)?);
+            return Ok(RunInput::Resume { state, decisions: repr.decisions.unwrap_or_default() });
+        }
+        if repr.decisions.is_some() {
+            return Err(Error::invalid_arg("run input: \"decisions\" go with \"resume\""));
+        }
         if let Some(execute) = repr.execute {
             if repr.prompt.is_some() {
                 return Err(Error::invalid_arg("run input: \"execute\" takes \"messages\", not \"prompt\""));
@@ -58,21 +91,14 @@ impl RunInput {
                 check_messages(&messages)?;
                 Ok(RunInput::Messages(messages))
             }
-            _ => Err(Error::invalid_arg("run input: give exactly one of \"prompt\", \"messages\" and \"execute\"")),
-        }
-    }
-
-    /// The transcript the run starts with, and an execute-only run's message.
-    pub fn into_parts(self) -> (Vec<Message>, Option<AssistantMessage>) {
-        match self {
-            RunInput::Prompt(prompt) => (vec![Message::User(UserMessage { content: vec![Part::text(prompt)] })], None),
-            RunInput::Messages(messages) => (messages, None),
-            RunInput::Execute { messages, execute } => (messages, Some(execute)),
+            _ => Err(Error::invalid_arg(
+                "run input: give exactly one of \"prompt\", \"messages\", \"execute\" and \"resume\"",
+            )),
         }
     }
 }
 
-fn check_messages(messages: &[Message]) -> Result<()> {
+pub(crate) fn check_messages(messages: &[Message]) -> Result<()> {
     for (i, message) in messages.iter().enumerate() {
         check_parts(message).map_err(|e| Error::invalid_arg(format!("run input: messages[{i}]: {e}")))?;
     }
@@ -109,9 +135,9 @@ mod tests {
     use crate::error::ErrorCode;
 
     #[test]
-    fn prompt_becomes_one_user_message() {
-        let (messages, _) = RunInput::from_json(r#"{"prompt": "hi"}"#).unwrap().into_parts();
-        assert_eq!(messages, vec![Message::User(UserMessage { content: vec![Part::text("hi")] })]);
+    fn prompt_is_read() {
+        let input = RunInput::from_json(r#"{"prompt": "hi"}"#).unwrap();
+        assert_eq!(input, RunInput::Prompt("hi".to_owned()));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Agents and runs: an [`Agent`] is built once from a configuration and tools, is
 //! immutable, and starts any number of concurrent [`Run`]s.
 
+mod approval;
 mod batch;
 mod call_updates;
 mod config;
@@ -10,18 +11,24 @@ mod handle;
 mod input;
 mod result;
 mod run;
+mod state;
 mod validation;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
+pub use approval::{Decision, Interruption};
 pub use config::AgentConfig;
 pub use events::{Event, EventKind, EventSink};
 pub use handle::Run;
 pub use input::RunInput;
 pub use result::{RunResult, RunStatus};
+pub use state::RunState;
+
+use run::RunOrigin;
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::message::{Message, Part, UserMessage};
 use crate::provider::{Generator, ToolChoice, ToolDefinition};
 use crate::runtime::Threads;
 use crate::tool::Tool;
@@ -127,16 +134,36 @@ impl AgentInner {
 impl Agent {
     /// Starts a run on ferrule's runtime. Events go to `sink` (if any), one at a
     /// time, on ferrule's event threads. Dropping every handle of the run cancels
-    /// it. Fails with `RESOURCE_EXHAUSTED` when the runtime cannot start its threads.
+    /// it. Fails with `INVALID_ARG` when a resume does not fit this agent (see
+    /// [`RunInput::Resume`]) and `RESOURCE_EXHAUSTED` when the runtime cannot
+    /// start its threads.
     pub fn start(&self, input: RunInput, sink: Option<Box<dyn EventSink>>) -> Result<Run> {
-        Ok(self.start_on(crate::runtime::threads()?, input, sink))
+        let origin = self.begin(input)?;
+        Ok(self.start_on(crate::runtime::threads()?, origin, sink))
+    }
+
+    /// Where a run from `input` begins on this agent; a resume is checked against
+    /// the agent's tools and the decisions here.
+    pub(crate) fn begin(&self, input: RunInput) -> Result<RunOrigin> {
+        Ok(match input {
+            RunInput::Prompt(prompt) => {
+                RunOrigin::fresh(vec![Message::User(UserMessage { content: vec![Part::text(prompt)] })], None)
+            }
+            RunInput::Messages(messages) => RunOrigin::fresh(messages, None),
+            RunInput::Execute { messages, execute } => RunOrigin::fresh(messages, Some(execute)),
+            RunInput::Resume { state, decisions } => state.resume(decisions, &self.inner)?,
+        })
     }
 
     /// Starts a run on threads the caller already holds; cannot fail, so a caller
     /// that must not lose `sink` gets the threads first.
-    pub(crate) fn start_on(&self, threads: &'static Threads, input: RunInput, sink: Option<Box<dyn EventSink>>) -> Run {
-        let (messages, execute) = input.into_parts();
-        run::start(threads, self.clone(), messages, execute, sink)
+    pub(crate) fn start_on(
+        &self,
+        threads: &'static Threads,
+        origin: RunOrigin,
+        sink: Option<Box<dyn EventSink>>,
+    ) -> Run {
+        run::start(threads, self.clone(), origin, sink)
     }
 
     /// Gives up this handle, returning the agent itself when this was the last one.

@@ -2,6 +2,8 @@
 
 use serde::Serialize;
 
+use super::approval::Interruption;
+use super::state::RunState;
 use crate::error::Error;
 use crate::message::{Message, Usage};
 
@@ -42,4 +44,9 @@ pub struct RunResult {
     /// The final answer parsed as JSON, when the agent has an `output_schema`
     /// and the answer satisfied it; null otherwise.
     pub output: Option<serde_json::Value>,
+    /// The calls an `interrupted` run waits on a decision for; empty otherwise.
+    pub interruptions: Vec<Interruption>,
+    /// What an `interrupted` run needs to go on (run input `resume`); null
+    /// otherwise.
+    pub state: Option<RunState>,
 }

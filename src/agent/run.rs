@@ -6,11 +6,13 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::approval::{Approvals, Interruption};
 use super::batch::{self, BatchContext};
 use futures_util::FutureExt;
 
 use super::events::{self, EventEmitter, EventKind, EventSink};
 use super::handle::{Run, RunShared};
+use super::state::{Interrupted, RunState};
 use super::{Agent, RunResult, RunStatus};
 use crate::error::{Error, ErrorCode};
 use crate::message::{AssistantMessage, Message, Part, StopReason, Usage, UserMessage};
@@ -21,12 +23,47 @@ use crate::BoxFuture;
 /// Run serial numbers start at 1 (0 means "no run" to the callback scope).
 static NEXT_RUN_SERIAL: AtomicU64 = AtomicU64::new(1);
 
+/// Where a run begins: a fresh transcript, or what an interrupted run left.
+pub(crate) struct RunOrigin {
+    /// The transcript before anything this run does.
+    pub(crate) messages: Vec<Message>,
+    /// How many of `messages` were the (first) run's input.
+    pub(crate) input_len: usize,
+    /// An assistant message whose calls run as the first batch, before any model
+    /// request: an execute-only run's, or the one an interrupted run waits on.
+    pub(crate) pending: Option<AssistantMessage>,
+    /// The run ends after the pending batch.
+    pub(crate) execute_only: bool,
+    /// Model requests already made.
+    pub(crate) rounds: u32,
+    pub(crate) usage: Usage,
+    pub(crate) output_corrections: u32,
+    pub(crate) disclosed: HashSet<String>,
+    pub(crate) approvals: Approvals,
+}
+
+impl RunOrigin {
+    /// A run that starts from `messages`; with `execute`, an execute-only run.
+    pub(crate) fn fresh(messages: Vec<Message>, execute: Option<AssistantMessage>) -> Self {
+        RunOrigin {
+            input_len: messages.len(),
+            messages,
+            execute_only: execute.is_some(),
+            pending: execute,
+            rounds: 0,
+            usage: Usage::default(),
+            output_corrections: 0,
+            disclosed: HashSet::new(),
+            approvals: Approvals::default(),
+        }
+    }
+}
+
 /// Starts a run task on ferrule's runtime and returns the host's handle.
 pub(crate) fn start(
     threads: &'static Threads,
     agent: Agent,
-    messages: Vec<Message>,
-    execute: Option<AssistantMessage>,
+    origin: RunOrigin,
     sink: Option<Box<dyn EventSink>>,
 ) -> Run {
     let serial = NEXT_RUN_SERIAL.fetch_add(1, Ordering::Relaxed);
@@ -34,23 +71,25 @@ pub(crate) fn start(
     let shared = Arc::new(RunShared::new(id.clone(), serial));
     let (events, dispatcher) = events::channel(id, serial, sink, threads.events);
     let dispatcher = dispatcher.map(|d| threads.runtime.spawn(d));
-    let messages_len = messages.len();
     let run = RunLoop {
         open_turn: 0,
         agent,
         serial,
         cancel: shared.cancel.clone(),
         events,
-        messages,
+        messages: origin.messages,
         wire: WireCache::default(),
-        usage: Usage::default(),
-        rounds: 0,
-        input_len: messages_len,
-        disclosed: HashSet::new(),
-        execute,
+        usage: origin.usage,
+        rounds: origin.rounds,
+        input_len: origin.input_len,
+        disclosed: origin.disclosed,
+        pending: origin.pending,
+        execute_only: origin.execute_only,
+        approvals: origin.approvals,
+        interruptions: Vec::new(),
         timed_out: Arc::default(),
         output: None,
-        output_corrections: 0,
+        output_corrections: origin.output_corrections,
     };
     threads.runtime.spawn(supervise(run, dispatcher, shared.clone(), threads));
     Run::new(shared)
@@ -163,8 +202,14 @@ struct RunLoop {
     input_len: usize,
     /// Deferred tools disclosed by an earlier result in this run.
     disclosed: HashSet<String>,
-    /// An execute-only run's assistant message, until its batch runs.
-    execute: Option<AssistantMessage>,
+    /// The assistant message whose batch runs first, until it runs.
+    pending: Option<AssistantMessage>,
+    /// The run ends after the pending batch.
+    execute_only: bool,
+    /// Decisions on calls that need approval.
+    approvals: Approvals,
+    /// The calls the run stopped for, when it was interrupted.
+    interruptions: Vec<Interruption>,
     /// Set when the run's deadline (`run_timeout_ms`) cancelled it.
     timed_out: Arc<std::sync::atomic::AtomicBool>,
     /// The final answer as JSON, once it satisfied the output schema.
@@ -177,15 +222,24 @@ impl RunLoop {
     /// The loop; returns how the run ended.
     async fn drive(&mut self) -> (RunStatus, Option<Error>) {
         self.events.emit(EventKind::RunStart).await;
-        if let Some(message) = self.execute.take() {
-            // Execute-only: the host's assistant message, one batch, no model.
+        if let Some(message) = self.pending.take() {
+            // An execute-only run's message, or the batch an interrupted run
+            // waits on: it runs before any model request, outside any turn.
             if self.cancel.is_cancelled() {
                 return (RunStatus::Cancelled, None);
             }
-            return self.run_batch(message, false).await.unwrap_or((RunStatus::Completed, None));
+            let ended = self.run_batch(message, false).await;
+            self.approvals.settle();
+            if let Some(ending) = ended {
+                return ending;
+            }
+            if self.execute_only {
+                return (RunStatus::Completed, None);
+            }
         }
         let max_rounds = self.agent.inner.config.max_rounds;
-        for turn in 1..=max_rounds {
+        // Turns continue the count of a resumed run (and so does the scripted model).
+        for turn in self.rounds + 1..=max_rounds {
             if self.cancel.is_cancelled() {
                 return (RunStatus::Cancelled, None);
             }
@@ -270,8 +324,15 @@ impl RunLoop {
             run_serial: self.serial,
             disclosed: &self.disclosed,
             timed_out: &self.timed_out,
+            approvals: &self.approvals,
         };
         let outcome = batch::execute(&context, &message.tool_calls, length_stopped).await;
+        if !outcome.interruptions.is_empty() {
+            // Nothing of the batch ran: the message waits, whole, for decisions.
+            self.messages.push(Message::Assistant(message));
+            self.interruptions = outcome.interruptions;
+            return Some((RunStatus::Interrupted, None));
+        }
         for added in &outcome.added_tools {
             if inner.tool(added).is_some_and(|(_, tool)| tool.options().deferred) {
                 self.disclosed.insert(added.clone());
@@ -343,6 +404,19 @@ impl RunLoop {
     fn finish(self, status: RunStatus, error: Option<Error>) -> (RunResult, Agent) {
         let final_message =
             self.messages[self.input_len..].iter().rev().find(|m| matches!(m, Message::Assistant(_))).cloned();
+        let state = (status == RunStatus::Interrupted).then(|| {
+            RunState::capture(Interrupted {
+                messages: &self.messages,
+                input_messages: self.input_len,
+                rounds: self.rounds,
+                usage: self.usage,
+                output_corrections: self.output_corrections,
+                disclosed: &self.disclosed,
+                approvals: &self.approvals,
+                interruptions: &self.interruptions,
+                execute_only: self.execute_only,
+            })
+        });
         let result = RunResult {
             status,
             final_message,
@@ -351,6 +425,8 @@ impl RunLoop {
             rounds: self.rounds,
             error,
             output: self.output,
+            interruptions: self.interruptions,
+            state,
         };
         (result, self.agent)
     }

@@ -69,7 +69,7 @@ impl BashSettings {
     }
 }
 
-pub(crate) fn tool(workspace: Arc<Workspace>, settings: BashSettings) -> Result<Tool> {
+pub(crate) fn tool(workspace: Arc<Workspace>, settings: BashSettings, options: ToolOptions) -> Result<Tool> {
     let schema = object_schema(
         json!({"command": {"type": "string", "description": "The bash command line."},
                "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds before the command and everything it started are killed."}}),
@@ -77,7 +77,7 @@ pub(crate) fn tool(workspace: Arc<Workspace>, settings: BashSettings) -> Result<
     );
     let settings = Arc::new(settings);
     let spills = Arc::new(SpillDirectory::default());
-    Tool::new("bash", DESCRIPTION, schema, ToolOptions::default(), move |call: Invocation| {
+    Tool::new("bash", DESCRIPTION, schema, options, move |call: Invocation| {
         let (workspace, settings, spills) = (workspace.clone(), settings.clone(), spills.clone());
         async move {
             match run(&workspace, &settings, &spills, &call).await {

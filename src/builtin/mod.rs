@@ -55,6 +55,10 @@ pub struct BuiltinToolsConfig {
     /// environment unless named here.
     #[serde(default)]
     pub bash_pass_env: Vec<String>,
+    /// Built-ins whose calls run only once the host approved them (as the tool
+    /// option `needs_approval`).
+    #[serde(default)]
+    pub needs_approval: Vec<String>,
 }
 
 /// Every built-in, in the order they are offered.
@@ -76,6 +80,12 @@ pub(crate) fn select(
                 BUILTINS.join(", ")
             )));
         }
+    }
+    if let Some(name) = config.needs_approval.iter().find(|name| !BUILTINS.contains(&name.as_str())) {
+        return Err(Error::invalid_arg(format!(
+            "builtin_tools: needs_approval names \"{name}\", which is not a built-in (built-ins: {}); a host tool sets the option itself",
+            BUILTINS.join(", ")
+        )));
     }
     let allowed: Option<HashSet<&str>> = config.allowed.as_ref().map(|l| l.iter().map(String::as_str).collect());
     let excluded: HashSet<&str> = config.excluded.iter().map(String::as_str).collect();
@@ -101,25 +111,23 @@ fn builtin(
     config: &BuiltinToolsConfig,
     model_key_variable: Option<&str>,
 ) -> Result<Tool> {
-    let sequential = ToolOptions { execution: Execution::Sequential, ..ToolOptions::default() };
+    let needs_approval = config.needs_approval.iter().any(|n| n == name);
+    let parallel = ToolOptions { needs_approval, ..ToolOptions::default() };
+    let sequential = ToolOptions { execution: Execution::Sequential, ..parallel.clone() };
     match name {
-        "read" => blocking(name, read::DESCRIPTION, read::schema(), ToolOptions::default(), workspace, read::run),
+        "read" => blocking(name, read::DESCRIPTION, read::schema(), parallel, workspace, read::run),
         "write" => blocking(name, write::DESCRIPTION, write::schema(), sequential, workspace, write::run),
         "edit" => blocking(name, edit::DESCRIPTION, edit::schema(), sequential, workspace, edit::run),
         "apply_patch" => {
             blocking(name, apply_patch::DESCRIPTION, apply_patch::schema(), sequential, workspace, apply_patch::run)
         }
-        "list_files" => blocking(
-            name,
-            list_files::DESCRIPTION,
-            list_files::schema(),
-            ToolOptions::default(),
-            workspace,
-            list_files::run,
-        ),
+        "list_files" => {
+            blocking(name, list_files::DESCRIPTION, list_files::schema(), parallel, workspace, list_files::run)
+        }
         "bash" => bash::tool(
             workspace.clone(),
             bash::BashSettings::new(config.bash_timeout_s, model_key_variable, &config.bash_pass_env),
+            parallel,
         ),
         other => unreachable!("unknown built-in {other}"),
     }

@@ -148,7 +148,11 @@ pub unsafe extern "C" fn ferrule_agent_free(agent: *mut ferrule_agent) {
     guard_or((), || unsafe { free_box(agent) })
 }
 
-/// Starts a run from `{"prompt": "..."}` or `{"messages": [...]}`. Events go to
+/// Starts a run from `{"prompt": "..."}`, `{"messages": [...]}`, an execute-only
+/// `{"execute": {...}, "messages": [...]}`, or `{"resume": <state>, "decisions":
+/// {"<call id>": {"approve": bool, "message"?, "always"?}}}` (an interrupted run's
+/// state; `FERRULE_ERROR_INVALID_ARG` naming the call id, version or tool when it
+/// does not fit this agent or the decisions). Events go to
 /// `on_event(user_data, json, len)` one at a time, in order, on one of ferrule's
 /// event threads (`json` is borrowed for the call and NUL-terminated); `run_end`
 /// is always the last, and `free_user_data(user_data)` runs once right after it,
@@ -175,7 +179,7 @@ pub unsafe extern "C" fn ferrule_agent_start(
         let agent = unsafe { arg_ref(agent, "agent") }?;
         let out = unsafe { arg_mut(out, "out") }?;
         let json = unsafe { arg_str(input_json, len, "input_json") }?;
-        let input = RunInput::from_json(json)?;
+        let origin = agent.inner.begin(RunInput::from_json(json)?)?;
         let threads = crate::runtime::threads()?;
         // Nothing can fail from here on: the user data belongs to ferrule.
         let user_data = ForeignData::new(user_data, free_user_data);
@@ -186,7 +190,7 @@ pub unsafe extern "C" fn ferrule_agent_start(
                 None
             }
         };
-        *out = ferrule_run::new(agent.inner.start_on(threads, input, sink));
+        *out = ferrule_run::new(agent.inner.start_on(threads, origin, sink));
         Ok(())
     })
 }

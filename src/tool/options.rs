@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 
 /// Whether calls may run alongside others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -38,7 +38,8 @@ pub struct ToolOptions {
     /// `tool_timeout_ms`.
     #[serde(default)]
     pub timeout_ms: u64,
-    /// Whether a call must be approved before it runs (not supported yet).
+    /// A call runs only once the host approved it: until then its batch waits
+    /// and the run ends `interrupted` (DESIGN section 9).
     #[serde(default)]
     pub needs_approval: bool,
     /// Withheld from the model until another tool's result names it in
@@ -64,20 +65,14 @@ impl ToolOptions {
         if json.trim().is_empty() {
             return Ok(ToolOptions::default());
         }
-        let options: ToolOptions = Error::parse_json("tool options", json)?;
-        if options.needs_approval {
-            return Err(Error::new(
-                ErrorCode::InvalidArg,
-                "tool options: needs_approval is not supported by this version of ferrule",
-            ));
-        }
-        Ok(options)
+        Error::parse_json("tool options", json)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorCode;
 
     #[test]
     fn empty_options_are_defaults() {

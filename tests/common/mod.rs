@@ -104,7 +104,12 @@ impl Drop for GaugeGuard<'_> {
 
 /// Runs `prompt` to the end; returns the result and every event as JSON.
 pub fn run(agent: &Agent, prompt: &str) -> (Arc<RunResult>, Vec<Value>) {
-    let (run, events) = start(agent, prompt);
+    run_input(agent, RunInput::Prompt(prompt.to_owned()))
+}
+
+/// Runs `input` to the end; returns the result and every event as JSON.
+pub fn run_input(agent: &Agent, input: RunInput) -> (Arc<RunResult>, Vec<Value>) {
+    let (run, events) = start_input(agent, input);
     let result = run.wait_blocking().expect("wait");
     let events = events.lock().unwrap().clone();
     (result, events)
@@ -112,11 +117,16 @@ pub fn run(agent: &Agent, prompt: &str) -> (Arc<RunResult>, Vec<Value>) {
 
 /// Starts `prompt`; events are collected as they arrive.
 pub fn start(agent: &Agent, prompt: &str) -> (Run, Arc<Mutex<Vec<Value>>>) {
+    start_input(agent, RunInput::Prompt(prompt.to_owned()))
+}
+
+/// Starts `input`; events are collected as they arrive.
+pub fn start_input(agent: &Agent, input: RunInput) -> (Run, Arc<Mutex<Vec<Value>>>) {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
     let run = agent
         .start(
-            RunInput::Prompt(prompt.to_owned()),
+            input,
             Some(Box::new(move |event: &Event| sink.lock().unwrap().push(serde_json::to_value(event).unwrap()))),
         )
         .expect("start");

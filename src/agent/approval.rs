@@ -1,0 +1,135 @@
+//! Human approval: which calls of a batch may run, which are rejected, and which
+//! stop the run until the host decides (DESIGN section 9).
+//!
+//! A call of a tool with `needs_approval` runs only when a decision covers it: the
+//! host's decision for that call id (given when resuming), or a standing decision
+//! for its tool (a decision given with `always`). When a valid call is covered by
+//! neither, no call of its batch runs and the run is interrupted.
+
+use std::collections::{BTreeMap, HashMap};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::validation::ValidCall;
+use crate::message::ToolCall;
+
+/// The host's answer for one interrupted call, as run input gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Decision {
+    /// Run the call (true) or answer it with an error result (false).
+    pub approve: bool,
+    /// The error result's text for a rejected call; absent: a default saying the
+    /// user rejected it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Let the decision stand for every later call of the same tool in this run.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub always: bool,
+}
+
+/// A call the run stopped for: it needs a decision before it can run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Interruption {
+    /// The call's id; the decision is keyed by it.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The call's arguments, parsed (they passed validation).
+    pub arguments: Value,
+}
+
+/// The decisions a run holds: the ones for the pending batch's calls, given when
+/// resuming, and the standing ones per tool.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Approvals {
+    /// Decisions by call id, for the batch a resumed run starts with.
+    pub(crate) by_call: HashMap<String, Decision>,
+    /// Decisions given with `always`, by tool name (sorted, so states compare).
+    pub(crate) standing: BTreeMap<String, Decision>,
+}
+
+/// What approval makes of one valid call.
+pub(crate) enum Verdict {
+    /// The call runs.
+    Run,
+    /// The call is answered with this error text and does not run.
+    Reject(String),
+    /// Nothing covers the call: the batch waits for the host.
+    Ask,
+}
+
+impl Approvals {
+    /// Applies a resumed run's decisions: those given with `always` stand for
+    /// their tool from now on. `tool_of` names each decided call's tool.
+    pub(crate) fn adopt(&mut self, decisions: HashMap<String, Decision>, tool_of: impl Fn(&str) -> String) {
+        for (call_id, decision) in &decisions {
+            if decision.always {
+                self.standing.insert(tool_of(call_id), decision.clone());
+            }
+        }
+        self.by_call = decisions;
+    }
+
+    /// The verdict for a valid call.
+    pub(crate) fn verdict(&self, call: &ToolCall, valid: &ValidCall<'_>) -> Verdict {
+        let decision = match self.by_call.get(&call.id) {
+            Some(decision) => decision,
+            None if !valid.tool.options().needs_approval => return Verdict::Run,
+            None => match self.standing.get(&call.name) {
+                Some(decision) => decision,
+                None => return Verdict::Ask,
+            },
+        };
+        if decision.approve {
+            return Verdict::Run;
+        }
+        Verdict::Reject(match &decision.message {
+            Some(message) => message.clone(),
+            None => format!("The call to \"{}\" was rejected by the user, so it was not run.", call.name),
+        })
+    }
+
+    /// Forgets the per-call decisions once their batch has run.
+    pub(crate) fn settle(&mut self) {
+        self.by_call.clear();
+    }
+}
+
+/// Applies approval to a checked batch. When a valid call needs a decision that
+/// nothing gives, returns the batch's interruptions (its valid calls that nothing
+/// covers, in call order) and changes nothing: no call of the batch may run.
+/// Otherwise turns every rejected call into its error text and returns none.
+pub(crate) fn gate(
+    approvals: &Approvals,
+    calls: &[ToolCall],
+    checked: &mut [Result<ValidCall<'_>, String>],
+) -> Vec<Interruption> {
+    let verdicts: Vec<Option<Verdict>> = calls
+        .iter()
+        .zip(checked.iter())
+        .map(|(call, check)| check.as_ref().ok().map(|valid| approvals.verdict(call, valid)))
+        .collect();
+    let asked: Vec<Interruption> = calls
+        .iter()
+        .zip(checked.iter())
+        .zip(&verdicts)
+        .filter_map(|((call, check), verdict)| match (check, verdict) {
+            (Ok(valid), Some(Verdict::Ask)) => Some(Interruption {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: valid.arguments.clone(),
+            }),
+            _ => None,
+        })
+        .collect();
+    if asked.is_empty() {
+        for (check, verdict) in checked.iter_mut().zip(verdicts) {
+            if let Some(Verdict::Reject(text)) = verdict {
+                *check = Err(text);
+            }
+        }
+    }
+    asked
+}

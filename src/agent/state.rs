@@ -1,0 +1,169 @@
+//! The portable state of an interrupted run, and resuming from it.
+//!
+//! The state is plain JSON with a version, so a host can store it anywhere and
+//! resume in another process with an agent built from the same configuration and
+//! tools. It holds everything the run had that its transcript does not say:
+//! rounds and usage so far, disclosed deferred tools, standing decisions, which
+//! calls wait for a decision, and whether the run was execute-only.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::approval::{Approvals, Decision, Interruption};
+use super::run::RunOrigin;
+use super::AgentInner;
+use crate::error::{Error, Result};
+use crate::message::{Message, Usage};
+
+/// The version of the state this ferrule writes and reads.
+const STATE_VERSION: u64 = 1;
+
+/// What an interrupted run needs to go on (`"state"` in its result).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunState {
+    version: u64,
+    /// The transcript, ending with the assistant message whose calls wait.
+    messages: Vec<Message>,
+    /// How many of `messages` were the first run's input.
+    input_messages: usize,
+    rounds: u32,
+    usage: Usage,
+    output_corrections: u32,
+    /// Deferred tools disclosed so far, sorted.
+    disclosed: Vec<String>,
+    /// Decisions given with `always`, by tool.
+    standing: BTreeMap<String, Decision>,
+    /// The ids of the calls that wait for a decision, in call order.
+    awaiting: Vec<String>,
+    /// The run executes one host message and asks no model.
+    execute_only: bool,
+}
+
+/// What a run had when it stopped for approval.
+pub(crate) struct Interrupted<'a> {
+    pub(crate) messages: &'a [Message],
+    pub(crate) input_messages: usize,
+    pub(crate) rounds: u32,
+    pub(crate) usage: Usage,
+    pub(crate) output_corrections: u32,
+    pub(crate) disclosed: &'a HashSet<String>,
+    pub(crate) approvals: &'a Approvals,
+    pub(crate) interruptions: &'a [Interruption],
+    pub(crate) execute_only: bool,
+}
+
+impl RunState {
+    /// The state of a run that stopped for approval.
+    pub(crate) fn capture(run: Interrupted<'_>) -> Self {
+        let mut disclosed: Vec<String> = run.disclosed.iter().cloned().collect();
+        disclosed.sort();
+        RunState {
+            version: STATE_VERSION,
+            messages: run.messages.to_vec(),
+            input_messages: run.input_messages,
+            rounds: run.rounds,
+            usage: run.usage,
+            output_corrections: run.output_corrections,
+            disclosed,
+            standing: run.approvals.standing.clone(),
+            awaiting: run.interruptions.iter().map(|i| i.call_id.clone()).collect(),
+            execute_only: run.execute_only,
+        }
+    }
+
+    /// Reads a state from run input: its version first (so a state from a later
+    /// ferrule is refused as such), then every field, then its consistency.
+    pub(crate) fn from_value(value: Value) -> Result<Self> {
+        let version = match value.get("version") {
+            Some(version) => {
+                version.as_u64().ok_or_else(|| refuse(format!("the state's version {version} is not a number")))?
+            }
+            None if value.is_object() => return Err(refuse("the state has no \"version\"")),
+            None => return Err(refuse("the state must be the object an interrupted run's result gave")),
+        };
+        if version != STATE_VERSION {
+            return Err(refuse(format!(
+                "state version {version} is not supported (this ferrule reads version {STATE_VERSION})"
+            )));
+        }
+        let state: RunState = serde_json::from_value(value).map_err(|e| refuse(format!("state: {e}")))?;
+        state.check()?;
+        Ok(state)
+    }
+
+    fn check(&self) -> Result<()> {
+        let Some(Message::Assistant(pending)) = self.messages.last() else {
+            return Err(refuse("state: the transcript must end with the assistant message whose calls wait"));
+        };
+        if self.awaiting.is_empty() {
+            return Err(refuse("state: no call waits for a decision"));
+        }
+        for (i, id) in self.awaiting.iter().enumerate() {
+            if !pending.tool_calls.iter().any(|call| &call.id == id) {
+                return Err(refuse(format!("state: the waiting call \"{id}\" is not in the last assistant message")));
+            }
+            if self.awaiting[..i].contains(id) {
+                return Err(refuse(format!("state: the call \"{id}\" waits twice")));
+            }
+        }
+        if self.input_messages >= self.messages.len() {
+            return Err(refuse("state: input_messages must count messages before the waiting one"));
+        }
+        super::input::check_messages(&self.messages).map_err(|e| refuse(format!("state: {}", e.message)))
+    }
+
+    /// Resumes with the host's `decisions` on `agent`: every waiting call needs
+    /// one, every decision must be for a waiting call, and the agent must have
+    /// every tool the state names.
+    pub(crate) fn resume(mut self, decisions: HashMap<String, Decision>, agent: &AgentInner) -> Result<RunOrigin> {
+        let Some(Message::Assistant(pending)) = self.messages.pop() else {
+            unreachable!("checked when the state was read")
+        };
+        let tool_of = |id: &str| pending.tool_calls.iter().find(|c| c.id == id).map(|c| c.name.clone());
+        for id in &self.awaiting {
+            let tool = tool_of(id).unwrap_or_default();
+            if agent.tool(&tool).is_none() {
+                return Err(refuse(format!(
+                    "the agent has no tool \"{tool}\", which call \"{id}\" waits to run; resume with an agent built from the same configuration and tools"
+                )));
+            }
+            if !decisions.contains_key(id) {
+                return Err(refuse(format!(
+                    "no decision for call \"{id}\" ({tool}); every interrupted call needs one (waiting: {})",
+                    self.awaiting.join(", ")
+                )));
+            }
+        }
+        if let Some(id) = decisions.keys().find(|id| !self.awaiting.contains(id)) {
+            return Err(refuse(format!(
+                "there is no interrupted call \"{id}\" (waiting: {})",
+                self.awaiting.join(", ")
+            )));
+        }
+        if let Some(tool) = self.standing.keys().chain(&self.disclosed).find(|t| agent.tool(t).is_none()) {
+            return Err(refuse(format!(
+                "the agent has no tool \"{tool}\", which the state names; resume with an agent built from the same configuration and tools"
+            )));
+        }
+        let mut approvals = Approvals { by_call: HashMap::new(), standing: self.standing };
+        approvals.adopt(decisions, |id| tool_of(id).unwrap_or_default());
+        Ok(RunOrigin {
+            input_len: self.input_messages,
+            messages: self.messages,
+            pending: Some(pending),
+            execute_only: self.execute_only,
+            rounds: self.rounds,
+            usage: self.usage,
+            output_corrections: self.output_corrections,
+            disclosed: self.disclosed.into_iter().collect(),
+            approvals,
+        })
+    }
+}
+
+fn refuse(what: impl std::fmt::Display) -> Error {
+    Error::invalid_arg(format!("run input: resume: {what}"))
+}
