@@ -212,6 +212,16 @@ static void check_expectations(const char *scenario, const cJSON *expect, const 
         EXPECT(want == NULL, "fewer tool results than expected");
     }
 
+    static const char *const exact[] = {"interruptions", "usage", "rounds"};
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+        const cJSON *want = cJSON_GetObjectItem(expect, exact[i]);
+        if (!want) continue;
+        const cJSON *got = cJSON_GetObjectItem(result, exact[i]);
+        char *text = got ? print_json(got) : NULL;
+        EXPECT(got && cJSON_Compare(want, got, 1), "%s differs; got %s", exact[i], text ? text : "(none)");
+        free(text);
+    }
+
     const cJSON *output = cJSON_GetObjectItem(expect, "output");
     if (output) {
         const cJSON *got = cJSON_GetObjectItem(result, "output");
@@ -242,13 +252,9 @@ static char *read_file(const char *path) {
     return text;
 }
 
-static void run_scenario(const char *scenario, const char *path) {
-    char *text = read_file(path);
-    cJSON *doc = cJSON_Parse(text);
-    free(text);
-    EXPECT(doc != NULL, "not valid JSON");
-    if (!doc) return;
-
+/* Builds the scenario's agent from its config and `tools` (the scenario's own
+ * unless a resume step gives others); NULL on failure (reported). */
+static ferrule_agent *build_agent(const char *scenario, const cJSON *doc, const cJSON *tools) {
     char *config = print_json(cJSON_GetObjectItem(doc, "config"));
     ferrule_agent_builder *builder = NULL;
     ferrule_error *err = ferrule_agent_builder_new(STR(config), &builder);
@@ -256,11 +262,10 @@ static void run_scenario(const char *scenario, const char *path) {
     EXPECT(err == NULL, "config rejected: %s", ferrule_error_message(err).ptr);
     if (err) {
         ferrule_error_free(err);
-        cJSON_Delete(doc);
-        return;
+        return NULL;
     }
     const cJSON *tool;
-    cJSON_ArrayForEach(tool, cJSON_GetObjectItem(doc, "tools")) {
+    cJSON_ArrayForEach(tool, tools) {
         const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(tool, "name"));
         const char *description = cJSON_GetStringValue(cJSON_GetObjectItem(tool, "description"));
         cJSON *schema = cJSON_GetObjectItem(tool, "input_schema");
@@ -284,38 +289,118 @@ static void run_scenario(const char *scenario, const char *path) {
     ferrule_agent *agent = NULL;
     err = ferrule_agent_build(builder, &agent);
     EXPECT(err == NULL, "build failed: %s", ferrule_error_message(err).ptr);
-    if (err) {
-        ferrule_error_free(err);
-        cJSON_Delete(doc);
-        return;
-    }
+    ferrule_error_free(err);
+    return agent;
+}
 
+/* The codes a start can fail with, by the names scenarios use. */
+static const char *start_code_name(uint32_t code) {
+    switch (code) {
+    case FERRULE_ERROR_NULL_ARG: return "NULL_ARG";
+    case FERRULE_ERROR_INVALID_UTF8: return "INVALID_UTF8";
+    case FERRULE_ERROR_INVALID_JSON: return "INVALID_JSON";
+    case FERRULE_ERROR_INVALID_ARG: return "INVALID_ARG";
+    case FERRULE_ERROR_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    default: return "another code";
+    }
+}
+
+/* Starts `input` on `agent` and checks the run against `expect`, or, with
+ * `start_error`, that the start is refused with that code and text. Returns the
+ * run result (the caller deletes it), or NULL. */
+static cJSON *run_step(const char *scenario, ferrule_agent *agent, const cJSON *input, const cJSON *expect,
+                       const cJSON *start_error) {
     event_log log;
     event_log_init(&log);
     atomic_store(&cancel_handlers, 0);
-    char *input = print_json(cJSON_GetObjectItem(doc, "input"));
+    char *input_text = print_json(input);
     ferrule_run *run = NULL;
-    err = ferrule_agent_start(agent, STR(input), event_log_on_event, &log, event_log_free, &run);
-    free(input);
-    EXPECT(err == NULL, "start failed: %s", ferrule_error_message(err).ptr);
-    if (!err) {
-        char *result_text = harness_wait(run);
-        cJSON *result = cJSON_Parse(result_text);
-        EXPECT(result != NULL, "the run result is not JSON");
-        if (result) {
-            check_invariants(scenario, &log);
-            check_expectations(scenario, cJSON_GetObjectItem(doc, "expect"), result, &log);
+    ferrule_error *err = ferrule_agent_start(agent, STR(input_text), event_log_on_event, &log, event_log_free, &run);
+    free(input_text);
+    cJSON *result = NULL;
+    if (start_error) {
+        const char *code = cJSON_GetStringValue(cJSON_GetObjectItem(start_error, "code"));
+        const char *needle = cJSON_GetStringValue(cJSON_GetObjectItem(start_error, "contains"));
+        const char *message = err ? ferrule_error_message(err).ptr : "";
+        const char *got = err ? start_code_name(ferrule_error_code(err)) : "success";
+        EXPECT(code && strcmp(got, code) == 0, "start gave %s (%s), expected %s", got, message, code);
+        EXPECT(!needle || strstr(message, needle), "start error \"%s\" lacks \"%s\"", message, needle);
+        if (!err) ferrule_run_free(run);
+    } else {
+        EXPECT(err == NULL, "start failed: %s", ferrule_error_message(err).ptr);
+        if (!err) {
+            char *result_text = harness_wait(run);
+            result = cJSON_Parse(result_text);
+            EXPECT(result != NULL, "the run result is not JSON");
+            if (result) {
+                check_invariants(scenario, &log);
+                check_expectations(scenario, expect, result, &log);
+            }
+            ferrule_string_free(result_text);
+            ferrule_run_free(run);
         }
-        cJSON_Delete(result);
-        ferrule_string_free(result_text);
-        ferrule_run_free(run);
     }
     ferrule_error_free(err);
-    ferrule_agent_free(agent);
     /* Tools that completed after a timeout may still run; wait for their threads
      * to finish with the behaviour before the document goes. */
     harness_sleep_ms(20);
     event_log_destroy(&log);
+    return result;
+}
+
+/* The input that resumes from `state` with the step's decisions; the step's
+ * `state_patch` fields replace the state's. */
+static cJSON *resume_input(const cJSON *state, const cJSON *step) {
+    cJSON *copy = cJSON_Duplicate(state, 1);
+    const cJSON *field;
+    cJSON_ArrayForEach(field, cJSON_GetObjectItem(step, "state_patch")) {
+        cJSON_DeleteItemFromObject(copy, field->string);
+        cJSON_AddItemToObject(copy, field->string, cJSON_Duplicate(field, 1));
+    }
+    cJSON *input = cJSON_CreateObject();
+    cJSON_AddItemToObject(input, "resume", copy);
+    const cJSON *decisions = cJSON_GetObjectItem(step, "decisions");
+    cJSON_AddItemToObject(input, "decisions", decisions ? cJSON_Duplicate(decisions, 1) : cJSON_CreateObject());
+    return input;
+}
+
+static void run_scenario(const char *scenario, const char *path) {
+    char *text = read_file(path);
+    cJSON *doc = cJSON_Parse(text);
+    free(text);
+    EXPECT(doc != NULL, "not valid JSON");
+    if (!doc) return;
+    const cJSON *tools = cJSON_GetObjectItem(doc, "tools");
+    ferrule_agent *agent = build_agent(scenario, doc, tools);
+    if (!agent) {
+        cJSON_Delete(doc);
+        return;
+    }
+    cJSON *result = run_step(scenario, agent, cJSON_GetObjectItem(doc, "input"), cJSON_GetObjectItem(doc, "expect"), NULL);
+    /* Each resume step goes on from the last state a run gave. */
+    const cJSON *step;
+    cJSON_ArrayForEach(step, cJSON_GetObjectItem(doc, "resumes")) {
+        const cJSON *state = cJSON_GetObjectItem(result, "state");
+        EXPECT(cJSON_IsObject(state), "no state to resume from");
+        if (!cJSON_IsObject(state)) break;
+        cJSON *input = resume_input(state, step);
+        ferrule_agent *on = agent;
+        if (cJSON_IsTrue(cJSON_GetObjectItem(step, "new_agent"))) {
+            const cJSON *step_tools = cJSON_GetObjectItem(step, "tools");
+            on = build_agent(scenario, doc, step_tools ? step_tools : tools);
+        }
+        cJSON *next = on ? run_step(scenario, on, input, cJSON_GetObjectItem(step, "expect"),
+                                    cJSON_GetObjectItem(step, "start_error"))
+                         : NULL;
+        if (on && on != agent) ferrule_agent_free(on);
+        cJSON_Delete(input);
+        if (next) {
+            cJSON_Delete(result);
+            result = next;
+        }
+    }
+    cJSON_Delete(result);
+    ferrule_agent_free(agent);
     cJSON_Delete(doc);
 }
 
