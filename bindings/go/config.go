@@ -69,6 +69,9 @@ type BuiltinTools struct {
 	Confine  bool
 	// BashPassEnv names key variables bash commands may see after all.
 	BashPassEnv []string
+	// NeedsApproval names built-ins whose calls wait for the host's decision
+	// (as the NeedsApproval tool option).
+	NeedsApproval []string
 }
 
 // MarshalJSON writes the configuration JSON.
@@ -136,9 +139,11 @@ func (b BuiltinTools) MarshalJSON() ([]byte, error) {
 		Disable          bool     `json:"disable,omitempty"`
 		Confine          bool     `json:"confine,omitempty"`
 		BashPassEnv      []string `json:"bash_pass_env,omitempty"`
+		NeedsApproval    []string `json:"needs_approval,omitempty"`
 	}
 	// nil marshals as null (the default selection), an empty slice as [].
-	return json.Marshal(builtins{b.WorkingDirectory, b.Allowed, b.Excluded, b.Disable, b.Confine, b.BashPassEnv})
+	return json.Marshal(builtins{b.WorkingDirectory, b.Allowed, b.Excluded, b.Disable, b.Confine, b.BashPassEnv,
+		b.NeedsApproval})
 }
 
 // millis is d in whole milliseconds, rounded up so that a positive duration

@@ -20,24 +20,42 @@ import (
 type scenario struct {
 	Description string          `json:"description"`
 	Config      json.RawMessage `json:"config"`
-	Tools       []struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		InputSchema json.RawMessage `json:"input_schema"`
-		Options     json.RawMessage `json:"options"`
-		Behaviour   behaviour       `json:"behaviour"`
-	} `json:"tools"`
-	Input  json.RawMessage `json:"input"`
-	Expect struct {
-		Status         Status           `json:"status"`
-		ErrorCode      string           `json:"error_code"`
-		Events         []string         `json:"events"`
-		EventCounts    map[string]int   `json:"event_counts"`
-		Transcript     json.RawMessage  `json:"transcript"`
-		Results        []expectedResult `json:"results"`
-		CancelHandlers *int32           `json:"cancel_handlers"`
-		Output         json.RawMessage  `json:"output"`
-	} `json:"expect"`
+	Tools       []scenarioTool  `json:"tools"`
+	Input       json.RawMessage `json:"input"`
+	Expect      expectation     `json:"expect"`
+	Resumes     []struct {
+		NewAgent   bool                `json:"new_agent"`
+		Tools      []scenarioTool      `json:"tools"`
+		StatePatch map[string]any      `json:"state_patch"`
+		Decisions  map[string]Decision `json:"decisions"`
+		Expect     expectation         `json:"expect"`
+		StartError *struct {
+			Code     string `json:"code"`
+			Contains string `json:"contains"`
+		} `json:"start_error"`
+	} `json:"resumes"`
+}
+
+type scenarioTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	Options     json.RawMessage `json:"options"`
+	Behaviour   behaviour       `json:"behaviour"`
+}
+
+type expectation struct {
+	Status         Status           `json:"status"`
+	ErrorCode      string           `json:"error_code"`
+	Events         []string         `json:"events"`
+	EventCounts    map[string]int   `json:"event_counts"`
+	Transcript     json.RawMessage  `json:"transcript"`
+	Results        []expectedResult `json:"results"`
+	CancelHandlers *int32           `json:"cancel_handlers"`
+	Output         json.RawMessage  `json:"output"`
+	Interruptions  json.RawMessage  `json:"interruptions"`
+	Rounds         *int             `json:"rounds"`
+	Usage          json.RawMessage  `json:"usage"`
 }
 
 type behaviour struct {
@@ -64,6 +82,7 @@ func options(t *testing.T, raw json.RawMessage) []ToolOption {
 		Execution   string `json:"execution"`
 		TimeoutMS   int64  `json:"timeout_ms"`
 		Deferred    bool   `json:"deferred"`
+		Approval    bool   `json:"needs_approval"`
 		Strict      bool   `json:"strict"`
 		Nonblocking bool   `json:"nonblocking"`
 		OnError     string `json:"on_error"`
@@ -84,6 +103,9 @@ func options(t *testing.T, raw json.RawMessage) []ToolOption {
 	}
 	if o.Deferred {
 		opts = append(opts, Deferred())
+	}
+	if o.Approval {
+		opts = append(opts, NeedsApproval())
 	}
 	if o.Strict {
 		opts = append(opts, Strict())
@@ -148,17 +170,68 @@ func runScenario(t *testing.T, path string) {
 		t.Fatalf("%s: %v", path, err)
 	}
 	var cancelHandlers atomic.Int32
-	var tools []Tool
-	for _, tool := range sc.Tools {
-		tools = append(tools, NewRawTool(tool.Name, tool.Description, tool.InputSchema,
-			perform(tool.Behaviour, &cancelHandlers), options(t, tool.Options)...))
+	build := func(specs []scenarioTool) *Agent {
+		var tools []Tool
+		for _, tool := range specs {
+			tools = append(tools, NewRawTool(tool.Name, tool.Description, tool.InputSchema,
+				perform(tool.Behaviour, &cancelHandlers), options(t, tool.Options)...))
+		}
+		agent, err := NewAgentFromJSON(sc.Config, tools...)
+		if err != nil {
+			t.Fatalf("agent: %v", err)
+		}
+		return agent
 	}
-	agent, err := NewAgentFromJSON(sc.Config, tools...)
-	if err != nil {
-		t.Fatalf("agent: %v", err)
-	}
+	agent := build(sc.Tools)
 	defer agent.Close()
-	run, err := agent.Start(context.Background(), Input{json: sc.Input})
+	result := runStep(t, agent, Input{json: sc.Input}, sc.Expect, &cancelHandlers)
+	// Each resume step goes on from the last state a run gave.
+	for i, step := range sc.Resumes {
+		if result == nil || result.State == nil || string(result.State) == "null" {
+			t.Fatalf("resume %d: no state to resume from", i)
+		}
+		state := result.State
+		if step.StatePatch != nil {
+			var fields map[string]any
+			if err := json.Unmarshal(state, &fields); err != nil {
+				t.Fatal(err)
+			}
+			for key, value := range step.StatePatch {
+				fields[key] = value
+			}
+			state, _ = json.Marshal(fields)
+		}
+		on := agent
+		if step.NewAgent {
+			specs := step.Tools
+			if specs == nil {
+				specs = sc.Tools
+			}
+			on = build(specs)
+		}
+		input := Resume(state, step.Decisions)
+		if step.StartError != nil {
+			_, err := on.Start(context.Background(), input)
+			var ferr *Error
+			if !errors.As(err, &ferr) || ferr.Code.String() != step.StartError.Code ||
+				!strings.Contains(ferr.Message, step.StartError.Contains) {
+				t.Errorf("resume %d: start gave %v, expected %s containing %q", i, err,
+					step.StartError.Code, step.StartError.Contains)
+			}
+		} else {
+			result = runStep(t, on, input, step.Expect, &cancelHandlers)
+		}
+		if on != agent {
+			on.Close()
+		}
+	}
+}
+
+// runStep runs input on agent and checks the run against expect.
+func runStep(t *testing.T, agent *Agent, input Input, expect expectation, cancelHandlers *atomic.Int32) *Result {
+	t.Helper()
+	cancelHandlers.Store(0)
+	run, err := agent.Start(context.Background(), input)
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -172,7 +245,6 @@ func runScenario(t *testing.T, path string) {
 		t.Fatalf("wait: %v", err)
 	}
 	checkInvariants(t, events)
-	expect := sc.Expect
 	if result.Status != expect.Status {
 		t.Errorf("status %s, expected %s (error %v)", result.Status, expect.Status, result.Error)
 	}
@@ -224,6 +296,21 @@ func runScenario(t *testing.T, path string) {
 	if expect.Output != nil && !sameJSON(t, expect.Output, result.Output) {
 		t.Errorf("output %s, expected %s", result.Output, expect.Output)
 	}
+	if expect.Interruptions != nil {
+		got, _ := json.Marshal(result.Interruptions)
+		if !sameJSON(t, expect.Interruptions, got) {
+			t.Errorf("interruptions %s, expected %s", got, expect.Interruptions)
+		}
+	}
+	if expect.Rounds != nil && result.Rounds != *expect.Rounds {
+		t.Errorf("%d rounds, expected %d", result.Rounds, *expect.Rounds)
+	}
+	if expect.Usage != nil {
+		got, _ := json.Marshal(result.Usage)
+		if !sameJSON(t, expect.Usage, got) {
+			t.Errorf("usage %s, expected %s", got, expect.Usage)
+		}
+	}
 	if expect.CancelHandlers != nil {
 		// Handlers run on goroutines of their own; the run may end first.
 		deadline := time.Now().Add(10 * time.Second)
@@ -234,6 +321,7 @@ func runScenario(t *testing.T, path string) {
 			t.Errorf("%d cancel handlers ran, expected %d", got, *expect.CancelHandlers)
 		}
 	}
+	return result
 }
 
 func countType(events []Event, kind string) int {

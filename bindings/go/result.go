@@ -26,8 +26,45 @@ type Result struct {
 	// Error says why a failed run failed.
 	Error *Error `json:"error"`
 	// Output is the final answer as JSON when the agent has an OutputSchema and
-	// the answer satisfied it; null otherwise. See Output.
+	// the answer satisfied it; nil otherwise. See Output.
 	Output json.RawMessage `json:"output"`
+	// Interruptions are the calls an interrupted run waits on a decision for.
+	Interruptions []Interruption `json:"interruptions"`
+	// State is what an interrupted run needs to go on: store it as it is (it is
+	// plain JSON, portable to another process) and give it to Resume. Nil
+	// unless the run was interrupted.
+	State json.RawMessage `json:"state"`
+}
+
+// UnmarshalJSON reads a run result; a null Output or State becomes nil.
+func (r *Result) UnmarshalJSON(data []byte) error {
+	type plain Result
+	if err := json.Unmarshal(data, (*plain)(r)); err != nil {
+		return err
+	}
+	for _, field := range []*json.RawMessage{&r.Output, &r.State} {
+		if string(*field) == "null" {
+			*field = nil
+		}
+	}
+	return nil
+}
+
+// Interruption is a call that needs the host's decision before it can run.
+type Interruption struct {
+	CallID    string          `json:"call_id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Decision is the host's answer for one interrupted call. A rejected call gets
+// an error result whose text is Message (by default, that the user rejected
+// it). Always makes the decision stand for every later call of the same tool in
+// the run.
+type Decision struct {
+	Approve bool   `json:"approve"`
+	Message string `json:"message,omitempty"`
+	Always  bool   `json:"always,omitempty"`
 }
 
 // Output decodes a run's structured output (Config.OutputSchema) into T. An
@@ -44,9 +81,10 @@ func Output[T any](res *Result) (T, error) {
 	return out, nil
 }
 
-// Input is what a run starts from: Prompt or Messages.
+// Input is what a run starts from: Prompt, Messages, Execute or Resume.
 type Input struct {
 	json []byte
+	err  error // why the input cannot be made; Start returns it
 }
 
 // Prompt starts a run from one user message.
@@ -54,7 +92,7 @@ func Prompt(text string) Input {
 	data, _ := json.Marshal(struct {
 		Prompt string `json:"prompt"`
 	}{text})
-	return Input{data}
+	return Input{json: data}
 }
 
 // Messages starts a run from a transcript, such as an earlier run's messages
@@ -70,7 +108,7 @@ func Messages(msgs ...Message) Input {
 		// Only a Part's Details-free fields are marshalled; this cannot fail.
 		panic(err)
 	}
-	return Input{data}
+	return Input{json: data}
 }
 
 // Execute starts an execute-only run: the calls of msg (an assistant message
@@ -89,7 +127,30 @@ func Execute(msg Message, context ...Message) Input {
 	if err != nil {
 		panic(err) // as in Messages: these types always marshal
 	}
-	return Input{data}
+	return Input{json: data}
+}
+
+// Resume goes on with an interrupted run from its State, with a decision for
+// every interrupted call, keyed by call id. The agent must have the tools the
+// state names (an agent built from the same configuration and tools, in this
+// process or another); Start refuses a state that does not fit, naming the call
+// id, version or tool (ErrInvalidArg). Rounds, usage and MaxRounds count across
+// resumes. The interrupted batch runs first, outside any turn.
+func Resume(state json.RawMessage, decisions map[string]Decision) Input {
+	if decisions == nil {
+		decisions = map[string]Decision{}
+	}
+	if len(state) == 0 {
+		state = json.RawMessage("null")
+	}
+	data, err := json.Marshal(struct {
+		Resume    json.RawMessage     `json:"resume"`
+		Decisions map[string]Decision `json:"decisions"`
+	}{state, decisions})
+	if err != nil {
+		return Input{err: &Error{Code: CodeInvalidJSON, Message: "run input: resume: the state is not JSON: " + err.Error()}}
+	}
+	return Input{json: data}
 }
 
 // ToolResult is a tool's result with more than text: content for the model,

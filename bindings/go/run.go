@@ -137,6 +137,9 @@ func start(ctx context.Context, agent *C.ferrule_agent, in Input, events bool) (
 	if err := ctx.Err(); err != nil {
 		return nil, &Error{Code: CodeCancelled, Message: "the context is done: " + err.Error()}
 	}
+	if in.err != nil {
+		return nil, in.err
+	}
 	sink := &eventSink{ch: make(chan Event, eventBuffer), dropped: make(chan struct{}),
 		abandoned: make(chan struct{}), ended: make(chan struct{})}
 	onEvent := C.ferrule_event_fn(C.ferrule_go_event)

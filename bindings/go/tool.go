@@ -38,6 +38,7 @@ type toolOptions struct {
 	Execution   string `json:"execution,omitempty"`
 	TimeoutMS   int64  `json:"timeout_ms,omitempty"`
 	Deferred    bool   `json:"deferred,omitempty"`
+	Approval    bool   `json:"needs_approval,omitempty"`
 	Strict      bool   `json:"strict,omitempty"`
 	Nonblocking bool   `json:"nonblocking"`
 	OnError     string `json:"on_error,omitempty"`
@@ -54,6 +55,11 @@ func Timeout(d time.Duration) ToolOption { return func(o *toolOptions) { o.Timeo
 // Deferred withholds the tool from the model until another tool's result names
 // it in AddedTools.
 func Deferred() ToolOption { return func(o *toolOptions) { o.Deferred = true } }
+
+// NeedsApproval makes every call of the tool wait for the host's decision: a
+// batch with such a call runs nothing, and the run ends StatusInterrupted with
+// the call in Result.Interruptions. Resume the run with Resume.
+func NeedsApproval() ToolOption { return func(o *toolOptions) { o.Approval = true } }
 
 // NonStrict lets arguments carry properties the schema does not name (NewTool
 // then ignores them when decoding).

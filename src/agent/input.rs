@@ -44,10 +44,16 @@ struct InputRepr {
     messages: Option<Vec<Message>>,
     #[serde(default)]
     execute: Option<serde_json::Value>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "given")]
     resume: Option<serde_json::Value>,
     #[serde(default, deserialize_with = "unique_decisions")]
     decisions: Option<HashMap<String, Decision>>,
+}
+
+/// A field that is there, even as null (which is then a state of the wrong shape,
+/// not a missing one).
+fn given<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
 }
 
 fn unique_decisions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<HashMap<String, Decision>>, D::Error> {
