@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib install demo demo-go bench bench-go setup test test-rust test-header test-c test-go header header-check clean
+.PHONY: all lib install demo demo-approval demo-go bench bench-go setup test test-rust test-header test-c test-go header header-check clean
 
 all: lib
 
@@ -38,6 +38,18 @@ $(BUILD)/agent: examples/c/agent.c include/ferrule.h lib
 
 demo: $(BUILD)/agent
 	./$(BUILD)/agent
+
+# Approval across two processes (examples/c/approval.c; needs cJSON): the first
+# stops for approval and stores the state, the second resumes it with decisions.
+$(BUILD)/approval: examples/c/approval.c include/ferrule.h lib
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS_EXAMPLE) examples/c/approval.c -o $@ -L$(LIBDIR) -lferrule -lcjson -lpthread -Wl,-rpath,$(CURDIR)/$(LIBDIR)
+
+demo-approval: $(BUILD)/approval
+	rm -f $(BUILD)/outbox.txt
+	cd $(BUILD) && ./approval start state.json; test $$? -eq 3
+	cd $(BUILD) && ./approval resume state.json call_2=yes "call_3=no:Not the whole list."
+	cat $(BUILD)/outbox.txt
 
 test: setup test-rust test-header test-c test-go
 

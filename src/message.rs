@@ -204,11 +204,12 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Adds `other` to these counts.
+    /// Adds `other` to these counts (saturating: a resumed state's counts come
+    /// from the host).
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cached_tokens += other.cached_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cached_tokens = self.cached_tokens.saturating_add(other.cached_tokens);
     }
 }
 

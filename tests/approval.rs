@@ -332,3 +332,19 @@ fn every_unfit_resume_is_refused_with_what_is_wrong() {
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     assert_eq!(deletes.load(Ordering::SeqCst), 2);
 }
+
+#[test]
+fn a_state_with_extreme_counts_or_a_blank_message_resumes_safely() {
+    let (delete, _) = gated("delete");
+    let script = json!([turn(vec![call("c1", "delete", json!({}))], 1), answer("ok")]);
+    let agent = agent(script, json!({}), vec![delete]);
+    let (first, _) = run(&agent, "go");
+    let mut state = serde_json::to_value(first.state.as_ref().unwrap()).unwrap();
+    state["rounds"] = json!(u32::MAX);
+    state["usage"] = json!({"input_tokens": u64::MAX, "output_tokens": u64::MAX});
+    let input = json!({"resume": state, "decisions": {"c1": {"approve": false, "message": "  "}}});
+    let (result, _) = run_input(&agent, RunInput::from_json(&input.to_string()).unwrap());
+    assert_eq!(result.status, RunStatus::MaxRounds, "{:?}", result.error);
+    assert_eq!((result.rounds, result.usage.input_tokens), (u32::MAX, u64::MAX));
+    assert_eq!(text(&tool_results(&result)[0]), "The call to \"delete\" was rejected by the user, so it was not run.");
+}

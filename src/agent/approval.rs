@@ -20,8 +20,8 @@ use crate::message::ToolCall;
 pub struct Decision {
     /// Run the call (true) or answer it with an error result (false).
     pub approve: bool,
-    /// The error result's text for a rejected call; absent: a default saying the
-    /// user rejected it.
+    /// The error result's text for a rejected call; absent or blank: a default
+    /// saying the user rejected it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// Let the decision stand for every later call of the same tool in this run.
@@ -85,8 +85,8 @@ impl Approvals {
         if decision.approve {
             return Verdict::Run;
         }
-        Verdict::Reject(match &decision.message {
-            Some(message) => message.clone(),
+        Verdict::Reject(match decision.message.as_deref().filter(|m| !m.trim().is_empty()) {
+            Some(message) => message.to_owned(),
             None => format!("The call to \"{}\" was rejected by the user, so it was not run.", call.name),
         })
     }

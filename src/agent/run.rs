@@ -239,7 +239,7 @@ impl RunLoop {
         }
         let max_rounds = self.agent.inner.config.max_rounds;
         // Turns continue the count of a resumed run (and so does the scripted model).
-        for turn in self.rounds + 1..=max_rounds {
+        for turn in self.rounds.saturating_add(1)..=max_rounds {
             if self.cancel.is_cancelled() {
                 return (RunStatus::Cancelled, None);
             }
