@@ -95,9 +95,7 @@ impl RunState {
     }
 
     fn check(&self) -> Result<()> {
-        let Some(Message::Assistant(pending)) = self.messages.last() else {
-            return Err(refuse("state: the transcript must end with the assistant message whose calls wait"));
-        };
+        let Some(Message::Assistant(pending)) = self.messages.last() else { return Err(no_waiting_message()) };
         if self.awaiting.is_empty() {
             return Err(refuse("state: no call waits for a decision"));
         }
@@ -119,9 +117,10 @@ impl RunState {
     /// one, every decision must be for a waiting call, and the agent must have
     /// every tool the state names.
     pub(crate) fn resume(mut self, decisions: HashMap<String, Decision>, agent: &AgentInner) -> Result<RunOrigin> {
-        let Some(Message::Assistant(pending)) = self.messages.pop() else {
-            unreachable!("checked when the state was read")
-        };
+        // Checked again: a state deserialized directly (not through run input)
+        // was never checked.
+        self.check()?;
+        let Some(Message::Assistant(pending)) = self.messages.pop() else { return Err(no_waiting_message()) };
         let tool_of = |id: &str| pending.tool_calls.iter().find(|c| c.id == id).map(|c| c.name.clone());
         for id in &self.awaiting {
             let tool = tool_of(id).unwrap_or_default();
@@ -162,6 +161,10 @@ impl RunState {
             approvals,
         })
     }
+}
+
+fn no_waiting_message() -> Error {
+    refuse("state: the transcript must end with the assistant message whose calls wait")
 }
 
 fn refuse(what: impl std::fmt::Display) -> Error {
