@@ -114,36 +114,16 @@ impl<'de> Visitor<'de> for UniqueKeys<'_> {
     }
 }
 
-/// Deserializes a JSON object into a map, refusing a key given twice (serde's
-/// own maps keep the last). For `#[serde(deserialize_with = ...)]`.
-pub(crate) fn unique_map<'de, D, V>(deserializer: D) -> Result<std::collections::HashMap<String, V>, D::Error>
-where
-    D: Deserializer<'de>,
-    V: serde::Deserialize<'de>,
-{
-    struct UniqueMap<V>(std::marker::PhantomData<V>);
-
-    impl<'de, V: serde::Deserialize<'de>> Visitor<'de> for UniqueMap<V> {
-        type Value = std::collections::HashMap<String, V>;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("an object")
-        }
-
-        fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Self::Value, A::Error> {
-            let mut map = std::collections::HashMap::new();
-            while let Some(key) = entries.next_key::<String>()? {
-                if map.contains_key(&key) {
-                    return Err(de::Error::custom(format_args!("the key {key:?} appears twice")));
-                }
-                let value = entries.next_value()?;
-                map.insert(key, value);
-            }
-            Ok(map)
-        }
-    }
-
-    deserializer.deserialize_map(UniqueMap(std::marker::PhantomData))
+/// Reads the host's JSON document `text` (named `what` in errors) into `T`,
+/// refusing a key given twice anywhere in it: `INVALID_JSON` when it is not JSON,
+/// `INVALID_ARG` for a repeated key or a value of the wrong shape.
+pub(crate) fn parse_document<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> crate::error::Result<T> {
+    use crate::error::{Error, ErrorCode};
+    let value = parse_unique(text).map_err(|e| match e {
+        JsonError::Syntax(error) => Error::new(ErrorCode::InvalidJson, format!("{what}: {error}")),
+        duplicate => Error::invalid_arg(format!("{what}: {duplicate}")),
+    })?;
+    serde_json::from_value(value).map_err(|e| Error::invalid_arg(format!("{what}: {e}")))
 }
 
 #[cfg(test)]

@@ -348,3 +348,76 @@ fn a_state_with_extreme_counts_or_a_blank_message_resumes_safely() {
     assert_eq!((result.rounds, result.usage.input_tokens), (u32::MAX, u64::MAX));
     assert_eq!(text(&tool_results(&result)[0]), "The call to \"delete\" was rejected by the user, so it was not run.");
 }
+
+#[test]
+fn two_different_standing_decisions_for_one_tool_are_refused() {
+    let (delete, deletes) = gated("delete");
+    let script = json!([turn(vec![call("c1", "delete", json!({})), call("c2", "delete", json!({}))], 1), answer("ok")]);
+    let agent = agent(script, json!({}), vec![delete]);
+    let (first, _) = run(&agent, "go");
+    let conflicting = json!({"c1": {"approve": true, "always": true}, "c2": {"approve": false, "always": true}});
+    let message = refused(&agent, Ok(resume(&first, conflicting)));
+    assert!(message.contains("\"c1\" and \"c2\"") && message.contains("\"delete\""), "{message}");
+    let agreeing = json!({"c1": {"approve": true, "always": true}, "c2": {"approve": true, "always": true}});
+    let (result, _) = run_input(&agent, resume(&first, agreeing));
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(deletes.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn decisions_given_for_a_batch_that_waits_again_are_kept() {
+    // The state comes from an agent on which only delete needs approval; the
+    // resuming agent gates lookup too, so the batch waits again, for c2.
+    let script = json!([turn(vec![call("c1", "delete", json!({})), call("c2", "lookup", json!({}))], 1), answer("ok")]);
+    let first_agent = agent(script.clone(), json!({}), vec![gated("delete").0, counted("lookup", json!({})).0]);
+    let (first, _) = run(&first_agent, "go");
+    let (delete, deletes) = gated("delete");
+    let (lookup, lookups) = gated("lookup");
+    let agent = agent(script, json!({}), vec![delete, lookup]);
+    let (second, _) = run_input(&agent, resume(&first, json!({"c1": {"approve": true}})));
+    assert_eq!(second.status, RunStatus::Interrupted);
+    let waiting: Vec<&str> = second.interruptions.iter().map(|i| i.call_id.as_str()).collect();
+    assert_eq!(waiting, ["c2"]);
+    let state = serde_json::to_value(second.state.as_ref().unwrap()).unwrap();
+    assert_eq!(state["decided"], json!({"c1": {"approve": true}}));
+    let message = refused(&agent, Ok(resume(&second, json!({"c1": {"approve": true}, "c2": {"approve": true}}))));
+    assert!(message.contains("\"c1\", it was decided already"), "{message}");
+    let (result, _) = run_input(&agent, resume(&second, json!({"c2": {"approve": true}})));
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!((deletes.load(Ordering::SeqCst), lookups.load(Ordering::SeqCst)), (1, 1));
+}
+
+#[test]
+fn a_state_with_repeated_keys_or_forged_fields_is_refused() {
+    let (delete, _) = gated("delete");
+    let script = json!([turn(vec![call("c1", "delete", json!({}))], 1), answer("ok")]);
+    let agent = agent(script, json!({"max_rounds": u32::MAX}), vec![delete]);
+    let (first, _) = run(&agent, "go");
+    let state = serde_json::to_string(first.state.as_ref().unwrap()).unwrap();
+    let decisions = r#"{"c1": {"approve": true}}"#;
+    let repeated = state.replacen(r#""awaiting":["c1"]"#, r#""awaiting":["c9"],"awaiting":["c1"]"#, 1);
+    assert_ne!(repeated, state);
+    let message =
+        refused(&agent, RunInput::from_json(&format!(r#"{{"resume": {repeated}, "decisions": {decisions}}}"#)));
+    assert!(message.contains("\"awaiting\" appears twice"), "{message}");
+    for (from, to, says) in [
+        (r#""version":1"#, r#""version":1.0"#, "whole number"),
+        (r#""stop_reason":"tool_use""#, r#""stop_reason":"length""#, "did not end normally"),
+    ] {
+        let forged = state.replacen(from, to, 1);
+        assert_ne!(forged, state, "{from}");
+        let message =
+            refused(&agent, RunInput::from_json(&format!(r#"{{"resume": {forged}, "decisions": {decisions}}}"#)));
+        assert!(message.contains(says), "{message}");
+    }
+    for extra in [r#""prompt": null"#, r#""messages": null"#, r#""execute": null"#] {
+        let text = format!(r#"{{"resume": {state}, "decisions": {decisions}, {extra}}}"#);
+        assert!(RunInput::from_json(&text).is_err(), "{extra}");
+    }
+    // At the very last round there is no request left to make.
+    let last = state.replacen(r#""rounds":1"#, &format!(r#""rounds":{}"#, u32::MAX), 1);
+    let input = RunInput::from_json(&format!(r#"{{"resume": {last}, "decisions": {decisions}}}"#)).unwrap();
+    let (result, events) = run_input(&agent, input);
+    assert_eq!(result.status, RunStatus::MaxRounds, "{:?}", result.error);
+    assert!(of_type(&events, "turn_start").is_empty());
+}

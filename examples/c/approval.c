@@ -59,10 +59,17 @@ static void send_email(void *user_data, ferrule_tool_call *call) {
     }
     fprintf(outbox, "to: %s; subject: %s\n", to, subject);
     fclose(outbox);
-    char result[256];
-    snprintf(result, sizeof result, "\"Sent to %.100s.\"", to);
+    /* The result is JSON built by cJSON: `to` is the model's text. */
+    size_t size = strlen(to) + 16;
+    char *text = malloc(size);
+    snprintf(text, size, "Sent to %s.", to);
+    cJSON *result = cJSON_CreateString(text);
+    char *json = cJSON_PrintUnformatted(result);
+    check(ferrule_tool_call_complete(call, STR(json)), "complete");
+    free(json);
+    cJSON_Delete(result);
+    free(text);
     cJSON_Delete(email);
-    check(ferrule_tool_call_complete(call, STR(result)), "complete");
 }
 
 static const char CUSTOMER_SCHEMA[] =

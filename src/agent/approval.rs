@@ -44,8 +44,9 @@ pub struct Interruption {
 /// resuming, and the standing ones per tool.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Approvals {
-    /// Decisions by call id, for the batch a resumed run starts with.
-    pub(crate) by_call: HashMap<String, Decision>,
+    /// Decisions by call id, for the batch a resumed run starts with (kept in
+    /// the state if that batch is interrupted again).
+    pub(crate) by_call: BTreeMap<String, Decision>,
     /// Decisions given with `always`, by tool name (sorted, so states compare).
     pub(crate) standing: BTreeMap<String, Decision>,
 }
@@ -61,15 +62,32 @@ pub(crate) enum Verdict {
 }
 
 impl Approvals {
-    /// Applies a resumed run's decisions: those given with `always` stand for
-    /// their tool from now on. `tool_of` names each decided call's tool.
-    pub(crate) fn adopt(&mut self, decisions: HashMap<String, Decision>, tool_of: impl Fn(&str) -> String) {
-        for (call_id, decision) in &decisions {
-            if decision.always {
-                self.standing.insert(tool_of(call_id), decision.clone());
+    /// Adds a resumed run's new decisions to the ones it had: those given with
+    /// `always` stand for their tool from now on. `tool_of` names each decided
+    /// call's tool. Two `always` decisions that differ for one tool are refused,
+    /// naming both calls.
+    pub(crate) fn adopt(
+        &mut self,
+        decisions: HashMap<String, Decision>,
+        tool_of: impl Fn(&str) -> String,
+    ) -> Result<(), String> {
+        let mut decisions: Vec<(String, Decision)> = decisions.into_iter().collect();
+        decisions.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut standing_from: BTreeMap<String, &str> = BTreeMap::new();
+        for (call_id, decision) in decisions.iter().filter(|(_, d)| d.always) {
+            let tool = tool_of(call_id);
+            if let Some(earlier) = standing_from.get(&tool) {
+                if self.standing.get(&tool) != Some(decision) {
+                    return Err(format!(
+                        "the calls \"{earlier}\" and \"{call_id}\" give different decisions with always for the tool \"{tool}\""
+                    ));
+                }
             }
+            standing_from.insert(tool.clone(), call_id);
+            self.standing.insert(tool, decision.clone());
         }
-        self.by_call = decisions;
+        self.by_call.extend(decisions);
+        Ok(())
     }
 
     /// The verdict for a valid call.

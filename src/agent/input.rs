@@ -35,36 +35,33 @@ pub enum RunInput {
     },
 }
 
+/// Every field may be absent; one that is there must have its type (null too
+/// is refused, rather than read as absent).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct InputRepr {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "given")]
     prompt: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "given")]
     messages: Option<Vec<Message>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "given")]
     execute: Option<serde_json::Value>,
     #[serde(default, deserialize_with = "given")]
     resume: Option<serde_json::Value>,
-    #[serde(default, deserialize_with = "unique_decisions")]
+    #[serde(default, deserialize_with = "given")]
     decisions: Option<HashMap<String, Decision>>,
 }
 
-/// A field that is there, even as null (which is then a state of the wrong shape,
-/// not a missing one).
-fn given<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
-    serde::Deserialize::deserialize(d).map(Some)
-}
-
-fn unique_decisions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<HashMap<String, Decision>>, D::Error> {
-    crate::json::unique_map(d).map(Some)
+/// A field that is there: its value, null included, must read as `T`.
+fn given<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 impl RunInput {
     /// Parses `{"prompt": "..."}`, `{"messages": [...]}`, `{"execute": {...},
     /// "messages": [...]}` or `{"resume": {...}, "decisions": {...}}`.
     pub fn from_json(json: &str) -> Result<Self> {
-        let repr: InputRepr = Error::parse_json("run input", json)?;
+        let repr: InputRepr = crate::json::parse_document("run input", json)?;
         if let Some(state) = repr.resume {
             if repr.prompt.is_some() || repr.messages.is_some() || repr.execute.is_some() {
                 return Err(Error::invalid_arg(

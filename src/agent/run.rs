@@ -229,7 +229,10 @@ impl RunLoop {
                 return (RunStatus::Cancelled, None);
             }
             let ended = self.run_batch(message, false).await;
-            self.approvals.settle();
+            if !matches!(ended, Some((RunStatus::Interrupted, _))) {
+                // An interrupted batch keeps its decisions for the state.
+                self.approvals.settle();
+            }
             if let Some(ending) = ended {
                 return ending;
             }
@@ -239,7 +242,8 @@ impl RunLoop {
         }
         let max_rounds = self.agent.inner.config.max_rounds;
         // Turns continue the count of a resumed run (and so does the scripted model).
-        for turn in self.rounds.saturating_add(1)..=max_rounds {
+        let Some(first_turn) = self.rounds.checked_add(1) else { return (RunStatus::MaxRounds, None) };
+        for turn in first_turn..=max_rounds {
             if self.cancel.is_cancelled() {
                 return (RunStatus::Cancelled, None);
             }

@@ -15,7 +15,7 @@ use super::approval::{Approvals, Decision, Interruption};
 use super::run::RunOrigin;
 use super::AgentInner;
 use crate::error::{Error, Result};
-use crate::message::{Message, Usage};
+use crate::message::{Message, StopReason, Usage};
 
 /// The version of the state this ferrule writes and reads.
 const STATE_VERSION: u64 = 1;
@@ -38,6 +38,9 @@ pub struct RunState {
     standing: BTreeMap<String, Decision>,
     /// The ids of the calls that wait for a decision, in call order.
     awaiting: Vec<String>,
+    /// Decisions already given for calls of the waiting message (when its batch
+    /// was interrupted again after a resume), by call id.
+    decided: BTreeMap<String, Decision>,
     /// The run executes one host message and asks no model.
     execute_only: bool,
 }
@@ -70,6 +73,7 @@ impl RunState {
             disclosed,
             standing: run.approvals.standing.clone(),
             awaiting: run.interruptions.iter().map(|i| i.call_id.clone()).collect(),
+            decided: run.approvals.by_call.clone(),
             execute_only: run.execute_only,
         }
     }
@@ -78,9 +82,9 @@ impl RunState {
     /// ferrule is refused as such), then every field, then its consistency.
     pub(crate) fn from_value(value: Value) -> Result<Self> {
         let version = match value.get("version") {
-            Some(version) => {
-                version.as_u64().ok_or_else(|| refuse(format!("the state's version {version} is not a number")))?
-            }
+            Some(version) => version
+                .as_u64()
+                .ok_or_else(|| refuse(format!("the state's version must be a whole number, not {version}")))?,
             None if value.is_object() => return Err(refuse("the state has no \"version\"")),
             None => return Err(refuse("the state must be the object an interrupted run's result gave")),
         };
@@ -99,13 +103,20 @@ impl RunState {
         if self.awaiting.is_empty() {
             return Err(refuse("state: no call waits for a decision"));
         }
+        if !self.execute_only && !matches!(pending.stop_reason, StopReason::ToolUse | StopReason::EndTurn) {
+            return Err(refuse("state: the waiting message did not end normally, so its calls never run"));
+        }
+        let in_message = |id: &String| pending.tool_calls.iter().any(|call| &call.id == id);
         for (i, id) in self.awaiting.iter().enumerate() {
-            if !pending.tool_calls.iter().any(|call| &call.id == id) {
+            if !in_message(id) {
                 return Err(refuse(format!("state: the waiting call \"{id}\" is not in the last assistant message")));
             }
-            if self.awaiting[..i].contains(id) {
+            if self.awaiting[..i].contains(id) || self.decided.contains_key(id) {
                 return Err(refuse(format!("state: the call \"{id}\" waits twice")));
             }
+        }
+        if let Some(id) = self.decided.keys().find(|id| !in_message(id)) {
+            return Err(refuse(format!("state: the decided call \"{id}\" is not in the last assistant message")));
         }
         if self.input_messages >= self.messages.len() {
             return Err(refuse("state: input_messages must count messages before the waiting one"));
@@ -137,8 +148,9 @@ impl RunState {
             }
         }
         if let Some(id) = decisions.keys().find(|id| !self.awaiting.contains(id)) {
+            let already = if self.decided.contains_key(id) { ", it was decided already" } else { "" };
             return Err(refuse(format!(
-                "there is no interrupted call \"{id}\" (waiting: {})",
+                "there is no interrupted call \"{id}\"{already} (waiting: {})",
                 self.awaiting.join(", ")
             )));
         }
@@ -147,8 +159,8 @@ impl RunState {
                 "the agent has no tool \"{tool}\", which the state names; resume with an agent built from the same configuration and tools"
             )));
         }
-        let mut approvals = Approvals { by_call: HashMap::new(), standing: self.standing };
-        approvals.adopt(decisions, |id| tool_of(id).unwrap_or_default());
+        let mut approvals = Approvals { by_call: self.decided, standing: self.standing };
+        approvals.adopt(decisions, |id| tool_of(id).unwrap_or_default()).map_err(refuse)?;
         Ok(RunOrigin {
             input_len: self.input_messages,
             messages: self.messages,

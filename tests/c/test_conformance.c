@@ -325,7 +325,13 @@ static cJSON *run_step(const char *scenario, ferrule_agent *agent, const cJSON *
         const char *got = err ? start_code_name(ferrule_error_code(err)) : "success";
         EXPECT(code && strcmp(got, code) == 0, "start gave %s (%s), expected %s", got, message, code);
         EXPECT(!needle || strstr(message, needle), "start error \"%s\" lacks \"%s\"", message, needle);
-        if (!err) ferrule_run_free(run);
+        if (err) {
+            /* A refused start leaves the user data with the host. */
+            EXPECT(atomic_load(&log.freed) == 0, "a refused start freed the event user data");
+        } else {
+            ferrule_string_free(harness_wait(run));
+            ferrule_run_free(run);
+        }
     } else {
         EXPECT(err == NULL, "start failed: %s", ferrule_error_message(err).ptr);
         if (!err) {
