@@ -25,6 +25,9 @@ pub enum Message {
 pub struct SystemMessage {
     /// The instructions.
     pub content: String,
+    /// Where the message came from, when not from the run's input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
 }
 
 /// A user message: text, or parts (text, images, files).
@@ -34,6 +37,24 @@ pub struct UserMessage {
     /// The content; serialised as a plain string when it is a single text part.
     #[serde(serialize_with = "serialize_user_content", deserialize_with = "deserialize_content")]
     pub content: Vec<Part>,
+    /// Where the message came from, when not from the run's input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+}
+
+impl UserMessage {
+    /// A user message of one text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        UserMessage { content: vec![Part::text(text)], origin: None }
+    }
+}
+
+/// Where a user or system message came from. It never reaches the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// Injected into a live run (`ferrule_run_inject`, or a `turn_start` hook).
+    Injection,
 }
 
 /// An assistant message as the model produced it.

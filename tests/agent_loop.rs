@@ -694,3 +694,16 @@ fn an_execute_only_run_runs_the_hosts_calls_once_without_the_model() {
         assert_eq!(error.code, ErrorCode::InvalidArg, "{bad}");
     }
 }
+
+#[test]
+fn a_transcript_whose_calls_and_results_do_not_pair_up_is_refused() {
+    let waiting = json!([{"role": "user", "content": "go"},
+        {"role": "assistant", "content": [], "tool_calls": [{"id": "c1", "name": "t", "arguments": "{}"}]}]);
+    let stray = json!([{"role": "user", "content": "go"},
+        {"role": "tool", "tool_call_id": "c9", "name": "t", "content": "ok"}]);
+    for (messages, says) in [(waiting, "\"c1\" of messages[1] has no result"), (stray, "call \"c9\"")] {
+        let error = ferrule::agent::RunInput::from_json(&json!({"messages": messages}).to_string()).unwrap_err();
+        assert_eq!(error.code, ErrorCode::InvalidArg);
+        assert!(error.message.contains(says), "{}", error.message);
+    }
+}

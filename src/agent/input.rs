@@ -101,11 +101,12 @@ impl RunInput {
     }
 }
 
+/// Checks the parts of every message, and that calls and results pair up.
 pub(crate) fn check_messages(messages: &[Message]) -> Result<()> {
     for (i, message) in messages.iter().enumerate() {
         check_parts(message).map_err(|e| Error::invalid_arg(format!("run input: messages[{i}]: {e}")))?;
     }
-    Ok(())
+    super::transcript::check_legal(messages).map_err(|e| Error::invalid_arg(format!("run input: {e}")))
 }
 
 /// The `execute` message: an assistant message whose `role` may be left out.
@@ -122,7 +123,7 @@ fn assistant_message(mut value: serde_json::Value) -> Result<AssistantMessage> {
     serde_json::from_value(value).map_err(|e| Error::invalid_arg(format!("run input: execute: {e}")))
 }
 
-fn check_parts(message: &Message) -> Result<(), String> {
+pub(crate) fn check_parts(message: &Message) -> Result<(), String> {
     let parts = match message {
         Message::System(_) => return Ok(()),
         Message::User(m) => &m.content,

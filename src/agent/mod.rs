@@ -12,6 +12,7 @@ mod input;
 mod result;
 mod run;
 mod state;
+mod transcript;
 mod validation;
 
 use std::collections::HashMap;
@@ -28,7 +29,7 @@ pub use state::RunState;
 use run::RunOrigin;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::message::{Message, Part, UserMessage};
+use crate::message::{Message, UserMessage};
 use crate::provider::{Generator, ToolChoice, ToolDefinition};
 use crate::runtime::Threads;
 use crate::tool::Tool;
@@ -146,9 +147,7 @@ impl Agent {
     /// the agent's tools and the decisions here.
     pub(crate) fn begin(&self, input: RunInput) -> Result<RunOrigin> {
         Ok(match input {
-            RunInput::Prompt(prompt) => {
-                RunOrigin::fresh(vec![Message::User(UserMessage { content: vec![Part::text(prompt)] })], None)
-            }
+            RunInput::Prompt(prompt) => RunOrigin::fresh(vec![Message::User(UserMessage::text(prompt))], None),
             RunInput::Messages(messages) => RunOrigin::fresh(messages, None),
             RunInput::Execute { messages, execute } => RunOrigin::fresh(messages, Some(execute)),
             RunInput::Resume { state, decisions } => state.resume(decisions, &self.inner)?,

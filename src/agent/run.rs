@@ -15,7 +15,7 @@ use super::handle::{Run, RunShared};
 use super::state::{Interrupted, RunState};
 use super::{Agent, RunResult, RunStatus};
 use crate::error::{Error, ErrorCode};
-use crate::message::{AssistantMessage, Message, Part, StopReason, Usage, UserMessage};
+use crate::message::{AssistantMessage, Message, StopReason, Usage, UserMessage};
 use crate::provider::{Delta, DeltaSink, GenerationRequest, WireCache};
 use crate::runtime::{CallbackKind, CallbackScope, Threads};
 use crate::BoxFuture;
@@ -384,7 +384,7 @@ impl RunLoop {
                     "Your answer must be JSON that satisfies the output schema, and it is not: {wrong}. \
                      Answer again with that JSON only."
                 );
-                self.messages.push(Message::User(UserMessage { content: vec![Part::text(correction)] }));
+                self.messages.push(Message::User(UserMessage::text(correction)));
                 None
             }
             Err(wrong) => Some((

@@ -121,7 +121,11 @@ impl RunState {
         if self.input_messages >= self.messages.len() {
             return Err(refuse("state: input_messages must count messages before the waiting one"));
         }
-        super::input::check_messages(&self.messages).map_err(|e| refuse(format!("state: {}", e.message)))
+        let before_waiting = &self.messages[..self.messages.len() - 1];
+        super::input::check_messages(before_waiting).map_err(|e| refuse(format!("state: {}", e.message)))?;
+        let waiting = self.messages.len() - 1;
+        super::input::check_parts(&self.messages[waiting])
+            .map_err(|e| refuse(format!("state: messages[{waiting}]: {e}")))
     }
 
     /// Resumes with the host's `decisions` on `agent`: every waiting call needs

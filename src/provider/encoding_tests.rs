@@ -43,7 +43,7 @@ fn image(media_type: &str) -> Part {
 }
 
 fn user(content: Vec<Part>) -> Message {
-    Message::User(UserMessage { content })
+    Message::User(UserMessage { content, origin: None })
 }
 
 /// A transcript of `rounds` rounds touching every encoding rule: plain and
@@ -54,8 +54,8 @@ fn synthetic(rounds: usize) -> Vec<Message> {
     let mut messages = vec![user(vec![Part::text("Start: naïve \u{1F600} \"q\"\n")])];
     for round in 0..rounds {
         match round % 7 {
-            1 => messages.push(Message::System(SystemMessage { content: format!("Rule {round}.") })),
-            3 if round < 10 => messages.push(Message::System(SystemMessage { content: String::new() })),
+            1 => messages.push(Message::System(SystemMessage { content: format!("Rule {round}."), origin: None })),
+            3 if round < 10 => messages.push(Message::System(SystemMessage { content: String::new(), origin: None })),
             4 => messages.push(user(vec![
                 Part::text(format!("look at {round}")),
                 image("image/png"),
