@@ -85,7 +85,7 @@ fn call(dir: &Path, tool: &str, arguments: Value) -> (Duration, String) {
                         "builtin_tools": {"working_directory": dir.to_str().unwrap(), "allowed": [tool]}});
     let agent = AgentBuilder::from_json(&config.to_string()).expect("config").build().expect("build");
     let started = Instant::now();
-    let result = agent.start(RunInput::Prompt("go".into()), None).expect("start").wait_blocking().expect("wait");
+    let result = agent.start(RunInput::prompt("go"), None).expect("start").wait_blocking().expect("wait");
     let elapsed = started.elapsed();
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     let messages = serde_json::to_value(&result.messages).expect("transcript");

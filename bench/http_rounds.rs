@@ -127,7 +127,7 @@ fn one_run(setup: Setup) -> RunFigures {
     let readings = Arc::new(Mutex::new(Vec::with_capacity(ROUNDS)));
     let agent = agent(&server, setup, readings.clone());
     let started = Instant::now();
-    let result = agent.start(RunInput::Prompt("Go.".into()), None).expect("start").wait_blocking().unwrap();
+    let result = agent.start(RunInput::prompt("Go."), None).expect("start").wait_blocking().unwrap();
     let wall = started.elapsed();
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     assert_eq!(result.rounds as usize, ROUNDS);
@@ -162,7 +162,7 @@ fn concurrent() {
     let before = rss_kib("VmRSS:");
     let started = Instant::now();
     let runs: Vec<_> =
-        (0..CONCURRENT_RUNS).map(|_| agent.start(RunInput::Prompt("Go.".into()), None).expect("start")).collect();
+        (0..CONCURRENT_RUNS).map(|_| agent.start(RunInput::prompt("Go."), None).expect("start")).collect();
     for run in &runs {
         let result = run.wait_blocking().unwrap();
         assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);

@@ -58,7 +58,7 @@ fn concurrency(runs: usize) {
         {"text": "done", "delay_ms": 10}]}});
     let agent = build(&config, serde_json::json!({"type": "object"}));
     let started = Instant::now();
-    let handles: Vec<_> = (0..runs).map(|_| agent.start(RunInput::Prompt("go".into()), None).expect("start")).collect();
+    let handles: Vec<_> = (0..runs).map(|_| agent.start(RunInput::prompt("go"), None).expect("start")).collect();
     for handle in &handles {
         assert_eq!(handle.wait_blocking().unwrap().status, RunStatus::Completed);
     }
@@ -90,7 +90,7 @@ fn build(config: &Value, schema: Value) -> Agent {
 
 fn run(agent: &Agent, sink: Option<Box<dyn EventSink>>) -> Duration {
     let started = Instant::now();
-    let run = agent.start(RunInput::Prompt("go".into()), sink).expect("start");
+    let run = agent.start(RunInput::prompt("go"), sink).expect("start");
     let result = run.wait_blocking().expect("wait");
     let elapsed = started.elapsed();
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);

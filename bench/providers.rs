@@ -83,7 +83,7 @@ fn time_run(config: serde_json::Value) -> Duration {
     builder.add_tool(noop()).unwrap();
     let agent = builder.build().unwrap();
     let started = Instant::now();
-    let result = agent.start(RunInput::Prompt("go".into()), None).expect("start").wait_blocking().unwrap();
+    let result = agent.start(RunInput::prompt("go"), None).expect("start").wait_blocking().unwrap();
     let elapsed = started.elapsed();
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     elapsed

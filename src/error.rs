@@ -49,6 +49,8 @@ pub enum ErrorCode {
     /// The model's final answer did not satisfy the agent's `output_schema`, also
     /// after `output_retries` corrections.
     InvalidOutput = 18,
+    /// A hook aborted the run (`{"abort": "reason"}`).
+    HookAborted = 19,
     // Model request failures: 32 to 63.
     /// The provider rejected the credentials (HTTP 401, 403).
     ProviderAuth = 32,
@@ -90,6 +92,7 @@ impl ErrorCode {
             ErrorCode::ScriptExhausted => "SCRIPT_EXHAUSTED",
             ErrorCode::ResourceExhausted => "RESOURCE_EXHAUSTED",
             ErrorCode::InvalidOutput => "INVALID_OUTPUT",
+            ErrorCode::HookAborted => "HOOK_ABORTED",
             ErrorCode::ProviderAuth => "PROVIDER_AUTH",
             ErrorCode::ProviderInvalidRequest => "PROVIDER_INVALID_REQUEST",
             ErrorCode::ProviderNotFound => "PROVIDER_NOT_FOUND",

@@ -12,6 +12,7 @@ pub mod agent;
 pub mod builtin;
 pub mod error;
 pub mod ffi;
+pub mod hook;
 mod json;
 pub mod message;
 mod panic;

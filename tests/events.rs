@@ -40,7 +40,7 @@ fn a_slow_host_slows_its_run_and_the_queue_stays_bounded() {
     let log = events.clone();
     let run = agent
         .start(
-            RunInput::Prompt("go".into()),
+            RunInput::prompt("go"),
             Some(Box::new(move |event: &Event| {
                 if let Some(gate) = gate.lock().unwrap().take() {
                     gate.recv().unwrap();

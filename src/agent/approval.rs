@@ -1,17 +1,18 @@
 //! Human approval: which calls of a batch may run, which are rejected, and which
 //! stop the run until the host decides (DESIGN section 9).
 //!
-//! A call of a tool with `needs_approval` runs only when a decision covers it: the
-//! host's decision for that call id (given when resuming), or a standing decision
-//! for its tool (a decision given with `always`). When a valid call is covered by
-//! neither, no call of its batch runs and the run is interrupted.
+//! A call of a tool with `needs_approval` (or that a `tool_call` hook interrupted)
+//! runs only when a decision covers it: the host's decision for that call id
+//! (given when resuming), a hook's approval, or a standing decision for its tool
+//! (a decision given with `always`). When a valid call is covered by none, no call
+//! of its batch runs and the run is interrupted.
 
 use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::validation::ValidCall;
+use super::validation::{HookApproval, ValidCall};
 use crate::message::ToolCall;
 
 /// The host's answer for one interrupted call, as run input gives it.
@@ -94,11 +95,20 @@ impl Approvals {
     pub(crate) fn verdict(&self, call: &ToolCall, valid: &ValidCall<'_>) -> Verdict {
         let decision = match self.by_call.get(&call.id) {
             Some(decision) => decision,
-            None if !valid.tool.options().needs_approval => return Verdict::Run,
-            None => match self.standing.get(&call.name) {
-                Some(decision) => decision,
-                None => return Verdict::Ask,
-            },
+            None => {
+                let needs_approval = match valid.hook_approval {
+                    HookApproval::Approved => return Verdict::Run,
+                    HookApproval::Interrupt => true,
+                    HookApproval::Unsaid => valid.tool.options().needs_approval,
+                };
+                if !needs_approval {
+                    return Verdict::Run;
+                }
+                match self.standing.get(&call.name) {
+                    Some(decision) => decision,
+                    None => return Verdict::Ask,
+                }
+            }
         };
         if decision.approve {
             return Verdict::Run;

@@ -9,7 +9,6 @@
 //! completion order) and enter the transcript in call order. On cancellation,
 //! running calls end with a cancellation result and calls never started get none.
 
-use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,9 +21,11 @@ use super::approval::{self, Approvals, Interruption};
 use super::call_updates::{CallProgress, CallUpdates};
 use super::eager::eager_next;
 use super::events::{EventEmitter, EventKind};
-use super::validation::{check_calls, ValidCall};
+use super::hooks::{Flow, HookCaller, HookStop};
+use super::validation::{check_arguments, check_calls, HookApproval, ToolScope, ValidCall};
 use super::AgentInner;
 use crate::error::{Error, ErrorCode};
+use crate::hook::{HookDecision, HookStage};
 use crate::message::{ToolCall, ToolResultMessage};
 use crate::tool::{Execution, Invocation, OnError, ToolOutcome, ToolResult, UpdateSink};
 
@@ -34,7 +35,11 @@ pub(crate) struct BatchContext<'a> {
     pub(crate) events: &'a EventEmitter,
     pub(crate) cancel: &'a CancellationToken,
     pub(crate) run_serial: u64,
-    pub(crate) disclosed: &'a HashSet<String>,
+    /// The tools calls may name.
+    pub(crate) scope: ToolScope<'a>,
+    /// The round the batch belongs to (0 for an execute-only run).
+    pub(crate) turn: u32,
+    pub(crate) hooks: &'a HookCaller<'a>,
     /// Set when `cancel` came from the run's deadline.
     pub(crate) timed_out: &'a std::sync::atomic::AtomicBool,
     /// The decisions that let calls needing approval run (or reject them).
@@ -51,6 +56,8 @@ pub(crate) struct BatchOutcome {
     pub(crate) fatal: Option<Error>,
     /// The run was cancelled during the batch.
     pub(crate) cancelled: bool,
+    /// A hook aborted the run, gave an invalid decision or none in time.
+    pub(crate) hook_failure: Option<Error>,
     /// Tools named in `added_tools` of successful results.
     pub(crate) added_tools: Vec<String>,
     /// The calls the batch waits on a decision for; when there are any, no call
@@ -83,7 +90,11 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
         return recorder.finish(false);
     }
 
-    let mut checked = check_calls(context.agent, context.disclosed, calls);
+    let mut checked = check_calls(context.agent, context.scope, calls);
+    if let Err(stop) = consult_tool_call_hooks(context, calls, &mut checked).await {
+        // Nothing ran: the calls leave the transcript.
+        return recorder.stopped(stop);
+    }
     let interruptions = approval::gate(context.approvals, calls, &mut checked);
     if !interruptions.is_empty() {
         return BatchOutcome { interruptions, ..recorder.finish(false) };
@@ -96,6 +107,7 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
     let mut in_flight = vec![false; calls.len()];
     let mut progress: Vec<Option<Arc<CallProgress>>> = vec![None; calls.len()];
     let mut pending = calls.iter().zip(checked).enumerate();
+    let mut hook_stop = None;
     let cancelled = loop {
         while running.len() < bound && !context.cancel.is_cancelled() {
             let Some((index, (call, check))) = pending.next() else { break };
@@ -106,7 +118,11 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
                     // Progress matters only to updates and end events: none without a sink.
                     let call_progress = context.events.is_enabled().then(|| Arc::new(CallProgress::default()));
                     progress[index] = call_progress.clone();
-                    running.push(launch(context, call, valid, call_progress).map(move |ending| (index, ending)));
+                    let launched = launch(context, call, valid, call_progress);
+                    running.push(async move {
+                        let (result, failed) = ending_result(call, launched.await);
+                        (index, consult_tool_result_hooks(context, call, result, failed).await)
+                    });
                     in_flight[index] = true;
                 }
             }
@@ -117,20 +133,26 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
         tokio::select! {
             biased;
             _ = context.cancel.cancelled() => break true,
-            Some((index, ending)) = eager_next(&mut running) => {
+            Some((index, (result, failed, stop))) = eager_next(&mut running) => {
                 in_flight[index] = false;
                 let call = &calls[index];
                 let fatal_on_error = context.agent.tool(&call.name).is_some_and(|(_, t)| t.options().on_error == OnError::Fatal);
-                let (result, failed) = ending_result(call, ending);
                 recorder.record(index, call, result, failed && fatal_on_error, progress[index].as_ref()).await;
+                if let Some(stop) = stop {
+                    hook_stop = Some(stop);
+                    break false;
+                }
             }
         }
     };
-    if cancelled {
+    let stopped_by_hook = matches!(hook_stop, Some(HookStop::Failed(_)));
+    if cancelled || stopped_by_hook {
         drop(running);
         for index in (0..calls.len()).filter(|&i| in_flight[i]) {
             let call = &calls[index];
-            let why = if context.timed_out.load(std::sync::atomic::Ordering::SeqCst) {
+            let why = if stopped_by_hook {
+                "a hook ended the run"
+            } else if context.timed_out.load(std::sync::atomic::Ordering::SeqCst) {
                 "the run ran out of time"
             } else {
                 "the run was cancelled"
@@ -139,7 +161,102 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
             recorder.record(index, call, ToolResult::error(message), false, progress[index].as_ref()).await;
         }
     }
-    recorder.finish(cancelled)
+    match hook_stop {
+        Some(stop) => recorder.stopped(stop),
+        None => recorder.finish(cancelled),
+    }
+}
+
+/// Consults the `tool_call` hooks about every valid call, in call order, before
+/// any call runs: a denial or replaced arguments that fail the schema make the
+/// call an error result; an approval or an interrupt is noted for the gate.
+async fn consult_tool_call_hooks(
+    context: &BatchContext<'_>,
+    calls: &[ToolCall],
+    checked: &mut [Result<ValidCall<'_>, String>],
+) -> Result<(), HookStop> {
+    if !context.hooks.wants(HookStage::ToolCall) {
+        return Ok(());
+    }
+    for (call, check) in calls.iter().zip(checked.iter_mut()) {
+        if check.is_err() {
+            continue;
+        }
+        let payload = |check: &Result<ValidCall<'_>, String>| {
+            let Ok(valid) = check else { return serde_json::Value::Null };
+            let needs_approval = match valid.hook_approval {
+                HookApproval::Approved => false,
+                HookApproval::Interrupt => true,
+                HookApproval::Unsaid => valid.tool.options().needs_approval,
+            };
+            serde_json::json!({
+                "turn": context.turn,
+                "call": {"id": call.id, "name": call.name, "arguments": valid.arguments},
+                "needs_approval": needs_approval,
+            })
+        };
+        let apply = |check: &mut Result<ValidCall<'_>, String>, decision: HookDecision| {
+            let Ok(valid) = check else { return Ok(Flow::Stop) };
+            match decision {
+                HookDecision::Deny(text) => *check = Err(text),
+                HookDecision::Arguments(arguments) => match check_arguments(valid.tool, &call.name, &arguments) {
+                    Ok(()) => {
+                        valid.arguments = arguments;
+                        valid.replaced = true;
+                    }
+                    Err(problem) => *check = Err(problem),
+                },
+                HookDecision::Approve => valid.hook_approval = HookApproval::Approved,
+                HookDecision::Interrupt => valid.hook_approval = HookApproval::Interrupt,
+                _ => {}
+            }
+            Ok(if check.is_ok() { Flow::Next } else { Flow::Stop })
+        };
+        context.hooks.consult(HookStage::ToolCall, check, payload, apply).await?;
+    }
+    Ok(())
+}
+
+/// Consults the `tool_result` hooks about a call's result: a replacement that
+/// is not a valid tool result becomes an error result. The result to record,
+/// whether it counts as the tool's failure, and why the run must end (the result
+/// as it was then is still recorded).
+async fn consult_tool_result_hooks(
+    context: &BatchContext<'_>,
+    call: &ToolCall,
+    result: ToolResult,
+    failed: bool,
+) -> (ToolResult, bool, Option<HookStop>) {
+    if !context.hooks.wants(HookStage::ToolResult) {
+        return (result, failed, None);
+    }
+    let mut subject = (result, failed);
+    let payload = |(result, _): &(ToolResult, bool)| {
+        serde_json::json!({
+            "turn": context.turn,
+            "call_id": call.id,
+            "name": call.name,
+            "result": result,
+            "is_error": result.is_error,
+        })
+    };
+    let apply = |subject: &mut (ToolResult, bool), decision: HookDecision| {
+        if let HookDecision::Result(replacement) = decision {
+            *subject = match ToolResult::from_value(replacement) {
+                Ok(result) => (result, false),
+                Err(problem) => (
+                    ToolResult::error(format!(
+                        "Tool \"{}\" returned an invalid result: {}",
+                        call.name, problem.message
+                    )),
+                    false,
+                ),
+            };
+        }
+        Ok(Flow::Next)
+    };
+    let stop = context.hooks.consult(HookStage::ToolResult, &mut subject, payload, apply).await.err();
+    (subject.0, subject.1, stop)
 }
 
 /// Starts the tool function for a valid call, bounded by the tool's timeout. On
@@ -160,7 +277,11 @@ fn launch(
         Some(progress) => UpdateSink::new(CallUpdates::new(call, progress, context.events.clone())),
         None => UpdateSink::discard(),
     };
-    let invocation = Invocation::in_run(call.clone(), valid.arguments, cancel.clone(), updates, context.run_serial);
+    let mut call = call.clone();
+    if valid.replaced {
+        call.arguments = valid.arguments.to_string();
+    }
+    let invocation = Invocation::in_run(call, valid.arguments, cancel.clone(), updates, context.run_serial);
     let function = tool.function().clone();
     let bounded = async move {
         let returned = function.invoke(invocation);
@@ -276,6 +397,15 @@ impl<'a> Recorder<'a> {
         self.results[index] = Some(message);
     }
 
+    /// The outcome of a batch that a hook ended (or the run's cancellation while
+    /// a hook decided).
+    fn stopped(self, stop: HookStop) -> BatchOutcome {
+        match stop {
+            HookStop::Cancelled => self.finish(true),
+            HookStop::Failed(error) => BatchOutcome { hook_failure: Some(error), ..self.finish(false) },
+        }
+    }
+
     fn finish(self, cancelled: bool) -> BatchOutcome {
         let terminate = !cancelled && !self.terminating.is_empty() && self.terminating.iter().all(|&t| t);
         BatchOutcome {
@@ -285,6 +415,7 @@ impl<'a> Recorder<'a> {
             cancelled,
             added_tools: self.added_tools,
             interruptions: Vec::new(),
+            hook_failure: None,
         }
     }
 }

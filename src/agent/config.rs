@@ -47,6 +47,10 @@ pub struct AgentConfig {
     /// with what is wrong, before the run fails with `INVALID_OUTPUT`.
     #[serde(default = "default_output_retries")]
     pub output_retries: u32,
+    /// Bound on one hook's decision in milliseconds; 0 means none. A hook that
+    /// does not decide in time ends the run `failed` with `TIMEOUT`.
+    #[serde(default = "default_hook_timeout_ms")]
+    pub hook_timeout_ms: u64,
     /// Bound on the text of one tool result in bytes; 0 means none. Longer text is
     /// cut with a note saying so.
     #[serde(default)]
@@ -59,6 +63,10 @@ pub struct AgentConfig {
 
 fn default_max_rounds() -> u32 {
     50
+}
+
+fn default_hook_timeout_ms() -> u64 {
+    60_000
 }
 
 fn default_output_retries() -> u32 {

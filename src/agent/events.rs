@@ -16,7 +16,7 @@ use tokio::sync::mpsc::error::TrySendError;
 use super::call_updates::CallProgress;
 use super::result::{RunResult, RunStatus};
 use crate::error::{Error, ErrorCode, Result};
-use crate::message::{AssistantMessage, ToolCall};
+use crate::message::{AssistantMessage, Message, ToolCall};
 use crate::runtime::{CallbackKind, CallbackPool, CallbackScope};
 use crate::tool::ToolResult;
 
@@ -112,6 +112,20 @@ pub enum EventKind {
         error: Error,
         /// How long ferrule waits first.
         delay_ms: u64,
+    },
+    /// A message entered the transcript from outside the model: injected into
+    /// the live run (`ferrule_run_inject`) or by a `turn_start` hook.
+    MessageInjected {
+        /// The message, marked `"origin": "injection"`.
+        message: Message,
+    },
+    /// A request left out the oldest messages to stay within
+    /// `history.max_input_tokens`; the transcript keeps them.
+    HistoryCompacted {
+        /// The round.
+        turn: u32,
+        /// How many messages the request left out.
+        dropped: usize,
     },
     /// A round is over.
     TurnEnd {

@@ -9,9 +9,19 @@ use super::state::RunState;
 use crate::error::{Error, Result};
 use crate::message::{AssistantMessage, Message, Part};
 
-/// What a run starts from.
+/// What a run starts from, and the tools it may use.
 #[derive(Debug, Clone, PartialEq)]
-pub enum RunInput {
+pub struct RunInput {
+    /// Where the run begins.
+    pub source: RunSource,
+    /// The tools (host and built-in) the run may offer and call; `None`: every
+    /// tool of the agent. A name the agent lacks makes the start fail.
+    pub tools: Option<Vec<String>>,
+}
+
+/// Where a run begins.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RunSource {
     /// One user prompt.
     Prompt(String),
     /// A transcript (a previous run's `messages` plus a new user message).
@@ -50,6 +60,8 @@ struct InputRepr {
     resume: Option<serde_json::Value>,
     #[serde(default, deserialize_with = "given")]
     decisions: Option<HashMap<String, Decision>>,
+    #[serde(default, deserialize_with = "given")]
+    tools: Option<Vec<String>>,
 }
 
 /// A field that is there: its value, null included, must read as `T`.
@@ -57,11 +69,33 @@ fn given<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<
     T::deserialize(d).map(Some)
 }
 
+impl From<RunSource> for RunInput {
+    fn from(source: RunSource) -> Self {
+        RunInput { source, tools: None }
+    }
+}
+
 impl RunInput {
+    /// A run from one user prompt, with every tool.
+    pub fn prompt(text: impl Into<String>) -> Self {
+        RunSource::Prompt(text.into()).into()
+    }
+
     /// Parses `{"prompt": "..."}`, `{"messages": [...]}`, `{"execute": {...},
-    /// "messages": [...]}` or `{"resume": {...}, "decisions": {...}}`.
+    /// "messages": [...]}` or `{"resume": {...}, "decisions": {...}}`, the first
+    /// three with an optional `"tools": [...]`.
     pub fn from_json(json: &str) -> Result<Self> {
-        let repr: InputRepr = crate::json::parse_document("run input", json)?;
+        let mut repr: InputRepr = crate::json::parse_document("run input", json)?;
+        let tools = repr.tools.take();
+        if tools.is_some() && repr.resume.is_some() {
+            return Err(Error::invalid_arg("run input: \"resume\" takes no \"tools\": the state keeps the run's tool set"));
+        }
+        Ok(RunInput { source: RunSource::from_repr(repr)?, tools })
+    }
+}
+
+impl RunSource {
+    fn from_repr(repr: InputRepr) -> Result<Self> {
         if let Some(state) = repr.resume {
             if repr.prompt.is_some() || repr.messages.is_some() || repr.execute.is_some() {
                 return Err(Error::invalid_arg(
@@ -69,7 +103,7 @@ impl RunInput {
                 ));
             }
             let state = Box::new(RunState::from_value(state)?);
-            return Ok(RunInput::Resume { state, decisions: repr.decisions.unwrap_or_default() });
+            return Ok(RunSource::Resume { state, decisions: repr.decisions.unwrap_or_default() });
         }
         if repr.decisions.is_some() {
             return Err(Error::invalid_arg("run input: \"decisions\" go with \"resume\""));
@@ -83,16 +117,16 @@ impl RunInput {
             let execute = assistant_message(execute)?;
             check_parts(&Message::Assistant(execute.clone()))
                 .map_err(|e| Error::invalid_arg(format!("run input: execute: {e}")))?;
-            return Ok(RunInput::Execute { messages, execute });
+            return Ok(RunSource::Execute { messages, execute });
         }
         match (repr.prompt, repr.messages) {
-            (Some(prompt), None) => Ok(RunInput::Prompt(prompt)),
+            (Some(prompt), None) => Ok(RunSource::Prompt(prompt)),
             (None, Some(messages)) if messages.is_empty() => {
                 Err(Error::invalid_arg("run input: messages must not be empty"))
             }
             (None, Some(messages)) => {
                 check_messages(&messages)?;
-                Ok(RunInput::Messages(messages))
+                Ok(RunSource::Messages(messages))
             }
             _ => Err(Error::invalid_arg(
                 "run input: give exactly one of \"prompt\", \"messages\", \"execute\" and \"resume\"",
@@ -141,7 +175,7 @@ mod tests {
     #[test]
     fn prompt_is_read() {
         let input = RunInput::from_json(r#"{"prompt": "hi"}"#).unwrap();
-        assert_eq!(input, RunInput::Prompt("hi".to_owned()));
+        assert_eq!(input, RunInput::prompt("hi"));
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod config;
 mod eager;
 mod events;
 mod handle;
+mod hooks;
 mod input;
 mod result;
 mod run;
@@ -22,13 +23,14 @@ pub use approval::{Decision, Interruption};
 pub use config::AgentConfig;
 pub use events::{Event, EventKind, EventSink};
 pub use handle::Run;
-pub use input::RunInput;
+pub use input::{RunInput, RunSource};
 pub use result::{RunResult, RunStatus};
 pub use state::RunState;
 
 use run::RunOrigin;
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::hook::Hook;
 use crate::message::{Message, UserMessage};
 use crate::provider::{Generator, ToolChoice, ToolDefinition};
 use crate::runtime::Threads;
@@ -38,6 +40,7 @@ use crate::tool::Tool;
 pub struct AgentBuilder {
     config: AgentConfig,
     tools: Vec<Tool>,
+    hooks: Vec<Hook>,
     generator: Option<Box<dyn Generator>>,
 }
 
@@ -45,7 +48,7 @@ impl AgentBuilder {
     /// A builder from a checked configuration.
     pub fn new(config: AgentConfig) -> Result<Self> {
         config.check()?;
-        Ok(AgentBuilder { config, tools: Vec::new(), generator: None })
+        Ok(AgentBuilder { config, tools: Vec::new(), hooks: Vec::new(), generator: None })
     }
 
     /// A builder from configuration JSON.
@@ -58,6 +61,11 @@ impl AgentBuilder {
         self.check_unique(tool.name())?;
         self.tools.push(tool);
         Ok(())
+    }
+
+    /// Adds a hook; hooks of one stage are consulted in the order they were added.
+    pub fn add_hook(&mut self, hook: Hook) {
+        self.hooks.push(hook);
     }
 
     /// `DUPLICATE_TOOL` when a tool called `name` was already added.
@@ -75,7 +83,7 @@ impl AgentBuilder {
 
     /// Builds the agent.
     pub fn build(self) -> Result<Agent> {
-        let AgentBuilder { config, tools, generator } = self;
+        let AgentBuilder { config, tools, hooks, generator } = self;
         let tools = match &config.builtin_tools {
             Some(builtins) => crate::builtin::select(builtins, tools, config.model.api_key_env.as_deref())?,
             None => tools,
@@ -105,7 +113,7 @@ impl AgentBuilder {
             .map(crate::tool::InputSchema::compile)
             .transpose()
             .map_err(|e| Error::new(e.code, format!("agent config: output_schema: {}", e.message)))?;
-        Ok(Agent { inner: Arc::new(AgentInner { config, tools, by_name, definitions, generator, output }) })
+        Ok(Agent { inner: Arc::new(AgentInner { config, tools, hooks, by_name, definitions, generator, output }) })
     }
 }
 
@@ -118,6 +126,7 @@ pub struct Agent {
 pub(crate) struct AgentInner {
     pub(crate) config: AgentConfig,
     pub(crate) tools: Vec<Tool>,
+    pub(crate) hooks: Vec<Hook>,
     pub(crate) by_name: HashMap<String, usize>,
     pub(crate) definitions: Vec<ToolDefinition>,
     pub(crate) generator: Box<dyn Generator>,
@@ -136,7 +145,7 @@ impl Agent {
     /// Starts a run on ferrule's runtime. Events go to `sink` (if any), one at a
     /// time, on ferrule's event threads. Dropping every handle of the run cancels
     /// it. Fails with `INVALID_ARG` when a resume does not fit this agent (see
-    /// [`RunInput::Resume`]) and `RESOURCE_EXHAUSTED` when the runtime cannot
+    /// [`RunSource::Resume`]) and `RESOURCE_EXHAUSTED` when the runtime cannot
     /// start its threads.
     pub fn start(&self, input: RunInput, sink: Option<Box<dyn EventSink>>) -> Result<Run> {
         let origin = self.begin(input)?;
@@ -146,12 +155,22 @@ impl Agent {
     /// Where a run from `input` begins on this agent; a resume is checked against
     /// the agent's tools and the decisions here.
     pub(crate) fn begin(&self, input: RunInput) -> Result<RunOrigin> {
-        Ok(match input {
-            RunInput::Prompt(prompt) => RunOrigin::fresh(vec![Message::User(UserMessage::text(prompt))], None),
-            RunInput::Messages(messages) => RunOrigin::fresh(messages, None),
-            RunInput::Execute { messages, execute } => RunOrigin::fresh(messages, Some(execute)),
-            RunInput::Resume { state, decisions } => state.resume(decisions, &self.inner)?,
-        })
+        let mut origin = match input.source {
+            RunSource::Prompt(prompt) => RunOrigin::fresh(vec![Message::User(UserMessage::text(prompt))], None),
+            RunSource::Messages(messages) => RunOrigin::fresh(messages, None),
+            RunSource::Execute { messages, execute } => RunOrigin::fresh(messages, Some(execute)),
+            RunSource::Resume { state, decisions } => state.resume(decisions, &self.inner)?,
+        };
+        if let Some(tools) = input.tools {
+            if let Some(name) = tools.iter().find(|name| self.inner.tool(name).is_none()) {
+                return Err(Error::invalid_arg(format!(
+                    "run input: tools names \"{name}\", which the agent does not have (it has {})",
+                    self.tool_names().join(", ")
+                )));
+            }
+            origin.tools = Some(tools.into_iter().collect());
+        }
+        Ok(origin)
     }
 
     /// Starts a run on threads the caller already holds; cannot fail, so a caller

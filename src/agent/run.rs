@@ -12,10 +12,15 @@ use futures_util::FutureExt;
 
 use super::events::{self, EventEmitter, EventKind, EventSink};
 use super::handle::{Run, RunShared};
+use super::hooks::{Flow, HookCaller, HookStop};
+use super::validation::ToolScope;
+use super::AgentInner;
 use super::state::{Interrupted, RunState};
 use super::{Agent, RunResult, RunStatus};
 use crate::error::{Error, ErrorCode};
-use crate::message::{AssistantMessage, Message, StopReason, Usage, UserMessage};
+use crate::hook::{HookDecision, HookStage};
+use crate::message::{AssistantMessage, Message, Origin, StopReason, Usage, UserMessage};
+use serde_json::json;
 use crate::provider::{Delta, DeltaSink, GenerationRequest, WireCache};
 use crate::runtime::{CallbackKind, CallbackScope, Threads};
 use crate::BoxFuture;
@@ -40,6 +45,8 @@ pub(crate) struct RunOrigin {
     pub(crate) output_corrections: u32,
     pub(crate) disclosed: HashSet<String>,
     pub(crate) approvals: Approvals,
+    /// The run's tool set (run input `tools`); `None`: every tool of the agent.
+    pub(crate) tools: Option<HashSet<String>>,
 }
 
 impl RunOrigin {
@@ -55,6 +62,7 @@ impl RunOrigin {
             output_corrections: 0,
             disclosed: HashSet::new(),
             approvals: Approvals::default(),
+            tools: None,
         }
     }
 }
@@ -69,11 +77,12 @@ pub(crate) fn start(
     let serial = NEXT_RUN_SERIAL.fetch_add(1, Ordering::Relaxed);
     let id: Arc<str> = format!("run-{serial}").into();
     let shared = Arc::new(RunShared::new(id.clone(), serial));
-    let (events, dispatcher) = events::channel(id, serial, sink, threads.events);
+    let (events, dispatcher) = events::channel(id.clone(), serial, sink, threads.events);
     let dispatcher = dispatcher.map(|d| threads.runtime.spawn(d));
     let run = RunLoop {
         open_turn: 0,
         agent,
+        id,
         serial,
         cancel: shared.cancel.clone(),
         events,
@@ -86,6 +95,7 @@ pub(crate) fn start(
         pending: origin.pending,
         execute_only: origin.execute_only,
         approvals: origin.approvals,
+        tools: origin.tools,
         interruptions: Vec::new(),
         timed_out: Arc::default(),
         output: None,
@@ -190,6 +200,7 @@ struct RunLoop {
     /// The turn between its turn_start and turn_end events, or 0.
     open_turn: u32,
     agent: Agent,
+    id: Arc<str>,
     serial: u64,
     cancel: tokio_util::sync::CancellationToken,
     events: EventEmitter,
@@ -208,6 +219,8 @@ struct RunLoop {
     execute_only: bool,
     /// Decisions on calls that need approval.
     approvals: Approvals,
+    /// The run's tool set (run input `tools`); `None`: every tool of the agent.
+    tools: Option<HashSet<String>>,
     /// The calls the run stopped for, when it was interrupted.
     interruptions: Vec<Interruption>,
     /// Set when the run's deadline (`run_timeout_ms`) cancelled it.
@@ -222,13 +235,16 @@ impl RunLoop {
     /// The loop; returns how the run ended.
     async fn drive(&mut self) -> (RunStatus, Option<Error>) {
         self.events.emit(EventKind::RunStart).await;
+        if let Err(stop) = self.consult_run_start_hooks().await {
+            return stop.ending();
+        }
         if let Some(message) = self.pending.take() {
             // An execute-only run's message, or the batch an interrupted run
             // waits on: it runs before any model request, outside any turn.
             if self.cancel.is_cancelled() {
                 return (RunStatus::Cancelled, None);
             }
-            let ended = self.run_batch(message, false).await;
+            let ended = self.run_batch(message, false, 0, None).await;
             if !matches!(ended, Some((RunStatus::Interrupted, _))) {
                 // An interrupted batch keeps its decisions for the state.
                 self.approvals.settle();
@@ -264,11 +280,16 @@ impl RunLoop {
         let agent = self.agent.clone();
         let inner = &agent.inner;
         self.rounds = turn;
+        let turn_tools = match self.consult_turn_start_hooks(turn).await {
+            Ok(turn_tools) => turn_tools,
+            Err(stop) => return Some(stop.ending()),
+        };
+        let scope = ToolScope { run: self.tools.as_ref(), turn: turn_tools.as_deref(), disclosed: &self.disclosed };
         let visible: Vec<_> = inner
             .definitions
             .iter()
             .zip(&inner.tools)
-            .filter(|(_, tool)| !tool.options().deferred || self.disclosed.contains(tool.name()))
+            .filter(|(_, tool)| scope.offers(tool))
             .map(|(definition, _)| definition)
             .collect();
         let request = GenerationRequest {
@@ -307,26 +328,33 @@ impl RunLoop {
         let length_stopped = message.stop_reason == StopReason::Length;
         self.announce(turn, &message).await;
         if message.tool_calls.is_empty() {
-            return self.conclude(message);
+            return self.conclude(turn, message).await;
         }
-        self.run_batch(message, length_stopped).await
+        self.run_batch(message, length_stopped, turn, turn_tools.as_deref()).await
     }
 
     /// Validates and executes `message`'s calls as one batch and records the
     /// message and the results; `Some` when the run ends with the batch.
+    /// `turn` is the round (0 outside any), `turn_tools` the set a `turn_start`
+    /// hook chose for it.
     async fn run_batch(
         &mut self,
         mut message: AssistantMessage,
         length_stopped: bool,
+        turn: u32,
+        turn_tools: Option<&[String]>,
     ) -> Option<(RunStatus, Option<Error>)> {
         let agent = self.agent.clone();
         let inner = &agent.inner;
+        let hooks = hook_caller(inner, &self.id, self.serial, &self.cancel);
         let context = BatchContext {
             agent: inner,
             events: &self.events,
             cancel: &self.cancel,
             run_serial: self.serial,
-            disclosed: &self.disclosed,
+            scope: ToolScope { run: self.tools.as_ref(), turn: turn_tools, disclosed: &self.disclosed },
+            turn,
+            hooks: &hooks,
             timed_out: &self.timed_out,
             approvals: &self.approvals,
         };
@@ -354,6 +382,8 @@ impl RunLoop {
 
         if outcome.cancelled {
             Some((RunStatus::Cancelled, None))
+        } else if let Some(error) = outcome.hook_failure {
+            Some((RunStatus::Failed, Some(error)))
         } else if let Some(error) = outcome.fatal {
             Some((RunStatus::Failed, Some(error)))
         } else if terminate {
@@ -366,35 +396,142 @@ impl RunLoop {
     /// A final answer. With an `output_schema` it must be JSON that satisfies it;
     /// one that does not goes back to the model, with what is wrong, while
     /// `output_retries` last (`None`: the loop goes on), and then fails the run.
-    fn conclude(&mut self, message: AssistantMessage) -> Option<(RunStatus, Option<Error>)> {
+    /// Then the `final_answer` hooks may send it back with feedback.
+    async fn conclude(&mut self, turn: u32, message: AssistantMessage) -> Option<(RunStatus, Option<Error>)> {
         let agent = self.agent.clone();
         let text = crate::message::text_of(&message.content);
         self.messages.push(Message::Assistant(message));
-        let Some(schema) = &agent.inner.output else { return Some((RunStatus::Completed, None)) };
-        let checked = output_json(&text).and_then(|value| schema.validate(&value).map(|()| value));
-        let retries = agent.inner.config.output_retries;
-        match checked {
-            Ok(value) => {
-                self.output = Some(value);
-                Some((RunStatus::Completed, None))
+        if let Some(schema) = &agent.inner.output {
+            let checked = output_json(&text).and_then(|value| schema.validate(&value).map(|()| value));
+            let retries = agent.inner.config.output_retries;
+            match checked {
+                Ok(value) => self.output = Some(value),
+                Err(wrong) if self.output_corrections < retries => {
+                    self.output_corrections += 1;
+                    let correction = format!(
+                        "Your answer must be JSON that satisfies the output schema, and it is not: {wrong}. \
+                         Answer again with that JSON only."
+                    );
+                    self.messages.push(Message::User(UserMessage::text(correction)));
+                    return None;
+                }
+                Err(wrong) => {
+                    let message = format!(
+                        "the final answer does not satisfy output_schema after {retries} correction(s): {wrong}"
+                    );
+                    return Some((RunStatus::Failed, Some(Error::new(ErrorCode::InvalidOutput, message))));
+                }
             }
-            Err(wrong) if self.output_corrections < retries => {
-                self.output_corrections += 1;
-                let correction = format!(
-                    "Your answer must be JSON that satisfies the output schema, and it is not: {wrong}. \
-                     Answer again with that JSON only."
-                );
-                self.messages.push(Message::User(UserMessage::text(correction)));
+        }
+        match self.consult_final_answer_hooks(turn).await {
+            Ok(None) => Some((RunStatus::Completed, None)),
+            Ok(Some(feedback)) => {
+                self.output = None;
+                self.messages.push(Message::User(UserMessage::text(feedback)));
                 None
             }
-            Err(wrong) => Some((
-                RunStatus::Failed,
-                Some(Error::new(
-                    ErrorCode::InvalidOutput,
-                    format!("the final answer does not satisfy output_schema after {retries} correction(s): {wrong}"),
-                )),
-            )),
+            Err(stop) => Some(stop.ending()),
         }
+    }
+
+    /// The `run_start` hooks: they may replace the input.
+    async fn consult_run_start_hooks(&mut self) -> Result<(), HookStop> {
+        let agent = self.agent.clone();
+        let hooks = hook_caller(&agent.inner, &self.id, self.serial, &self.cancel);
+        if !hooks.wants(HookStage::RunStart) {
+            return Ok(());
+        }
+        let payload = |messages: &Vec<Message>| json!({"messages": messages});
+        let apply = |messages: &mut Vec<Message>, decision: HookDecision| {
+            if let HookDecision::Messages(replacement) = decision {
+                *messages = checked_history(HookStage::RunStart, replacement)?;
+            }
+            Ok(Flow::Next)
+        };
+        hooks.consult(HookStage::RunStart, &mut self.messages, payload, apply).await?;
+        self.input_len = self.messages.len();
+        Ok(())
+    }
+
+    /// The `turn_start` hooks: they may choose the turn's tools (returned),
+    /// inject messages or replace the history.
+    async fn consult_turn_start_hooks(&mut self, turn: u32) -> Result<Option<Vec<String>>, HookStop> {
+        let agent = self.agent.clone();
+        let inner = &agent.inner;
+        let hooks = hook_caller(inner, &self.id, self.serial, &self.cancel);
+        if !hooks.wants(HookStage::TurnStart) {
+            return Ok(None);
+        }
+        let scope = ToolScope { run: self.tools.as_ref(), turn: None, disclosed: &self.disclosed };
+        let offered: Vec<String> = inner.tools.iter().filter(|t| scope.offers(t)).map(|t| t.name().to_owned()).collect();
+        let mut turn_state = TurnStart { messages: &mut self.messages, tools: offered, chosen: false, injected: 0, replaced: false };
+        let run_tools = self.tools.as_ref();
+        let payload = |state: &TurnStart<'_>| json!({"turn": turn, "messages": state.messages, "tools": state.tools});
+        let apply = |state: &mut TurnStart<'_>, decision: HookDecision| {
+            match decision {
+                HookDecision::Tools(names) => {
+                    let lacking = names.iter().find(|name| {
+                        inner.tool(name).is_none() || run_tools.is_some_and(|run| !run.contains(name.as_str()))
+                    });
+                    if let Some(name) = lacking {
+                        return Err(Error::invalid_arg(format!(
+                            "a turn_start hook's tool set names \"{name}\", which this run does not have"
+                        )));
+                    }
+                    state.tools = names;
+                    state.tools.dedup();
+                    state.chosen = true;
+                }
+                HookDecision::Inject(messages) => {
+                    for mut message in messages {
+                        mark_injected(&mut message).map_err(|problem| {
+                            Error::invalid_arg(format!("a turn_start hook's decision \"inject\": {problem}"))
+                        })?;
+                        state.messages.push(message);
+                        state.injected += 1;
+                    }
+                }
+                HookDecision::Messages(replacement) => {
+                    *state.messages = checked_history(HookStage::TurnStart, replacement)?;
+                    state.replaced = true;
+                    state.injected = 0;
+                }
+                _ => {}
+            }
+            Ok(Flow::Next)
+        };
+        hooks.consult(HookStage::TurnStart, &mut turn_state, payload, apply).await?;
+        let TurnStart { tools, chosen, injected, replaced, .. } = turn_state;
+        if replaced {
+            // The transcript no longer grows from what was sent: encode it anew.
+            self.wire = WireCache::default();
+            self.input_len = self.input_len.min(self.messages.len());
+        }
+        for message in self.messages[self.messages.len() - injected..].to_vec() {
+            self.events.emit(EventKind::MessageInjected { message }).await;
+        }
+        Ok(chosen.then_some(tools))
+    }
+
+    /// The `final_answer` hooks: the feedback of one that sends the answer back.
+    async fn consult_final_answer_hooks(&mut self, turn: u32) -> Result<Option<String>, HookStop> {
+        let agent = self.agent.clone();
+        let hooks = hook_caller(&agent.inner, &self.id, self.serial, &self.cancel);
+        if !hooks.wants(HookStage::FinalAnswer) {
+            return Ok(None);
+        }
+        let Some(answer) = self.messages.last().cloned() else { return Ok(None) };
+        let mut feedback = None;
+        let payload = |_: &Option<String>| json!({"turn": turn, "message": answer});
+        let apply = |feedback: &mut Option<String>, decision: HookDecision| {
+            if let HookDecision::Retry(text) = decision {
+                *feedback = Some(text);
+                return Ok(Flow::Stop);
+            }
+            Ok(Flow::Next)
+        };
+        hooks.consult(HookStage::FinalAnswer, &mut feedback, payload, apply).await?;
+        Ok(feedback)
     }
 
     /// Emits `message_end` for a complete assistant message.
@@ -419,6 +556,7 @@ impl RunLoop {
                 approvals: &self.approvals,
                 interruptions: &self.interruptions,
                 execute_only: self.execute_only,
+                tools: self.tools.as_ref(),
             })
         });
         let result = RunResult {
@@ -433,6 +571,60 @@ impl RunLoop {
             state,
         };
         (result, self.agent)
+    }
+}
+
+/// What the `turn_start` hooks work on.
+struct TurnStart<'a> {
+    messages: &'a mut Vec<Message>,
+    /// The tools offered this turn.
+    tools: Vec<String>,
+    /// A hook chose `tools`.
+    chosen: bool,
+    /// Messages injected at the end of `messages`.
+    injected: usize,
+    /// A hook replaced the history.
+    replaced: bool,
+}
+
+/// The hooks of a run's agent, ready to consult.
+fn hook_caller<'a>(
+    agent: &'a AgentInner,
+    run_id: &'a str,
+    run_serial: u64,
+    cancel: &'a tokio_util::sync::CancellationToken,
+) -> HookCaller<'a> {
+    HookCaller { hooks: &agent.hooks, run_id, run_serial, cancel, timeout_ms: agent.config.hook_timeout_ms }
+}
+
+/// A history a hook gives in place of the run's: its parts checked, its calls
+/// and results paired.
+fn checked_history(stage: HookStage, messages: Vec<Message>) -> Result<Vec<Message>, Error> {
+    super::input::check_messages(&messages).map_err(|e| {
+        let problem = e.message.trim_start_matches("run input: ");
+        Error::invalid_arg(format!("a {} hook's decision \"messages\": {problem}", stage.name()))
+    })?;
+    Ok(messages)
+}
+
+/// Marks an injected message as such; only user and system messages may be
+/// injected.
+pub(crate) fn mark_injected(message: &mut Message) -> Result<(), String> {
+    match message {
+        Message::User(user) => user.origin = Some(Origin::Injection),
+        Message::System(system) => system.origin = Some(Origin::Injection),
+        _ => return Err("only user and system messages can be injected".to_owned()),
+    }
+    super::input::check_parts(message)
+}
+
+impl HookStop {
+    /// How the run ends.
+    fn ending(self) -> (RunStatus, Option<Error>) {
+        match self {
+            HookStop::Cancelled => (RunStatus::Cancelled, None),
+            HookStop::Failed(error) => (RunStatus::Failed, Some(error)),
+        }
     }
 }
 

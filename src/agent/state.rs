@@ -43,6 +43,8 @@ pub struct RunState {
     decided: BTreeMap<String, Decision>,
     /// The run executes one host message and asks no model.
     execute_only: bool,
+    /// The run's tool set (run input `tools`), sorted; null: every tool.
+    tools: Option<Vec<String>>,
 }
 
 /// What a run had when it stopped for approval.
@@ -56,6 +58,7 @@ pub(crate) struct Interrupted<'a> {
     pub(crate) approvals: &'a Approvals,
     pub(crate) interruptions: &'a [Interruption],
     pub(crate) execute_only: bool,
+    pub(crate) tools: Option<&'a HashSet<String>>,
 }
 
 impl RunState {
@@ -75,6 +78,11 @@ impl RunState {
             awaiting: run.interruptions.iter().map(|i| i.call_id.clone()).collect(),
             decided: run.approvals.by_call.clone(),
             execute_only: run.execute_only,
+            tools: run.tools.map(|tools| {
+                let mut tools: Vec<String> = tools.iter().cloned().collect();
+                tools.sort();
+                tools
+            }),
         }
     }
 
@@ -158,7 +166,8 @@ impl RunState {
                 self.awaiting.join(", ")
             )));
         }
-        if let Some(tool) = self.standing.keys().chain(&self.disclosed).find(|t| agent.tool(t).is_none()) {
+        let named = self.standing.keys().chain(&self.disclosed).chain(self.tools.iter().flatten());
+        if let Some(tool) = named.into_iter().find(|t| agent.tool(t).is_none()) {
             return Err(refuse(format!(
                 "the agent has no tool \"{tool}\", which the state names; resume with an agent built from the same configuration and tools"
             )));
@@ -175,6 +184,7 @@ impl RunState {
             output_corrections: self.output_corrections,
             disclosed: self.disclosed.into_iter().collect(),
             approvals,
+            tools: self.tools.map(|tools| tools.into_iter().collect()),
         })
     }
 }

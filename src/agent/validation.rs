@@ -11,17 +11,57 @@ use crate::json::JsonError;
 use crate::message::ToolCall;
 use crate::tool::{json_kind, Tool};
 
+/// Which tools a call may name: the agent's, narrowed to the run's set (run input
+/// `tools`) and then to the turn's (a `turn_start` hook's choice, which may name
+/// deferred tools); without a turn's set, deferred tools only once disclosed.
+#[derive(Clone, Copy)]
+pub(crate) struct ToolScope<'a> {
+    pub(crate) run: Option<&'a HashSet<String>>,
+    pub(crate) turn: Option<&'a [String]>,
+    pub(crate) disclosed: &'a HashSet<String>,
+}
+
+impl ToolScope<'_> {
+    /// Whether the model is offered `tool` and may call it.
+    pub(crate) fn offers(&self, tool: &Tool) -> bool {
+        let name = tool.name();
+        if self.run.is_some_and(|run| !run.contains(name)) {
+            return false;
+        }
+        match self.turn {
+            Some(turn) => turn.iter().any(|t| t == name),
+            None => !tool.options().deferred || self.disclosed.contains(name),
+        }
+    }
+}
+
 /// A call that passed every check.
 pub(crate) struct ValidCall<'a> {
     pub(crate) tool: &'a Tool,
     pub(crate) arguments: Value,
+    /// Arguments a `tool_call` hook put in place of the model's.
+    pub(crate) replaced: bool,
+    /// What the `tool_call` hooks said about approval.
+    pub(crate) hook_approval: HookApproval,
+}
+
+/// What the `tool_call` hooks said about a call's approval.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum HookApproval {
+    /// Nothing: the tool's `needs_approval` decides.
+    #[default]
+    Unsaid,
+    /// `{"approve": true}`: the call runs.
+    Approved,
+    /// `{"interrupt": true}`: the call needs approval.
+    Interrupt,
 }
 
 /// Checks the calls of one response in call order. The first call with an id is
 /// the valid one; a later call repeating it gets the error.
 pub(crate) fn check_calls<'a>(
     agent: &'a AgentInner,
-    disclosed: &HashSet<String>,
+    scope: ToolScope<'_>,
     calls: &[ToolCall],
 ) -> Vec<Result<ValidCall<'a>, String>> {
     let mut seen_ids = HashSet::with_capacity(calls.len());
@@ -29,14 +69,14 @@ pub(crate) fn check_calls<'a>(
         .iter()
         .map(|call| {
             let fresh_id = seen_ids.insert(call.id.as_str());
-            check_call(agent, disclosed, call, fresh_id)
+            check_call(agent, scope, call, fresh_id)
         })
         .collect()
 }
 
 fn check_call<'a>(
     agent: &'a AgentInner,
-    disclosed: &HashSet<String>,
+    scope: ToolScope<'_>,
     call: &ToolCall,
     fresh_id: bool,
 ) -> Result<ValidCall<'a>, String> {
@@ -53,8 +93,8 @@ fn check_call<'a>(
         return Err("The call has no tool name, so it was not run.".to_owned());
     }
     let tool = match agent.tool(&call.name) {
-        Some((_, tool)) if !tool.options().deferred || disclosed.contains(tool.name()) => tool,
-        _ => return Err(unknown_tool(agent, disclosed, &call.name)),
+        Some((_, tool)) if scope.offers(tool) => tool,
+        _ => return Err(unknown_tool(agent, scope, &call.name)),
     };
     let arguments: Value = crate::json::parse_unique(&call.arguments).map_err(|e| match e {
         JsonError::Syntax(e) => {
@@ -72,15 +112,17 @@ fn check_call<'a>(
             json_kind(&arguments)
         ));
     }
-    tool.schema()
-        .validate(&arguments)
-        .map_err(|problems| format!("Invalid arguments for \"{}\": {problems}", call.name))?;
-    Ok(ValidCall { tool, arguments })
+    check_arguments(tool, &call.name, &arguments)?;
+    Ok(ValidCall { tool, arguments, replaced: false, hook_approval: HookApproval::Unsaid })
 }
 
-fn unknown_tool(agent: &AgentInner, disclosed: &HashSet<String>, name: &str) -> String {
-    let available: Vec<&str> =
-        agent.tools.iter().filter(|t| !t.options().deferred || disclosed.contains(t.name())).map(Tool::name).collect();
+/// Step 4: the arguments satisfy the tool's schema.
+pub(crate) fn check_arguments(tool: &Tool, name: &str, arguments: &Value) -> Result<(), String> {
+    tool.schema().validate(arguments).map_err(|problems| format!("Invalid arguments for \"{name}\": {problems}"))
+}
+
+fn unknown_tool(agent: &AgentInner, scope: ToolScope<'_>, name: &str) -> String {
+    let available: Vec<&str> = agent.tools.iter().filter(|t| scope.offers(t)).map(Tool::name).collect();
     if available.is_empty() {
         format!("Unknown tool \"{name}\". No tools are available.")
     } else {

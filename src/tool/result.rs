@@ -63,6 +63,12 @@ impl ToolResult {
             JsonError::Syntax(e) => Error::new(ErrorCode::InvalidJson, format!("not JSON: {e}")),
             duplicate => Error::invalid_arg(duplicate.to_string()),
         })?;
+        ToolResult::from_value(value)
+    }
+
+    /// Reads a result from a JSON value: a string (a text result) or an object of
+    /// this shape. `INVALID_ARG` saying what is wrong otherwise.
+    pub fn from_value(value: Value) -> Result<Self, Error> {
         let result = match value {
             Value::String(text) => ToolResult::text(text),
             Value::Object(_) => serde_json::from_value(value).map_err(|e| Error::invalid_arg(e.to_string()))?,

@@ -104,7 +104,7 @@ impl Drop for GaugeGuard<'_> {
 
 /// Runs `prompt` to the end; returns the result and every event as JSON.
 pub fn run(agent: &Agent, prompt: &str) -> (Arc<RunResult>, Vec<Value>) {
-    run_input(agent, RunInput::Prompt(prompt.to_owned()))
+    run_input(agent, RunInput::prompt(prompt))
 }
 
 /// Runs `input` to the end; returns the result and every event as JSON.
@@ -117,7 +117,7 @@ pub fn run_input(agent: &Agent, input: RunInput) -> (Arc<RunResult>, Vec<Value>)
 
 /// Starts `prompt`; events are collected as they arrive.
 pub fn start(agent: &Agent, prompt: &str) -> (Run, Arc<Mutex<Vec<Value>>>) {
-    start_input(agent, RunInput::Prompt(prompt.to_owned()))
+    start_input(agent, RunInput::prompt(prompt))
 }
 
 /// Starts `input`; events are collected as they arrive.

@@ -1,0 +1,105 @@
+//! Consulting a stage's hooks: in the order they were added, each seeing the
+//! previous one's effect, each bounded by `hook_timeout_ms` and by the run's
+//! cancellation.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, ErrorCode};
+use crate::hook::{Hook, HookDecision, HookRequest, HookStage};
+
+/// What the run loop needs to consult its agent's hooks.
+pub(crate) struct HookCaller<'a> {
+    pub(crate) hooks: &'a [Hook],
+    pub(crate) run_id: &'a str,
+    pub(crate) run_serial: u64,
+    pub(crate) cancel: &'a CancellationToken,
+    pub(crate) timeout_ms: u64,
+}
+
+/// How consulting the hooks ended the run.
+#[derive(Debug)]
+pub(crate) enum HookStop {
+    /// The run was cancelled while a hook decided.
+    Cancelled,
+    /// A hook aborted the run, gave an invalid decision or none in time.
+    Failed(Error),
+}
+
+/// Whether the hooks after this one are consulted.
+pub(crate) enum Flow {
+    Next,
+    Stop,
+}
+
+impl HookCaller<'_> {
+    /// Whether any hook is consulted at `stage`.
+    pub(crate) fn wants(&self, stage: HookStage) -> bool {
+        self.hooks.iter().any(|hook| hook.at(stage))
+    }
+
+    /// Consults the hooks of `stage` about `subject`, in order: `payload` builds
+    /// each one's payload from the subject as it is then (`run_id` is added), and
+    /// `apply` takes each decision other than `{}` and abort, returning whether
+    /// the later hooks are consulted or the problem that makes the decision
+    /// invalid (which fails the run with it).
+    pub(crate) async fn consult<S>(
+        &self,
+        stage: HookStage,
+        subject: &mut S,
+        payload: impl Fn(&S) -> Value,
+        mut apply: impl FnMut(&mut S, HookDecision) -> Result<Flow, Error>,
+    ) -> Result<(), HookStop> {
+        for hook in self.hooks.iter().filter(|hook| hook.at(stage)) {
+            let mut payload = payload(subject);
+            if let Value::Object(fields) = &mut payload {
+                fields.insert("run_id".to_owned(), Value::String(self.run_id.to_owned()));
+            }
+            match self.ask(hook, stage, payload).await? {
+                HookDecision::Continue => {}
+                decision => {
+                    if let Flow::Stop = apply(subject, decision).map_err(HookStop::Failed)? {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One hook's decision, checked for its stage; an abort is a stop.
+    async fn ask(&self, hook: &Hook, stage: HookStage, payload: Value) -> Result<HookDecision, HookStop> {
+        let token = self.cancel.child_token();
+        // The hook learns when the run stops waiting for it: cancelled, timed out,
+        // or done.
+        let _stop_waiting = token.clone().drop_guard();
+        let decided = hook.function().decide(HookRequest::new(stage, payload.to_string(), token, self.run_serial));
+        let bounded = async {
+            match self.timeout_ms {
+                0 => Ok(decided.await),
+                ms => tokio::time::timeout(Duration::from_millis(ms), decided).await,
+            }
+        };
+        let outcome = tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => return Err(HookStop::Cancelled),
+            outcome = bounded => outcome,
+        };
+        let name = stage.name();
+        let decision = match outcome {
+            Err(_) => {
+                let message = format!("a {name} hook did not decide within {} ms", self.timeout_ms);
+                return Err(HookStop::Failed(Error::new(ErrorCode::Timeout, message)));
+            }
+            Ok(decision) => decision.map_err(HookStop::Failed)?,
+        };
+        decision.check_stage(stage).map_err(HookStop::Failed)?;
+        if let HookDecision::Abort(reason) = decision {
+            let message = format!("a {name} hook aborted the run: {reason}");
+            return Err(HookStop::Failed(Error::new(ErrorCode::HookAborted, message)));
+        }
+        Ok(decision)
+    }
+}

@@ -1,0 +1,139 @@
+//! Hooks: host code the run loop consults at five stages (DESIGN section 10). A
+//! hook sees a JSON payload and answers with a decision: go on, abort the run, or
+//! a change the stage allows.
+
+mod decision;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use tokio_util::sync::CancellationToken;
+
+pub use decision::HookDecision;
+
+use crate::error::{Error, Result};
+use crate::BoxFuture;
+
+/// Where in the run a hook is consulted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookStage {
+    /// Once, before anything else: may replace the input.
+    RunStart,
+    /// Before each model request: may choose the turn's tools, inject messages
+    /// or replace the history.
+    TurnStart,
+    /// For each valid call of a batch, before any of them runs: may deny it,
+    /// replace its arguments, approve it or interrupt for approval.
+    ToolCall,
+    /// For each result of a call that ran: may replace it.
+    ToolResult,
+    /// For an answer without calls that would end the run: may send it back.
+    FinalAnswer,
+}
+
+impl HookStage {
+    /// The stage's name in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            HookStage::RunStart => "run_start",
+            HookStage::TurnStart => "turn_start",
+            HookStage::ToolCall => "tool_call",
+            HookStage::ToolResult => "tool_result",
+            HookStage::FinalAnswer => "final_answer",
+        }
+    }
+
+    /// Reads a JSON list of stage names, such as `["tool_call"]`: at least one,
+    /// each at most once.
+    pub fn list_from_json(json: &str) -> Result<Vec<HookStage>> {
+        let stages: Vec<HookStage> = crate::json::parse_document("hook stages", json)?;
+        if stages.is_empty() {
+            return Err(Error::invalid_arg("hook stages: name at least one stage"));
+        }
+        if let Some((i, stage)) = stages.iter().enumerate().find(|(i, s)| stages[..*i].contains(s)) {
+            return Err(Error::invalid_arg(format!("hook stages: \"{}\" is named twice (at {i})", stage.name())));
+        }
+        Ok(stages)
+    }
+}
+
+/// One consultation of a hook.
+pub struct HookRequest {
+    stage: HookStage,
+    payload: String,
+    cancel: CancellationToken,
+    run_serial: u64,
+}
+
+impl HookRequest {
+    pub(crate) fn new(stage: HookStage, payload: String, cancel: CancellationToken, run_serial: u64) -> Self {
+        HookRequest { stage, payload, cancel, run_serial }
+    }
+
+    /// The stage.
+    pub fn stage(&self) -> HookStage {
+        self.stage
+    }
+
+    /// The payload: a JSON object (DESIGN section 10 lists its fields per stage).
+    pub fn payload(&self) -> &str {
+        &self.payload
+    }
+
+    /// Cancelled when the run no longer waits for the decision (the run was
+    /// cancelled or the hook timed out).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    pub(crate) fn into_parts(self) -> (HookStage, String, CancellationToken, u64) {
+        (self.stage, self.payload, self.cancel, self.run_serial)
+    }
+}
+
+/// Decides at the stages of a hook. Shared by every run of an agent, so it must
+/// be safe to use from several threads at once.
+pub trait HookFunction: Send + Sync + 'static {
+    /// Starts one consultation; the future resolves with the decision, or with
+    /// why the hook could not give one (which fails the run). ferrule bounds the
+    /// future by `hook_timeout_ms` and drops it when the run is cancelled.
+    fn decide(&self, request: HookRequest) -> BoxFuture<'static, Result<HookDecision>>;
+}
+
+impl<F, Fut> HookFunction for F
+where
+    F: Fn(HookRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<HookDecision>> + Send + 'static,
+{
+    fn decide(&self, request: HookRequest) -> BoxFuture<'static, Result<HookDecision>> {
+        Box::pin(self(request))
+    }
+}
+
+/// A hook: the stages it is consulted at and the function that decides.
+#[derive(Clone)]
+pub struct Hook {
+    stages: Vec<HookStage>,
+    function: Arc<dyn HookFunction>,
+}
+
+impl Hook {
+    /// A hook for `stages` (at least one, each once).
+    pub fn new(stages: Vec<HookStage>, function: impl HookFunction) -> Result<Self> {
+        if stages.is_empty() {
+            return Err(Error::invalid_arg("a hook needs at least one stage"));
+        }
+        Ok(Hook { stages, function: Arc::new(function) })
+    }
+
+    /// Whether the hook is consulted at `stage`.
+    pub fn at(&self, stage: HookStage) -> bool {
+        self.stages.contains(&stage)
+    }
+
+    pub(crate) fn function(&self) -> &Arc<dyn HookFunction> {
+        &self.function
+    }
+}
