@@ -13,17 +13,17 @@ use futures_util::FutureExt;
 use super::events::{self, EventEmitter, EventKind, EventSink};
 use super::handle::{Run, RunShared};
 use super::hooks::{Flow, HookCaller, HookStop};
+use super::state::{Interrupted, RunState};
 use super::validation::ToolScope;
 use super::AgentInner;
-use super::state::{Interrupted, RunState};
 use super::{Agent, RunResult, RunStatus};
 use crate::error::{Error, ErrorCode};
 use crate::hook::{HookDecision, HookStage};
 use crate::message::{AssistantMessage, Message, Origin, StopReason, Usage, UserMessage};
-use serde_json::json;
 use crate::provider::{Delta, DeltaSink, GenerationRequest, WireCache};
 use crate::runtime::{CallbackKind, CallbackScope, Threads};
 use crate::BoxFuture;
+use serde_json::json;
 
 /// Run serial numbers start at 1 (0 means "no run" to the callback scope).
 static NEXT_RUN_SERIAL: AtomicU64 = AtomicU64::new(1);
@@ -463,8 +463,10 @@ impl RunLoop {
             return Ok(None);
         }
         let scope = ToolScope { run: self.tools.as_ref(), turn: None, disclosed: &self.disclosed };
-        let offered: Vec<String> = inner.tools.iter().filter(|t| scope.offers(t)).map(|t| t.name().to_owned()).collect();
-        let mut turn_state = TurnStart { messages: &mut self.messages, tools: offered, chosen: false, injected: 0, replaced: false };
+        let offered: Vec<String> =
+            inner.tools.iter().filter(|t| scope.offers(t)).map(|t| t.name().to_owned()).collect();
+        let mut turn_state =
+            TurnStart { messages: &mut self.messages, tools: offered, chosen: false, injected: 0, replaced: false };
         let run_tools = self.tools.as_ref();
         let payload = |state: &TurnStart<'_>| json!({"turn": turn, "messages": state.messages, "tools": state.tools});
         let apply = |state: &mut TurnStart<'_>, decision: HookDecision| {
@@ -507,8 +509,8 @@ impl RunLoop {
             self.wire = WireCache::default();
             self.input_len = self.input_len.min(self.messages.len());
         }
-        for message in self.messages[self.messages.len() - injected..].to_vec() {
-            self.events.emit(EventKind::MessageInjected { message }).await;
+        for message in &self.messages[self.messages.len() - injected..] {
+            self.events.emit(EventKind::MessageInjected { message: message.clone() }).await;
         }
         Ok(chosen.then_some(tools))
     }

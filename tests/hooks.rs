@@ -1,0 +1,349 @@
+//! Hooks, per-run tools and injection (DESIGN section 10) on the scripted model,
+//! with hooks written in Rust.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use common::*;
+use ferrule::agent::{Agent, AgentBuilder, RunInput, RunResult, RunStatus};
+use ferrule::hook::{Hook, HookDecision, HookRequest, HookStage};
+use ferrule::tool::{Invocation, Tool, ToolOutcome, ToolResult};
+use ferrule::ErrorCode;
+use serde_json::{json, Value};
+
+/// A hook that answers each payload with the decision `decide` gives; every
+/// payload it saw is kept in `seen`.
+fn hook(
+    stages: &[HookStage],
+    seen: &Arc<Mutex<Vec<Value>>>,
+    decide: impl Fn(&Value) -> Value + Send + Sync + 'static,
+) -> Hook {
+    let seen = seen.clone();
+    Hook::new(stages.to_vec(), move |request: HookRequest| {
+        let payload: Value = serde_json::from_str(request.payload()).unwrap();
+        let decision = decide(&payload);
+        seen.lock().unwrap().push(payload);
+        let stage = request.stage();
+        async move { HookDecision::from_value(stage, decision) }
+    })
+    .unwrap()
+}
+
+fn recorder() -> Arc<Mutex<Vec<Value>>> {
+    Arc::new(Mutex::new(Vec::new()))
+}
+
+fn with_hooks(script: Value, extra: Value, tools: Vec<Tool>, hooks: Vec<Hook>) -> Agent {
+    let mut config = json!({"model": {"provider": "scripted", "script": script}});
+    config.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    let mut builder = AgentBuilder::from_json(&config.to_string()).unwrap();
+    for tool in tools {
+        builder.add_tool(tool).unwrap();
+    }
+    for hook in hooks {
+        builder.add_hook(hook);
+    }
+    builder.build().unwrap()
+}
+
+/// A tool that counts its calls and answers with its arguments.
+fn counted(name: &str, options: Value) -> (Tool, Arc<AtomicUsize>) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    let tool = tool(name, options, move |call: Invocation| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        let arguments = call.arguments().to_string();
+        async move { ToolOutcome::Completed(ToolResult::text(arguments)) }
+    });
+    (tool, count)
+}
+
+fn transcript(result: &RunResult) -> Vec<Value> {
+    serde_json::to_value(&result.messages).unwrap().as_array().unwrap().clone()
+}
+
+fn failed_with(result: &RunResult, code: ErrorCode, says: &str) {
+    assert_eq!(result.status, RunStatus::Failed);
+    let error = result.error.as_ref().expect("an error");
+    assert_eq!(error.code, code, "{}", error.message);
+    assert!(error.message.contains(says), "{}", error.message);
+    // Whatever ended the run, the transcript replays.
+    let replay = json!({"messages": result.messages});
+    RunInput::from_json(&replay.to_string()).expect("a legal transcript");
+}
+
+#[test]
+fn run_start_hooks_see_and_may_replace_the_input() {
+    let seen = recorder();
+    let replace =
+        hook(&[HookStage::RunStart], &seen, |_| json!({"messages": [{"role": "user", "content": "Replaced."}]}));
+    let second_seen = recorder();
+    let second = hook(&[HookStage::RunStart], &second_seen, |_| json!({}));
+    let agent = with_hooks(json!([{"text": "ok"}]), json!({}), vec![], vec![replace, second]);
+    let (result, _) = run(&agent, "Original.");
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(transcript(&result)[0], json!({"role": "user", "content": "Replaced."}));
+    let payload = &seen.lock().unwrap()[0];
+    assert!(payload["run_id"].as_str().unwrap().starts_with("run-"));
+    assert_eq!(payload["messages"][0]["content"], "Original.");
+    assert_eq!(
+        second_seen.lock().unwrap()[0]["messages"][0]["content"],
+        "Replaced.",
+        "the second hook sees the first's effect"
+    );
+
+    let illegal = hook(
+        &[HookStage::RunStart],
+        &recorder(),
+        |_| json!({"messages": [{"role": "tool", "tool_call_id": "x", "name": "t", "content": "?"}]}),
+    );
+    let agent = with_hooks(json!([{"text": "ok"}]), json!({}), vec![], vec![illegal]);
+    let (result, _) = run(&agent, "go");
+    failed_with(&result, ErrorCode::InvalidArg, "run_start hook's decision \"messages\"");
+}
+
+#[test]
+fn turn_start_hooks_choose_tools_inject_and_replace_the_history() {
+    let (lookup, lookups) = counted("lookup", json!({}));
+    let (delete, deletes) = counted("delete", json!({}));
+    let seen = recorder();
+    let turn_hook = hook(&[HookStage::TurnStart], &seen, |payload| match payload["turn"].as_u64() {
+        Some(1) => json!({"tools": ["lookup"]}),
+        Some(2) => json!({"inject": [{"role": "user", "content": "Also: be brief."}]}),
+        _ => json!({}),
+    });
+    let script = json!([
+        {"tool_calls": [call("c1", "lookup", json!({})), call("c2", "delete", json!({}))]},
+        {"tool_calls": [call("c3", "delete", json!({}))]},
+        {"text": "done"}
+    ]);
+    let agent = with_hooks(script, json!({}), vec![lookup, delete], vec![turn_hook]);
+    let (result, events) = run(&agent, "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!((lookups.load(Ordering::SeqCst), deletes.load(Ordering::SeqCst)), (1, 1));
+    let results = tool_results(&result);
+    assert!(text(&results[1]).contains("Unknown tool \"delete\". Available tools: lookup."), "{}", text(&results[1]));
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen[0]["tools"], json!(["lookup", "delete"]));
+    assert_eq!(seen.len(), 3);
+    let messages = transcript(&result);
+    let injected: Vec<&Value> = messages.iter().filter(|m| m["origin"] == "injection").collect();
+    assert_eq!(injected, [&json!({"role": "user", "content": "Also: be brief.", "origin": "injection"})]);
+    // Injected before turn 2's request: right after turn 1's results.
+    assert_eq!(messages[4], *injected[0]);
+    let injected_events = of_type(&events, "message_injected");
+    assert_eq!(injected_events.len(), 1);
+    assert_eq!(injected_events[0]["message"], *injected[0]);
+    assert_event_invariants(&events);
+
+    let compacting = hook(&[HookStage::TurnStart], &recorder(), |payload| {
+        if payload["turn"] == 2 {
+            json!({"messages": [{"role": "user", "content": "Summary: looked up."}]})
+        } else {
+            json!({})
+        }
+    });
+    let script = json!([{"tool_calls": [call("c1", "lookup", json!({}))]}, {"text": "done"}]);
+    let agent = with_hooks(script, json!({}), vec![counted("lookup", json!({})).0], vec![compacting]);
+    let (result, _) = run(&agent, "go");
+    assert_eq!(result.status, RunStatus::Completed);
+    let roles: Vec<Value> = transcript(&result).iter().map(|m| m["role"].clone()).collect();
+    assert_eq!(roles, [json!("user"), json!("assistant")]);
+
+    let unknown = hook(&[HookStage::TurnStart], &recorder(), |_| json!({"tools": ["lookup", "nope"]}));
+    let agent = with_hooks(json!([{"text": "x"}]), json!({}), vec![counted("lookup", json!({})).0], vec![unknown]);
+    failed_with(&run(&agent, "go").0, ErrorCode::InvalidArg, "names \"nope\"");
+    let assistant =
+        hook(&[HookStage::TurnStart], &recorder(), |_| json!({"inject": [{"role": "assistant", "content": []}]}));
+    let agent = with_hooks(json!([{"text": "x"}]), json!({}), vec![], vec![assistant]);
+    failed_with(&run(&agent, "go").0, ErrorCode::InvalidArg, "only user and system messages");
+}
+
+#[test]
+fn tool_call_hooks_deny_replace_approve_and_interrupt() {
+    let (echo, echoes) = counted("echo", json!({}));
+    let (gated, gated_runs) = counted("gated", json!({"needs_approval": true}));
+    let schema_tool = Tool::new(
+        "typed",
+        "typed",
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}),
+        Default::default(),
+        |call: Invocation| {
+            let n = call.arguments()["n"].clone();
+            async move { ToolOutcome::Completed(ToolResult::text(format!("n={n}"))) }
+        },
+    )
+    .unwrap();
+    let seen = recorder();
+    let policy = hook(&[HookStage::ToolCall], &seen, |payload| match payload["call"]["id"].as_str().unwrap() {
+        "deny" => json!({"deny": "Not allowed here."}),
+        "fix" => json!({"arguments": {"n": 7}}),
+        "break" => json!({"arguments": {"n": "seven"}}),
+        "approve" => json!({"approve": true}),
+        _ => json!({}),
+    });
+    let script = json!([
+        {"tool_calls": [
+            call("deny", "echo", json!({})), call("fix", "typed", json!({"n": 1})),
+            call("break", "typed", json!({"n": 1})), call("approve", "gated", json!({})),
+            call("plain", "echo", json!({"x": 1}))]},
+        {"text": "done"}
+    ]);
+    let agent = with_hooks(script, json!({}), vec![echo, gated, schema_tool], vec![policy]);
+    let (result, events) = run(&agent, "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let texts: Vec<String> = tool_results(&result).iter().map(text).collect();
+    assert_eq!(texts[0], "Not allowed here.");
+    assert_eq!(texts[1], "n=7");
+    assert!(texts[2].contains("Invalid arguments for \"typed\""), "{}", texts[2]);
+    assert_eq!(texts[3], "{}");
+    assert_eq!(texts[4], "{\"x\":1}");
+    assert_eq!((echoes.load(Ordering::SeqCst), gated_runs.load(Ordering::SeqCst)), (1, 1));
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 5, "every valid call, before any runs");
+    assert_eq!(seen[3]["needs_approval"], true);
+    assert_eq!(seen[4]["needs_approval"], false);
+    assert_eq!(seen[1]["call"]["arguments"], json!({"n": 1}));
+    assert_eq!(seen[0]["turn"], 1);
+    assert_event_invariants(&events);
+
+    let interrupting = hook(&[HookStage::ToolCall], &recorder(), |_| json!({"interrupt": true}));
+    let (echo, echoes) = counted("echo", json!({}));
+    let agent =
+        with_hooks(json!([{"tool_calls": [call("c1", "echo", json!({}))]}]), json!({}), vec![echo], vec![interrupting]);
+    let (result, _) = run(&agent, "go");
+    assert_eq!(result.status, RunStatus::Interrupted);
+    assert_eq!(result.interruptions[0].call_id, "c1");
+    assert_eq!(echoes.load(Ordering::SeqCst), 0);
+}
+
+#[test]
+fn tool_result_hooks_replace_results() {
+    let seen = recorder();
+    let replacing = hook(&[HookStage::ToolResult], &seen, |payload| match payload["call_id"].as_str().unwrap() {
+        "c1" => json!({"result": {"content": "[redacted]", "is_error": false}}),
+        "c2" => json!({"result": 42}),
+        _ => json!({}),
+    });
+    let script = json!([
+        {"tool_calls": [call("c1", "echo", json!({"text": "secret"})), call("c2", "echo", json!({})), call("c3", "echo", json!({"text": "kept"}))]},
+        {"text": "done"}
+    ]);
+    let agent = with_hooks(script, json!({}), vec![echo("echo")], vec![replacing]);
+    let (result, events) = run(&agent, "go");
+    let results = tool_results(&result);
+    assert_eq!(text(&results[0]), "[redacted]");
+    assert!(results[1]["is_error"].as_bool().unwrap());
+    assert!(text(&results[1]).contains("invalid result"), "{}", text(&results[1]));
+    assert_eq!(text(&results[2]), "kept");
+    let ends = of_type(&events, "tool_execution_end");
+    let end_of_c1 = ends.iter().find(|e| e["call_id"] == "c1").unwrap();
+    assert_eq!(end_of_c1["result"]["content"][0]["text"], "[redacted]", "the end event carries the replaced result");
+    let seen = seen.lock().unwrap();
+    let of_c1 = seen.iter().find(|p| p["call_id"] == "c1").unwrap();
+    assert_eq!((of_c1["name"].clone(), of_c1["is_error"].clone()), (json!("echo"), json!(false)));
+    assert_eq!(of_c1["result"]["content"][0]["text"], "secret");
+}
+
+#[test]
+fn final_answer_hooks_send_an_answer_back_with_feedback() {
+    let seen = recorder();
+    let guard = hook(&[HookStage::FinalAnswer], &seen, |payload| {
+        let text = payload["message"]["content"][0]["text"].as_str().unwrap_or("");
+        if text.contains("password") {
+            json!({"retry": "Do not reveal passwords."})
+        } else {
+            json!({})
+        }
+    });
+    let agent =
+        with_hooks(json!([{"text": "The password is x."}, {"text": "I cannot say."}]), json!({}), vec![], vec![guard]);
+    let (result, _) = run(&agent, "password?");
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(result.rounds, 2);
+    let messages = transcript(&result);
+    assert_eq!(messages[2], json!({"role": "user", "content": "Do not reveal passwords."}));
+    assert_eq!(seen.lock().unwrap().len(), 2);
+    assert_eq!(seen.lock().unwrap()[0]["turn"], 1);
+
+    let always_retry = hook(&[HookStage::FinalAnswer], &recorder(), |_| json!({"retry": "Again."}));
+    let agent = with_hooks(json!([{"text": "a", "repeat": 10}]), json!({"max_rounds": 3}), vec![], vec![always_retry]);
+    let (result, _) = run(&agent, "go");
+    assert_eq!((result.status, result.rounds), (RunStatus::MaxRounds, 3), "retries count toward max_rounds");
+}
+
+#[test]
+fn an_abort_at_any_stage_fails_the_run_with_a_legal_transcript() {
+    for stage in
+        [HookStage::RunStart, HookStage::TurnStart, HookStage::ToolCall, HookStage::ToolResult, HookStage::FinalAnswer]
+    {
+        let aborting = hook(&[stage], &recorder(), |_| json!({"abort": "policy says no"}));
+        let script =
+            json!([{"tool_calls": [call("c1", "echo", json!({})), call("c2", "echo", json!({}))]}, {"text": "done"}]);
+        let agent = with_hooks(script, json!({}), vec![echo("echo")], vec![aborting]);
+        let (result, events) = run(&agent, "go");
+        failed_with(
+            &result,
+            ErrorCode::HookAborted,
+            &format!("a {} hook aborted the run: policy says no", stage.name()),
+        );
+        assert_event_invariants(&events);
+    }
+}
+
+#[test]
+fn invalid_decisions_fail_the_run_naming_the_problem() {
+    for (stage, decision, says) in [
+        (HookStage::ToolCall, json!({"deny": "x", "approve": true}), "two decisions at once"),
+        (HookStage::ToolCall, json!({"retry": "x"}), "\"retry\" is not a decision of this stage"),
+        (HookStage::ToolCall, json!({"approve": false}), "takes true"),
+        (HookStage::TurnStart, json!({"colour": 1}), "is not a decision"),
+        (HookStage::TurnStart, json!([]), "must be a JSON object"),
+        (HookStage::FinalAnswer, json!({"retry": 5}), "must be a string"),
+    ] {
+        let bad = hook(&[stage], &recorder(), move |_| decision.clone());
+        let script = json!([{"tool_calls": [call("c1", "echo", json!({}))]}, {"text": "done"}]);
+        let agent = with_hooks(script, json!({}), vec![echo("echo")], vec![bad]);
+        failed_with(&run(&agent, "go").0, ErrorCode::InvalidArg, says);
+    }
+}
+
+#[test]
+fn a_hook_that_never_decides_times_out_and_cancellation_reaches_it() {
+    let silent = Hook::new(vec![HookStage::TurnStart], |_: HookRequest| {
+        std::future::pending::<ferrule::error::Result<HookDecision>>()
+    })
+    .unwrap();
+    let agent = with_hooks(json!([{"text": "x"}]), json!({"hook_timeout_ms": 30}), vec![], vec![silent.clone()]);
+    let (result, events) = run(&agent, "go");
+    failed_with(&result, ErrorCode::Timeout, "a turn_start hook did not decide within 30 ms");
+    assert_event_invariants(&events);
+
+    let agent = with_hooks(json!([{"text": "x"}]), json!({"hook_timeout_ms": 0}), vec![], vec![silent]);
+    let (handle, _) = start(&agent, "go");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    handle.cancel();
+    assert_eq!(handle.wait_blocking().unwrap().status, RunStatus::Cancelled);
+}
+
+#[test]
+fn a_run_may_be_limited_to_some_tools() {
+    let (lookup, lookups) = counted("lookup", json!({}));
+    let (delete, deletes) = counted("delete", json!({}));
+    let seen = recorder();
+    let watcher = hook(&[HookStage::TurnStart], &seen, |_| json!({}));
+    let script =
+        json!([{"tool_calls": [call("c1", "lookup", json!({})), call("c2", "delete", json!({}))]}, {"text": "done"}]);
+    let agent = with_hooks(script, json!({}), vec![lookup, delete], vec![watcher]);
+    let input = RunInput::from_json(r#"{"prompt": "go", "tools": ["lookup"]}"#).unwrap();
+    let (result, _) = run_input(&agent, input);
+    assert_eq!((lookups.load(Ordering::SeqCst), deletes.load(Ordering::SeqCst)), (1, 0));
+    assert!(text(&tool_results(&result)[1]).contains("Unknown tool \"delete\""));
+    assert_eq!(seen.lock().unwrap()[0]["tools"], json!(["lookup"]));
+    let error =
+        agent.start(RunInput::from_json(r#"{"prompt": "go", "tools": ["nope"]}"#).unwrap(), None).err().unwrap();
+    assert_eq!(error.code, ErrorCode::InvalidArg);
+    assert!(error.message.contains("\"nope\""), "{}", error.message);
+}
