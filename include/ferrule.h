@@ -67,6 +67,8 @@ enum FERRULE_ERROR
   // The model's final answer did not satisfy the agent's `output_schema`, also
   // after `output_retries` corrections.
   FERRULE_ERROR_INVALID_OUTPUT = 18,
+  // A hook aborted the run (`{"abort": "reason"}`).
+  FERRULE_ERROR_HOOK_ABORTED = 19,
   // The provider rejected the credentials (HTTP 401, 403).
   FERRULE_ERROR_PROVIDER_AUTH = 32,
   // The provider rejected the request (HTTP 400, 413, 422).
@@ -104,6 +106,10 @@ typedef struct ferrule_agent_builder ferrule_agent_builder;
 // An error returned by a fallible function. Owned by the caller; free it with
 // `ferrule_error_free`. Safe to read from any thread.
 typedef struct ferrule_error ferrule_error;
+
+// One consultation of a host hook: an opaque handle. See `ferrule_hook_respond`
+// for its life.
+typedef struct ferrule_hook ferrule_hook;
 
 // A run. Every handle (from `ferrule_agent_start` or `_clone`) is freed with
 // `ferrule_run_free`; freeing the last one cancels the run if it is still going.
@@ -174,8 +180,15 @@ typedef struct ferrule_str {
   size_t len;
 } ferrule_str;
 
-// Runs when a call is cancelled before it completes; see
-// `ferrule_tool_call_on_cancel`.
+// A host hook's function. It must eventually call `ferrule_hook_respond` on
+// `hook` exactly once, before it returns or later from any thread. It runs on
+// one of ferrule's callback threads, where it may block (a blocked hook slows
+// only its own run, and `hook_timeout_ms` bounds it).
+typedef void (*ferrule_hook_fn)(void *user_data,
+                                struct ferrule_hook *hook);
+
+// Runs when a request is cancelled before the host answers it; see
+// `ferrule_tool_call_on_cancel` and `ferrule_hook_on_cancel`.
 typedef void (*ferrule_cancel_fn)(void *user_data);
 
 #ifdef __cplusplus
@@ -265,6 +278,60 @@ struct ferrule_str ferrule_error_message(const struct ferrule_error *error);
 // Frees an error. NULL is a no-op. Any thread; works in a forked child too.
 void ferrule_error_free(struct ferrule_error *error);
 
+// Adds a hook consulted at the stages `stages_json` names (a JSON list such as
+// `["tool_call", "final_answer"]`: `run_start`, `turn_start`, `tool_call`,
+// `tool_result`, `final_answer`). Hooks of one stage are consulted in the order
+// they were added. `free_user_data(user_data)` runs once, when the agent, every
+// run of it and every running callback of the hook are gone. On error the host
+// still owns `user_data`: `FERRULE_ERROR_NULL_ARG` for a NULL builder or `decide`,
+// `FERRULE_ERROR_INVALID_ARG` for an unknown, repeated or missing stage.
+struct ferrule_error *ferrule_agent_builder_add_hook(struct ferrule_agent_builder *builder,
+                                                     const char *stages_json,
+                                                     size_t len,
+                                                     ferrule_hook_fn decide,
+                                                     void *user_data,
+                                                     ferrule_free_fn free_user_data);
+
+// The stage the hook is consulted at (`"tool_call"`...). Borrowed from `hook`;
+// valid until the hook is responded to. Empty for NULL and for a hook already
+// responded to. Any thread.
+struct ferrule_str ferrule_hook_stage(const struct ferrule_hook *hook);
+
+// The payload: a JSON object whose fields depend on the stage (DESIGN section
+// 10; each has `run_id`). Borrowed from `hook`; valid until the hook is
+// responded to. Empty for NULL and for a hook already responded to. Any thread.
+struct ferrule_str ferrule_hook_payload(const struct ferrule_hook *hook);
+
+// Whether the run no longer waits for this hook (it was cancelled, or the hook
+// timed out): the response will be discarded. True as well for a hook already
+// responded to, and for NULL. Any thread.
+bool ferrule_hook_is_cancelled(const struct ferrule_hook *hook);
+
+// Responds with the decision, a JSON object: `{}` to go on, `{"abort":
+// "reason"}`, or one decision the stage takes (DESIGN section 10). Consumes the
+// handle, also when the decision is invalid: then the run ends `failed` with
+// the error this returns (`FERRULE_ERROR_INVALID_JSON` or
+// `FERRULE_ERROR_INVALID_ARG`, naming what is wrong). A response after the hook
+// timed out or the run was cancelled is accepted and discarded. Any thread,
+// inside the callback or later. `FERRULE_ERROR_ALREADY_COMPLETED` once the hook
+// was responded to, whichever thread did it.
+struct ferrule_error *ferrule_hook_respond(struct ferrule_hook *hook,
+                                           const char *decision_json,
+                                           size_t len);
+
+// Registers a one-shot cancel handler: `on_cancel(user_data)` runs when the run
+// stops waiting for the hook (it was cancelled, or the hook timed out) before the
+// hook was responded to, or at once if that already happened, on a ferrule
+// callback thread. The hook must still be responded to. `free_user_data` runs
+// once, when the hook has been responded to and the handler, if it ran, has
+// returned. At most one handler per hook (`FERRULE_ERROR_INVALID_ARG`);
+// `FERRULE_ERROR_ALREADY_COMPLETED` once responded to. On error the host still
+// owns `user_data`. Any thread.
+struct ferrule_error *ferrule_hook_on_cancel(struct ferrule_hook *hook,
+                                             ferrule_cancel_fn on_cancel,
+                                             void *user_data,
+                                             ferrule_free_fn free_user_data);
+
 // The run's id (`"run-7"`), as in its events. Borrowed from `run`; valid until
 // that handle is freed. Empty for NULL.
 struct ferrule_str ferrule_run_id(const struct ferrule_run *run);
@@ -281,6 +348,18 @@ struct ferrule_str ferrule_run_id(const struct ferrule_run *run);
 struct ferrule_error *ferrule_run_wait(struct ferrule_run *run,
                                        char **result_json,
                                        size_t *len);
+
+// Queues a message into the live run: a `user` or `system` message (the
+// transcript's JSON). It enters the transcript before the next model request
+// (never between a call and its result), marked `"origin": "injection"`, and a
+// `message_injected` event reports it; one still waiting when the model gives a
+// final answer keeps the run going for one more request. Any thread, inside
+// callbacks too; never blocks. `FERRULE_ERROR_INVALID_JSON` /
+// `FERRULE_ERROR_INVALID_ARG` for a message that does not parse or has another
+// role, `FERRULE_ERROR_ALREADY_COMPLETED` once the run is over.
+struct ferrule_error *ferrule_run_inject(struct ferrule_run *run,
+                                         const char *message_json,
+                                         size_t len);
 
 // Cancels the run: running tools see `ferrule_tool_call_is_cancelled`, nothing new
 // starts, and the run ends with status `cancelled` (unless it already ended).

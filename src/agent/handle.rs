@@ -6,6 +6,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::RunResult;
+use crate::message::Message;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::CallbackScope;
 
@@ -31,17 +32,22 @@ pub(crate) struct RunShared {
     pub(crate) id: Arc<str>,
     pub(crate) serial: u64,
     pub(crate) cancel: CancellationToken,
+    /// Messages injected into the live run and not yet in its transcript; `None`
+    /// once the run took the last of them.
+    injections: Mutex<Option<Vec<Message>>>,
     result: Mutex<Option<Arc<RunResult>>>,
     finished: Condvar,
     finished_async: Notify,
 }
 
 impl RunShared {
-    pub(crate) fn new(id: Arc<str>, serial: u64) -> Self {
+    /// A run's shared part; `injections` wait for its first request.
+    pub(crate) fn new(id: Arc<str>, serial: u64, injections: Vec<Message>) -> Self {
         RunShared {
             id,
             serial,
             cancel: CancellationToken::new(),
+            injections: Mutex::new(Some(injections)),
             result: Mutex::new(None),
             finished: Condvar::new(),
             finished_async: Notify::new(),
@@ -54,6 +60,21 @@ impl RunShared {
         *self.result.lock().unwrap_or_else(|e| e.into_inner()) = Some(result);
         self.finished.notify_all();
         self.finished_async.notify_waiters();
+    }
+
+    /// The injected messages waiting for the transcript, taken. With `last`, no
+    /// more are taken in: later injections fail.
+    pub(crate) fn take_injections(&self, last: bool) -> Vec<Message> {
+        let mut injections = self.injections.lock().unwrap_or_else(|e| e.into_inner());
+        match last {
+            true => injections.take().unwrap_or_default(),
+            false => injections.as_mut().map(std::mem::take).unwrap_or_default(),
+        }
+    }
+
+    /// Whether injected messages wait for the transcript.
+    pub(crate) fn has_injections(&self) -> bool {
+        self.injections.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|queue| !queue.is_empty())
     }
 
     fn result(&self) -> Option<Arc<RunResult>> {
@@ -76,6 +97,24 @@ impl Run {
     /// the run ends with status `cancelled` (unless it already ended).
     pub fn cancel(&self) {
         self.shared.cancel.cancel();
+    }
+
+    /// Queues a user or system message into the live run. It enters the
+    /// transcript before the next model request (never between a call and its
+    /// result), marked `"origin": "injection"`, with a `message_injected` event; a
+    /// message still waiting when the model answers keeps the run going for one
+    /// more request. `INVALID_ARG` for another role or invalid parts,
+    /// `ALREADY_COMPLETED` once the run is over. Any thread.
+    pub fn inject(&self, mut message: Message) -> Result<()> {
+        super::run::mark_injected(&mut message).map_err(|problem| Error::invalid_arg(format!("inject: {problem}")))?;
+        let mut injections = self.shared.injections.lock().unwrap_or_else(|e| e.into_inner());
+        match injections.as_mut() {
+            Some(queue) => {
+                queue.push(message);
+                Ok(())
+            }
+            None => Err(Error::new(ErrorCode::AlreadyCompleted, format!("{} is over; nothing can be injected", self.shared.id))),
+        }
     }
 
     /// The result, if the run has ended.

@@ -47,6 +47,8 @@ pub(crate) struct RunOrigin {
     pub(crate) approvals: Approvals,
     /// The run's tool set (run input `tools`); `None`: every tool of the agent.
     pub(crate) tools: Option<HashSet<String>>,
+    /// Injected messages the transcript does not hold yet.
+    pub(crate) injections: Vec<Message>,
 }
 
 impl RunOrigin {
@@ -63,6 +65,7 @@ impl RunOrigin {
             disclosed: HashSet::new(),
             approvals: Approvals::default(),
             tools: None,
+            injections: Vec::new(),
         }
     }
 }
@@ -76,12 +79,13 @@ pub(crate) fn start(
 ) -> Run {
     let serial = NEXT_RUN_SERIAL.fetch_add(1, Ordering::Relaxed);
     let id: Arc<str> = format!("run-{serial}").into();
-    let shared = Arc::new(RunShared::new(id.clone(), serial));
+    let shared = Arc::new(RunShared::new(id.clone(), serial, origin.injections));
     let (events, dispatcher) = events::channel(id.clone(), serial, sink, threads.events);
     let dispatcher = dispatcher.map(|d| threads.runtime.spawn(d));
     let run = RunLoop {
         open_turn: 0,
         agent,
+        shared: shared.clone(),
         id,
         serial,
         cancel: shared.cancel.clone(),
@@ -97,6 +101,7 @@ pub(crate) fn start(
         approvals: origin.approvals,
         tools: origin.tools,
         interruptions: Vec::new(),
+        waiting_injections: Vec::new(),
         timed_out: Arc::default(),
         output: None,
         output_corrections: origin.output_corrections,
@@ -120,6 +125,7 @@ async fn supervise(
     let deadline = RunDeadline::start(run.agent.inner.config.run_timeout_ms, &run.cancel, &run.timed_out);
     let ended = AssertUnwindSafe(run.drive()).catch_unwind().await;
     let timed_out = deadline.is_some_and(RunDeadline::finish);
+    let late_injections = run.shared.take_injections(true);
     let (status, error) = match ended {
         // The deadline's cancellation ended the run (not a finish just before it).
         Ok((RunStatus::Cancelled, _)) if timed_out => {
@@ -136,6 +142,16 @@ async fn supervise(
             (RunStatus::Failed, Some(Error::new(ErrorCode::Panic, format!("ferrule panicked during the run: {text}"))))
         }
     };
+    if status == RunStatus::Interrupted {
+        // They wait in the state, for the resumed run's next request.
+        run.waiting_injections = late_injections;
+    } else {
+        // Nothing is lost: they end the transcript.
+        for message in late_injections {
+            run.events.emit(EventKind::MessageInjected { message: message.clone() }).await;
+            run.messages.push(message);
+        }
+    }
     let events = run.events.clone();
     let serial = run.serial;
     let (result, agent) = run.finish(status, error);
@@ -200,6 +216,8 @@ struct RunLoop {
     /// The turn between its turn_start and turn_end events, or 0.
     open_turn: u32,
     agent: Agent,
+    /// What the host's handles share: injections arrive here.
+    shared: Arc<RunShared>,
     id: Arc<str>,
     serial: u64,
     cancel: tokio_util::sync::CancellationToken,
@@ -223,6 +241,8 @@ struct RunLoop {
     tools: Option<HashSet<String>>,
     /// The calls the run stopped for, when it was interrupted.
     interruptions: Vec<Interruption>,
+    /// Injected messages an interrupted run keeps in its state.
+    waiting_injections: Vec<Message>,
     /// Set when the run's deadline (`run_timeout_ms`) cancelled it.
     timed_out: Arc<std::sync::atomic::AtomicBool>,
     /// The final answer as JSON, once it satisfied the output schema.
@@ -280,6 +300,7 @@ impl RunLoop {
         let agent = self.agent.clone();
         let inner = &agent.inner;
         self.rounds = turn;
+        self.take_injections(false).await;
         let turn_tools = match self.consult_turn_start_hooks(turn).await {
             Ok(turn_tools) => turn_tools,
             Err(stop) => return Some(stop.ending()),
@@ -401,6 +422,10 @@ impl RunLoop {
         let agent = self.agent.clone();
         let text = crate::message::text_of(&message.content);
         self.messages.push(Message::Assistant(message));
+        if self.shared.has_injections() {
+            // The model has not seen them yet: one more request answers them.
+            return None;
+        }
         if let Some(schema) = &agent.inner.output {
             let checked = output_json(&text).and_then(|value| schema.validate(&value).map(|()| value));
             let retries = agent.inner.config.output_retries;
@@ -431,6 +456,15 @@ impl RunLoop {
                 None
             }
             Err(stop) => Some(stop.ending()),
+        }
+    }
+
+    /// Moves the injected messages into the transcript, each with its event;
+    /// with `last`, the run takes no more.
+    async fn take_injections(&mut self, last: bool) {
+        for message in self.shared.take_injections(last) {
+            self.events.emit(EventKind::MessageInjected { message: message.clone() }).await;
+            self.messages.push(message);
         }
     }
 
@@ -559,6 +593,7 @@ impl RunLoop {
                 interruptions: &self.interruptions,
                 execute_only: self.execute_only,
                 tools: self.tools.as_ref(),
+                injections: &self.waiting_injections,
             })
         });
         let result = RunResult {

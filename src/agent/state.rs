@@ -45,6 +45,8 @@ pub struct RunState {
     execute_only: bool,
     /// The run's tool set (run input `tools`), sorted; null: every tool.
     tools: Option<Vec<String>>,
+    /// Messages injected into the run that its transcript does not hold yet.
+    injections: Vec<Message>,
 }
 
 /// What a run had when it stopped for approval.
@@ -59,6 +61,7 @@ pub(crate) struct Interrupted<'a> {
     pub(crate) interruptions: &'a [Interruption],
     pub(crate) execute_only: bool,
     pub(crate) tools: Option<&'a HashSet<String>>,
+    pub(crate) injections: &'a [Message],
 }
 
 impl RunState {
@@ -83,6 +86,7 @@ impl RunState {
                 tools.sort();
                 tools
             }),
+            injections: run.injections.to_vec(),
         }
     }
 
@@ -131,6 +135,9 @@ impl RunState {
         }
         let before_waiting = &self.messages[..self.messages.len() - 1];
         super::input::check_messages(before_waiting).map_err(|e| refuse(format!("state: {}", e.message)))?;
+        if let Some(i) = self.injections.iter().position(|m| !matches!(m, Message::User(_) | Message::System(_))) {
+            return Err(refuse(format!("state: injections[{i}] is not a user or system message")));
+        }
         let waiting = self.messages.len() - 1;
         super::input::check_parts(&self.messages[waiting])
             .map_err(|e| refuse(format!("state: messages[{waiting}]: {e}")))
@@ -185,6 +192,7 @@ impl RunState {
             disclosed: self.disclosed.into_iter().collect(),
             approvals,
             tools: self.tools.map(|tools| tools.into_iter().collect()),
+            injections: self.injections,
         })
     }
 }

@@ -16,7 +16,7 @@ use crate::tool::{ToolOptions, ToolSpec};
 /// Collects an agent's configuration and tools. Owned by the host; not for use
 /// from two threads at once. Consumed by `ferrule_agent_build`.
 pub struct ferrule_agent_builder {
-    inner: AgentBuilder,
+    pub(super) inner: AgentBuilder,
 }
 
 /// A built agent: immutable and shared. Every handle (from `_build` or `_clone`)

@@ -2,7 +2,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use super::boundary::{arg_mut, arg_opt, arg_ref, free_box, give_box, guard, guard_or};
+use super::boundary::{arg_mut, arg_opt, arg_ref, arg_str, free_box, give_box, guard, guard_or};
 use super::error::ferrule_error;
 use super::foreign_data::ForeignData;
 use super::string::{ferrule_str, give_string, NulTerminated};
@@ -93,6 +93,28 @@ pub unsafe extern "C" fn ferrule_run_wait(
         let json = serde_json::to_string(&*result)
             .map_err(|e| Error::new(ErrorCode::Panic, format!("the run result did not serialise: {e}")))?;
         give_string(json, result_json, len)
+    })
+}
+
+/// Queues a message into the live run: a `user` or `system` message (the
+/// transcript's JSON). It enters the transcript before the next model request
+/// (never between a call and its result), marked `"origin": "injection"`, and a
+/// `message_injected` event reports it; one still waiting when the model gives a
+/// final answer keeps the run going for one more request. Any thread, inside
+/// callbacks too; never blocks. `FERRULE_ERROR_INVALID_JSON` /
+/// `FERRULE_ERROR_INVALID_ARG` for a message that does not parse or has another
+/// role, `FERRULE_ERROR_ALREADY_COMPLETED` once the run is over.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_run_inject(
+    run: *mut ferrule_run,
+    message_json: *const c_char,
+    len: usize,
+) -> *mut ferrule_error {
+    guard(|| {
+        // SAFETY: the host passes a live run (or NULL) and `len` readable bytes.
+        let run = unsafe { arg_ref(run, "run") }?;
+        let json = unsafe { arg_str(message_json, len, "message_json") }?;
+        run.inner.inject(crate::json::parse_document("injected message", json)?)
     })
 }
 

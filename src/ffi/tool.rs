@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::tool_call::{self, ferrule_tool_call, CallTicket};
+use futures_util::FutureExt;
 use crate::tool::{Invocation, ToolFunction, ToolOutcome};
 use crate::BoxFuture;
 
@@ -66,7 +67,7 @@ struct ForeignCallback {
 impl ForeignCallback {
     fn call(&self, ticket: CallTicket) {
         // SAFETY: the host's function gets its own user data and a live call handle.
-        ticket.hand_over(|call| unsafe { (self.execute)(self.user_data.data, call) });
+        ticket.hand_over(|call| unsafe { (self.execute)(self.user_data.data, call.as_ptr()) });
     }
 }
 
@@ -87,6 +88,7 @@ impl ToolFunction for ForeignTool {
                 "Too many tool calls are in progress in this process; try again later.".to_owned(),
             )));
         };
+        let pending = pending.map(|outcome| outcome.unwrap_or_else(tool_call::unanswered));
         if self.nonblocking {
             self.callback.call(ticket);
             return Box::pin(pending);

@@ -9,21 +9,14 @@
 //! are valid until the call is completed or failed.
 
 use std::ffi::{c_char, c_void};
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
 
-use tokio::sync::oneshot;
-use tokio_util::sync::CancellationToken;
-
-use super::boundary::{arg_str, guard, guard_or, null_arg};
+use super::boundary::{arg_str, guard, guard_or};
 use super::error::ferrule_error;
-use super::foreign_data::{ferrule_free_fn, ForeignData};
+use super::foreign_data::ferrule_free_fn;
 use super::handle_table::HandleTable;
+use super::host_request::{self, ferrule_cancel_fn, Answerable, Handle, HostRequest, Pending, Ticket};
 use super::string::{ferrule_str, NulTerminated};
-use crate::error::{Error, ErrorCode, Result};
-use crate::runtime::{CallbackKind, CallbackScope};
+use crate::error::Result;
 use crate::tool::{Invocation, ToolOutcome, ToolResult, UpdateSink};
 
 /// One call of a host tool: an opaque handle. See `ferrule_tool_call_complete`
@@ -32,219 +25,56 @@ pub struct ferrule_tool_call {
     _opaque: [u8; 0],
 }
 
-/// Runs when a call is cancelled before it completes; see
-/// `ferrule_tool_call_on_cancel`.
-pub type ferrule_cancel_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
-
 /// Every call whose host has not completed it yet.
 static LIVE_CALLS: HandleTable<ForeignCall> = HandleTable::new();
 
 /// A call as ferrule keeps it while the host works on it.
-struct ForeignCall {
+pub(crate) struct ForeignCall {
     id: NulTerminated,
     name: NulTerminated,
     arguments: NulTerminated,
-    cancel: CancellationToken,
     updates: UpdateSink,
-    run_serial: u64,
-    state: Mutex<CallState>,
+    request: HostRequest<ToolOutcome>,
 }
 
-struct CallState {
-    /// Taken by the one completion.
-    completion: Option<oneshot::Sender<ToolOutcome>>,
-    /// The host's cancel handler, kept until the call is completed. Its user data
-    /// is freed when the call is completed and the handler, if it ran, returned.
-    cancel_handler: Option<Arc<CancelHandler>>,
-    /// The handler was started; it runs once.
-    handler_fired: bool,
-}
+impl Answerable for ForeignCall {
+    type Answer = ToolOutcome;
+    const ANSWERED: &'static str = "this tool call was already completed or failed";
 
-struct CancelHandler {
-    function: unsafe extern "C" fn(*mut c_void),
-    user_data: ForeignData,
-}
-
-impl CancelHandler {
-    /// Runs the handler on a tool callback thread, in the run's callback scope.
-    fn fire(self: Arc<Self>, run_serial: u64) {
-        match crate::runtime::threads() {
-            Ok(threads) => threads.tool_callbacks.submit_urgent(Box::new(move || self.run(run_serial))),
-            Err(_) => self.run(run_serial),
-        }
+    fn table() -> &'static HandleTable<Self> {
+        &LIVE_CALLS
     }
 
-    fn run(&self, run_serial: u64) {
-        let _scope = CallbackScope::enter(run_serial, CallbackKind::Tool);
-        // SAFETY: the host registered this function for this user data.
-        unsafe { (self.function)(self.user_data.data) };
+    fn request(&self) -> &HostRequest<ToolOutcome> {
+        &self.request
     }
 }
 
-impl ForeignCall {
-    fn new(invocation: Invocation, completion: oneshot::Sender<ToolOutcome>) -> Self {
-        let (call, cancel, updates, run_serial) = invocation.into_parts();
-        ForeignCall {
-            id: NulTerminated::from_string(call.id),
-            name: NulTerminated::from_string(call.name),
-            arguments: NulTerminated::from_string(call.arguments),
-            cancel,
-            updates,
-            run_serial,
-            state: Mutex::new(CallState { completion: Some(completion), cancel_handler: None, handler_fired: false }),
-        }
-    }
-
-    fn state(&self) -> MutexGuard<'_, CallState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Ends the call with `outcome` (discarded if the runner gave up), letting go
-    /// of the cancel handler (unrun, or once it has returned) first, so a handler
-    /// that never ran is freed before the run can go on.
-    fn finish(&self, outcome: ToolOutcome) {
-        let (completion, handler) = {
-            let mut state = self.state();
-            (state.completion.take(), state.cancel_handler.take())
-        };
-        drop(handler);
-        if let Some(completion) = completion {
-            let _ = completion.send(outcome);
-        }
-    }
-
-    /// The runner gave up on the call: it is cancelled, and its cancel handler runs.
-    fn abandon(&self) {
-        self.cancel.cancel();
-        let handler = self.state().take_unfired_handler();
-        if let Some(handler) = handler {
-            handler.fire(self.run_serial);
-        }
-    }
-
-    /// Whether the call timed out or its run was cancelled: its result will be
-    /// discarded. Set before the runner gives up on it.
-    fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
-    }
-}
-
-impl CallState {
-    /// The registered handler if it has not run yet, marked as run.
-    fn take_unfired_handler(&mut self) -> Option<Arc<CancelHandler>> {
-        if self.handler_fired {
-            return None;
-        }
-        let handler = self.cancel_handler.clone()?;
-        self.handler_fired = true;
-        Some(handler)
-    }
-}
-
-/// A call's handle as ferrule passes it to the host: the key of its table entry.
-#[derive(Clone, Copy)]
-struct CallHandle(usize);
-
-impl CallHandle {
-    /// Enters `call` in the table of live calls.
-    fn register(call: Arc<ForeignCall>) -> Option<CallHandle> {
-        LIVE_CALLS.insert(call).map(CallHandle)
-    }
-
-    fn from_ptr(call: *const ferrule_tool_call) -> Result<CallHandle> {
-        if call.is_null() {
-            return Err(null_arg("call"));
-        }
-        Ok(CallHandle(call as usize))
-    }
-
-    fn as_ptr(self) -> *mut ferrule_tool_call {
-        self.0 as *mut ferrule_tool_call
-    }
-
-    /// The call, while the host has not completed it.
-    fn live(self) -> Result<Arc<ForeignCall>> {
-        LIVE_CALLS.get(self.0).ok_or_else(already_completed)
-    }
-
-    /// Takes the call out of the table: the one completion.
-    fn take(self) -> Result<Arc<ForeignCall>> {
-        LIVE_CALLS.remove(self.0).ok_or_else(already_completed)
-    }
-}
-
-fn already_completed() -> Error {
-    Error::new(ErrorCode::AlreadyCompleted, "this tool call was already completed or failed")
-}
-
-/// The runner's side of a call: resolves with the host's outcome. Dropped before
-/// that (a timeout, a cancelled run), it abandons the call.
-pub(crate) struct PendingCall {
-    outcome: oneshot::Receiver<ToolOutcome>,
-    call: Arc<ForeignCall>,
-    resolved: bool,
-}
-
-impl Future for PendingCall {
-    type Output = ToolOutcome;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<ToolOutcome> {
-        let outcome = std::task::ready!(Pin::new(&mut self.outcome).poll(cx));
-        self.resolved = true;
-        Poll::Ready(
-            outcome
-                .unwrap_or_else(|_| ToolOutcome::Failed("The tool's call was dropped before it completed.".to_owned())),
-        )
-    }
-}
-
-impl Drop for PendingCall {
-    fn drop(&mut self) {
-        if !self.resolved {
-            self.call.abandon();
-        }
-    }
-}
+type CallHandle = Handle<ForeignCall>;
 
 /// Starts a call: enters it in the table and returns what hands it to the host,
 /// with the future of its outcome. `None` when the table is full.
 pub(crate) fn begin(invocation: Invocation) -> Option<(CallTicket, PendingCall)> {
-    let (completion, outcome) = oneshot::channel();
-    let call = Arc::new(ForeignCall::new(invocation, completion));
-    let handle = CallHandle::register(call.clone())?;
-    Some((
-        CallTicket { handle, call: call.clone(), handed_over: false },
-        PendingCall { outcome, call, resolved: false },
-    ))
+    let (call, cancel, updates, run_serial) = invocation.into_parts();
+    let (request, outcome) = HostRequest::new(cancel, run_serial);
+    let call = ForeignCall {
+        id: NulTerminated::from_string(call.id),
+        name: NulTerminated::from_string(call.name),
+        arguments: NulTerminated::from_string(call.arguments),
+        updates,
+        request,
+    };
+    host_request::begin(call, outcome)
 }
 
-/// A registered call not yet handed to the host. Dropped without being handed
-/// over, it takes the call out of the table: the host never sees it.
-pub(crate) struct CallTicket {
-    handle: CallHandle,
-    call: Arc<ForeignCall>,
-    handed_over: bool,
-}
+/// A registered call not yet handed to the host.
+pub(crate) type CallTicket = Ticket<ForeignCall>;
+/// The runner's side of a call.
+pub(crate) type PendingCall = Pending<ForeignCall>;
 
-impl CallTicket {
-    /// Calls `execute` with the call's handle, in the run's callback scope, unless
-    /// the call was cancelled first (while it waited for a thread).
-    pub(crate) fn hand_over(mut self, execute: impl FnOnce(*mut ferrule_tool_call)) {
-        if self.call.is_cancelled() {
-            return;
-        }
-        self.handed_over = true;
-        let _scope = CallbackScope::enter(self.call.run_serial, CallbackKind::Tool);
-        execute(self.handle.as_ptr());
-    }
-}
-
-impl Drop for CallTicket {
-    fn drop(&mut self) {
-        if !self.handed_over {
-            LIVE_CALLS.remove(self.handle.0);
-        }
-    }
+/// What a call the host never answered (it went away) means for the model.
+pub(crate) fn unanswered() -> ToolOutcome {
+    ToolOutcome::Failed("The tool's call was dropped before it completed.".to_owned())
 }
 
 /// The call id the model gave. Borrowed from `call`; valid until the call is
@@ -273,7 +103,7 @@ pub unsafe extern "C" fn ferrule_tool_call_arguments(call: *const ferrule_tool_c
 /// Lends one of a live call's strings. The table entry keeps them alive until
 /// the call is completed, which is as long as the host may use them.
 fn borrow_string(call: *const ferrule_tool_call, field: fn(&ForeignCall) -> &NulTerminated) -> ferrule_str {
-    guard_or(ferrule_str::EMPTY, || match CallHandle::from_ptr(call).and_then(CallHandle::live) {
+    guard_or(ferrule_str::EMPTY, || match CallHandle::from_ptr(call, "call").and_then(CallHandle::live) {
         Ok(call) => field(&call).as_ferrule_str(),
         Err(_) => ferrule_str::EMPTY,
     })
@@ -284,7 +114,9 @@ fn borrow_string(call: *const ferrule_tool_call, field: fn(&ForeignCall) -> &Nul
 /// for a call that was already completed, and for NULL. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_is_cancelled(call: *const ferrule_tool_call) -> bool {
-    guard_or(true, || CallHandle::from_ptr(call).and_then(CallHandle::live).map_or(true, |c| c.is_cancelled()))
+    guard_or(true, || {
+        CallHandle::from_ptr(call, "call").and_then(CallHandle::live).map_or(true, |c| c.request.is_cancelled())
+    })
 }
 
 /// Sends a provisional result (a JSON string, or a tool result object) as a
@@ -307,13 +139,13 @@ pub unsafe extern "C" fn ferrule_tool_call_update(
     len: usize,
 ) -> *mut ferrule_error {
     guard(|| {
-        let handle = CallHandle::from_ptr(call)?;
+        let handle = CallHandle::from_ptr(call, "call")?;
         let live = handle.live()?;
         // SAFETY: the host passes `len` readable bytes.
         match unsafe { result_arg(json, len) } {
             Ok(partial) => live.updates.send_blocking(partial),
             Err(error) => {
-                handle.take()?.finish(ToolOutcome::Invalid(format!("invalid update: {}", error.message)));
+                handle.take()?.request.finish(ToolOutcome::Invalid(format!("invalid update: {}", error.message)));
                 Err(error)
             }
         }
@@ -344,15 +176,15 @@ pub unsafe extern "C" fn ferrule_tool_call_complete(
     len: usize,
 ) -> *mut ferrule_error {
     guard(|| {
-        let call = CallHandle::from_ptr(call)?.take()?;
+        let call = CallHandle::from_ptr(call, "call")?.take()?;
         // SAFETY: the host passes `len` readable bytes.
         match unsafe { result_arg(json, len) } {
             Ok(result) => {
-                call.finish(ToolOutcome::Completed(result));
+                call.request.finish(ToolOutcome::Completed(result));
                 Ok(())
             }
             Err(error) => {
-                call.finish(ToolOutcome::Invalid(error.message.clone()));
+                call.request.finish(ToolOutcome::Invalid(error.message.clone()));
                 Err(error)
             }
         }
@@ -369,15 +201,15 @@ pub unsafe extern "C" fn ferrule_tool_call_fail(
     len: usize,
 ) -> *mut ferrule_error {
     guard(|| {
-        let call = CallHandle::from_ptr(call)?.take()?;
+        let call = CallHandle::from_ptr(call, "call")?.take()?;
         // SAFETY: the host passes `len` readable bytes.
         match unsafe { arg_str(message, len, "message") } {
             Ok(text) => {
-                call.finish(ToolOutcome::Failed(text.to_owned()));
+                call.request.finish(ToolOutcome::Failed(text.to_owned()));
                 Ok(())
             }
             Err(error) => {
-                call.finish(ToolOutcome::Invalid(format!("the failure message was unusable: {}", error.message)));
+                call.request.finish(ToolOutcome::Invalid(format!("the failure message was unusable: {}", error.message)));
                 Err(error)
             }
         }
@@ -405,23 +237,7 @@ pub unsafe extern "C" fn ferrule_tool_call_on_cancel(
     free_user_data: ferrule_free_fn,
 ) -> *mut ferrule_error {
     guard(|| {
-        let call = CallHandle::from_ptr(call)?.live()?;
-        let function = on_cancel.ok_or_else(|| null_arg("on_cancel"))?;
-        let mut state = call.state();
-        if state.completion.is_none() {
-            return Err(already_completed());
-        }
-        if state.cancel_handler.is_some() {
-            return Err(Error::invalid_arg("this tool call already has a cancel handler"));
-        }
-        // Everything is checked: from here on the user data belongs to ferrule.
-        state.cancel_handler =
-            Some(Arc::new(CancelHandler { function, user_data: ForeignData::new(user_data, free_user_data) }));
-        let due = if call.is_cancelled() { state.take_unfired_handler() } else { None };
-        drop(state);
-        if let Some(handler) = due {
-            handler.fire(call.run_serial);
-        }
-        Ok(())
+        let call = CallHandle::from_ptr(call, "call")?.live()?;
+        call.request.on_cancel(on_cancel, user_data, free_user_data, ForeignCall::ANSWERED, "tool call")
     })
 }

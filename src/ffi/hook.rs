@@ -1,0 +1,208 @@
+//! Host hooks: `ferrule_agent_builder_add_hook` and the `ferrule_hook` handle a
+//! hook answers through (DESIGN section 10).
+
+use std::ffi::{c_char, c_void};
+use std::sync::Arc;
+
+use futures_util::FutureExt;
+
+use super::agent::ferrule_agent_builder;
+use super::boundary::{arg_mut, arg_str, guard, guard_or, null_arg};
+use super::error::ferrule_error;
+use super::foreign_data::{ferrule_free_fn, ForeignData};
+use super::handle_table::HandleTable;
+use super::host_request::{self, ferrule_cancel_fn, Answerable, Handle, HostRequest, Ticket};
+use super::string::{ferrule_str, NulTerminated};
+use crate::error::{Error, ErrorCode, Result};
+use crate::hook::{Hook, HookDecision, HookFunction, HookRequest, HookStage};
+use crate::BoxFuture;
+
+/// One consultation of a host hook: an opaque handle. See `ferrule_hook_respond`
+/// for its life.
+pub struct ferrule_hook {
+    _opaque: [u8; 0],
+}
+
+/// A host hook's function. It must eventually call `ferrule_hook_respond` on
+/// `hook` exactly once, before it returns or later from any thread. It runs on
+/// one of ferrule's callback threads, where it may block (a blocked hook slows
+/// only its own run, and `hook_timeout_ms` bounds it).
+pub type ferrule_hook_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, hook: *mut ferrule_hook)>;
+
+/// Every consultation whose host has not responded yet.
+static LIVE_HOOKS: HandleTable<ForeignConsultation> = HandleTable::new();
+
+/// A consultation as ferrule keeps it while the host decides.
+struct ForeignConsultation {
+    stage: HookStage,
+    stage_name: NulTerminated,
+    payload: NulTerminated,
+    request: HostRequest<Result<HookDecision>>,
+}
+
+impl Answerable for ForeignConsultation {
+    type Answer = Result<HookDecision>;
+    const ANSWERED: &'static str = "this hook was already responded to";
+
+    fn table() -> &'static HandleTable<Self> {
+        &LIVE_HOOKS
+    }
+
+    fn request(&self) -> &HostRequest<Self::Answer> {
+        &self.request
+    }
+}
+
+type HookHandle = Handle<ForeignConsultation>;
+
+/// Runs a host hook's callback on a callback thread and resolves with its
+/// decision.
+struct ForeignHook {
+    callback: Arc<HookCallback>,
+}
+
+struct HookCallback {
+    decide: unsafe extern "C" fn(*mut c_void, *mut ferrule_hook),
+    user_data: ForeignData,
+}
+
+impl HookCallback {
+    fn call(&self, ticket: Ticket<ForeignConsultation>) {
+        // SAFETY: the host's function gets its own user data and a live handle.
+        ticket.hand_over(|hook| unsafe { (self.decide)(self.user_data.data, hook.as_ptr()) });
+    }
+}
+
+impl HookFunction for ForeignHook {
+    fn decide(&self, request: HookRequest) -> BoxFuture<'static, Result<HookDecision>> {
+        let (stage, payload, cancel, run_serial) = request.into_parts();
+        let (request, answer) = HostRequest::new(cancel, run_serial);
+        let consultation = ForeignConsultation {
+            stage,
+            stage_name: NulTerminated::new(stage.name()),
+            payload: NulTerminated::from_string(payload),
+            request,
+        };
+        let Some((ticket, pending)) = host_request::begin(consultation, answer) else {
+            return Box::pin(std::future::ready(Err(Error::new(
+                ErrorCode::ResourceExhausted,
+                "too many hook consultations are in progress in this process",
+            ))));
+        };
+        let threads = match crate::runtime::threads() {
+            Ok(threads) => threads,
+            Err(error) => return Box::pin(std::future::ready(Err(error))),
+        };
+        let callback = self.callback.clone();
+        threads.tool_callbacks.submit(Box::new(move || callback.call(ticket)));
+        Box::pin(pending.map(|answer| {
+            answer.unwrap_or_else(|| Err(Error::invalid_arg("the hook's consultation went away without a response")))
+        }))
+    }
+}
+
+/// Adds a hook consulted at the stages `stages_json` names (a JSON list such as
+/// `["tool_call", "final_answer"]`: `run_start`, `turn_start`, `tool_call`,
+/// `tool_result`, `final_answer`). Hooks of one stage are consulted in the order
+/// they were added. `free_user_data(user_data)` runs once, when the agent, every
+/// run of it and every running callback of the hook are gone. On error the host
+/// still owns `user_data`: `FERRULE_ERROR_NULL_ARG` for a NULL builder or `decide`,
+/// `FERRULE_ERROR_INVALID_ARG` for an unknown, repeated or missing stage.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_agent_builder_add_hook(
+    builder: *mut ferrule_agent_builder,
+    stages_json: *const c_char,
+    len: usize,
+    decide: ferrule_hook_fn,
+    user_data: *mut c_void,
+    free_user_data: ferrule_free_fn,
+) -> *mut ferrule_error {
+    guard(|| {
+        // SAFETY: the host passes a live builder (or NULL) and `len` readable bytes.
+        let builder = unsafe { arg_mut(builder, "builder") }?;
+        let stages = HookStage::list_from_json(unsafe { arg_str(stages_json, len, "stages_json") }?)?;
+        let decide = decide.ok_or_else(|| null_arg("decide"))?;
+        // Everything is checked: from here on the user data belongs to ferrule.
+        let callback = Arc::new(HookCallback { decide, user_data: ForeignData::new(user_data, free_user_data) });
+        builder.inner.add_hook(Hook::new(stages, ForeignHook { callback })?);
+        Ok(())
+    })
+}
+
+/// The stage the hook is consulted at (`"tool_call"`...). Borrowed from `hook`;
+/// valid until the hook is responded to. Empty for NULL and for a hook already
+/// responded to. Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_hook_stage(hook: *const ferrule_hook) -> ferrule_str {
+    borrow_string(hook, |h| &h.stage_name)
+}
+
+/// The payload: a JSON object whose fields depend on the stage (DESIGN section
+/// 10; each has `run_id`). Borrowed from `hook`; valid until the hook is
+/// responded to. Empty for NULL and for a hook already responded to. Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_hook_payload(hook: *const ferrule_hook) -> ferrule_str {
+    borrow_string(hook, |h| &h.payload)
+}
+
+fn borrow_string(hook: *const ferrule_hook, field: fn(&ForeignConsultation) -> &NulTerminated) -> ferrule_str {
+    guard_or(ferrule_str::EMPTY, || match HookHandle::from_ptr(hook, "hook").and_then(HookHandle::live) {
+        Ok(hook) => field(&hook).as_ferrule_str(),
+        Err(_) => ferrule_str::EMPTY,
+    })
+}
+
+/// Whether the run no longer waits for this hook (it was cancelled, or the hook
+/// timed out): the response will be discarded. True as well for a hook already
+/// responded to, and for NULL. Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_hook_is_cancelled(hook: *const ferrule_hook) -> bool {
+    guard_or(true, || {
+        HookHandle::from_ptr(hook, "hook").and_then(HookHandle::live).map_or(true, |h| h.request.is_cancelled())
+    })
+}
+
+/// Responds with the decision, a JSON object: `{}` to go on, `{"abort":
+/// "reason"}`, or one decision the stage takes (DESIGN section 10). Consumes the
+/// handle, also when the decision is invalid: then the run ends `failed` with
+/// the error this returns (`FERRULE_ERROR_INVALID_JSON` or
+/// `FERRULE_ERROR_INVALID_ARG`, naming what is wrong). A response after the hook
+/// timed out or the run was cancelled is accepted and discarded. Any thread,
+/// inside the callback or later. `FERRULE_ERROR_ALREADY_COMPLETED` once the hook
+/// was responded to, whichever thread did it.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_hook_respond(
+    hook: *mut ferrule_hook,
+    decision_json: *const c_char,
+    len: usize,
+) -> *mut ferrule_error {
+    guard(|| {
+        let hook = HookHandle::from_ptr(hook, "hook")?.take()?;
+        // SAFETY: the host passes `len` readable bytes.
+        let decision = unsafe { arg_str(decision_json, len, "decision_json") }
+            .and_then(|json| HookDecision::from_json(hook.stage, json));
+        hook.request.finish(decision.clone());
+        decision.map(drop)
+    })
+}
+
+/// Registers a one-shot cancel handler: `on_cancel(user_data)` runs when the run
+/// stops waiting for the hook (it was cancelled, or the hook timed out) before the
+/// hook was responded to, or at once if that already happened, on a ferrule
+/// callback thread. The hook must still be responded to. `free_user_data` runs
+/// once, when the hook has been responded to and the handler, if it ran, has
+/// returned. At most one handler per hook (`FERRULE_ERROR_INVALID_ARG`);
+/// `FERRULE_ERROR_ALREADY_COMPLETED` once responded to. On error the host still
+/// owns `user_data`. Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_hook_on_cancel(
+    hook: *mut ferrule_hook,
+    on_cancel: ferrule_cancel_fn,
+    user_data: *mut c_void,
+    free_user_data: ferrule_free_fn,
+) -> *mut ferrule_error {
+    guard(|| {
+        let hook = HookHandle::from_ptr(hook, "hook")?.live()?;
+        hook.request.on_cancel(on_cancel, user_data, free_user_data, ForeignConsultation::ANSWERED, "hook")
+    })
+}

@@ -1,0 +1,278 @@
+//! Requests the host answers exactly once through a handle: tool calls
+//! (`ferrule_tool_call`) and hook consultations (`ferrule_hook`).
+//!
+//! A handle is the key of an entry in a table of live requests, never a pointer
+//! ferrule dereferences (see `handle_table`). The answer takes the entry out of
+//! the table, so from then on, on every thread and however late, the handle is
+//! recognised as stale. The runner waits on a [`Pending`]; when it stops waiting
+//! first (a timeout, a cancelled run), the request is cancelled and its cancel
+//! handler runs, and a later answer is accepted and discarded.
+
+use std::ffi::c_void;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::boundary::null_arg;
+use super::foreign_data::{ferrule_free_fn, ForeignData};
+use super::handle_table::HandleTable;
+use crate::error::{Error, ErrorCode, Result};
+use crate::runtime::{CallbackKind, CallbackScope};
+
+/// Runs when a request is cancelled before the host answers it; see
+/// `ferrule_tool_call_on_cancel` and `ferrule_hook_on_cancel`.
+pub type ferrule_cancel_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
+
+/// A kind of request: what a table entry holds, and where the table is.
+pub(crate) trait Answerable: Send + Sync + Sized + 'static {
+    /// What the host's answer becomes for the runner.
+    type Answer: Send + 'static;
+    /// The table of this kind's live requests.
+    fn table() -> &'static HandleTable<Self>;
+    /// The request's shared part.
+    fn request(&self) -> &HostRequest<Self::Answer>;
+    /// What a stale handle's error says, such as "this tool call was already
+    /// completed or failed".
+    const ANSWERED: &'static str;
+}
+
+/// The part every request has: the run it belongs to, its cancellation, the
+/// one answer, and the host's cancel handler.
+pub(crate) struct HostRequest<A> {
+    cancel: CancellationToken,
+    run_serial: u64,
+    state: Mutex<RequestState<A>>,
+}
+
+struct RequestState<A> {
+    /// Taken by the one answer.
+    answer: Option<oneshot::Sender<A>>,
+    /// The host's cancel handler, kept until the request is answered. Its user
+    /// data is freed when the request is answered and the handler, if it ran,
+    /// returned.
+    cancel_handler: Option<Arc<CancelHandler>>,
+    /// The handler was started; it runs once.
+    handler_fired: bool,
+}
+
+struct CancelHandler {
+    function: unsafe extern "C" fn(*mut c_void),
+    user_data: ForeignData,
+}
+
+impl CancelHandler {
+    /// Runs the handler on a tool callback thread, in the run's callback scope.
+    fn fire(self: Arc<Self>, run_serial: u64) {
+        match crate::runtime::threads() {
+            Ok(threads) => threads.tool_callbacks.submit_urgent(Box::new(move || self.run(run_serial))),
+            Err(_) => self.run(run_serial),
+        }
+    }
+
+    fn run(&self, run_serial: u64) {
+        let _scope = CallbackScope::enter(run_serial, CallbackKind::Tool);
+        // SAFETY: the host registered this function for this user data.
+        unsafe { (self.function)(self.user_data.data) };
+    }
+}
+
+impl<A> HostRequest<A> {
+    /// A request of the run `run_serial`, cancelled with `cancel`; the receiver
+    /// gets the answer.
+    pub(crate) fn new(cancel: CancellationToken, run_serial: u64) -> (Self, oneshot::Receiver<A>) {
+        let (answer, receiver) = oneshot::channel();
+        let state = Mutex::new(RequestState { answer: Some(answer), cancel_handler: None, handler_fired: false });
+        (HostRequest { cancel, run_serial, state }, receiver)
+    }
+
+    fn state(&self) -> MutexGuard<'_, RequestState<A>> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The serial of the run the request belongs to.
+    pub(crate) fn run_serial(&self) -> u64 {
+        self.run_serial
+    }
+
+    /// Answers with `answer` (discarded if the runner gave up), letting go of the
+    /// cancel handler (unrun, or once it has returned) first, so a handler that
+    /// never ran is freed before the run can go on.
+    pub(crate) fn finish(&self, answer: A) {
+        let (sender, handler) = {
+            let mut state = self.state();
+            (state.answer.take(), state.cancel_handler.take())
+        };
+        drop(handler);
+        if let Some(sender) = sender {
+            let _ = sender.send(answer);
+        }
+    }
+
+    /// The runner gave up on the request: it is cancelled, and its cancel
+    /// handler runs.
+    fn abandon(&self) {
+        self.cancel.cancel();
+        let handler = self.state().take_unfired_handler();
+        if let Some(handler) = handler {
+            handler.fire(self.run_serial);
+        }
+    }
+
+    /// Whether the runner no longer waits for the answer (or is about to stop):
+    /// it will be discarded.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// Registers the host's one-shot cancel handler; it fires at once (on a
+    /// callback thread) when the request was already cancelled. On error the host
+    /// still owns `user_data`.
+    pub(crate) fn on_cancel(
+        &self,
+        on_cancel: ferrule_cancel_fn,
+        user_data: *mut c_void,
+        free_user_data: ferrule_free_fn,
+        answered: &'static str,
+        what: &str,
+    ) -> Result<()> {
+        let function = on_cancel.ok_or_else(|| null_arg("on_cancel"))?;
+        let mut state = self.state();
+        if state.answer.is_none() {
+            return Err(Error::new(ErrorCode::AlreadyCompleted, answered));
+        }
+        if state.cancel_handler.is_some() {
+            return Err(Error::invalid_arg(format!("this {what} already has a cancel handler")));
+        }
+        // Everything is checked: from here on the user data belongs to ferrule.
+        state.cancel_handler =
+            Some(Arc::new(CancelHandler { function, user_data: ForeignData::new(user_data, free_user_data) }));
+        let due = if self.is_cancelled() { state.take_unfired_handler() } else { None };
+        drop(state);
+        if let Some(handler) = due {
+            handler.fire(self.run_serial);
+        }
+        Ok(())
+    }
+}
+
+impl<A> RequestState<A> {
+    /// The registered handler if it has not run yet, marked as run.
+    fn take_unfired_handler(&mut self) -> Option<Arc<CancelHandler>> {
+        if self.handler_fired {
+            return None;
+        }
+        let handler = self.cancel_handler.clone()?;
+        self.handler_fired = true;
+        Some(handler)
+    }
+}
+
+/// A request's handle as ferrule passes it to the host: the key of its table
+/// entry.
+pub(crate) struct Handle<T>(usize, std::marker::PhantomData<fn() -> T>);
+
+impl<T> Clone for Handle<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Handle<T> {}
+
+impl<T: Answerable> Handle<T> {
+    /// The handle behind a host's pointer; `NULL_ARG` (naming `name`) for NULL.
+    pub(crate) fn from_ptr<P>(pointer: *const P, name: &str) -> Result<Self> {
+        if pointer.is_null() {
+            return Err(null_arg(name));
+        }
+        Ok(Handle(pointer as usize, std::marker::PhantomData))
+    }
+
+    /// The handle as the host's pointer type.
+    pub(crate) fn as_ptr<P>(self) -> *mut P {
+        self.0 as *mut P
+    }
+
+    /// The request, while the host has not answered it.
+    pub(crate) fn live(self) -> Result<Arc<T>> {
+        T::table().get(self.0).ok_or_else(|| Error::new(ErrorCode::AlreadyCompleted, T::ANSWERED))
+    }
+
+    /// Takes the request out of the table: the one answer.
+    pub(crate) fn take(self) -> Result<Arc<T>> {
+        T::table().remove(self.0).ok_or_else(|| Error::new(ErrorCode::AlreadyCompleted, T::ANSWERED))
+    }
+}
+
+/// Enters `entry` in its table and returns what hands it to the host, with the
+/// future of its answer (`receiver`, from [`HostRequest::new`]). `None` when the
+/// table is full.
+pub(crate) fn begin<T: Answerable>(entry: T, receiver: oneshot::Receiver<T::Answer>) -> Option<(Ticket<T>, Pending<T>)> {
+    let entry = Arc::new(entry);
+    let key = T::table().insert(entry.clone())?;
+    Some((
+        Ticket { handle: Handle(key, std::marker::PhantomData), entry: entry.clone(), handed_over: false },
+        Pending { receiver, entry, resolved: false },
+    ))
+}
+
+/// A registered request not yet handed to the host. Dropped without being handed
+/// over, it takes the request out of the table: the host never sees it.
+pub(crate) struct Ticket<T: Answerable> {
+    handle: Handle<T>,
+    entry: Arc<T>,
+    handed_over: bool,
+}
+
+impl<T: Answerable> Ticket<T> {
+    /// Calls `deliver` with the request's handle, in the run's callback scope,
+    /// unless the request was cancelled first (while it waited for a thread).
+    pub(crate) fn hand_over(mut self, deliver: impl FnOnce(Handle<T>)) {
+        let request = self.entry.request();
+        if request.is_cancelled() {
+            return;
+        }
+        self.handed_over = true;
+        let _scope = CallbackScope::enter(request.run_serial(), CallbackKind::Tool);
+        deliver(self.handle);
+    }
+}
+
+impl<T: Answerable> Drop for Ticket<T> {
+    fn drop(&mut self) {
+        if !self.handed_over {
+            T::table().remove(self.handle.0);
+        }
+    }
+}
+
+/// The runner's side of a request: resolves with the host's answer, or `None`
+/// when the request went away unanswered. Dropped before that (a timeout, a
+/// cancelled run), it abandons the request.
+pub(crate) struct Pending<T: Answerable> {
+    receiver: oneshot::Receiver<T::Answer>,
+    entry: Arc<T>,
+    resolved: bool,
+}
+
+impl<T: Answerable> Future for Pending<T> {
+    type Output = Option<T::Answer>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let answer = std::task::ready!(Pin::new(&mut self.receiver).poll(cx));
+        self.resolved = true;
+        Poll::Ready(answer.ok())
+    }
+}
+
+impl<T: Answerable> Drop for Pending<T> {
+    fn drop(&mut self) {
+        if !self.resolved {
+            self.entry.request().abandon();
+        }
+    }
+}
