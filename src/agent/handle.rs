@@ -6,8 +6,8 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::RunResult;
-use crate::message::Message;
 use crate::error::{Error, ErrorCode, Result};
+use crate::message::Message;
 use crate::runtime::CallbackScope;
 
 /// A run in progress or finished. Cloning adds a handle; when the last handle is
@@ -113,7 +113,10 @@ impl Run {
                 queue.push(message);
                 Ok(())
             }
-            None => Err(Error::new(ErrorCode::AlreadyCompleted, format!("{} is over; nothing can be injected", self.shared.id))),
+            None => Err(Error::new(
+                ErrorCode::AlreadyCompleted,
+                format!("{} is over; nothing can be injected", self.shared.id),
+            )),
         }
     }
 

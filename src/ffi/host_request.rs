@@ -211,7 +211,10 @@ impl<T: Answerable> Handle<T> {
 /// Enters `entry` in its table and returns what hands it to the host, with the
 /// future of its answer (`receiver`, from [`HostRequest::new`]). `None` when the
 /// table is full.
-pub(crate) fn begin<T: Answerable>(entry: T, receiver: oneshot::Receiver<T::Answer>) -> Option<(Ticket<T>, Pending<T>)> {
+pub(crate) fn begin<T: Answerable>(
+    entry: T,
+    receiver: oneshot::Receiver<T::Answer>,
+) -> Option<(Ticket<T>, Pending<T>)> {
     let entry = Arc::new(entry);
     let key = T::table().insert(entry.clone())?;
     Some((

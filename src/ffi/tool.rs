@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::tool_call::{self, ferrule_tool_call, CallTicket};
-use futures_util::FutureExt;
 use crate::tool::{Invocation, ToolFunction, ToolOutcome};
 use crate::BoxFuture;
+use futures_util::FutureExt;
 
 /// A host tool's function. It must eventually call exactly one of
 /// `ferrule_tool_call_complete` or `ferrule_tool_call_fail` on `call`, before it

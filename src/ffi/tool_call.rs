@@ -209,7 +209,8 @@ pub unsafe extern "C" fn ferrule_tool_call_fail(
                 Ok(())
             }
             Err(error) => {
-                call.request.finish(ToolOutcome::Invalid(format!("the failure message was unusable: {}", error.message)));
+                call.request
+                    .finish(ToolOutcome::Invalid(format!("the failure message was unusable: {}", error.message)));
                 Err(error)
             }
         }

@@ -32,7 +32,23 @@ static void complete_when_cancelled(void *user_data) {
     ferrule_error_free(ferrule_tool_call_complete(call, STR("\"stopped after cancellation\"")));
 }
 
+/* The run being checked, once ferrule_agent_start returned it (tools that inject
+ * wait for it). */
+static _Atomic(ferrule_run *) current_run;
+
+static void inject(const cJSON *message) {
+    ferrule_run *run;
+    while ((run = atomic_load(&current_run)) == NULL) harness_sleep_ms(1);
+    char *text = print_json(message);
+    ferrule_error *err = ferrule_run_inject(run, STR(text));
+    if (err) fprintf(stderr, "  inject failed: %s\n", ferrule_error_message(err).ptr);
+    ferrule_error_free(err);
+    free(text);
+}
+
 static void do_work(cJSON *behaviour, ferrule_tool_call *call) {
+    const cJSON *message = cJSON_GetObjectItem(behaviour, "inject");
+    if (message) inject(message);
     if (cJSON_IsTrue(cJSON_GetObjectItem(behaviour, "never_complete"))) {
         while (!ferrule_tool_call_is_cancelled(call)) harness_sleep_ms(1);
         ferrule_error_free(ferrule_tool_call_complete(call, STR("\"completed after cancellation\"")));
@@ -88,6 +104,86 @@ static void execute(void *user_data, ferrule_tool_call *call) {
     pthread_t thread;
     pthread_create(&thread, NULL, work_thread, work);
     pthread_detach(thread);
+}
+
+/* ---- hooks ------------------------------------------------------------------- */
+
+/* One scenario hook: its description and the next of its decisions. Freed by
+ * ferrule (free_user_data) with the agent. */
+typedef struct {
+    const cJSON *spec; /* borrowed from the scenario document */
+    atomic_int next;
+} hook_state;
+
+/* Every consultation of the current run, in order: {"stage", "payload"}. */
+static pthread_mutex_t hook_log_lock = PTHREAD_MUTEX_INITIALIZER;
+static cJSON *hook_log;
+
+static void respond_when_cancelled(void *user_data) {
+    atomic_fetch_add(&cancel_handlers, 1);
+    ferrule_error_free(ferrule_hook_respond(user_data, STR("{}")));
+}
+
+typedef struct {
+    ferrule_hook *hook;
+    char *decision;
+} hook_work;
+
+static void *respond_later(void *arg) {
+    hook_work *work = arg;
+    harness_sleep_ms(1);
+    ferrule_error_free(ferrule_hook_respond(work->hook, STR(work->decision)));
+    free(work->decision);
+    free(work);
+    return NULL;
+}
+
+static void decide(void *user_data, ferrule_hook *hook) {
+    hook_state *state = user_data;
+    cJSON *entry = cJSON_CreateObject();
+    cJSON_AddStringToObject(entry, "stage", ferrule_hook_stage(hook).ptr);
+    cJSON_AddItemToObject(entry, "payload", cJSON_Parse(ferrule_hook_payload(hook).ptr));
+    pthread_mutex_lock(&hook_log_lock);
+    cJSON_AddItemToArray(hook_log, entry);
+    pthread_mutex_unlock(&hook_log_lock);
+    if (cJSON_IsTrue(cJSON_GetObjectItem(state->spec, "never_respond"))) {
+        ferrule_error_free(ferrule_hook_on_cancel(hook, respond_when_cancelled, hook, NULL));
+        return;
+    }
+    const cJSON *decision = cJSON_GetArrayItem(cJSON_GetObjectItem(state->spec, "decisions"), atomic_fetch_add(&state->next, 1));
+    char *text = decision ? print_json(decision) : strdup("{}");
+    if (!cJSON_IsTrue(cJSON_GetObjectItem(state->spec, "async"))) {
+        ferrule_error_free(ferrule_hook_respond(hook, STR(text)));
+        free(text);
+        return;
+    }
+    hook_work *work = malloc(sizeof *work);
+    work->hook = hook;
+    work->decision = text;
+    pthread_t thread;
+    pthread_create(&thread, NULL, respond_later, work);
+    pthread_detach(thread);
+}
+
+/* Whether `got` has everything `want` has: objects by key (more keys allowed),
+ * arrays element by element, other values equal. */
+static int json_contains(const cJSON *want, const cJSON *got) {
+    if (cJSON_IsObject(want)) {
+        if (!cJSON_IsObject(got)) return 0;
+        const cJSON *field;
+        cJSON_ArrayForEach(field, want) {
+            if (!json_contains(field, cJSON_GetObjectItem(got, field->string))) return 0;
+        }
+        return 1;
+    }
+    if (cJSON_IsArray(want)) {
+        if (!cJSON_IsArray(got) || cJSON_GetArraySize(want) != cJSON_GetArraySize(got)) return 0;
+        for (int i = 0; i < cJSON_GetArraySize(want); i++) {
+            if (!json_contains(cJSON_GetArrayItem(want, i), cJSON_GetArrayItem(got, i))) return 0;
+        }
+        return 1;
+    }
+    return got && cJSON_Compare(want, got, 1);
 }
 
 /* ---- checking ---------------------------------------------------------------- */
@@ -229,6 +325,15 @@ static void check_expectations(const char *scenario, const cJSON *expect, const 
         EXPECT(got && cJSON_Compare(output, got, 1), "output differs; got %s", text ? text : "(none)");
         free(text);
     }
+    const cJSON *hook_calls = cJSON_GetObjectItem(expect, "hook_calls");
+    if (hook_calls) {
+        pthread_mutex_lock(&hook_log_lock);
+        char *got = print_json(hook_log);
+        EXPECT(json_contains(hook_calls, hook_log), "hook calls differ; got %s", got);
+        free(got);
+        pthread_mutex_unlock(&hook_log_lock);
+    }
+
     const cJSON *handlers = cJSON_GetObjectItem(expect, "cancel_handlers");
     if (cJSON_IsNumber(handlers)) {
         wait_for_count(&cancel_handlers, handlers->valueint, 10000);
@@ -286,6 +391,17 @@ static ferrule_agent *build_agent(const char *scenario, const cJSON *doc, const 
         free(schema_text);
         free(options_text);
     }
+    const cJSON *hook;
+    cJSON_ArrayForEach(hook, cJSON_GetObjectItem(doc, "hooks")) {
+        char *stages = print_json(cJSON_GetObjectItem(hook, "stages"));
+        hook_state *state = calloc(1, sizeof *state);
+        state->spec = hook;
+        err = ferrule_agent_builder_add_hook(builder, STR(stages), decide, state, free);
+        EXPECT(err == NULL, "hook %s rejected: %s", stages, ferrule_error_message(err).ptr);
+        if (err) free(state);
+        ferrule_error_free(err);
+        free(stages);
+    }
     ferrule_agent *agent = NULL;
     err = ferrule_agent_build(builder, &agent);
     EXPECT(err == NULL, "build failed: %s", ferrule_error_message(err).ptr);
@@ -313,6 +429,10 @@ static cJSON *run_step(const char *scenario, ferrule_agent *agent, const cJSON *
     event_log log;
     event_log_init(&log);
     atomic_store(&cancel_handlers, 0);
+    pthread_mutex_lock(&hook_log_lock);
+    cJSON_Delete(hook_log);
+    hook_log = cJSON_CreateArray();
+    pthread_mutex_unlock(&hook_log_lock);
     char *input_text = print_json(input);
     ferrule_run *run = NULL;
     ferrule_error *err = ferrule_agent_start(agent, STR(input_text), event_log_on_event, &log, event_log_free, &run);
@@ -335,7 +455,9 @@ static cJSON *run_step(const char *scenario, ferrule_agent *agent, const cJSON *
     } else {
         EXPECT(err == NULL, "start failed: %s", ferrule_error_message(err).ptr);
         if (!err) {
+            atomic_store(&current_run, run);
             char *result_text = harness_wait(run);
+            atomic_store(&current_run, NULL);
             result = cJSON_Parse(result_text);
             EXPECT(result != NULL, "the run result is not JSON");
             if (result) {
@@ -444,5 +566,6 @@ int main(int argc, char **argv) {
         free(names[i]);
     }
     printf("%zu passed, %zu failed\n", passed, failed);
+    cJSON_Delete(hook_log);
     return failed == 0 && passed > 0 ? 0 : 1;
 }
