@@ -20,18 +20,24 @@ type Agent struct {
 	cleanup runtime.Cleanup
 }
 
-// NewAgent builds an agent from a configuration and Go tools.
+// NewAgent builds an agent from a configuration (with its Hooks) and Go tools.
 func NewAgent(cfg Config, tools ...Tool) (*Agent, error) {
 	config, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArg, Message: "config: " + err.Error()}
 	}
-	return NewAgentFromJSON(config, tools...)
+	return NewAgentFromJSONWithHooks(config, cfg.Hooks, tools...)
 }
 
 // NewAgentFromJSON builds an agent from configuration JSON (the format of
 // ferrule's C ABI) and Go tools.
 func NewAgentFromJSON(config []byte, tools ...Tool) (*Agent, error) {
+	return NewAgentFromJSONWithHooks(config, nil, tools...)
+}
+
+// NewAgentFromJSONWithHooks builds an agent from configuration JSON, hooks and
+// Go tools.
+func NewAgentFromJSONWithHooks(config []byte, hooks []Hook, tools ...Tool) (*Agent, error) {
 	text, length := cArg(config)
 	var builder *C.ferrule_agent_builder
 	if err := takeError(C.ferrule_agent_builder_new(text, length, &builder)); err != nil {
@@ -39,6 +45,12 @@ func NewAgentFromJSON(config []byte, tools ...Tool) (*Agent, error) {
 	}
 	for _, tool := range tools {
 		if err := tool.register(builder); err != nil {
+			C.ferrule_agent_builder_free(builder)
+			return nil, err
+		}
+	}
+	for _, hook := range hooks {
+		if err := hook.register(builder); err != nil {
 			C.ferrule_agent_builder_free(builder)
 			return nil, err
 		}

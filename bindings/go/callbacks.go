@@ -19,6 +19,11 @@ func goTool(userData unsafe.Pointer, call *C.ferrule_tool_call) {
 	dataHandle(userData).Value().(*registeredTool).invoke(call)
 }
 
+//export goHook
+func goHook(userData unsafe.Pointer, hook *C.ferrule_hook) {
+	dataHandle(userData).Value().(*Hook).consult(hook)
+}
+
 //export goEvent
 func goEvent(userData unsafe.Pointer, json *C.char, length C.size_t) {
 	dataHandle(userData).Value().(*eventSink).deliver(C.GoBytes(unsafe.Pointer(json), C.int(length)))

@@ -25,6 +25,11 @@ type Config struct {
 	// (nil: 2) before the run fails with INVALID_OUTPUT.
 	OutputSchema  json.RawMessage
 	OutputRetries *int
+	// HookTimeout bounds one hook's decision (zero: 60 s); a hook that takes
+	// longer ends the run failed with code TIMEOUT.
+	HookTimeout time.Duration
+	// Hooks are consulted at their stages of every run (see Hook).
+	Hooks []Hook
 }
 
 // ToolChoiceName makes the model call one tool.
@@ -89,10 +94,11 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		RunTimeoutMS       int64           `json:"run_timeout_ms,omitempty"`
 		OutputSchema       json.RawMessage `json:"output_schema,omitempty"`
 		OutputRetries      *int            `json:"output_retries,omitempty"`
+		HookTimeoutMS      int64           `json:"hook_timeout_ms,omitempty"`
 	}
 	return json.Marshal(config{c.Model, c.System, c.ToolExecution, c.ToolChoice, c.MaxRounds,
 		c.MaxConcurrentTools, millis(c.ToolTimeout), c.MaxToolResultBytes, c.BuiltinTools, millis(c.RunTimeout),
-		c.OutputSchema, c.OutputRetries})
+		c.OutputSchema, c.OutputRetries, millis(c.HookTimeout)})
 }
 
 // MarshalJSON writes the "model" object.

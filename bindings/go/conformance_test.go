@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,9 +22,15 @@ type scenario struct {
 	Description string          `json:"description"`
 	Config      json.RawMessage `json:"config"`
 	Tools       []scenarioTool  `json:"tools"`
-	Input       json.RawMessage `json:"input"`
-	Expect      expectation     `json:"expect"`
-	Resumes     []struct {
+	Hooks       []struct {
+		Stages       []string          `json:"stages"`
+		Decisions    []json.RawMessage `json:"decisions"`
+		Async        bool              `json:"async"`
+		NeverRespond bool              `json:"never_respond"`
+	} `json:"hooks"`
+	Input   json.RawMessage `json:"input"`
+	Expect  expectation     `json:"expect"`
+	Resumes []struct {
 		NewAgent   bool                `json:"new_agent"`
 		Tools      []scenarioTool      `json:"tools"`
 		StatePatch map[string]any      `json:"state_patch"`
@@ -56,9 +63,11 @@ type expectation struct {
 	Interruptions  json.RawMessage  `json:"interruptions"`
 	Rounds         *int             `json:"rounds"`
 	Usage          json.RawMessage  `json:"usage"`
+	HookCalls      json.RawMessage  `json:"hook_calls"`
 }
 
 type behaviour struct {
+	Inject           *Message          `json:"inject"`
 	SleepMS          int               `json:"sleep_ms"`
 	Updates          []json.RawMessage `json:"updates"`
 	Result           json.RawMessage   `json:"result"`
@@ -116,13 +125,96 @@ func options(t *testing.T, raw json.RawMessage) []ToolOption {
 	return opts
 }
 
+// scenarioRun is what a scenario's tools and hooks share with the runner.
+type scenarioRun struct {
+	cancelHandlers atomic.Int32
+	// current is the run being checked, once Start returned it.
+	current atomic.Pointer[Run]
+	mu      sync.Mutex
+	// hookCalls is every consultation of the current run: {"stage", "payload"}.
+	hookCalls []map[string]any
+}
+
+// inject injects msg into the current run, waiting for the runner to have it.
+func (s *scenarioRun) inject(msg Message) error {
+	for s.current.Load() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	return s.current.Load().Inject(msg)
+}
+
+// hooks are the scenario's hooks in Go: one RawHook per stage named, answering
+// with the scenario hook's decisions in order ({} once they run out).
+func (sc *scenario) hooks(s *scenarioRun) []Hook {
+	var hooks []Hook
+	for _, spec := range sc.Hooks {
+		next := new(atomic.Int32)
+		spec := spec
+		for _, stage := range spec.Stages {
+			hooks = append(hooks, RawHook(stage, func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+				var decoded any
+				_ = json.Unmarshal(payload, &decoded)
+				s.mu.Lock()
+				s.hookCalls = append(s.hookCalls, map[string]any{"stage": stage, "payload": decoded})
+				s.mu.Unlock()
+				if spec.NeverRespond {
+					<-ctx.Done()
+					s.cancelHandlers.Add(1)
+					return json.RawMessage("{}"), nil
+				}
+				if i := int(next.Add(1)) - 1; i < len(spec.Decisions) {
+					return spec.Decisions[i], nil
+				}
+				return json.RawMessage("{}"), nil
+			}))
+		}
+	}
+	return hooks
+}
+
+// jsonContains says whether got has everything want has: objects by key (more
+// keys allowed), arrays element by element, other values equal.
+func jsonContains(want, got any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return false
+		}
+		for key, value := range w {
+			if !jsonContains(value, g[key]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !jsonContains(w[i], g[i]) {
+				return false
+			}
+		}
+		return true
+	default:
+		return reflect.DeepEqual(want, got)
+	}
+}
+
 // perform is a behaviour as a tool function.
-func perform(b behaviour, cancelHandlers *atomic.Int32) func(context.Context, *Call, json.RawMessage) (any, error) {
+func perform(b behaviour, s *scenarioRun) func(context.Context, *Call, json.RawMessage) (any, error) {
 	return func(ctx context.Context, call *Call, args json.RawMessage) (any, error) {
+		if b.Inject != nil {
+			if err := s.inject(*b.Inject); err != nil {
+				return nil, err
+			}
+		}
 		if b.CompleteOnCancel || b.NeverComplete {
 			<-ctx.Done()
 			if b.CompleteOnCancel {
-				cancelHandlers.Add(1)
+				s.cancelHandlers.Add(1)
 				return "stopped after cancellation", nil
 			}
 			return "completed after cancellation", nil
@@ -169,14 +261,14 @@ func runScenario(t *testing.T, path string) {
 	if err := json.Unmarshal(data, &sc); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	var cancelHandlers atomic.Int32
+	shared := &scenarioRun{}
 	build := func(specs []scenarioTool) *Agent {
 		var tools []Tool
 		for _, tool := range specs {
 			tools = append(tools, NewRawTool(tool.Name, tool.Description, tool.InputSchema,
-				perform(tool.Behaviour, &cancelHandlers), options(t, tool.Options)...))
+				perform(tool.Behaviour, shared), options(t, tool.Options)...))
 		}
-		agent, err := NewAgentFromJSON(sc.Config, tools...)
+		agent, err := NewAgentFromJSONWithHooks(sc.Config, sc.hooks(shared), tools...)
 		if err != nil {
 			t.Fatalf("agent: %v", err)
 		}
@@ -184,7 +276,7 @@ func runScenario(t *testing.T, path string) {
 	}
 	agent := build(sc.Tools)
 	defer agent.Close()
-	result := runStep(t, agent, Input{json: sc.Input}, sc.Expect, &cancelHandlers)
+	result := runStep(t, agent, scenarioInput(t, sc.Input), sc.Expect, shared)
 	// Each resume step goes on from the last state a run gave.
 	for i, step := range sc.Resumes {
 		if result == nil || result.State == nil || string(result.State) == "null" {
@@ -219,7 +311,7 @@ func runScenario(t *testing.T, path string) {
 					step.StartError.Code, step.StartError.Contains)
 			}
 		} else {
-			result = runStep(t, on, input, step.Expect, &cancelHandlers)
+			result = runStep(t, on, input, step.Expect, shared)
 		}
 		if on != agent {
 			on.Close()
@@ -227,15 +319,37 @@ func runScenario(t *testing.T, path string) {
 	}
 }
 
+// scenarioInput is the scenario's input, its "tools" given as Input.Tools.
+func scenarioInput(t *testing.T, raw json.RawMessage) Input {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		t.Fatal(err)
+	}
+	var tools []string
+	if list, ok := fields["tools"]; ok {
+		if err := json.Unmarshal(list, &tools); err != nil {
+			t.Fatal(err)
+		}
+		delete(fields, "tools")
+	}
+	data, _ := json.Marshal(fields)
+	return Input{json: data, Tools: tools}
+}
+
 // runStep runs input on agent and checks the run against expect.
-func runStep(t *testing.T, agent *Agent, input Input, expect expectation, cancelHandlers *atomic.Int32) *Result {
+func runStep(t *testing.T, agent *Agent, input Input, expect expectation, s *scenarioRun) *Result {
 	t.Helper()
-	cancelHandlers.Store(0)
+	s.cancelHandlers.Store(0)
+	s.mu.Lock()
+	s.hookCalls = nil
+	s.mu.Unlock()
 	run, err := agent.Start(context.Background(), input)
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
 	defer run.Close()
+	s.current.Store(run)
+	defer s.current.Store(nil)
 	var events []Event
 	for event := range run.Events() {
 		events = append(events, event)
@@ -311,13 +425,27 @@ func runStep(t *testing.T, agent *Agent, input Input, expect expectation, cancel
 			t.Errorf("usage %s, expected %s", got, expect.Usage)
 		}
 	}
+	if expect.HookCalls != nil {
+		var want any
+		if err := json.Unmarshal(expect.HookCalls, &want); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		got, _ := json.Marshal(s.hookCalls)
+		s.mu.Unlock()
+		var calls any
+		_ = json.Unmarshal(got, &calls)
+		if !jsonContains(want, calls) {
+			t.Errorf("hook calls differ; got %s", got)
+		}
+	}
 	if expect.CancelHandlers != nil {
 		// Handlers run on goroutines of their own; the run may end first.
 		deadline := time.Now().Add(10 * time.Second)
-		for cancelHandlers.Load() < *expect.CancelHandlers && time.Now().Before(deadline) {
+		for s.cancelHandlers.Load() < *expect.CancelHandlers && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)
 		}
-		if got := cancelHandlers.Load(); got != *expect.CancelHandlers {
+		if got := s.cancelHandlers.Load(); got != *expect.CancelHandlers {
 			t.Errorf("%d cancel handlers ran, expected %d", got, *expect.CancelHandlers)
 		}
 	}

@@ -28,6 +28,7 @@ const (
 	CodeScriptExhausted         Code = 16
 	CodeResourceExhausted       Code = 17
 	CodeInvalidOutput           Code = 18
+	CodeHookAborted             Code = 19
 	CodeProviderAuth            Code = 32
 	CodeProviderInvalidRequest  Code = 33
 	CodeProviderNotFound        Code = 34
@@ -46,8 +47,8 @@ var codeNames = map[Code]string{
 	CodeAlreadyCompleted: "ALREADY_COMPLETED", CodeAlreadyInitialized: "ALREADY_INITIALIZED",
 	CodeForked: "FORKED", CodeShutdown: "SHUTDOWN", CodeToolFailed: "TOOL_FAILED",
 	CodeScriptExhausted: "SCRIPT_EXHAUSTED", CodeResourceExhausted: "RESOURCE_EXHAUSTED",
-	CodeInvalidOutput: "INVALID_OUTPUT",
-	CodeProviderAuth:  "PROVIDER_AUTH", CodeProviderInvalidRequest: "PROVIDER_INVALID_REQUEST",
+	CodeInvalidOutput: "INVALID_OUTPUT", CodeHookAborted: "HOOK_ABORTED",
+	CodeProviderAuth: "PROVIDER_AUTH", CodeProviderInvalidRequest: "PROVIDER_INVALID_REQUEST",
 	CodeProviderNotFound: "PROVIDER_NOT_FOUND", CodeProviderRateLimited: "PROVIDER_RATE_LIMITED",
 	CodeProviderOverloaded: "PROVIDER_OVERLOADED", CodeProviderServer: "PROVIDER_SERVER",
 	CodeProviderNetwork: "PROVIDER_NETWORK", CodeProviderMalformedStream: "PROVIDER_MALFORMED_STREAM",
@@ -132,6 +133,7 @@ var (
 	ErrScriptExhausted         error = &Error{Code: CodeScriptExhausted}
 	ErrResourceExhausted       error = &Error{Code: CodeResourceExhausted}
 	ErrInvalidOutput           error = &Error{Code: CodeInvalidOutput}
+	ErrHookAborted             error = &Error{Code: CodeHookAborted}
 	ErrProviderAuth            error = &Error{Code: CodeProviderAuth}
 	ErrProviderInvalidRequest  error = &Error{Code: CodeProviderInvalidRequest}
 	ErrProviderNotFound        error = &Error{Code: CodeProviderNotFound}

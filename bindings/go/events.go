@@ -83,6 +83,21 @@ type RetryEvent struct {
 	DelayMS int   `json:"delay_ms"`
 }
 
+// MessageInjectedEvent reports a message that entered the transcript from
+// outside the model (Run.Inject, or a turn start hook's Inject).
+type MessageInjectedEvent struct {
+	eventBase
+	Message Message `json:"message"`
+}
+
+// HistoryCompactedEvent reports a request that left out the oldest messages to
+// stay within Config.History; the transcript keeps them.
+type HistoryCompactedEvent struct {
+	eventBase
+	Turn    int `json:"turn"`
+	Dropped int `json:"dropped"`
+}
+
 // TurnEndEvent ends a round.
 type TurnEndEvent struct {
 	eventBase
@@ -113,6 +128,8 @@ func (*ToolExecutionStartEvent) EventType() string  { return "tool_execution_sta
 func (*ToolExecutionUpdateEvent) EventType() string { return "tool_execution_update" }
 func (*ToolExecutionEndEvent) EventType() string    { return "tool_execution_end" }
 func (*RetryEvent) EventType() string               { return "retry" }
+func (*MessageInjectedEvent) EventType() string     { return "message_injected" }
+func (*HistoryCompactedEvent) EventType() string    { return "history_compacted" }
 func (*TurnEndEvent) EventType() string             { return "turn_end" }
 func (*RunEndEvent) EventType() string              { return "run_end" }
 func (e *UnknownEvent) EventType() string           { return e.Type }
@@ -144,6 +161,10 @@ func decodeEvent(data []byte) Event {
 		event = &ToolExecutionEndEvent{}
 	case "retry":
 		event = &RetryEvent{}
+	case "message_injected":
+		event = &MessageInjectedEvent{}
+	case "history_compacted":
+		event = &HistoryCompactedEvent{}
 	case "turn_end":
 		event = &TurnEndEvent{}
 	case "run_end":

@@ -19,6 +19,9 @@ type Message struct {
 	// StopReason and Usage belong to an assistant message.
 	StopReason string
 	Usage      *Usage
+	// Origin says where a user or system message came from when not from the
+	// run's input: "injection" (Run.Inject, or a turn start hook).
+	Origin string
 }
 
 // Part is a piece of message content. Type is "text", "image", "file",
@@ -86,6 +89,7 @@ type wireMessage struct {
 	IsError    bool            `json:"is_error,omitempty"`
 	StopReason string          `json:"stop_reason,omitempty"`
 	Usage      *Usage          `json:"usage,omitempty"`
+	Origin     string          `json:"origin,omitempty"`
 }
 
 // MarshalJSON writes the message JSON: a system message's content is its text.
@@ -111,7 +115,7 @@ func (m Message) MarshalJSON() ([]byte, error) {
 		}{m.Role, m.ToolCallID, m.Name, raw, m.IsError})
 	}
 	return json.Marshal(wireMessage{Role: m.Role, Content: raw, ToolCalls: m.ToolCalls, StopReason: m.StopReason,
-		Usage: m.Usage})
+		Usage: m.Usage, Origin: m.Origin})
 }
 
 // UnmarshalJSON reads the message JSON; content given as a string becomes one
@@ -126,7 +130,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*m = Message{Role: w.Role, Content: content, ToolCalls: w.ToolCalls, ToolCallID: w.ToolCallID, Name: w.Name,
-		IsError: w.IsError, StopReason: w.StopReason, Usage: w.Usage}
+		IsError: w.IsError, StopReason: w.StopReason, Usage: w.Usage, Origin: w.Origin}
 	return nil
 }
 

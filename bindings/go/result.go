@@ -85,6 +85,20 @@ func Output[T any](res *Result) (T, error) {
 type Input struct {
 	json []byte
 	err  error // why the input cannot be made; Start returns it
+	// Tools, when not nil, limits the run to these tools (host and built-in):
+	// only they are offered and callable. A name the agent lacks makes Start
+	// fail with INVALID_ARG. Not for Resume (the state keeps the run's set).
+	Tools []string
+}
+
+// withTools is input JSON with a "tools" field.
+func withTools(input []byte, tools []string) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(input, &fields); err != nil {
+		return nil, &Error{Code: CodeInvalidJSON, Message: "run input: " + err.Error()}
+	}
+	fields["tools"], _ = json.Marshal(tools)
+	return json.Marshal(fields)
 }
 
 // Prompt starts a run from one user message.

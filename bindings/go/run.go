@@ -140,6 +140,12 @@ func start(ctx context.Context, agent *C.ferrule_agent, in Input, events bool) (
 	if in.err != nil {
 		return nil, in.err
 	}
+	if in.Tools != nil {
+		var err error
+		if in.json, err = withTools(in.json, in.Tools); err != nil {
+			return nil, err
+		}
+	}
 	sink := &eventSink{ch: make(chan Event, eventBuffer), dropped: make(chan struct{}),
 		abandoned: make(chan struct{}), ended: make(chan struct{})}
 	onEvent := C.ferrule_event_fn(C.ferrule_go_event)
@@ -252,6 +258,26 @@ func (r *Run) knownResult() (*Result, error) {
 // Cancel cancels the run: running tools see their context cancelled, nothing
 // new starts, and the run ends with status cancelled unless it already ended.
 func (r *Run) Cancel() { r.core.cancel() }
+
+// Inject queues a user or system message into the live run: it enters the
+// transcript before the next model request (never between a call and its
+// result), with Origin "injection" and a MessageInjectedEvent. A message still
+// waiting when the model answers keeps the run going for one more request.
+// Errors: ALREADY_COMPLETED once the run is over (or closed), INVALID_ARG for
+// another role.
+func (r *Run) Inject(msg Message) error {
+	data, err := json.Marshal(msg)
+	if err != nil {
+		return &Error{Code: CodeInvalidArg, Message: "inject: " + err.Error()}
+	}
+	r.core.mu.Lock()
+	defer r.core.mu.Unlock()
+	if r.core.handle == nil {
+		return &Error{Code: CodeAlreadyCompleted, Message: "inject: the run was closed"}
+	}
+	p, n := cArg(data)
+	return takeError(C.ferrule_run_inject(r.core.handle, p, n))
+}
 
 // Close cancels the run if it is still going and lets go of it; later calls do
 // nothing. Its events channel still closes after the RunEndEvent, but events

@@ -3,6 +3,8 @@
 
 void ferrule_go_tool(void *user_data, ferrule_tool_call *call) { goTool(user_data, call); }
 
+void ferrule_go_hook(void *user_data, ferrule_hook *hook) { goHook(user_data, hook); }
+
 void ferrule_go_event(void *user_data, const char *json, size_t len) { goEvent(user_data, (char *)json, len); }
 
 void ferrule_go_free(void *user_data) { goFree(user_data); }

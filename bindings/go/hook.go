@@ -1,0 +1,256 @@
+package ferrule
+
+/*
+#include <stdlib.h>
+#include "ferrule.h"
+#include "shims.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/cgo"
+	"strings"
+)
+
+// Hook is a function ferrule consults at one stage of every run of an agent
+// (Config.Hooks): OnRunStart, OnTurnStart, OnToolCall, OnToolResult or
+// OnFinalAnswer. Hooks of one stage are consulted in the order given, each
+// seeing the previous one's effect. A hook's error aborts the run: it ends
+// failed with code HOOK_ABORTED and the error's text. Its ctx is cancelled when
+// the run stops waiting for it (the run was cancelled, or Config.HookTimeout
+// passed). Hooks run on ferrule's callback threads, one consultation at a time
+// per run.
+type Hook struct {
+	stage  string
+	decide func(ctx context.Context, payload json.RawMessage) (any, error)
+}
+
+// RunStartPayload is what a run start hook sees: the run's input.
+type RunStartPayload struct {
+	RunID    string    `json:"run_id"`
+	Messages []Message `json:"messages"`
+}
+
+// RunStartDecision replaces the input when Messages is not nil.
+type RunStartDecision struct {
+	Messages []Message `json:"messages,omitempty"`
+}
+
+// TurnStartPayload is what a turn start hook sees before each model request:
+// the history and the tools offered this turn.
+type TurnStartPayload struct {
+	RunID    string    `json:"run_id"`
+	Turn     int       `json:"turn"`
+	Messages []Message `json:"messages"`
+	Tools    []string  `json:"tools"`
+}
+
+// TurnStartDecision sets at most one of: Tools, this turn's tool set (a non-nil
+// empty slice offers none); Inject, user or system messages appended before the
+// request (marked as injections); Messages, a history that replaces the run's
+// from now on (it must pair every call with its result).
+type TurnStartDecision struct {
+	Tools    []string
+	Inject   []Message
+	Messages []Message
+}
+
+// MarshalJSON writes the decision JSON; ferrule refuses two decisions at once.
+func (d TurnStartDecision) MarshalJSON() ([]byte, error) {
+	decision := map[string]any{}
+	if d.Tools != nil {
+		decision["tools"] = d.Tools
+	}
+	if d.Inject != nil {
+		decision["inject"] = d.Inject
+	}
+	if d.Messages != nil {
+		decision["messages"] = d.Messages
+	}
+	return json.Marshal(decision)
+}
+
+// ToolCallPayload is what a tool call hook sees: a call that passed validation,
+// before any call of its batch runs, and whether it needs approval.
+type ToolCallPayload struct {
+	RunID         string      `json:"run_id"`
+	Turn          int         `json:"turn"`
+	Call          PayloadCall `json:"call"`
+	NeedsApproval bool        `json:"needs_approval"`
+}
+
+// PayloadCall is a call as hooks see it: its arguments parsed.
+type PayloadCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolCallDecision sets at most one of: Deny, the text of an error result (the
+// tool does not run); Arguments, replaced arguments (any value that marshals to
+// a JSON object; they are validated again); Approve, approving a call that
+// needs approval; Interrupt, making the call need approval.
+type ToolCallDecision struct {
+	Deny      string `json:"deny,omitempty"`
+	Arguments any    `json:"arguments,omitempty"`
+	Approve   bool   `json:"approve,omitempty"`
+	Interrupt bool   `json:"interrupt,omitempty"`
+}
+
+// ToolResultPayload is what a tool result hook sees: the result of a call that
+// ran.
+type ToolResultPayload struct {
+	RunID   string     `json:"run_id"`
+	Turn    int        `json:"turn"`
+	CallID  string     `json:"call_id"`
+	Name    string     `json:"name"`
+	Result  ToolResult `json:"result"`
+	IsError bool       `json:"is_error"`
+}
+
+// ToolResultDecision replaces the result when Result is not nil (a string, a
+// ToolResult or a RawResult; an invalid one becomes an error result).
+type ToolResultDecision struct {
+	Result any
+}
+
+// MarshalJSON writes the decision JSON.
+func (d ToolResultDecision) MarshalJSON() ([]byte, error) {
+	if d.Result == nil {
+		return []byte("{}"), nil
+	}
+	result, err := resultJSON(d.Result)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(map[string]json.RawMessage{"result": result})
+}
+
+// FinalAnswerPayload is what a final answer hook sees: an answer without calls
+// that would end the run.
+type FinalAnswerPayload struct {
+	RunID   string  `json:"run_id"`
+	Turn    int     `json:"turn"`
+	Message Message `json:"message"`
+}
+
+// FinalAnswerDecision sends the answer back when Retry is set: the text goes
+// to the model as a user message and the loop goes on (a round more).
+type FinalAnswerDecision struct {
+	Retry string `json:"retry,omitempty"`
+}
+
+// OnRunStart is consulted once, before anything else.
+func OnRunStart(fn func(ctx context.Context, payload RunStartPayload) (RunStartDecision, error)) Hook {
+	return typedHook("run_start", fn)
+}
+
+// OnTurnStart is consulted before each model request.
+func OnTurnStart(fn func(ctx context.Context, payload TurnStartPayload) (TurnStartDecision, error)) Hook {
+	return typedHook("turn_start", fn)
+}
+
+// OnToolCall is consulted for every valid call of a batch, before any runs.
+func OnToolCall(fn func(ctx context.Context, payload ToolCallPayload) (ToolCallDecision, error)) Hook {
+	return typedHook("tool_call", fn)
+}
+
+// OnToolResult is consulted for the result of each call that ran.
+func OnToolResult(fn func(ctx context.Context, payload ToolResultPayload) (ToolResultDecision, error)) Hook {
+	return typedHook("tool_result", fn)
+}
+
+// OnFinalAnswer is consulted for an answer that would end the run.
+func OnFinalAnswer(fn func(ctx context.Context, payload FinalAnswerPayload) (FinalAnswerDecision, error)) Hook {
+	return typedHook("final_answer", fn)
+}
+
+// RawHook is consulted at stage with the payload JSON and answers with decision
+// JSON, as the C ABI does (for decisions the typed forms do not cover).
+func RawHook(stage string, fn func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error)) Hook {
+	return Hook{stage: stage, decide: func(ctx context.Context, payload json.RawMessage) (any, error) {
+		return fn(ctx, payload)
+	}}
+}
+
+func typedHook[P, D any](stage string, fn func(context.Context, P) (D, error)) Hook {
+	return Hook{stage: stage, decide: func(ctx context.Context, raw json.RawMessage) (any, error) {
+		var payload P
+		if err := json.Unmarshal(raw, &payload); err != nil {
+			return nil, fmt.Errorf("the %s payload did not decode: %w", stage, err)
+		}
+		return fn(ctx, payload)
+	}}
+}
+
+// register adds the hook to a builder.
+func (h Hook) register(builder *C.ferrule_agent_builder) error {
+	if h.decide == nil {
+		return &Error{Code: CodeInvalidArg, Message: "a Hook must be made with OnRunStart, OnTurnStart, OnToolCall, OnToolResult, OnFinalAnswer or RawHook"}
+	}
+	stages, _ := json.Marshal([]string{h.stage})
+	text, length, free := cBytes(stages)
+	defer free()
+	handle := cgo.NewHandle(&h)
+	err := takeError(C.ferrule_agent_builder_add_hook(builder, text, length, C.ferrule_hook_fn(C.ferrule_go_hook),
+		handleData(handle), C.ferrule_free_fn(C.ferrule_go_free)))
+	if err != nil {
+		handle.Delete() // not taken: still ours
+	}
+	return err
+}
+
+// consult runs on a ferrule callback thread (where blocking is allowed): it
+// decides and responds, exactly once whatever the function does.
+func (h *Hook) consult(handle *C.ferrule_hook) {
+	payload := json.RawMessage(goStr(C.ferrule_hook_payload(handle)))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key := nextCallKey.Add(1)
+	liveCalls.Store(key, cancel)
+	defer liveCalls.Delete(key)
+	if takeError(C.ferrule_hook_on_cancel(handle, C.ferrule_cancel_fn(C.ferrule_go_cancel),
+		handleData(cgo.Handle(key)), nil)) != nil {
+		cancel() // the run stopped waiting already
+	}
+	responded := false
+	defer func() {
+		if !responded {
+			// runtime.Goexit ends the function past every recover.
+			respond(handle, nil, errors.New("the hook exited without deciding"))
+		}
+	}()
+	decision, err := decideSafely(ctx, h, payload)
+	respond(handle, decision, err)
+	responded = true
+}
+
+// decideSafely runs the hook and encodes its decision; a panic becomes an error.
+func decideSafely(ctx context.Context, h *Hook, payload json.RawMessage) (data []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			data, err = nil, fmt.Errorf("the hook panicked: %v", p)
+		}
+	}()
+	decision, err := h.decide(ctx, payload)
+	if err != nil {
+		return nil, errors.New(err.Error())
+	}
+	if raw, ok := decision.(json.RawMessage); ok {
+		return raw, nil
+	}
+	return json.Marshal(decision)
+}
+
+// respond answers with the decision, or with an abort carrying err's text.
+func respond(handle *C.ferrule_hook, decision []byte, err error) {
+	if err != nil {
+		decision, _ = json.Marshal(map[string]string{"abort": strings.ToValidUTF8(err.Error(), "\uFFFD")})
+	}
+	p, n := cArg(decision)
+	_ = takeError(C.ferrule_hook_respond(handle, p, n))
+}

@@ -1,0 +1,192 @@
+package ferrule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+type echoArgs struct {
+	Text string `json:"text"`
+}
+
+func echoTool(name string) Tool {
+	return NewTool(name, "Echoes.", func(ctx context.Context, call *Call, args echoArgs) (string, error) {
+		return args.Text, nil
+	})
+}
+
+func scriptOf(turns ...map[string]any) json.RawMessage {
+	data, _ := json.Marshal(turns)
+	return data
+}
+
+func TestTypedHooksAtEveryStage(t *testing.T) {
+	var sawTools []string
+	cfg := Config{
+		Model: Model{Provider: "scripted", Script: scriptOf(
+			map[string]any{"tool_calls": []any{call("c1", "echo", echoArgs{"one"}), call("c2", "echo", echoArgs{"two"}),
+				call("c3", "delete", echoArgs{"three"})}},
+			map[string]any{"text": "The secret is 42."},
+			map[string]any{"text": "Done."},
+		)},
+		Hooks: []Hook{
+			OnRunStart(func(ctx context.Context, p RunStartPayload) (RunStartDecision, error) {
+				return RunStartDecision{Messages: append(p.Messages, Message{Role: "system", Content: []Part{Text("Be careful.")}})}, nil
+			}),
+			OnTurnStart(func(ctx context.Context, p TurnStartPayload) (TurnStartDecision, error) {
+				if p.Turn == 1 {
+					sawTools = p.Tools
+					return TurnStartDecision{Tools: []string{"echo"}}, nil
+				}
+				return TurnStartDecision{}, nil
+			}),
+			OnToolCall(func(ctx context.Context, p ToolCallPayload) (ToolCallDecision, error) {
+				if p.Call.ID == "c1" {
+					return ToolCallDecision{Arguments: echoArgs{"ONE"}}, nil
+				}
+				return ToolCallDecision{}, nil
+			}),
+			OnToolResult(func(ctx context.Context, p ToolResultPayload) (ToolResultDecision, error) {
+				if p.CallID == "c2" {
+					return ToolResultDecision{Result: ToolResult{Content: []Part{Text("[hidden] " + p.Result.Text())}}}, nil
+				}
+				return ToolResultDecision{}, nil
+			}),
+			OnFinalAnswer(func(ctx context.Context, p FinalAnswerPayload) (FinalAnswerDecision, error) {
+				if strings.Contains(p.Message.Text(), "secret") {
+					return FinalAnswerDecision{Retry: "Keep secrets."}, nil
+				}
+				return FinalAnswerDecision{}, nil
+			}),
+		},
+	}
+	agent, err := NewAgent(cfg, echoTool("echo"), echoTool("delete"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	result, err := agent.Run(context.Background(), Prompt("go"))
+	if err != nil || result.Status != StatusCompleted {
+		t.Fatalf("%+v, %v", result, err)
+	}
+	if strings.Join(sawTools, ",") != "echo,delete" {
+		t.Errorf("the turn start hook saw tools %v", sawTools)
+	}
+	texts := []string{}
+	for _, m := range toolResults(result) {
+		texts = append(texts, m.Text())
+	}
+	if texts[0] != "ONE" || texts[1] != "[hidden] two" || !strings.Contains(texts[2], `Unknown tool "delete"`) {
+		t.Errorf("results %q", texts)
+	}
+	if result.Messages[1].Role != "system" || result.Rounds != 3 {
+		t.Errorf("transcript %+v, %d rounds", result.Messages, result.Rounds)
+	}
+}
+
+func TestAHookErrorOrPanicAbortsTheRun(t *testing.T) {
+	for name, hook := range map[string]Hook{
+		"error": OnToolCall(func(ctx context.Context, p ToolCallPayload) (ToolCallDecision, error) {
+			return ToolCallDecision{}, errors.New("not on production")
+		}),
+		"panic": OnToolCall(func(ctx context.Context, p ToolCallPayload) (ToolCallDecision, error) {
+			panic("hook bug")
+		}),
+	} {
+		cfg := Config{Model: Model{Provider: "scripted", Script: scriptOf(
+			map[string]any{"tool_calls": []any{call("c1", "echo", echoArgs{"a"})}})}, Hooks: []Hook{hook}}
+		agent, err := NewAgent(cfg, echoTool("echo"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		result, err := agent.Run(context.Background(), Prompt("go"))
+		agent.Close()
+		if err != nil || result.Status != StatusFailed || !errors.Is(result.Error, ErrHookAborted) {
+			t.Fatalf("%s: %+v, %v", name, result, err)
+		}
+		if name == "error" && !strings.Contains(result.Error.Message, "not on production") {
+			t.Errorf("%s: %s", name, result.Error.Message)
+		}
+	}
+}
+
+func TestAHookThatTakesTooLongSeesItsContextCancelled(t *testing.T) {
+	cancelled := make(chan struct{})
+	cfg := Config{Model: Model{Provider: "scripted", Script: scriptOf(map[string]any{"text": "x"})},
+		HookTimeout: 20 * time.Millisecond,
+		Hooks: []Hook{OnTurnStart(func(ctx context.Context, p TurnStartPayload) (TurnStartDecision, error) {
+			<-ctx.Done()
+			close(cancelled)
+			return TurnStartDecision{}, nil
+		})}}
+	agent, err := NewAgent(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	result, err := agent.Run(context.Background(), Prompt("go"))
+	if err != nil || result.Status != StatusFailed || !errors.Is(result.Error, ErrTimeout) {
+		t.Fatalf("%+v, %v", result, err)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(hangProtection):
+		t.Fatal("the hook's context was never cancelled")
+	}
+}
+
+func TestInjectAndPerRunTools(t *testing.T) {
+	var run *Run
+	started := make(chan struct{})
+	slow := NewTool("slow", "Works.", func(ctx context.Context, call *Call, args struct{}) (string, error) {
+		<-started
+		if err := run.Inject(UserMessage("Also check B.")); err != nil {
+			return "", err
+		}
+		return "worked", nil
+	})
+	agent, err := NewAgent(Config{Model: Model{Provider: "scripted", Script: scriptOf(
+		map[string]any{"tool_calls": []any{call("c1", "slow", map[string]any{}), call("c2", "other", map[string]any{})}},
+		map[string]any{"text": "Done."})}}, slow, echoTool("other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	in := Prompt("go")
+	in.Tools = []string{"slow"}
+	run, err = agent.Start(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(started)
+	var injected int
+	for event := range run.Events() {
+		if e, ok := event.(*MessageInjectedEvent); ok && e.Message.Origin == "injection" {
+			injected++
+		}
+	}
+	result, err := run.Wait()
+	if err != nil || result.Status != StatusCompleted || injected != 1 {
+		t.Fatalf("%+v, %v, %d injected", result, err, injected)
+	}
+	last := result.Messages[len(result.Messages)-2]
+	if last.Role != "user" || last.Origin != "injection" || last.Text() != "Also check B." {
+		t.Errorf("the injection is %+v", last)
+	}
+	if !strings.Contains(toolResults(result)[1].Text(), `Unknown tool "other"`) {
+		t.Errorf("a tool outside the run's set ran: %q", toolResults(result)[1].Text())
+	}
+	if err := run.Inject(UserMessage("late")); !errors.Is(err, ErrAlreadyCompleted) {
+		t.Errorf("an injection after the end: %v", err)
+	}
+	run.Close()
+	bad := Prompt("go")
+	bad.Tools = []string{"nope"}
+	if _, err := agent.Start(context.Background(), bad); !errors.Is(err, ErrInvalidArg) {
+		t.Errorf("an unknown tool in Input.Tools: %v", err)
+	}
+}
