@@ -838,3 +838,46 @@ fn openai_providers_are_asked_for_structured_output_natively() {
     let body = server.requests()[0].json();
     assert!(body.get("response_format").is_none() && body.get("text").is_none());
 }
+
+// ---- history budget ---------------------------------------------------------------
+
+#[test]
+fn a_long_run_under_a_history_budget_sends_requests_that_stay_under_it() {
+    const ROUNDS: usize = 500;
+    const BUDGET_TOKENS: usize = 2_000;
+    // The server reports no usage, so ferrule estimates by bytes (4 per token).
+    let without_usage = |body: Vec<u8>| -> Vec<u8> {
+        let text = String::from_utf8(body).unwrap();
+        text.split_inclusive("\n\n").filter(|event| !event.contains("\"usage\"")).collect::<String>().into_bytes()
+    };
+    let mut replies: Vec<Reply> = (0..ROUNDS - 1)
+        .map(|i| Reply::sse(&without_usage(wire::chat("", &[(&format!("c{i}"), "fetch", r#"{"page":1}"#)]))))
+        .collect();
+    replies.push(Reply::sse(&without_usage(wire::chat("All fetched.", &[]))));
+    let server = MockServer::start(replies);
+    let fetch =
+        tool("fetch", json!({}), |_: Invocation| async { ToolOutcome::Completed(ToolResult::text("row ".repeat(80))) });
+    let history = json!({"history": {"max_input_tokens": BUDGET_TOKENS}, "max_rounds": ROUNDS});
+    let agent = provider_agent("openai", &base_url("openai", server.url()), json!({}), history, vec![fetch]);
+    let (result, events) = run(&agent, "Start the long job.");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.messages.len(), 1 + 2 * (ROUNDS - 1) + 1, "the transcript keeps everything");
+    let requests = server.requests();
+    assert_eq!(requests.len(), ROUNDS);
+    // The bound: the budget in bytes, plus what every request sends besides the
+    // messages (model, tools, options) and one round's exchange of slack.
+    let bound = BUDGET_TOKENS * 4 + 1_500;
+    for (round, request) in requests.iter().enumerate() {
+        let body = request.json();
+        assert!(request.body.len() <= bound, "request {round} sends {} bytes (bound {bound})", request.body.len());
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages[0]["content"], "Start the long job.", "request {round} lost the first user message");
+        if round > 0 {
+            let last = messages.last().unwrap();
+            assert_eq!(last["tool_call_id"], format!("c{}", round - 1), "request {round} lost the live exchange");
+        }
+    }
+    let compacted = of_type(&events, "history_compacted");
+    assert!(compacted.len() > ROUNDS / 2, "{} compacted requests", compacted.len());
+    assert!(compacted.iter().all(|e| e["dropped"].as_u64().unwrap() > 0));
+}

@@ -25,11 +25,20 @@ type Config struct {
 	// (nil: 2) before the run fails with INVALID_OUTPUT.
 	OutputSchema  json.RawMessage
 	OutputRetries *int
+	// History, when set, bounds the estimated input of each request: the
+	// oldest messages are left out of a request that would exceed it (a
+	// HistoryCompactedEvent says so); the transcript keeps them.
+	History *History
 	// HookTimeout bounds one hook's decision (zero: 60 s); a hook that takes
 	// longer ends the run failed with code TIMEOUT.
 	HookTimeout time.Duration
 	// Hooks are consulted at their stages of every run (see Hook).
 	Hooks []Hook
+}
+
+// History is the history budget.
+type History struct {
+	MaxInputTokens int `json:"max_input_tokens"`
 }
 
 // ToolChoiceName makes the model call one tool.
@@ -95,10 +104,11 @@ func (c Config) MarshalJSON() ([]byte, error) {
 		OutputSchema       json.RawMessage `json:"output_schema,omitempty"`
 		OutputRetries      *int            `json:"output_retries,omitempty"`
 		HookTimeoutMS      int64           `json:"hook_timeout_ms,omitempty"`
+		History            *History        `json:"history,omitempty"`
 	}
 	return json.Marshal(config{c.Model, c.System, c.ToolExecution, c.ToolChoice, c.MaxRounds,
 		c.MaxConcurrentTools, millis(c.ToolTimeout), c.MaxToolResultBytes, c.BuiltinTools, millis(c.RunTimeout),
-		c.OutputSchema, c.OutputRetries, millis(c.HookTimeout)})
+		c.OutputSchema, c.OutputRetries, millis(c.HookTimeout), c.History})
 }
 
 // MarshalJSON writes the "model" object.

@@ -238,13 +238,16 @@ func TestConfigMarshalsToTheConfigurationJSON(t *testing.T) {
 		Model:       Model{Provider: "openai", Name: "gpt", Stream: &stream, MaxRetries: &retries, Timeouts: &Timeouts{Idle: time.Second}},
 		ToolChoice:  ToolChoiceName{Name: "lookup"},
 		ToolTimeout: 1500 * time.Millisecond, BuiltinTools: &BuiltinTools{Allowed: []string{}, Confine: true},
+		HookTimeout: 2 * time.Second, History: &History{MaxInputTokens: 8000},
+		Hooks: []Hook{OnRunStart(func(context.Context, RunStartPayload) (RunStartDecision, error) { return RunStartDecision{}, nil })},
 	}
 	data, err := json.Marshal(config)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `{"model":{"provider":"openai","name":"gpt","stream":false,"max_retries":0,"timeouts":{"idle_ms":1000}},` +
-		`"tool_choice":{"name":"lookup"},"tool_timeout_ms":1500,"builtin_tools":{"allowed":[],"confine":true}}`
+		`"tool_choice":{"name":"lookup"},"tool_timeout_ms":1500,"builtin_tools":{"allowed":[],"confine":true},` +
+		`"hook_timeout_ms":2000,"history":{"max_input_tokens":8000}}`
 	if string(data) != want {
 		t.Errorf("got  %s\nwant %s", data, want)
 	}

@@ -2,6 +2,7 @@
 
 use serde::Deserialize;
 
+use super::history::HistoryConfig;
 use crate::builtin::BuiltinToolsConfig;
 
 use crate::error::{Error, Result};
@@ -47,6 +48,10 @@ pub struct AgentConfig {
     /// with what is wrong, before the run fails with `INVALID_OUTPUT`.
     #[serde(default = "default_output_retries")]
     pub output_retries: u32,
+    /// The history budget: requests leave out the oldest messages to stay within
+    /// it (see [`HistoryConfig`]); absent means none.
+    #[serde(default)]
+    pub history: Option<HistoryConfig>,
     /// Bound on one hook's decision in milliseconds; 0 means none. A hook that
     /// does not decide in time ends the run `failed` with `TIMEOUT`.
     #[serde(default = "default_hook_timeout_ms")]
@@ -89,6 +94,9 @@ impl AgentConfig {
     pub fn check(&self) -> Result<()> {
         if self.max_rounds == 0 {
             return Err(Error::invalid_arg("agent config: max_rounds must be at least 1"));
+        }
+        if self.history.is_some_and(|h| h.max_input_tokens == 0) {
+            return Err(Error::invalid_arg("agent config: history.max_input_tokens must be at least 1"));
         }
         if self.max_concurrent_tools == 0 {
             return Err(Error::invalid_arg("agent config: max_concurrent_tools must be at least 1"));

@@ -12,6 +12,7 @@ use futures_util::FutureExt;
 
 use super::events::{self, EventEmitter, EventKind, EventSink};
 use super::handle::{Run, RunShared};
+use super::history::HistoryBudget;
 use super::hooks::{Flow, HookCaller, HookStop};
 use super::state::{Interrupted, RunState};
 use super::validation::ToolScope;
@@ -82,8 +83,10 @@ pub(crate) fn start(
     let shared = Arc::new(RunShared::new(id.clone(), serial, origin.injections));
     let (events, dispatcher) = events::channel(id.clone(), serial, sink, threads.events);
     let dispatcher = dispatcher.map(|d| threads.runtime.spawn(d));
+    let history = agent.inner.config.history.map(HistoryBudget::new);
     let run = RunLoop {
         open_turn: 0,
+        history,
         agent,
         shared: shared.clone(),
         id,
@@ -225,6 +228,8 @@ struct RunLoop {
     messages: Vec<Message>,
     /// The transcript as the provider's wire has it so far; `messages` only grows.
     wire: WireCache,
+    /// The history budget, when the agent has one.
+    history: Option<HistoryBudget>,
     usage: Usage,
     rounds: u32,
     /// Messages that came with the input; the rest this run produced.
@@ -313,24 +318,51 @@ impl RunLoop {
             .filter(|(_, tool)| scope.offers(tool))
             .map(|(definition, _)| definition)
             .collect();
+        let kept = self.history.as_mut().and_then(|budget| {
+            let fixed = inner.config.system.as_ref().map_or(0, String::len)
+                + visible
+                    .iter()
+                    .map(|d| d.name.len() + d.description.len() + d.input_schema.to_string().len())
+                    .sum::<usize>();
+            budget.select(&self.messages, fixed)
+        });
+        let compacted: Option<Vec<Message>> =
+            kept.as_ref().map(|kept| kept.iter().map(|&i| self.messages[i].clone()).collect());
+        if let Some(compacted) = &compacted {
+            let dropped = self.messages.len() - compacted.len();
+            self.events.emit(EventKind::HistoryCompacted { turn, dropped }).await;
+        }
         let request = GenerationRequest {
             turn,
             system: inner.config.system.as_deref(),
-            messages: &self.messages,
+            messages: compacted.as_deref().unwrap_or(&self.messages),
             tools: &visible,
             tool_choice: &inner.config.tool_choice,
             output_schema: inner.config.output_schema.as_ref(),
+        };
+        // A request that leaves messages out is not a prefix of the next one:
+        // it is encoded on its own, and the next request anew.
+        let mut fresh_wire = WireCache::default();
+        let wire = match compacted {
+            Some(_) => {
+                self.wire = WireCache::default();
+                &mut fresh_wire
+            }
+            None => &mut self.wire,
         };
         let mut deltas = TurnDeltas { events: &self.events, turn };
         let response = tokio::select! {
             biased;
             _ = self.cancel.cancelled() => return Some((RunStatus::Cancelled, None)),
-            response = inner.generator.generate(request, &mut self.wire, &mut deltas) => response,
+            response = inner.generator.generate(request, wire, &mut deltas) => response,
         };
         let mut message = match response {
             Ok(message) => message,
             Err(error) => return Some((RunStatus::Failed, Some(error))),
         };
+        if let Some(budget) = &mut self.history {
+            budget.reported(message.usage.input_tokens, kept.as_deref());
+        }
         self.usage.add(&message.usage);
 
         if matches!(message.stop_reason, StopReason::Error | StopReason::Aborted) {
@@ -541,6 +573,9 @@ impl RunLoop {
         if replaced {
             // The transcript no longer grows from what was sent: encode it anew.
             self.wire = WireCache::default();
+            if let Some(budget) = &mut self.history {
+                budget.forget();
+            }
             self.input_len = self.input_len.min(self.messages.len());
         }
         for message in &self.messages[self.messages.len() - injected..] {

@@ -119,6 +119,10 @@ impl MockServer {
                         _ = &mut stopped => break,
                         accepted = listener.accept() => {
                             let Ok((socket, _)) = accepted else { continue };
+                            // Replies go out in many small writes: without this,
+                            // Nagle's algorithm holds the last one for the
+                            // client's delayed ACK (40 ms a request).
+                            let _ = socket.set_nodelay(true);
                             accepted_count.fetch_add(1, Ordering::SeqCst);
                             tokio::spawn(serve(socket, replies.clone(), recorded.clone()));
                         }

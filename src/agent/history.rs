@@ -1,0 +1,189 @@
+//! The history budget (`history.max_input_tokens`): before a request whose
+//! estimated input exceeds it, the oldest messages are left out of the request
+//! (the transcript keeps them).
+//!
+//! The estimate is the input tokens the provider reported for the last request
+//! plus one token per 4 bytes of transcript JSON added since, or one per 4 bytes
+//! of everything when no usage was reported. Messages leave in units, oldest
+//! first: an assistant message with its tool results, or a user message. Always
+//! kept: system messages, the first user message, the latest user message, the
+//! live tool exchange (the last assistant message when results follow it) and
+//! injected messages the model has not answered yet.
+
+use serde::Deserialize;
+
+use crate::message::{Message, Origin};
+
+/// The `history` configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryConfig {
+    /// The estimated input tokens a request may reach before old messages are
+    /// left out of it.
+    pub max_input_tokens: u64,
+}
+
+/// A run's view of its history budget.
+pub(crate) struct HistoryBudget {
+    max_input_tokens: u64,
+    /// The JSON size of each message of the transcript so far.
+    sizes: Vec<usize>,
+    /// Input tokens the provider reported for the last request, and the bytes of
+    /// the messages that request sent.
+    last_report: Option<(u64, usize)>,
+}
+
+impl HistoryBudget {
+    pub(crate) fn new(config: HistoryConfig) -> Self {
+        HistoryBudget { max_input_tokens: config.max_input_tokens, sizes: Vec::new(), last_report: None }
+    }
+
+    /// The history was replaced: sizes are measured anew, and the last report no
+    /// longer describes what a request would send.
+    pub(crate) fn forget(&mut self) {
+        self.sizes.clear();
+        self.last_report = None;
+    }
+
+    /// The indices of the messages the next request sends, or `None` for all of
+    /// them. `fixed_bytes` is what every request sends besides the messages (the
+    /// system prompt and the tools), counted while no usage was reported.
+    pub(crate) fn select(&mut self, messages: &[Message], fixed_bytes: usize) -> Option<Vec<usize>> {
+        self.measure(messages);
+        let all_bytes: usize = self.sizes.iter().sum();
+        let estimate = |bytes: usize| match self.last_report {
+            Some((tokens, sent)) => tokens.saturating_add(bytes.saturating_sub(sent) as u64 / 4),
+            None => ((bytes + fixed_bytes) / 4) as u64,
+        };
+        if estimate(all_bytes) <= self.max_input_tokens {
+            return None;
+        }
+        let mut bytes = all_bytes;
+        let mut dropped = vec![false; messages.len()];
+        for unit in droppable_units(messages) {
+            if estimate(bytes) <= self.max_input_tokens {
+                break;
+            }
+            for index in unit {
+                dropped[index] = true;
+                bytes -= self.sizes[index];
+            }
+        }
+        Some((0..messages.len()).filter(|&i| !dropped[i]).collect())
+    }
+
+    /// The provider reported `input_tokens` for a request that sent the messages
+    /// `sent` (indices into the transcript, or all of it).
+    pub(crate) fn reported(&mut self, input_tokens: u64, sent: Option<&[usize]>) {
+        if input_tokens == 0 {
+            return;
+        }
+        let bytes = match sent {
+            Some(indices) => indices.iter().map(|&i| self.sizes[i]).sum(),
+            None => self.sizes.iter().sum(),
+        };
+        self.last_report = Some((input_tokens, bytes));
+    }
+
+    fn measure(&mut self, messages: &[Message]) {
+        for message in &messages[self.sizes.len().min(messages.len())..] {
+            self.sizes.push(serde_json::to_vec(message).map_or(0, |json| json.len()));
+        }
+    }
+}
+
+/// The units that may leave a request, oldest first: each an assistant message
+/// with the tool results that follow it, or a user message, except those always
+/// kept.
+fn droppable_units(messages: &[Message]) -> Vec<Vec<usize>> {
+    let is_user = |m: &Message| matches!(m, Message::User(_));
+    let first_user = messages.iter().position(is_user);
+    let latest_user = messages.iter().rposition(is_user);
+    let last_assistant = messages.iter().rposition(|m| matches!(m, Message::Assistant(_)));
+    let live_exchange = last_assistant.filter(|&i| matches!(messages.get(i + 1), Some(Message::Tool(_))));
+    let unanswered_injection = |i: usize| {
+        last_assistant.is_none_or(|a| i > a)
+            && matches!(&messages[i], Message::User(m) if m.origin == Some(Origin::Injection))
+    };
+    let mut units = Vec::new();
+    let mut index = 0;
+    while index < messages.len() {
+        let end = match &messages[index] {
+            Message::Assistant(_) => {
+                let results = messages[index + 1..].iter().take_while(|m| matches!(m, Message::Tool(_))).count();
+                index + 1 + results
+            }
+            _ => index + 1,
+        };
+        let keep = match &messages[index] {
+            Message::System(_) => true,
+            Message::User(_) => Some(index) == first_user || Some(index) == latest_user || unanswered_injection(index),
+            Message::Assistant(_) => Some(index) == live_exchange,
+            // A result without its assistant message (a replaced history): kept.
+            Message::Tool(_) => true,
+        };
+        if !keep {
+            units.push((index..end).collect());
+        }
+        index = end;
+    }
+    units
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn messages(value: serde_json::Value) -> Vec<Message> {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn exchange(id: &str, text: &str) -> [serde_json::Value; 2] {
+        [
+            json!({"role": "assistant", "content": [], "tool_calls": [{"id": id, "name": "t", "arguments": "{}"}]}),
+            json!({"role": "tool", "tool_call_id": id, "name": "t", "content": text}),
+        ]
+    }
+
+    #[test]
+    fn the_oldest_units_go_first_and_the_kept_ones_stay() {
+        let big = "x".repeat(400);
+        let [a1, r1] = exchange("c1", &big);
+        let [a2, r2] = exchange("c2", &big);
+        let [a3, r3] = exchange("c3", &big);
+        let transcript = messages(json!([
+            {"role": "user", "content": "first"}, a1, r1,
+            {"role": "system", "content": "rule"},
+            {"role": "user", "content": "middle"}, a2, r2,
+            {"role": "user", "content": "latest"}, a3, r3
+        ]));
+        let mut budget = HistoryBudget::new(HistoryConfig { max_input_tokens: 250 });
+        let kept = budget.select(&transcript, 0).expect("over budget");
+        // c1's exchange and the middle user message go; c2's goes too if needed.
+        assert_eq!(kept, [0, 3, 7, 8, 9]);
+        let mut roomy = HistoryBudget::new(HistoryConfig { max_input_tokens: 100_000 });
+        assert_eq!(roomy.select(&transcript, 0), None);
+    }
+
+    #[test]
+    fn a_reported_count_anchors_the_estimate() {
+        let transcript = messages(json!([{"role": "user", "content": "x".repeat(4000)}]));
+        let mut budget = HistoryBudget::new(HistoryConfig { max_input_tokens: 500 });
+        assert!(budget.select(&transcript, 0).is_some(), "1000 tokens by bytes");
+        budget.reported(300, None);
+        assert_eq!(budget.select(&transcript, 0), None, "the provider said 300");
+    }
+
+    #[test]
+    fn unanswered_injections_and_lone_results_stay() {
+        let transcript = messages(json!([
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+            {"role": "user", "content": "x".repeat(4000), "origin": "injection"},
+            {"role": "user", "content": "y".repeat(4000), "origin": "injection"}
+        ]));
+        let mut budget = HistoryBudget::new(HistoryConfig { max_input_tokens: 10 });
+        assert_eq!(budget.select(&transcript, 0), Some(vec![0, 2, 3]));
+    }
+}
