@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferrule::agent::{Agent, AgentBuilder, Event, EventSink, RunInput, RunStatus};
+use ferrule::hook::{Hook, HookDecision, HookRequest, HookStage};
 use ferrule::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
 use serde_json::Value;
 
@@ -43,6 +44,29 @@ fn main() {
                 time.as_secs_f64() * 1e6 / calls,
             );
         }
+    }
+    let w1 = &workloads["w1"];
+    let rounds = w1["rounds"].as_u64().unwrap() as f64;
+    println!("W1 with no-op hooks (Rust), beside plain W1 above");
+    for (label, stages) in [
+        ("every stage", &HookStage::ALL[..]),
+        (
+            "all but turn_start",
+            &[HookStage::RunStart, HookStage::ToolCall, HookStage::ToolResult, HookStage::FinalAnswer][..],
+        ),
+    ] {
+        let mut builder = builder(&w1["config"], workloads["open_schema"].clone());
+        for &stage in stages {
+            builder
+                .add_hook(Hook::new(vec![stage], |_: HookRequest| async { Ok(HookDecision::Continue) }).expect("hook"));
+        }
+        let agent = builder.build().expect("build");
+        let time = median(|| run(&agent, None));
+        println!(
+            "  {label:19}: run {:8.2} ms  {:7.2} us/round",
+            time.as_secs_f64() * 1e3,
+            time.as_secs_f64() * 1e6 / rounds
+        );
     }
     println!("W3 concurrency: concurrent runs of 5 rounds, model delay 10 ms");
     for runs in [1000, 10_000] {
@@ -79,13 +103,18 @@ fn peak_rss_kib() -> u64 {
 }
 
 fn build(config: &Value, schema: Value) -> Agent {
+    builder(config, schema).build().expect("build")
+}
+
+/// A builder from `config` with the no-op tool.
+fn builder(config: &Value, schema: Value) -> AgentBuilder {
     let mut builder = AgentBuilder::from_json(&config.to_string()).expect("config");
     let noop = Tool::new("noop", "Does nothing.", schema, ToolOptions::default(), |_: Invocation| async {
         ToolOutcome::Completed(ToolResult::text("ok"))
     })
     .expect("tool");
     builder.add_tool(noop).expect("add");
-    builder.build().expect("build")
+    builder
 }
 
 fn run(agent: &Agent, sink: Option<Box<dyn EventSink>>) -> Duration {

@@ -183,7 +183,7 @@ async fn consult_tool_call_hooks(
             continue;
         }
         let payload = |check: &Result<ValidCall<'_>, String>| {
-            let Ok(valid) = check else { return serde_json::Value::Null };
+            let Ok(valid) = check else { return String::new() };
             let needs_approval = match valid.hook_approval {
                 HookApproval::Approved => false,
                 HookApproval::Interrupt => true,
@@ -194,6 +194,7 @@ async fn consult_tool_call_hooks(
                 "call": {"id": call.id, "name": call.name, "arguments": valid.arguments},
                 "needs_approval": needs_approval,
             })
+            .to_string()
         };
         let apply = |check: &mut Result<ValidCall<'_>, String>, decision: HookDecision| {
             let Ok(valid) = check else { return Ok(Flow::Stop) };
@@ -239,6 +240,7 @@ async fn consult_tool_result_hooks(
             "result": result,
             "is_error": result.is_error,
         })
+        .to_string()
     };
     let apply = |subject: &mut (ToolResult, bool), decision: HookDecision| {
         if let HookDecision::Result(replacement) = decision {

@@ -12,6 +12,7 @@
 
 use serde::Deserialize;
 
+use super::transcript_json::TranscriptJson;
 use crate::message::{Message, Origin};
 
 /// The `history` configuration.
@@ -26,8 +27,6 @@ pub struct HistoryConfig {
 /// A run's view of its history budget.
 pub(crate) struct HistoryBudget {
     max_input_tokens: u64,
-    /// The JSON size of each message of the transcript so far.
-    sizes: Vec<usize>,
     /// Input tokens the provider reported for the last request, and the bytes of
     /// the messages that request sent.
     last_report: Option<(u64, usize)>,
@@ -35,22 +34,21 @@ pub(crate) struct HistoryBudget {
 
 impl HistoryBudget {
     pub(crate) fn new(config: HistoryConfig) -> Self {
-        HistoryBudget { max_input_tokens: config.max_input_tokens, sizes: Vec::new(), last_report: None }
+        HistoryBudget { max_input_tokens: config.max_input_tokens, last_report: None }
     }
 
-    /// The history was replaced: sizes are measured anew, and the last report no
-    /// longer describes what a request would send.
+    /// The history was replaced: the last report no longer describes what a
+    /// request would send.
     pub(crate) fn forget(&mut self) {
-        self.sizes.clear();
         self.last_report = None;
     }
 
     /// The indices of the messages the next request sends, or `None` for all of
-    /// them. `fixed_bytes` is what every request sends besides the messages (the
-    /// system prompt and the tools), counted while no usage was reported.
-    pub(crate) fn select(&mut self, messages: &[Message], fixed_bytes: usize) -> Option<Vec<usize>> {
-        self.measure(messages);
-        let all_bytes: usize = self.sizes.iter().sum();
+    /// them; `json` is the messages' JSON, synced. `fixed_bytes` is what every
+    /// request sends besides the messages (the system prompt and the tools),
+    /// counted while no usage was reported.
+    pub(crate) fn select(&self, messages: &[Message], json: &TranscriptJson, fixed_bytes: usize) -> Option<Vec<usize>> {
+        let all_bytes: usize = json.sizes().sum();
         let estimate = |bytes: usize| match self.last_report {
             Some((tokens, sent)) => tokens.saturating_add(bytes.saturating_sub(sent) as u64 / 4),
             None => ((bytes + fixed_bytes) / 4) as u64,
@@ -66,29 +64,23 @@ impl HistoryBudget {
             }
             for index in unit {
                 dropped[index] = true;
-                bytes -= self.sizes[index];
+                bytes -= json.size(index);
             }
         }
         Some((0..messages.len()).filter(|&i| !dropped[i]).collect())
     }
 
     /// The provider reported `input_tokens` for a request that sent the messages
-    /// `sent` (indices into the transcript, or all of it).
-    pub(crate) fn reported(&mut self, input_tokens: u64, sent: Option<&[usize]>) {
+    /// `sent` (indices into the transcript, or all of it, as `json` has it).
+    pub(crate) fn reported(&mut self, input_tokens: u64, json: &TranscriptJson, sent: Option<&[usize]>) {
         if input_tokens == 0 {
             return;
         }
         let bytes = match sent {
-            Some(indices) => indices.iter().map(|&i| self.sizes[i]).sum(),
-            None => self.sizes.iter().sum(),
+            Some(indices) => indices.iter().map(|&i| json.size(i)).sum(),
+            None => json.sizes().sum(),
         };
         self.last_report = Some((input_tokens, bytes));
-    }
-
-    fn measure(&mut self, messages: &[Message]) {
-        for message in &messages[self.sizes.len().min(messages.len())..] {
-            self.sizes.push(serde_json::to_vec(message).map_or(0, |json| json.len()));
-        }
     }
 }
 
@@ -135,6 +127,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn json_of(messages: &[Message]) -> TranscriptJson {
+        let mut json = TranscriptJson::default();
+        json.sync(messages);
+        json
+    }
+
     fn messages(value: serde_json::Value) -> Vec<Message> {
         serde_json::from_value(value).unwrap()
     }
@@ -158,21 +156,22 @@ mod tests {
             {"role": "user", "content": "middle"}, a2, r2,
             {"role": "user", "content": "latest"}, a3, r3
         ]));
-        let mut budget = HistoryBudget::new(HistoryConfig { max_input_tokens: 250 });
-        let kept = budget.select(&transcript, 0).expect("over budget");
+        let budget = HistoryBudget::new(HistoryConfig { max_input_tokens: 250 });
+        let kept = budget.select(&transcript, &json_of(&transcript), 0).expect("over budget");
         // c1's exchange and the middle user message go; c2's goes too if needed.
         assert_eq!(kept, [0, 3, 7, 8, 9]);
-        let mut roomy = HistoryBudget::new(HistoryConfig { max_input_tokens: 100_000 });
-        assert_eq!(roomy.select(&transcript, 0), None);
+        let roomy = HistoryBudget::new(HistoryConfig { max_input_tokens: 100_000 });
+        assert_eq!(roomy.select(&transcript, &json_of(&transcript), 0), None);
     }
 
     #[test]
     fn a_reported_count_anchors_the_estimate() {
         let transcript = messages(json!([{"role": "user", "content": "x".repeat(4000)}]));
+        let json = json_of(&transcript);
         let mut budget = HistoryBudget::new(HistoryConfig { max_input_tokens: 500 });
-        assert!(budget.select(&transcript, 0).is_some(), "1000 tokens by bytes");
-        budget.reported(300, None);
-        assert_eq!(budget.select(&transcript, 0), None, "the provider said 300");
+        assert!(budget.select(&transcript, &json, 0).is_some(), "1000 tokens by bytes");
+        budget.reported(300, &json, None);
+        assert_eq!(budget.select(&transcript, &json, 0), None, "the provider said 300");
     }
 
     #[test]
@@ -183,7 +182,7 @@ mod tests {
             {"role": "user", "content": "x".repeat(4000), "origin": "injection"},
             {"role": "user", "content": "y".repeat(4000), "origin": "injection"}
         ]));
-        let mut budget = HistoryBudget::new(HistoryConfig { max_input_tokens: 10 });
-        assert_eq!(budget.select(&transcript, 0), Some(vec![0, 2, 3]));
+        let budget = HistoryBudget::new(HistoryConfig { max_input_tokens: 10 });
+        assert_eq!(budget.select(&transcript, &json_of(&transcript), 0), Some(vec![0, 2, 3]));
     }
 }

@@ -40,8 +40,9 @@ impl HookCaller<'_> {
         self.hooks.iter().any(|hook| hook.at(stage))
     }
 
-    /// Consults the hooks of `stage` about `subject`, in order: `payload` builds
-    /// each one's payload from the subject as it is then (`run_id` is added), and
+    /// Consults the hooks of `stage` about `subject`, in order: `payload` writes
+    /// each one's payload, a JSON object, from the subject as it is then
+    /// (`run_id` is added), and
     /// `apply` takes each decision other than `{}` and abort, returning whether
     /// the later hooks are consulted or the problem that makes the decision
     /// invalid (which fails the run with it).
@@ -49,14 +50,15 @@ impl HookCaller<'_> {
         &self,
         stage: HookStage,
         subject: &mut S,
-        payload: impl Fn(&S) -> Value,
+        payload: impl Fn(&S) -> String,
         mut apply: impl FnMut(&mut S, HookDecision) -> Result<Flow, Error>,
     ) -> Result<(), HookStop> {
+        let run_id = Value::String(self.run_id.to_owned()).to_string();
         for hook in self.hooks.iter().filter(|hook| hook.at(stage)) {
-            let mut payload = payload(subject);
-            if let Value::Object(fields) = &mut payload {
-                fields.insert("run_id".to_owned(), Value::String(self.run_id.to_owned()));
-            }
+            let fields = payload(subject);
+            let rest = fields.strip_prefix('{').unwrap_or("}").trim_start();
+            let separator = if rest.starts_with('}') { "" } else { "," };
+            let payload = format!("{{\"run_id\":{run_id}{separator}{rest}");
             match self.ask(hook, stage, payload).await? {
                 HookDecision::Continue => {}
                 decision => {
@@ -70,12 +72,12 @@ impl HookCaller<'_> {
     }
 
     /// One hook's decision, checked for its stage; an abort is a stop.
-    async fn ask(&self, hook: &Hook, stage: HookStage, payload: Value) -> Result<HookDecision, HookStop> {
+    async fn ask(&self, hook: &Hook, stage: HookStage, payload: String) -> Result<HookDecision, HookStop> {
         let token = self.cancel.child_token();
         // The hook learns when the run stops waiting for it: cancelled, timed out,
         // or done.
         let _stop_waiting = token.clone().drop_guard();
-        let decided = hook.function().decide(HookRequest::new(stage, payload.to_string(), token, self.run_serial));
+        let decided = hook.function().decide(HookRequest::new(stage, payload, token, self.run_serial));
         let bounded = async {
             match self.timeout_ms {
                 0 => Ok(decided.await),

@@ -15,6 +15,7 @@ mod result;
 mod run;
 mod state;
 mod transcript;
+mod transcript_json;
 mod validation;
 
 use std::collections::HashMap;

@@ -15,6 +15,7 @@ use super::handle::{Run, RunShared};
 use super::history::HistoryBudget;
 use super::hooks::{Flow, HookCaller, HookStop};
 use super::state::{Interrupted, RunState};
+use super::transcript_json::TranscriptJson;
 use super::validation::ToolScope;
 use super::AgentInner;
 use super::{Agent, RunResult, RunStatus};
@@ -87,6 +88,7 @@ pub(crate) fn start(
     let run = RunLoop {
         open_turn: 0,
         history,
+        transcript_json: TranscriptJson::default(),
         agent,
         shared: shared.clone(),
         id,
@@ -230,6 +232,8 @@ struct RunLoop {
     wire: WireCache,
     /// The history budget, when the agent has one.
     history: Option<HistoryBudget>,
+    /// The transcript as JSON, for hook payloads and the history budget.
+    transcript_json: TranscriptJson,
     usage: Usage,
     rounds: u32,
     /// Messages that came with the input; the rest this run produced.
@@ -318,13 +322,14 @@ impl RunLoop {
             .filter(|(_, tool)| scope.offers(tool))
             .map(|(definition, _)| definition)
             .collect();
-        let kept = self.history.as_mut().and_then(|budget| {
+        let kept = self.history.as_ref().and_then(|budget| {
             let fixed = inner.config.system.as_ref().map_or(0, String::len)
                 + visible
                     .iter()
                     .map(|d| d.name.len() + d.description.len() + d.input_schema.to_string().len())
                     .sum::<usize>();
-            budget.select(&self.messages, fixed)
+            self.transcript_json.sync(&self.messages);
+            budget.select(&self.messages, &self.transcript_json, fixed)
         });
         let compacted: Option<Vec<Message>> =
             kept.as_ref().map(|kept| kept.iter().map(|&i| self.messages[i].clone()).collect());
@@ -361,7 +366,7 @@ impl RunLoop {
             Err(error) => return Some((RunStatus::Failed, Some(error))),
         };
         if let Some(budget) = &mut self.history {
-            budget.reported(message.usage.input_tokens, kept.as_deref());
+            budget.reported(message.usage.input_tokens, &self.transcript_json, kept.as_deref());
         }
         self.usage.add(&message.usage);
 
@@ -507,7 +512,7 @@ impl RunLoop {
         if !hooks.wants(HookStage::RunStart) {
             return Ok(());
         }
-        let payload = |messages: &Vec<Message>| json!({"messages": messages});
+        let payload = |messages: &Vec<Message>| json!({"messages": messages}).to_string();
         let apply = |messages: &mut Vec<Message>, decision: HookDecision| {
             if let HookDecision::Messages(replacement) = decision {
                 *messages = checked_history(HookStage::RunStart, replacement)?;
@@ -516,6 +521,7 @@ impl RunLoop {
         };
         hooks.consult(HookStage::RunStart, &mut self.messages, payload, apply).await?;
         self.input_len = self.messages.len();
+        self.transcript_json.reset();
         Ok(())
     }
 
@@ -531,10 +537,20 @@ impl RunLoop {
         let scope = ToolScope { run: self.tools.as_ref(), turn: None, disclosed: &self.disclosed };
         let offered: Vec<String> =
             inner.tools.iter().filter(|t| scope.offers(t)).map(|t| t.name().to_owned()).collect();
-        let mut turn_state =
-            TurnStart { messages: &mut self.messages, tools: offered, chosen: false, injected: 0, replaced: false };
+        self.transcript_json.sync(&self.messages);
+        let mut turn_state = TurnStart {
+            messages: &mut self.messages,
+            json: &mut self.transcript_json,
+            tools: offered,
+            chosen: false,
+            injected: 0,
+            replaced: false,
+        };
         let run_tools = self.tools.as_ref();
-        let payload = |state: &TurnStart<'_>| json!({"turn": turn, "messages": state.messages, "tools": state.tools});
+        let payload = |state: &TurnStart<'_>| {
+            let tools = json!(state.tools);
+            format!(r#"{{"turn":{turn},"messages":{},"tools":{tools}}}"#, state.json.array())
+        };
         let apply = |state: &mut TurnStart<'_>, decision: HookDecision| {
             match decision {
                 HookDecision::Tools(names) => {
@@ -556,11 +572,14 @@ impl RunLoop {
                             Error::invalid_arg(format!("a turn_start hook's decision \"inject\": {problem}"))
                         })?;
                         state.messages.push(message);
+                        state.json.sync(state.messages);
                         state.injected += 1;
                     }
                 }
                 HookDecision::Messages(replacement) => {
                     *state.messages = checked_history(HookStage::TurnStart, replacement)?;
+                    state.json.reset();
+                    state.json.sync(state.messages);
                     state.replaced = true;
                     state.injected = 0;
                 }
@@ -593,7 +612,7 @@ impl RunLoop {
         }
         let Some(answer) = self.messages.last().cloned() else { return Ok(None) };
         let mut feedback = None;
-        let payload = |_: &Option<String>| json!({"turn": turn, "message": answer});
+        let payload = |_: &Option<String>| json!({"turn": turn, "message": answer}).to_string();
         let apply = |feedback: &mut Option<String>, decision: HookDecision| {
             if let HookDecision::Retry(text) = decision {
                 *feedback = Some(text);
@@ -649,6 +668,8 @@ impl RunLoop {
 /// What the `turn_start` hooks work on.
 struct TurnStart<'a> {
     messages: &'a mut Vec<Message>,
+    /// `messages` as JSON, kept in step.
+    json: &'a mut TranscriptJson,
     /// The tools offered this turn.
     tools: Vec<String>,
     /// A hook chose `tools`.

@@ -1,0 +1,51 @@
+//! The transcript as JSON, each message serialized once: what `turn_start` hook
+//! payloads and the history budget's byte counts are made of, so that a long run
+//! does not serialize its whole history again every round.
+
+use crate::message::Message;
+
+/// The JSON of a transcript's messages, in order. It follows a transcript that
+/// only grows; one that was replaced must be [`reset`](Self::reset).
+#[derive(Default)]
+pub(crate) struct TranscriptJson {
+    items: Vec<Box<str>>,
+}
+
+impl TranscriptJson {
+    /// Serializes the messages added since the last call.
+    pub(crate) fn sync(&mut self, messages: &[Message]) {
+        for message in &messages[self.items.len().min(messages.len())..] {
+            let json = serde_json::to_string(message).unwrap_or_else(|_| "null".to_owned());
+            self.items.push(json.into_boxed_str());
+        }
+    }
+
+    /// Forgets everything: the transcript was replaced.
+    pub(crate) fn reset(&mut self) {
+        self.items.clear();
+    }
+
+    /// The JSON size of message `index` (synced).
+    pub(crate) fn size(&self, index: usize) -> usize {
+        self.items[index].len()
+    }
+
+    /// The JSON sizes of the synced messages.
+    pub(crate) fn sizes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.items.iter().map(|item| item.len())
+    }
+
+    /// The synced messages as a JSON array.
+    pub(crate) fn array(&self) -> String {
+        let mut array = String::with_capacity(self.sizes().sum::<usize>() + self.items.len() + 2);
+        array.push('[');
+        for (i, item) in self.items.iter().enumerate() {
+            if i > 0 {
+                array.push(',');
+            }
+            array.push_str(item);
+        }
+        array.push(']');
+        array
+    }
+}
