@@ -347,3 +347,139 @@ fn a_run_may_be_limited_to_some_tools() {
     assert_eq!(error.code, ErrorCode::InvalidArg);
     assert!(error.message.contains("\"nope\""), "{}", error.message);
 }
+
+#[test]
+fn a_cancel_while_a_result_hook_decides_still_ends_every_started_call() {
+    let run_slot: Arc<Mutex<Option<ferrule::agent::Run>>> = Arc::new(Mutex::new(None));
+    let slot = run_slot.clone();
+    let cancelling = Hook::new(vec![HookStage::ToolResult], move |request: HookRequest| {
+        let payload: Value = serde_json::from_str(request.payload()).unwrap();
+        if payload["call_id"] == "fast" {
+            if let Some(run) = slot.lock().unwrap().as_ref() {
+                run.cancel();
+            }
+        }
+        async { Ok(HookDecision::Continue) }
+    })
+    .unwrap();
+    let slow = tool("slow", json!({}), |_: Invocation| async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        ToolOutcome::Completed(ToolResult::text("late"))
+    });
+    let fast = tool("fast", json!({}), |_: Invocation| async {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        ToolOutcome::Completed(ToolResult::text("SECRET"))
+    });
+    let script =
+        json!([{"tool_calls": [call("slow", "slow", json!({})), call("fast", "fast", json!({}))]}, {"text": "x"}]);
+    let agent = with_hooks(script, json!({}), vec![slow, fast], vec![cancelling]);
+    let (handle, events) = start(&agent, "go");
+    *run_slot.lock().unwrap() = Some(handle.clone());
+    let result = handle.wait_blocking().unwrap();
+    run_slot.lock().unwrap().take();
+    assert_eq!(result.status, RunStatus::Cancelled);
+    let events = events.lock().unwrap().clone();
+    assert_event_invariants(&events);
+    assert_eq!(of_type(&events, "tool_execution_end").len(), 2);
+    let texts: Vec<String> = tool_results(&result).iter().map(text).collect();
+    assert!(texts.iter().all(|t| t.contains("cancelled")), "{texts:?}");
+}
+
+#[test]
+fn a_guardrail_that_stops_the_run_keeps_what_it_judged_out() {
+    let redact = hook(&[HookStage::ToolResult], &recorder(), |payload| {
+        if payload["result"]["content"][0]["text"].as_str().unwrap_or("").contains("SECRET") {
+            json!({"abort": "the result leaks a secret"})
+        } else {
+            json!({})
+        }
+    });
+    let script = json!([{"tool_calls": [call("c1", "echo", json!({"text": "SECRET-123"}))]}, {"text": "x"}]);
+    let agent = with_hooks(script, json!({}), vec![echo("echo")], vec![redact]);
+    let (result, events) = run(&agent, "go");
+    failed_with(&result, ErrorCode::HookAborted, "leaks a secret");
+    // The call's arguments carry the text too; its result must not.
+    let results = serde_json::to_string(&(tool_results(&result), of_type(&events, "tool_execution_end"))).unwrap();
+    assert!(!results.contains("SECRET-123"), "the judged result got out: {results}");
+    assert_event_invariants(&events);
+
+    let guard = hook(&[HookStage::FinalAnswer], &recorder(), |_| json!({"abort": "unsafe answer"}));
+    let agent = with_hooks(json!([{"text": "Here is how to pick the lock."}]), json!({}), vec![], vec![guard]);
+    let (result, _) = run(&agent, "go");
+    failed_with(&result, ErrorCode::HookAborted, "unsafe answer");
+    assert!(result.final_message.is_none());
+    assert_eq!(result.messages.len(), 1, "the rejected answer left the transcript");
+}
+
+#[test]
+fn injections_are_all_or_nothing_and_always_reported() {
+    let inject_then_abort = vec![
+        hook(&[HookStage::TurnStart], &recorder(), |_| json!({"inject": [{"role": "user", "content": "hi"}]})),
+        hook(&[HookStage::TurnStart], &recorder(), |_| json!({"abort": "no"})),
+    ];
+    let agent = with_hooks(json!([{"text": "x"}]), json!({}), vec![], inject_then_abort);
+    let (result, events) = run(&agent, "go");
+    failed_with(&result, ErrorCode::HookAborted, "no");
+    assert_eq!(result.messages.len(), 2);
+    assert_eq!(of_type(&events, "message_injected").len(), 1, "an injection that stays is reported");
+
+    let half_valid = hook(
+        &[HookStage::TurnStart],
+        &recorder(),
+        |_| json!({"inject": [{"role": "user", "content": "ok"}, {"role": "assistant", "content": []}]}),
+    );
+    let agent = with_hooks(json!([{"text": "x"}]), json!({}), vec![], vec![half_valid]);
+    let (result, events) = run(&agent, "go");
+    failed_with(&result, ErrorCode::InvalidArg, "only user and system messages");
+    assert_eq!(result.messages.len(), 1, "nothing of an invalid decision is applied");
+    assert!(of_type(&events, "message_injected").is_empty());
+}
+
+#[test]
+fn a_resumed_batch_keeps_its_turns_tool_set() {
+    let (gated, _) = counted("gated", json!({"needs_approval": true}));
+    let (other, others) = counted("other", json!({}));
+    let chooser = hook(&[HookStage::TurnStart], &recorder(), |_| json!({"tools": ["gated", "gated"]}));
+    let seen = recorder();
+    let watcher = hook(&[HookStage::ToolCall], &seen, |_| json!({}));
+    let script =
+        json!([{"tool_calls": [call("c1", "gated", json!({})), call("c2", "other", json!({}))]}, {"text": "done"}]);
+    let agent = with_hooks(script, json!({}), vec![gated, other], vec![chooser, watcher]);
+    let (first, _) = run(&agent, "go");
+    assert_eq!(first.status, RunStatus::Interrupted);
+    let state = serde_json::to_string(first.state.as_ref().unwrap()).unwrap();
+    let input = RunInput::from_json(&format!(r#"{{"resume": {state}, "decisions": {{"c1": {{"approve": true}}}}}}"#));
+    let (result, _) = run_input(&agent, input.unwrap());
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(others.load(Ordering::SeqCst), 0, "a tool the turn left out ran after the resume");
+    assert!(text(&tool_results(&result)[1]).contains("Unknown tool \"other\""));
+    assert!(seen.lock().unwrap().iter().all(|p| p["turn"] == 1), "the resumed batch belongs to turn 1");
+}
+
+#[test]
+fn blank_texts_empty_histories_and_unforceable_choices_are_refused() {
+    for (stage, decision) in [
+        (HookStage::ToolCall, json!({"deny": " "})),
+        (HookStage::FinalAnswer, json!({"retry": ""})),
+        (HookStage::RunStart, json!({"messages": []})),
+        (HookStage::TurnStart, json!({"messages": []})),
+    ] {
+        let bad = hook(&[stage], &recorder(), move |_| decision.clone());
+        let script = json!([{"tool_calls": [call("c1", "echo", json!({}))]}, {"text": "done"}]);
+        let agent = with_hooks(script, json!({}), vec![echo("echo")], vec![bad]);
+        failed_with(&run(&agent, "go").0, ErrorCode::InvalidArg, "must not be");
+    }
+    let forced =
+        with_hooks(json!([{"text": "x"}]), json!({"tool_choice": {"name": "a"}}), vec![echo("a"), echo("b")], vec![]);
+    let error = forced.start(RunInput::from_json(r#"{"prompt": "go", "tools": ["b"]}"#).unwrap(), None).err().unwrap();
+    assert!(error.message.contains("tool_choice"), "{}", error.message);
+    // A turn that leaves the named tool out is not forced to call it.
+    let narrowing = hook(&[HookStage::TurnStart], &recorder(), |_| json!({"tools": ["b"]}));
+    let forced = with_hooks(
+        json!([{"text": "x"}]),
+        json!({"tool_choice": {"name": "a"}}),
+        vec![echo("a"), echo("b")],
+        vec![narrowing],
+    );
+    assert_eq!(run(&forced, "go").0.status, RunStatus::Completed);
+}

@@ -14,8 +14,8 @@ func noop(schema json.RawMessage) ferrule.Tool {
 		func(context.Context, *ferrule.Call, json.RawMessage) (any, error) { return "ok", nil })
 }
 
-func ferruleAgent(b *testing.B, config json.RawMessage, schema json.RawMessage) *ferrule.Agent {
-	agent, err := ferrule.NewAgentFromJSON(config, noop(schema))
+func ferruleAgent(b *testing.B, config json.RawMessage, schema json.RawMessage, hooks ...ferrule.Hook) *ferrule.Agent {
+	agent, err := ferrule.NewAgentFromJSONWithHooks(config, hooks, noop(schema))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -53,10 +53,49 @@ func benchmarkFerrule(b *testing.B, name string, events bool) {
 	report(b, w)
 }
 
-func BenchmarkFerruleW1(b *testing.B)           { benchmarkFerrule(b, "w1", false) }
-func BenchmarkFerruleW1WithEvents(b *testing.B) { benchmarkFerrule(b, "w1", true) }
-func BenchmarkFerruleW2(b *testing.B)           { benchmarkFerrule(b, "w2", false) }
-func BenchmarkFerruleW2WithEvents(b *testing.B) { benchmarkFerrule(b, "w2", true) }
+func BenchmarkFerruleW1(b *testing.B) { benchmarkFerrule(b, "w1", false) }
+
+// noopHooks is one hook per stage that goes on; without turn_start (whose
+// payload carries the whole history) when every is false.
+func noopHooks(every bool) []ferrule.Hook {
+	hooks := []ferrule.Hook{
+		ferrule.OnRunStart(func(context.Context, ferrule.RunStartPayload) (ferrule.RunStartDecision, error) {
+			return ferrule.RunStartDecision{}, nil
+		}),
+		ferrule.OnToolCall(func(context.Context, ferrule.ToolCallPayload) (ferrule.ToolCallDecision, error) {
+			return ferrule.ToolCallDecision{}, nil
+		}),
+		ferrule.OnToolResult(func(context.Context, ferrule.ToolResultPayload) (ferrule.ToolResultDecision, error) {
+			return ferrule.ToolResultDecision{}, nil
+		}),
+		ferrule.OnFinalAnswer(func(context.Context, ferrule.FinalAnswerPayload) (ferrule.FinalAnswerDecision, error) {
+			return ferrule.FinalAnswerDecision{}, nil
+		}),
+	}
+	if every {
+		// Raw: the typed payload would decode the whole history every round.
+		hooks = append(hooks, ferrule.RawHook("turn_start", func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage("{}"), nil
+		}))
+	}
+	return hooks
+}
+
+func benchmarkFerruleHooks(b *testing.B, every bool) {
+	w := load(b, "w1")
+	agent := ferruleAgent(b, w.Config, w.Schema, noopHooks(every)...)
+	for b.Loop() {
+		ferruleRun(b, agent, false)
+	}
+	report(b, w)
+}
+
+// W1 with a no-op hook on each stage, beside BenchmarkFerruleW1.
+func BenchmarkFerruleW1Hooks(b *testing.B)             { benchmarkFerruleHooks(b, true) }
+func BenchmarkFerruleW1HooksButTurnStart(b *testing.B) { benchmarkFerruleHooks(b, false) }
+func BenchmarkFerruleW1WithEvents(b *testing.B)        { benchmarkFerrule(b, "w1", true) }
+func BenchmarkFerruleW2(b *testing.B)                  { benchmarkFerrule(b, "w2", false) }
+func BenchmarkFerruleW2WithEvents(b *testing.B)        { benchmarkFerrule(b, "w2", true) }
 
 func BenchmarkFerruleW3(b *testing.B) {
 	config := json.RawMessage(`{"model": {"provider": "scripted", "script": [

@@ -205,8 +205,20 @@ func (h Hook) register(builder *C.ferrule_agent_builder) error {
 }
 
 // consult runs on a ferrule callback thread (where blocking is allowed): it
-// decides and responds, exactly once whatever the function does.
+// waits while a goroutine decides and responds (runtime.Goexit is only safe on
+// a goroutine).
 func (h *Hook) consult(handle *C.ferrule_hook) {
+	done := make(chan struct{})
+	dispatch(func() {
+		defer close(done)
+		h.decideAndRespond(handle)
+	})
+	<-done
+}
+
+// decideAndRespond decides and responds, exactly once whatever the function
+// does.
+func (h *Hook) decideAndRespond(handle *C.ferrule_hook) {
 	payload := json.RawMessage(goStr(C.ferrule_hook_payload(handle)))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

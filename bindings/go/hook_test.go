@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -188,5 +189,22 @@ func TestInjectAndPerRunTools(t *testing.T) {
 	bad.Tools = []string{"nope"}
 	if _, err := agent.Start(context.Background(), bad); !errors.Is(err, ErrInvalidArg) {
 		t.Errorf("an unknown tool in Input.Tools: %v", err)
+	}
+}
+
+func TestAHookThatCallsGoexitStillResponds(t *testing.T) {
+	cfg := Config{Model: Model{Provider: "scripted", Script: scriptOf(map[string]any{"text": "x"})},
+		Hooks: []Hook{OnTurnStart(func(ctx context.Context, p TurnStartPayload) (TurnStartDecision, error) {
+			runtime.Goexit()
+			return TurnStartDecision{}, nil
+		})}}
+	agent, err := NewAgent(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	result, err := agent.Run(context.Background(), Prompt("go"))
+	if err != nil || result.Status != StatusFailed || !errors.Is(result.Error, ErrHookAborted) {
+		t.Fatalf("%+v, %v", result, err)
 	}
 }

@@ -134,14 +134,20 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
             biased;
             _ = context.cancel.cancelled() => break true,
             Some((index, (result, failed, stop))) = eager_next(&mut running) => {
+                match stop {
+                    // The result a hook was judging does not enter the
+                    // transcript: the call ends as the others still running do.
+                    Some(HookStop::Cancelled) => break true,
+                    Some(stop) => {
+                        hook_stop = Some(stop);
+                        break false;
+                    }
+                    None => {}
+                }
                 in_flight[index] = false;
                 let call = &calls[index];
                 let fatal_on_error = context.agent.tool(&call.name).is_some_and(|(_, t)| t.options().on_error == OnError::Fatal);
                 recorder.record(index, call, result, failed && fatal_on_error, progress[index].as_ref()).await;
-                if let Some(stop) = stop {
-                    hook_stop = Some(stop);
-                    break false;
-                }
             }
         }
     };

@@ -67,6 +67,10 @@ impl HistoryBudget {
                 bytes -= json.size(index);
             }
         }
+        if !dropped.contains(&true) {
+            // Nothing may go: the request is sent whole (and stays cheap to encode).
+            return None;
+        }
         Some((0..messages.len()).filter(|&i| !dropped[i]).collect())
     }
 
@@ -166,12 +170,23 @@ mod tests {
 
     #[test]
     fn a_reported_count_anchors_the_estimate() {
-        let transcript = messages(json!([{"role": "user", "content": "x".repeat(4000)}]));
+        let transcript = messages(json!([
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": [{"type": "text", "text": "x".repeat(4000)}]},
+            {"role": "user", "content": "latest"}
+        ]));
         let json = json_of(&transcript);
         let mut budget = HistoryBudget::new(HistoryConfig { max_input_tokens: 500 });
         assert!(budget.select(&transcript, &json, 0).is_some(), "1000 tokens by bytes");
         budget.reported(300, &json, None);
         assert_eq!(budget.select(&transcript, &json, 0), None, "the provider said 300");
+    }
+
+    #[test]
+    fn a_request_with_nothing_to_leave_out_goes_whole() {
+        let transcript = messages(json!([{"role": "user", "content": "x".repeat(4000)}]));
+        let budget = HistoryBudget::new(HistoryConfig { max_input_tokens: 10 });
+        assert_eq!(budget.select(&transcript, &json_of(&transcript), 0), None);
     }
 
     #[test]

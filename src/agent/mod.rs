@@ -171,6 +171,13 @@ impl Agent {
                     self.tool_names().join(", ")
                 )));
             }
+            if let ToolChoice::Named(name) = &self.inner.config.tool_choice {
+                if !tools.contains(name) {
+                    return Err(Error::invalid_arg(format!(
+                        "run input: tools leaves out \"{name}\", which the agent's tool_choice names"
+                    )));
+                }
+            }
             origin.tools = Some(tools.into_iter().collect());
         }
         Ok(origin)

@@ -22,7 +22,7 @@ use super::{Agent, RunResult, RunStatus};
 use crate::error::{Error, ErrorCode};
 use crate::hook::{HookDecision, HookStage};
 use crate::message::{AssistantMessage, Message, Origin, StopReason, Usage, UserMessage};
-use crate::provider::{Delta, DeltaSink, GenerationRequest, WireCache};
+use crate::provider::{Delta, DeltaSink, GenerationRequest, ToolChoice, WireCache};
 use crate::runtime::{CallbackKind, CallbackScope, Threads};
 use crate::BoxFuture;
 use serde_json::json;
@@ -51,6 +51,10 @@ pub(crate) struct RunOrigin {
     pub(crate) tools: Option<HashSet<String>>,
     /// Injected messages the transcript does not hold yet.
     pub(crate) injections: Vec<Message>,
+    /// The tool set a `turn_start` hook chose for the pending batch's turn.
+    pub(crate) pending_turn_tools: Option<Vec<String>>,
+    /// The run goes on from an interrupted one (its `run_start` hooks ran then).
+    pub(crate) resumed: bool,
 }
 
 impl RunOrigin {
@@ -68,6 +72,8 @@ impl RunOrigin {
             approvals: Approvals::default(),
             tools: None,
             injections: Vec::new(),
+            pending_turn_tools: None,
+            resumed: false,
         }
     }
 }
@@ -107,6 +113,8 @@ pub(crate) fn start(
         tools: origin.tools,
         interruptions: Vec::new(),
         waiting_injections: Vec::new(),
+        pending_turn_tools: origin.pending_turn_tools,
+        resumed: origin.resumed,
         timed_out: Arc::default(),
         output: None,
         output_corrections: origin.output_corrections,
@@ -252,6 +260,11 @@ struct RunLoop {
     interruptions: Vec<Interruption>,
     /// Injected messages an interrupted run keeps in its state.
     waiting_injections: Vec<Message>,
+    /// The tool set a `turn_start` hook chose for the turn of the batch that
+    /// runs first, or that the run was interrupted for.
+    pending_turn_tools: Option<Vec<String>>,
+    /// The run goes on from an interrupted one.
+    resumed: bool,
     /// Set when the run's deadline (`run_timeout_ms`) cancelled it.
     timed_out: Arc<std::sync::atomic::AtomicBool>,
     /// The final answer as JSON, once it satisfied the output schema.
@@ -264,7 +277,8 @@ impl RunLoop {
     /// The loop; returns how the run ended.
     async fn drive(&mut self) -> (RunStatus, Option<Error>) {
         self.events.emit(EventKind::RunStart).await;
-        if let Err(stop) = self.consult_run_start_hooks().await {
+        // A resumed run's run_start hooks ran when it started.
+        if let Err(stop) = if self.resumed { Ok(()) } else { self.consult_run_start_hooks().await } {
             return stop.ending();
         }
         if let Some(message) = self.pending.take() {
@@ -273,7 +287,12 @@ impl RunLoop {
             if self.cancel.is_cancelled() {
                 return (RunStatus::Cancelled, None);
             }
-            let ended = self.run_batch(message, false, 0, None).await;
+            let turn = if self.execute_only { 0 } else { self.rounds };
+            let turn_tools = self.pending_turn_tools.take();
+            let ended = self.run_batch(message, false, turn, turn_tools.as_deref()).await;
+            if matches!(ended, Some((RunStatus::Interrupted, _))) {
+                self.pending_turn_tools = turn_tools;
+            }
             if !matches!(ended, Some((RunStatus::Interrupted, _))) {
                 // An interrupted batch keeps its decisions for the state.
                 self.approvals.settle();
@@ -337,12 +356,17 @@ impl RunLoop {
             let dropped = self.messages.len() - compacted.len();
             self.events.emit(EventKind::HistoryCompacted { turn, dropped }).await;
         }
+        // A named tool that this turn does not offer cannot be forced.
+        let tool_choice = match &inner.config.tool_choice {
+            ToolChoice::Named(name) if !visible.iter().any(|d| &d.name == name) => &ToolChoice::Auto,
+            choice => choice,
+        };
         let request = GenerationRequest {
             turn,
             system: inner.config.system.as_deref(),
             messages: compacted.as_deref().unwrap_or(&self.messages),
             tools: &visible,
-            tool_choice: &inner.config.tool_choice,
+            tool_choice,
             output_schema: inner.config.output_schema.as_ref(),
         };
         // A request that leaves messages out is not a prefix of the next one:
@@ -388,7 +412,11 @@ impl RunLoop {
         if message.tool_calls.is_empty() {
             return self.conclude(turn, message).await;
         }
-        self.run_batch(message, length_stopped, turn, turn_tools.as_deref()).await
+        let ended = self.run_batch(message, length_stopped, turn, turn_tools.as_deref()).await;
+        if matches!(ended, Some((RunStatus::Interrupted, _))) {
+            self.pending_turn_tools = turn_tools;
+        }
+        ended
     }
 
     /// Validates and executes `message`'s calls as one batch and records the
@@ -486,13 +514,23 @@ impl RunLoop {
             }
         }
         match self.consult_final_answer_hooks(turn).await {
+            // Injected while the hooks decided: the model answers them too.
+            Ok(None) if self.shared.has_injections() => {
+                self.output = None;
+                None
+            }
             Ok(None) => Some((RunStatus::Completed, None)),
             Ok(Some(feedback)) => {
                 self.output = None;
                 self.messages.push(Message::User(UserMessage::text(feedback)));
                 None
             }
-            Err(stop) => Some(stop.ending()),
+            Err(stop) => {
+                // An answer the hooks did not let through is not the run's.
+                self.messages.pop();
+                self.output = None;
+                Some(stop.ending())
+            }
         }
     }
 
@@ -562,19 +600,20 @@ impl RunLoop {
                             "a turn_start hook's tool set names \"{name}\", which this run does not have"
                         )));
                     }
-                    state.tools = names;
-                    state.tools.dedup();
+                    let mut seen = HashSet::new();
+                    state.tools = names.into_iter().filter(|name| seen.insert(name.clone())).collect();
                     state.chosen = true;
                 }
-                HookDecision::Inject(messages) => {
-                    for mut message in messages {
-                        mark_injected(&mut message).map_err(|problem| {
+                HookDecision::Inject(mut messages) => {
+                    // All or nothing: every message is checked before any enters.
+                    for message in &mut messages {
+                        mark_injected(message).map_err(|problem| {
                             Error::invalid_arg(format!("a turn_start hook's decision \"inject\": {problem}"))
                         })?;
-                        state.messages.push(message);
-                        state.json.sync(state.messages);
-                        state.injected += 1;
                     }
+                    state.injected += messages.len();
+                    state.messages.extend(messages);
+                    state.json.sync(state.messages);
                 }
                 HookDecision::Messages(replacement) => {
                     *state.messages = checked_history(HookStage::TurnStart, replacement)?;
@@ -587,7 +626,7 @@ impl RunLoop {
             }
             Ok(Flow::Next)
         };
-        hooks.consult(HookStage::TurnStart, &mut turn_state, payload, apply).await?;
+        let consulted = hooks.consult(HookStage::TurnStart, &mut turn_state, payload, apply).await;
         let TurnStart { tools, chosen, injected, replaced, .. } = turn_state;
         if replaced {
             // The transcript no longer grows from what was sent: encode it anew.
@@ -597,9 +636,11 @@ impl RunLoop {
             }
             self.input_len = self.input_len.min(self.messages.len());
         }
+        // Injected messages stay, with their events, whatever a later hook did.
         for message in &self.messages[self.messages.len() - injected..] {
             self.events.emit(EventKind::MessageInjected { message: message.clone() }).await;
         }
+        consulted?;
         Ok(chosen.then_some(tools))
     }
 
@@ -648,6 +689,7 @@ impl RunLoop {
                 execute_only: self.execute_only,
                 tools: self.tools.as_ref(),
                 injections: &self.waiting_injections,
+                turn_tools: self.pending_turn_tools.as_deref(),
             })
         });
         let result = RunResult {

@@ -47,6 +47,8 @@ pub struct RunState {
     tools: Option<Vec<String>>,
     /// Messages injected into the run that its transcript does not hold yet.
     injections: Vec<Message>,
+    /// The tool set a `turn_start` hook chose for the waiting batch's turn.
+    turn_tools: Option<Vec<String>>,
 }
 
 /// What a run had when it stopped for approval.
@@ -62,6 +64,7 @@ pub(crate) struct Interrupted<'a> {
     pub(crate) execute_only: bool,
     pub(crate) tools: Option<&'a HashSet<String>>,
     pub(crate) injections: &'a [Message],
+    pub(crate) turn_tools: Option<&'a [String]>,
 }
 
 impl RunState {
@@ -87,6 +90,7 @@ impl RunState {
                 tools
             }),
             injections: run.injections.to_vec(),
+            turn_tools: run.turn_tools.map(<[String]>::to_vec),
         }
     }
 
@@ -173,7 +177,12 @@ impl RunState {
                 self.awaiting.join(", ")
             )));
         }
-        let named = self.standing.keys().chain(&self.disclosed).chain(self.tools.iter().flatten());
+        let named = self
+            .standing
+            .keys()
+            .chain(&self.disclosed)
+            .chain(self.tools.iter().flatten())
+            .chain(self.turn_tools.iter().flatten());
         if let Some(tool) = named.into_iter().find(|t| agent.tool(t).is_none()) {
             return Err(refuse(format!(
                 "the agent has no tool \"{tool}\", which the state names; resume with an agent built from the same configuration and tools"
@@ -193,6 +202,8 @@ impl RunState {
             approvals,
             tools: self.tools.map(|tools| tools.into_iter().collect()),
             injections: self.injections,
+            pending_turn_tools: self.turn_tools,
+            resumed: true,
         })
     }
 }

@@ -99,6 +99,7 @@ impl HookDecision {
 /// The decision `key` with `value`, whatever the stage; the problem otherwise.
 fn read(stage: HookStage, key: &str, value: Value) -> std::result::Result<HookDecision, String> {
     let text = |value: Value| match value {
+        Value::String(text) if text.trim().is_empty() => Err("must not be blank".to_owned()),
         Value::String(text) => Ok(text),
         other => Err(format!("must be a string, not {}", crate::tool::json_kind(&other))),
     };
@@ -106,7 +107,11 @@ fn read(stage: HookStage, key: &str, value: Value) -> std::result::Result<HookDe
         Value::Bool(true) => Ok(()),
         other => Err(format!("takes true, not {other}")),
     };
-    let messages = |value: Value| serde_json::from_value::<Vec<Message>>(value).map_err(|e| e.to_string());
+    let messages = |value: Value| match serde_json::from_value::<Vec<Message>>(value) {
+        Ok(messages) if messages.is_empty() => Err("must not be empty".to_owned()),
+        Ok(messages) => Ok(messages),
+        Err(error) => Err(error.to_string()),
+    };
     Ok(match key {
         "abort" => HookDecision::Abort(text(value)?),
         "messages" => HookDecision::Messages(messages(value)?),
