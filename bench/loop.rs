@@ -49,7 +49,16 @@ fn main() {
     let rounds = w1["rounds"].as_u64().unwrap() as f64;
     println!("W1 with no-op hooks (Rust), beside plain W1 above");
     for (label, stages) in [
-        ("every stage", &HookStage::ALL[..]),
+        (
+            "every stage",
+            &[
+                HookStage::RunStart,
+                HookStage::TurnStart,
+                HookStage::ToolCall,
+                HookStage::ToolResult,
+                HookStage::FinalAnswer,
+            ][..],
+        ),
         (
             "all but turn_start",
             &[HookStage::RunStart, HookStage::ToolCall, HookStage::ToolResult, HookStage::FinalAnswer][..],

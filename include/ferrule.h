@@ -94,9 +94,6 @@ typedef uint32_t FERRULE_ERROR;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
-// Where in the run a hook is consulted.
-typedef struct HookStage HookStage;
-
 // A built agent: immutable and shared. Every handle (from `_build` or `_clone`)
 // is freed with `ferrule_agent_free`; runs keep the agent alive on their own.
 // Any thread.
@@ -193,8 +190,6 @@ typedef void (*ferrule_hook_fn)(void *user_data,
 // Runs when a request is cancelled before the host answers it; see
 // `ferrule_tool_call_on_cancel` and `ferrule_hook_on_cancel`.
 typedef void (*ferrule_cancel_fn)(void *user_data);
-
-
 
 #ifdef __cplusplus
 extern "C" {

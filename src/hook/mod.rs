@@ -34,10 +34,6 @@ pub enum HookStage {
 }
 
 impl HookStage {
-    /// Every stage, in the order a run meets them.
-    pub const ALL: [HookStage; 5] =
-        [HookStage::RunStart, HookStage::TurnStart, HookStage::ToolCall, HookStage::ToolResult, HookStage::FinalAnswer];
-
     /// The stage's name in JSON.
     pub fn name(self) -> &'static str {
         match self {
