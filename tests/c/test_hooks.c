@@ -1,0 +1,249 @@
+/*
+ * Hooks and injection through the C ABI, as a hostile host uses them: responses
+ * racing timeouts and cancellation, two threads responding at once, user data
+ * ownership, and injections racing the end of the run.
+ */
+#include <unistd.h>
+
+#include "harness.h"
+
+/* ---- a tool that answers at once ----------------------------------------------- */
+
+static void answer(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    ferrule_error_free(ferrule_tool_call_complete(call, STR("\"ok\"")));
+}
+
+/* An agent whose model makes `calls` calls of "t" in each of `rounds` rounds,
+ * with `extra` config fields, and the hook `decide` at `stages`. */
+static ferrule_agent *hooked_agent(int calls, int rounds, const char *extra, const char *stages, ferrule_hook_fn decide,
+                                   void *user_data, void (*free_user_data)(void *)) {
+    char config[2048];
+    size_t used = (size_t)snprintf(config, sizeof config, "{\"model\": {\"provider\": \"scripted\", \"script\": [{\"tool_calls\": [");
+    for (int i = 0; i < calls; i++) {
+        used += (size_t)snprintf(config + used, sizeof config - used, "%s{\"id\": \"c%d\", \"name\": \"t\", \"arguments\": {}}",
+                                 i ? ", " : "", i);
+    }
+    snprintf(config + used, sizeof config - used,
+             "], \"repeat\": %d}, {\"text\": \"done\"}]}, \"max_rounds\": %d, \"max_concurrent_tools\": %d%s}", rounds,
+             rounds + 1, calls, extra);
+    ferrule_agent_builder *builder = NULL;
+    if (!harness_expect_ok(ferrule_agent_builder_new(STR(config), &builder), __FILE__, __LINE__)) return NULL;
+    ferrule_tool_spec spec = harness_spec("t", "{\"nonblocking\": true}", answer, NULL, NULL);
+    if (!harness_expect_ok(ferrule_agent_builder_add_tool(builder, &spec), __FILE__, __LINE__) ||
+        !harness_expect_ok(ferrule_agent_builder_add_hook(builder, STR(stages), decide, user_data, free_user_data),
+                           __FILE__, __LINE__)) {
+        ferrule_agent_builder_free(builder);
+        return NULL;
+    }
+    ferrule_agent *agent = NULL;
+    if (!harness_expect_ok(ferrule_agent_build(builder, &agent), __FILE__, __LINE__)) return NULL;
+    return agent;
+}
+
+/* ---- responses racing timeouts and cancellation ---------------------------------- */
+
+typedef struct {
+    atomic_int handled;
+    atomic_int freed;
+} consultation_count;
+
+enum { MAX_CONSULTATIONS = 20000 };
+static consultation_count consultations[MAX_CONSULTATIONS];
+static atomic_int next_consultation, responded;
+
+static void count_handler(void *user_data) {
+    atomic_fetch_add(&((consultation_count *)user_data)->handled, 1);
+}
+
+static void count_free(void *user_data) {
+    atomic_fetch_add(&((consultation_count *)user_data)->freed, 1);
+}
+
+static void *respond_at_random(void *arg) {
+    usleep((useconds_t)(rand() % 1500));
+    ferrule_error_free(ferrule_hook_respond(arg, STR("{}")));
+    atomic_fetch_add(&responded, 1);
+    return NULL;
+}
+
+/* Registers a counting cancel handler, then responds from a thread of its own at
+ * a random moment around the 1 ms hook timeout. */
+static void respond_racing(void *user_data, ferrule_hook *hook) {
+    (void)user_data;
+    int index = atomic_fetch_add(&next_consultation, 1);
+    if (index < MAX_CONSULTATIONS) {
+        consultation_count *count = &consultations[index];
+        ferrule_error_free(ferrule_hook_on_cancel(hook, count_handler, count, count_free));
+    }
+    pthread_t thread;
+    pthread_create(&thread, NULL, respond_at_random, hook);
+    pthread_detach(thread);
+}
+
+static void responses_race_timeouts_and_cancels_and_every_handler_is_freed_once(void) {
+    ferrule_agent *agent =
+        hooked_agent(6, 3, ", \"hook_timeout_ms\": 1", "[\"tool_call\", \"tool_result\"]", respond_racing, NULL, NULL);
+    CHECK(agent != NULL);
+    for (int i = 0; i < 300; i++) {
+        event_log log;
+        event_log_init(&log);
+        ferrule_run *run = NULL;
+        CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), event_log_on_event, &log, event_log_free, &run));
+        if (rand() % 3 == 0) {
+            usleep((useconds_t)(rand() % 2000));
+            ferrule_run_cancel(run);
+        }
+        char *result = harness_wait(run);
+        CHECK(result != NULL);
+        CHECK(strstr(result, "\"status\":\"completed\"") || strstr(result, "\"status\":\"cancelled\"") ||
+              strstr(result, "\"code\":\"TIMEOUT\""));
+        ferrule_string_free(result);
+        ferrule_run_free(run);
+        CHECK(event_log_count(&log, "\"type\":\"tool_execution_start\"") ==
+              event_log_count(&log, "\"type\":\"tool_execution_end\""));
+        CHECK(event_log_count(&log, "\"type\":\"run_end\"") == 1);
+        event_log_destroy(&log);
+    }
+    ferrule_agent_free(agent);
+    int total = atomic_load(&next_consultation);
+    CHECK(wait_for_count(&responded, total, 10000));
+    for (int i = 0; i < total && i < MAX_CONSULTATIONS; i++) {
+        CHECK(wait_for_count(&consultations[i].freed, 1, 5000));
+        CHECK(atomic_load(&consultations[i].freed) == 1 && atomic_load(&consultations[i].handled) <= 1);
+    }
+}
+
+/* ---- two threads responding at once ---------------------------------------------- */
+
+static atomic_int accepted_responses, refused_responses;
+
+static void *respond_and_count(void *arg) {
+    ferrule_error *err = ferrule_hook_respond(arg, STR("{}"));
+    if (err == NULL) {
+        atomic_fetch_add(&accepted_responses, 1);
+    } else if (ferrule_error_code(err) == FERRULE_ERROR_ALREADY_COMPLETED) {
+        atomic_fetch_add(&refused_responses, 1);
+    }
+    ferrule_error_free(err);
+    return NULL;
+}
+
+static void respond_twice(void *user_data, ferrule_hook *hook) {
+    (void)user_data;
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++) pthread_create(&threads[i], NULL, respond_and_count, hook);
+    for (int i = 0; i < 2; i++) pthread_join(threads[i], NULL);
+}
+
+static void of_two_responses_racing_exactly_one_is_taken(void) {
+    ferrule_agent *agent = hooked_agent(4, 50, "", "[\"tool_call\"]", respond_twice, NULL, NULL);
+    CHECK(agent != NULL);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+    char *result = harness_wait(run);
+    CHECK(result && strstr(result, "\"status\":\"completed\""));
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+    CHECK(atomic_load(&accepted_responses) == 200);
+    CHECK(atomic_load(&refused_responses) == 200);
+}
+
+/* ---- user data ------------------------------------------------------------------ */
+
+static void go_on(void *user_data, ferrule_hook *hook) {
+    (void)user_data;
+    ferrule_error_free(ferrule_hook_respond(hook, STR("{}")));
+}
+
+static void a_hooks_user_data_is_freed_once_and_never_when_adding_fails(void) {
+    counter kept = {0}, refused = {0};
+    ferrule_agent_builder *builder = NULL;
+    CHECK_OK(ferrule_agent_builder_new(STR("{\"model\": {\"provider\": \"scripted\", \"script\": [{\"text\": \"x\"}]}}"),
+                                       &builder));
+    CHECK_ERROR(ferrule_agent_builder_add_hook(builder, STR("[\"tool_cal\"]"), go_on, &refused, counter_free),
+                FERRULE_ERROR_INVALID_ARG, "tool_cal");
+    CHECK_ERROR(ferrule_agent_builder_add_hook(builder, STR("[]"), go_on, &refused, counter_free),
+                FERRULE_ERROR_INVALID_ARG, "at least one");
+    CHECK_ERROR(ferrule_agent_builder_add_hook(builder, STR("[\"run_start\", \"run_start\"]"), go_on, &refused,
+                                               counter_free),
+                FERRULE_ERROR_INVALID_ARG, "twice");
+    CHECK_ERROR(ferrule_agent_builder_add_hook(builder, STR("[\"run_start\"]"), NULL, &refused, counter_free),
+                FERRULE_ERROR_NULL_ARG, NULL);
+    CHECK_ERROR(ferrule_agent_builder_add_hook(NULL, STR("[\"run_start\"]"), go_on, &refused, counter_free),
+                FERRULE_ERROR_NULL_ARG, NULL);
+    CHECK_OK(ferrule_agent_builder_add_hook(builder, STR("[\"run_start\", \"final_answer\"]"), go_on, &kept,
+                                            counter_free));
+    ferrule_agent *agent = NULL;
+    CHECK_OK(ferrule_agent_build(builder, &agent));
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+    ferrule_string_free(harness_wait(run));
+    ferrule_run_free(run);
+    CHECK(atomic_load(&kept.frees) == 0);
+    ferrule_agent_free(agent);
+    CHECK(wait_for_count(&kept.frees, 1, 5000));
+    CHECK(atomic_load(&refused.frees) == 0);
+}
+
+/* ---- injections racing the end ----------------------------------------------------- */
+
+typedef struct {
+    ferrule_run *run;
+    atomic_int accepted;
+} injector;
+
+static void *inject_until_refused(void *arg) {
+    injector *state = arg;
+    for (;;) {
+        ferrule_error *err = ferrule_run_inject(state->run, STR("{\"role\": \"user\", \"content\": \"more\"}"));
+        if (err) {
+            int over = ferrule_error_code(err) == FERRULE_ERROR_ALREADY_COMPLETED;
+            ferrule_error_free(err);
+            if (over) return NULL;
+            continue;
+        }
+        atomic_fetch_add(&state->accepted, 1);
+        usleep(50);
+    }
+}
+
+static void an_accepted_injection_is_never_lost(void) {
+    ferrule_agent *agent = hooked_agent(2, 3, "", "[\"tool_result\"]", go_on, NULL, NULL);
+    CHECK(agent != NULL);
+    int accepted = 0;
+    for (int i = 0; i < 100; i++) {
+        injector state = {.run = NULL};
+        CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &state.run));
+        pthread_t thread;
+        pthread_create(&thread, NULL, inject_until_refused, &state);
+        char *result = harness_wait(state.run);
+        pthread_join(thread, NULL);
+        CHECK(result != NULL);
+        /* Every accepted message is in the transcript, marked. */
+        size_t marked = 0;
+        for (const char *at = result; (at = strstr(at, "\"origin\":\"injection\"")) != NULL; at++) marked++;
+        int ok = marked == (size_t)atomic_load(&state.accepted);
+        accepted += atomic_load(&state.accepted);
+        ferrule_string_free(result);
+        ferrule_run_free(state.run);
+        CHECK(ok);
+    }
+    ferrule_agent_free(agent);
+    CHECK(accepted > 0);
+    CHECK_ERROR(ferrule_run_inject(NULL, STR("{}")), FERRULE_ERROR_NULL_ARG, NULL);
+}
+
+int main(int argc, char **argv) {
+    srand(11);
+    static const harness_case cases[] = {
+        {"responses_race_timeouts_and_cancels_and_every_handler_is_freed_once",
+         responses_race_timeouts_and_cancels_and_every_handler_is_freed_once},
+        {"of_two_responses_racing_exactly_one_is_taken", of_two_responses_racing_exactly_one_is_taken},
+        {"a_hooks_user_data_is_freed_once_and_never_when_adding_fails",
+         a_hooks_user_data_is_freed_once_and_never_when_adding_fails},
+        {"an_accepted_injection_is_never_lost", an_accepted_injection_is_never_lost},
+    };
+    return harness_main(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
