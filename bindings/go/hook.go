@@ -22,8 +22,7 @@ import (
 // seeing the previous one's effect. A hook's error aborts the run: it ends
 // failed with code HOOK_ABORTED and the error's text. Its ctx is cancelled when
 // the run stops waiting for it (the run was cancelled, or Config.HookTimeout
-// passed). Hooks run on ferrule's callback threads, one consultation at a time
-// per run.
+// passed). Hooks run on goroutines, one consultation at a time per run.
 type Hook struct {
 	stage  string
 	decide func(ctx context.Context, payload json.RawMessage) (any, error)
@@ -192,7 +191,9 @@ func (h Hook) register(builder *C.ferrule_agent_builder) error {
 	if h.decide == nil {
 		return &Error{Code: CodeInvalidArg, Message: "a Hook must be made with OnRunStart, OnTurnStart, OnToolCall, OnToolResult, OnFinalAnswer or RawHook"}
 	}
-	stages, _ := json.Marshal([]string{h.stage})
+	// Nonblocking: the callback hands the consultation to a goroutine, which
+	// responds (as Go tools complete their calls).
+	stages, _ := json.Marshal(map[string]any{"stages": []string{h.stage}, "nonblocking": true})
 	text, length, free := cBytes(stages)
 	defer free()
 	handle := cgo.NewHandle(&h)
@@ -204,16 +205,10 @@ func (h Hook) register(builder *C.ferrule_agent_builder) error {
 	return err
 }
 
-// consult runs on a ferrule callback thread (where blocking is allowed): it
-// waits while a goroutine decides and responds (runtime.Goexit is only safe on
-// a goroutine).
+// consult runs on ferrule's runtime and must return at once: a goroutine
+// decides and responds.
 func (h *Hook) consult(handle *C.ferrule_hook) {
-	done := make(chan struct{})
-	dispatch(func() {
-		defer close(done)
-		h.decideAndRespond(handle)
-	})
-	<-done
+	dispatch(func() { h.decideAndRespond(handle) })
 }
 
 // decideAndRespond decides and responds, exactly once whatever the function

@@ -55,10 +55,39 @@ impl Answerable for ForeignConsultation {
 
 type HookHandle = Handle<ForeignConsultation>;
 
-/// Runs a host hook's callback on a callback thread and resolves with its
-/// decision.
+/// Runs a host hook's callback and resolves with its decision: on a callback
+/// thread, or (`nonblocking`) at once on the run's own thread.
 struct ForeignHook {
     callback: Arc<HookCallback>,
+    nonblocking: bool,
+}
+
+/// What `ferrule_agent_builder_add_hook` reads: the stages, and how to call the
+/// hook.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HookOptions {
+    stages: Vec<HookStage>,
+    #[serde(default)]
+    nonblocking: bool,
+}
+
+impl HookOptions {
+    /// Reads the stages JSON: `["tool_call"]` or `{"stages": ["tool_call"],
+    /// "nonblocking": true}`.
+    fn from_json(json: &str) -> Result<HookOptions> {
+        let value: serde_json::Value = crate::json::parse_document("hook stages", json)?;
+        // Read each form strictly, so that the error names what is wrong.
+        let options = match value {
+            serde_json::Value::Object(_) => serde_json::from_value::<HookOptions>(value),
+            other => {
+                serde_json::from_value::<Vec<HookStage>>(other).map(|stages| HookOptions { stages, nonblocking: false })
+            }
+        }
+        .map_err(|e| Error::invalid_arg(format!("hook stages: {e}")))?;
+        HookStage::check_list(&options.stages)?;
+        Ok(options)
+    }
 }
 
 struct HookCallback {
@@ -93,8 +122,12 @@ impl HookFunction for ForeignHook {
             Ok(threads) => threads,
             Err(error) => return Box::pin(std::future::ready(Err(error))),
         };
-        let callback = self.callback.clone();
-        threads.tool_callbacks.submit(Box::new(move || callback.call(ticket)));
+        if self.nonblocking {
+            self.callback.call(ticket);
+        } else {
+            let callback = self.callback.clone();
+            threads.tool_callbacks.submit(Box::new(move || callback.call(ticket)));
+        }
         Box::pin(pending.map(|answer| {
             answer.unwrap_or_else(|| Err(Error::invalid_arg("the hook's consultation went away without a response")))
         }))
@@ -103,8 +136,10 @@ impl HookFunction for ForeignHook {
 
 /// Adds a hook consulted at the stages `stages_json` names (a JSON list such as
 /// `["tool_call", "final_answer"]`: `run_start`, `turn_start`, `tool_call`,
-/// `tool_result`, `final_answer`). Hooks of one stage are consulted in the order
-/// they were added. `free_user_data(user_data)` runs once, when the agent, every
+/// `tool_result`, `final_answer`), or `{"stages": [...], "nonblocking": true}`:
+/// then `decide` runs on ferrule's runtime and must return at once, responding
+/// later from a thread of the host's (as a `nonblocking` tool). Hooks of one stage
+/// are consulted in the order they were added. `free_user_data(user_data)` runs once, when the agent, every
 /// run of it and every running callback of the hook are gone. On error the host
 /// still owns `user_data`: `FERRULE_ERROR_NULL_ARG` for a NULL builder or `decide`,
 /// `FERRULE_ERROR_INVALID_ARG` for an unknown, repeated or missing stage.
@@ -120,11 +155,12 @@ pub unsafe extern "C" fn ferrule_agent_builder_add_hook(
     guard(|| {
         // SAFETY: the host passes a live builder (or NULL) and `len` readable bytes.
         let builder = unsafe { arg_mut(builder, "builder") }?;
-        let stages = HookStage::list_from_json(unsafe { arg_str(stages_json, len, "stages_json") }?)?;
+        let options = HookOptions::from_json(unsafe { arg_str(stages_json, len, "stages_json") }?)?;
         let decide = decide.ok_or_else(|| null_arg("decide"))?;
         // Everything is checked: from here on the user data belongs to ferrule.
         let callback = Arc::new(HookCallback { decide, user_data: ForeignData::new(user_data, free_user_data) });
-        builder.inner.add_hook(Hook::new(stages, ForeignHook { callback })?);
+        let function = ForeignHook { callback, nonblocking: options.nonblocking };
+        builder.inner.add_hook(Hook::new(options.stages, function)?);
         Ok(())
     })
 }

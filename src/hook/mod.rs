@@ -45,17 +45,15 @@ impl HookStage {
         }
     }
 
-    /// Reads a JSON list of stage names, such as `["tool_call"]`: at least one,
-    /// each at most once.
-    pub fn list_from_json(json: &str) -> Result<Vec<HookStage>> {
-        let stages: Vec<HookStage> = crate::json::parse_document("hook stages", json)?;
+    /// Checks a list of stages: at least one, each at most once.
+    pub fn check_list(stages: &[HookStage]) -> Result<()> {
         if stages.is_empty() {
             return Err(Error::invalid_arg("hook stages: name at least one stage"));
         }
         if let Some((i, stage)) = stages.iter().enumerate().find(|(i, s)| stages[..*i].contains(s)) {
             return Err(Error::invalid_arg(format!("hook stages: \"{}\" is named twice (at {i})", stage.name())));
         }
-        Ok(stages)
+        Ok(())
     }
 }
 
