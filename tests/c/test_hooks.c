@@ -84,11 +84,12 @@ static void respond_racing(void *user_data, ferrule_hook *hook) {
     pthread_detach(thread);
 }
 
-static void responses_race_timeouts_and_cancels_and_every_handler_is_freed_once(void) {
-    ferrule_agent *agent =
-        hooked_agent(6, 3, ", \"hook_timeout_ms\": 1", "[\"tool_call\", \"tool_result\"]", respond_racing, NULL, NULL);
+/* The hook runs on a callback thread, or (nonblocking) on ferrule's runtime; it
+ * returns at once either way. */
+static void race(const char *stages) {
+    ferrule_agent *agent = hooked_agent(6, 3, ", \"hook_timeout_ms\": 1", stages, respond_racing, NULL, NULL);
     CHECK(agent != NULL);
-    for (int i = 0; i < 300; i++) {
+    for (int i = 0; i < 150; i++) {
         event_log log;
         event_log_init(&log);
         ferrule_run *run = NULL;
@@ -109,6 +110,11 @@ static void responses_race_timeouts_and_cancels_and_every_handler_is_freed_once(
         event_log_destroy(&log);
     }
     ferrule_agent_free(agent);
+}
+
+static void responses_race_timeouts_and_cancels_and_every_handler_is_freed_once(void) {
+    race("[\"tool_call\", \"tool_result\"]");
+    race("{\"stages\": [\"tool_call\", \"tool_result\"], \"nonblocking\": true}");
     int total = atomic_load(&next_consultation);
     CHECK(wait_for_count(&responded, total, 10000));
     for (int i = 0; i < total && i < MAX_CONSULTATIONS; i++) {
@@ -178,6 +184,9 @@ static void a_hooks_user_data_is_freed_once_and_never_when_adding_fails(void) {
                 FERRULE_ERROR_INVALID_ARG, "tool_cal");
     CHECK_ERROR(ferrule_agent_builder_add_hook(builder, STR("[]"), go_on, &refused, counter_free),
                 FERRULE_ERROR_INVALID_ARG, "at least one");
+    CHECK_ERROR(ferrule_agent_builder_add_hook(builder, STR("{\"stages\": [\"run_start\"], \"blocking\": 1}"), go_on,
+                                               &refused, counter_free),
+                FERRULE_ERROR_INVALID_ARG, "blocking");
     CHECK_ERROR(ferrule_agent_builder_add_hook(builder, STR("[\"run_start\", \"run_start\"]"), go_on, &refused,
                                                counter_free),
                 FERRULE_ERROR_INVALID_ARG, "twice");
