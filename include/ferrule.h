@@ -280,8 +280,10 @@ void ferrule_error_free(struct ferrule_error *error);
 
 // Adds a hook consulted at the stages `stages_json` names (a JSON list such as
 // `["tool_call", "final_answer"]`: `run_start`, `turn_start`, `tool_call`,
-// `tool_result`, `final_answer`). Hooks of one stage are consulted in the order
-// they were added. `free_user_data(user_data)` runs once, when the agent, every
+// `tool_result`, `final_answer`), or `{"stages": [...], "nonblocking": true}`:
+// then `decide` runs on ferrule's runtime and must return at once, responding
+// later from a thread of the host's (as a `nonblocking` tool). Hooks of one stage
+// are consulted in the order they were added. `free_user_data(user_data)` runs once, when the agent, every
 // run of it and every running callback of the hook are gone. On error the host
 // still owns `user_data`: `FERRULE_ERROR_NULL_ARG` for a NULL builder or `decide`,
 // `FERRULE_ERROR_INVALID_ARG` for an unknown, repeated or missing stage.
