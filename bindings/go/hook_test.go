@@ -100,15 +100,7 @@ func TestAHookErrorOrPanicAbortsTheRun(t *testing.T) {
 	} {
 		cfg := Config{Model: Model{Provider: "scripted", Script: scriptOf(
 			map[string]any{"tool_calls": []any{call("c1", "echo", echoArgs{"a"})}})}, Hooks: []Hook{hook}}
-		agent, err := NewAgent(cfg, echoTool("echo"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		result, err := agent.Run(context.Background(), Prompt("go"))
-		agent.Close()
-		if err != nil || result.Status != StatusFailed || !errors.Is(result.Error, ErrHookAborted) {
-			t.Fatalf("%s: %+v, %v", name, result, err)
-		}
+		result := runFailing(t, cfg, ErrHookAborted, echoTool("echo"))
 		if name == "error" && !strings.Contains(result.Error.Message, "not on production") {
 			t.Errorf("%s: %s", name, result.Error.Message)
 		}
@@ -124,15 +116,7 @@ func TestAHookThatTakesTooLongSeesItsContextCancelled(t *testing.T) {
 			close(cancelled)
 			return TurnStartDecision{}, nil
 		})}}
-	agent, err := NewAgent(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer agent.Close()
-	result, err := agent.Run(context.Background(), Prompt("go"))
-	if err != nil || result.Status != StatusFailed || !errors.Is(result.Error, ErrTimeout) {
-		t.Fatalf("%+v, %v", result, err)
-	}
+	runFailing(t, cfg, ErrTimeout)
 	select {
 	case <-cancelled:
 	case <-time.After(hangProtection):
@@ -198,13 +182,20 @@ func TestAHookThatCallsGoexitStillResponds(t *testing.T) {
 			runtime.Goexit()
 			return TurnStartDecision{}, nil
 		})}}
-	agent, err := NewAgent(cfg)
+	runFailing(t, cfg, ErrHookAborted)
+}
+
+// runFailing runs cfg's agent, which must fail with the code of want.
+func runFailing(t *testing.T, cfg Config, want error, tools ...Tool) *Result {
+	t.Helper()
+	agent, err := NewAgent(cfg, tools...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer agent.Close()
 	result, err := agent.Run(context.Background(), Prompt("go"))
-	if err != nil || result.Status != StatusFailed || !errors.Is(result.Error, ErrHookAborted) {
+	if err != nil || result.Status != StatusFailed || !errors.Is(result.Error, want) {
 		t.Fatalf("%+v, %v", result, err)
 	}
+	return result
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 
 use super::agent::ferrule_agent_builder;
-use super::boundary::{arg_mut, arg_str, guard, guard_or, null_arg};
+use super::boundary::{arg_mut, arg_str, guard, null_arg};
 use super::error::ferrule_error;
 use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::handle_table::HandleTable;
@@ -170,7 +170,7 @@ pub unsafe extern "C" fn ferrule_agent_builder_add_hook(
 /// responded to. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_hook_stage(hook: *const ferrule_hook) -> ferrule_str {
-    borrow_string(hook, |h| &h.stage_name)
+    host_request::borrow_string::<ForeignConsultation, _>(hook, |h| &h.stage_name)
 }
 
 /// The payload: a JSON object whose fields depend on the stage (DESIGN section
@@ -178,14 +178,7 @@ pub unsafe extern "C" fn ferrule_hook_stage(hook: *const ferrule_hook) -> ferrul
 /// responded to. Empty for NULL and for a hook already responded to. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_hook_payload(hook: *const ferrule_hook) -> ferrule_str {
-    borrow_string(hook, |h| &h.payload)
-}
-
-fn borrow_string(hook: *const ferrule_hook, field: fn(&ForeignConsultation) -> &NulTerminated) -> ferrule_str {
-    guard_or(ferrule_str::EMPTY, || match HookHandle::from_ptr(hook, "hook").and_then(HookHandle::live) {
-        Ok(hook) => field(&hook).as_ferrule_str(),
-        Err(_) => ferrule_str::EMPTY,
-    })
+    host_request::borrow_string::<ForeignConsultation, _>(hook, |h| &h.payload)
 }
 
 /// Whether the run no longer waits for this hook (it was cancelled, or the hook
@@ -193,9 +186,7 @@ fn borrow_string(hook: *const ferrule_hook, field: fn(&ForeignConsultation) -> &
 /// responded to, and for NULL. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_hook_is_cancelled(hook: *const ferrule_hook) -> bool {
-    guard_or(true, || {
-        HookHandle::from_ptr(hook, "hook").and_then(HookHandle::live).map_or(true, |h| h.request.is_cancelled())
-    })
+    host_request::is_cancelled::<ForeignConsultation, _>(hook)
 }
 
 /// Responds with the decision, a JSON object: `{}` to go on, `{"abort":

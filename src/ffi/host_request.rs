@@ -17,9 +17,10 @@ use std::task::{Context, Poll};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::boundary::null_arg;
+use super::boundary::{guard_or, null_arg};
 use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::handle_table::HandleTable;
+use super::string::{ferrule_str, NulTerminated};
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::{CallbackKind, CallbackScope};
 
@@ -206,6 +207,26 @@ impl<T: Answerable> Handle<T> {
     pub(crate) fn take(self) -> Result<Arc<T>> {
         T::table().remove(self.0).ok_or_else(|| Error::new(ErrorCode::AlreadyCompleted, T::ANSWERED))
     }
+}
+
+/// Lends one of a live request's strings (empty for NULL and for a request that
+/// was answered). The table entry keeps them alive until the request is
+/// answered, which is as long as the host may use them.
+pub(crate) fn borrow_string<T: Answerable, P>(pointer: *const P, field: fn(&T) -> &NulTerminated) -> ferrule_str {
+    guard_or(ferrule_str::EMPTY, || match Handle::<T>::from_ptr(pointer, "handle").and_then(Handle::live) {
+        Ok(entry) => field(&entry).as_ferrule_str(),
+        Err(_) => ferrule_str::EMPTY,
+    })
+}
+
+/// Whether the runner no longer waits for the request's answer; true as well for
+/// a request that was answered, and for NULL.
+pub(crate) fn is_cancelled<T: Answerable, P>(pointer: *const P) -> bool {
+    guard_or(true, || {
+        Handle::<T>::from_ptr(pointer, "handle")
+            .and_then(Handle::live)
+            .map_or(true, |entry| entry.request().is_cancelled())
+    })
 }
 
 /// Enters `entry` in its table and returns what hands it to the host, with the

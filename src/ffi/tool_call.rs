@@ -10,7 +10,7 @@
 
 use std::ffi::{c_char, c_void};
 
-use super::boundary::{arg_str, guard, guard_or};
+use super::boundary::{arg_str, guard};
 use super::error::ferrule_error;
 use super::foreign_data::ferrule_free_fn;
 use super::handle_table::HandleTable;
@@ -82,14 +82,14 @@ pub(crate) fn unanswered() -> ToolOutcome {
 /// Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_id(call: *const ferrule_tool_call) -> ferrule_str {
-    borrow_string(call, |c| &c.id)
+    host_request::borrow_string::<ForeignCall, _>(call, |c| &c.id)
 }
 
 /// The tool name. Borrowed from `call`; valid until the call is completed or
 /// failed. Empty for NULL and for a call that was already completed. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_name(call: *const ferrule_tool_call) -> ferrule_str {
-    borrow_string(call, |c| &c.name)
+    host_request::borrow_string::<ForeignCall, _>(call, |c| &c.name)
 }
 
 /// The arguments: a JSON object that satisfied the tool's schema, exactly as the
@@ -97,16 +97,7 @@ pub unsafe extern "C" fn ferrule_tool_call_name(call: *const ferrule_tool_call) 
 /// failed. Empty for NULL and for a call that was already completed. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_arguments(call: *const ferrule_tool_call) -> ferrule_str {
-    borrow_string(call, |c| &c.arguments)
-}
-
-/// Lends one of a live call's strings. The table entry keeps them alive until
-/// the call is completed, which is as long as the host may use them.
-fn borrow_string(call: *const ferrule_tool_call, field: fn(&ForeignCall) -> &NulTerminated) -> ferrule_str {
-    guard_or(ferrule_str::EMPTY, || match CallHandle::from_ptr(call, "call").and_then(CallHandle::live) {
-        Ok(call) => field(&call).as_ferrule_str(),
-        Err(_) => ferrule_str::EMPTY,
-    })
+    host_request::borrow_string::<ForeignCall, _>(call, |c| &c.arguments)
 }
 
 /// Whether the call timed out or its run was cancelled: its result will be
@@ -114,9 +105,7 @@ fn borrow_string(call: *const ferrule_tool_call, field: fn(&ForeignCall) -> &Nul
 /// for a call that was already completed, and for NULL. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_is_cancelled(call: *const ferrule_tool_call) -> bool {
-    guard_or(true, || {
-        CallHandle::from_ptr(call, "call").and_then(CallHandle::live).map_or(true, |c| c.request.is_cancelled())
-    })
+    host_request::is_cancelled::<ForeignCall, _>(call)
 }
 
 /// Sends a provisional result (a JSON string, or a tool result object) as a
