@@ -453,7 +453,10 @@ fn a_resumed_batch_keeps_its_turns_tool_set() {
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     assert_eq!(others.load(Ordering::SeqCst), 0, "a tool the turn left out ran after the resume");
     assert!(text(&tool_results(&result)[1]).contains("Unknown tool \"other\""));
-    assert!(seen.lock().unwrap().iter().all(|p| p["turn"] == 1), "the resumed batch belongs to turn 1");
+    let seen = seen.lock().unwrap();
+    assert!(seen.iter().all(|p| p["turn"] == 1), "the resumed batch belongs to turn 1");
+    let of_c1: Vec<&Value> = seen.iter().filter(|p| p["call"]["id"] == "c1").map(|p| &p["needs_approval"]).collect();
+    assert_eq!(of_c1, [&json!(true), &json!(false)], "once decided, the call needs no approval");
 }
 
 #[test]

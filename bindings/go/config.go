@@ -29,7 +29,8 @@ type Config struct {
 	// oldest messages are left out of a request that would exceed it (a
 	// HistoryCompactedEvent says so); the transcript keeps them.
 	History *History
-	// HookTimeout bounds one hook's decision (zero: 60 s); a hook that takes
+	// HookTimeout bounds one hook's decision (zero: 60 s; there is no unbounded
+	// setting here, as there is in the configuration JSON); a hook that takes
 	// longer ends the run failed with code TIMEOUT.
 	HookTimeout time.Duration
 	// Hooks are consulted at their stages of every run (see Hook).

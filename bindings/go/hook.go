@@ -119,7 +119,7 @@ type ToolResultDecision struct {
 
 // MarshalJSON writes the decision JSON.
 func (d ToolResultDecision) MarshalJSON() ([]byte, error) {
-	if d.Result == nil {
+	if r, ok := d.Result.(*ToolResult); d.Result == nil || ok && r == nil {
 		return []byte("{}"), nil
 	}
 	result, err := resultJSON(d.Result)

@@ -17,7 +17,7 @@ use futures_util::stream::FuturesUnordered;
 use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
-use super::approval::{self, Approvals, Interruption};
+use super::approval::{self, Approvals, Interruption, Verdict};
 use super::call_updates::{CallProgress, CallUpdates};
 use super::eager::eager_next;
 use super::events::{EventEmitter, EventKind};
@@ -190,11 +190,8 @@ async fn consult_tool_call_hooks(
         }
         let payload = |check: &Result<ValidCall<'_>, String>| {
             let Ok(valid) = check else { return String::new() };
-            let needs_approval = match valid.hook_approval {
-                HookApproval::Approved => false,
-                HookApproval::Interrupt => true,
-                HookApproval::Unsaid => valid.tool.options().needs_approval,
-            };
+            // Whether the batch would stop for it: no decision covers it yet.
+            let needs_approval = matches!(context.approvals.verdict(call, valid), Verdict::Ask);
             serde_json::json!({
                 "turn": context.turn,
                 "call": {"id": call.id, "name": call.name, "arguments": valid.arguments},
