@@ -183,7 +183,11 @@ typedef struct ferrule_str {
 // A host hook's function. It must eventually call `ferrule_hook_respond` on
 // `hook` exactly once, before it returns or later from any thread. It runs on
 // one of ferrule's callback threads, where it may block (a blocked hook slows
-// only its own run, and `hook_timeout_ms` bounds it).
+// only its own run, and `hook_timeout_ms` bounds it), unless the hook was added
+// `nonblocking`: then it runs on ferrule's runtime and must return at once,
+// handing the work to a thread of the host's. A nonblocking callback that blocks
+// stalls other runs too, and neither the timeout nor a cancel can reach it until
+// it returns.
 typedef void (*ferrule_hook_fn)(void *user_data,
                                 struct ferrule_hook *hook);
 

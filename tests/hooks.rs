@@ -486,3 +486,43 @@ fn blank_texts_empty_histories_and_unforceable_choices_are_refused() {
     );
     assert_eq!(run(&forced, "go").0.status, RunStatus::Completed);
 }
+
+#[test]
+fn an_empty_injection_is_nothing_and_a_run_a_final_answer_hook_stopped_has_no_final() {
+    let nothing = hook(&[HookStage::TurnStart], &recorder(), |_| json!({"inject": []}));
+    let agent = with_hooks(json!([{"text": "x"}]), json!({}), vec![], vec![nothing]);
+    assert_eq!(run(&agent, "go").0.status, RunStatus::Completed);
+
+    let seen = recorder();
+    let retry_then_abort = hook(&[HookStage::FinalAnswer], &seen, |payload| match payload["turn"].as_u64() {
+        Some(1) => json!({"retry": "Not that."}),
+        _ => json!({"abort": "still not"}),
+    });
+    let agent = with_hooks(json!([{"text": "FIRST"}, {"text": "SECOND"}]), json!({}), vec![], vec![retry_then_abort]);
+    let (result, _) = run(&agent, "go");
+    failed_with(&result, ErrorCode::HookAborted, "still not");
+    assert!(result.final_message.is_none(), "a rejected answer became final: {:?}", result.final_message);
+
+    let (first, _) = run(
+        &with_hooks(
+            json!([{"tool_calls": [call("c1", "g", json!({}))]}]),
+            json!({}),
+            vec![counted("g", json!({"needs_approval": true})).0],
+            vec![],
+        ),
+        "go",
+    );
+    let state = serde_json::to_string(first.state.as_ref().unwrap()).unwrap();
+    let input = RunInput::from_json(&format!(
+        r#"{{"resume": {state}, "decisions": {{"c1": {{"approve": true}}}}, "tools": ["g"]}}"#
+    ))
+    .unwrap();
+    let agent = with_hooks(
+        json!([{"tool_calls": [call("c1", "g", json!({}))]}]),
+        json!({}),
+        vec![counted("g", json!({"needs_approval": true})).0],
+        vec![],
+    );
+    let error = agent.start(input, None).err().expect("tools with resume are refused");
+    assert!(error.message.contains("takes no \"tools\""), "{}", error.message);
+}

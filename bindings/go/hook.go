@@ -64,7 +64,7 @@ func (d TurnStartDecision) MarshalJSON() ([]byte, error) {
 	if d.Tools != nil {
 		decision["tools"] = d.Tools
 	}
-	if d.Inject != nil {
+	if len(d.Inject) > 0 {
 		decision["inject"] = d.Inject
 	}
 	if d.Messages != nil {

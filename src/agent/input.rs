@@ -87,11 +87,6 @@ impl RunInput {
     pub fn from_json(json: &str) -> Result<Self> {
         let mut repr: InputRepr = crate::json::parse_document("run input", json)?;
         let tools = repr.tools.take();
-        if tools.is_some() && repr.resume.is_some() {
-            return Err(Error::invalid_arg(
-                "run input: \"resume\" takes no \"tools\": the state keeps the run's tool set",
-            ));
-        }
         Ok(RunInput { source: RunSource::from_repr(repr)?, tools })
     }
 }

@@ -165,6 +165,11 @@ impl Agent {
             RunSource::Resume { state, decisions } => state.resume(decisions, &self.inner)?,
         };
         if let Some(tools) = input.tools {
+            if origin.resumed {
+                return Err(Error::invalid_arg(
+                    "run input: \"resume\" takes no \"tools\": the state keeps the run's tool set",
+                ));
+            }
             if let Some(name) = tools.iter().find(|name| self.inner.tool(name).is_none()) {
                 return Err(Error::invalid_arg(format!(
                     "run input: tools names \"{name}\", which the agent does not have (it has {})",

@@ -113,6 +113,7 @@ pub(crate) fn start(
         tools: origin.tools,
         interruptions: Vec::new(),
         waiting_injections: Vec::new(),
+        final_withheld: false,
         pending_turn_tools: origin.pending_turn_tools,
         resumed: origin.resumed,
         timed_out: Arc::default(),
@@ -260,6 +261,8 @@ struct RunLoop {
     interruptions: Vec<Interruption>,
     /// Injected messages an interrupted run keeps in its state.
     waiting_injections: Vec<Message>,
+    /// A `final_answer` hook stopped the run: it has no `final`.
+    final_withheld: bool,
     /// The tool set a `turn_start` hook chose for the turn of the batch that
     /// runs first, or that the run was interrupted for.
     pending_turn_tools: Option<Vec<String>>,
@@ -526,9 +529,11 @@ impl RunLoop {
                 None
             }
             Err(stop) => {
-                // An answer the hooks did not let through is not the run's.
+                // An answer the hooks did not let through is not the run's, and
+                // neither is one they sent back before: the run has no final answer.
                 self.messages.pop();
                 self.output = None;
+                self.final_withheld = true;
                 Some(stop.ending())
             }
         }
@@ -674,8 +679,10 @@ impl RunLoop {
 
     /// The run result, and the agent the run no longer needs.
     fn finish(self, status: RunStatus, error: Option<Error>) -> (RunResult, Agent) {
-        let final_message =
-            self.messages[self.input_len..].iter().rev().find(|m| matches!(m, Message::Assistant(_))).cloned();
+        let final_message = match self.final_withheld {
+            true => None,
+            false => self.messages[self.input_len..].iter().rev().find(|m| matches!(m, Message::Assistant(_))).cloned(),
+        };
         let state = (status == RunStatus::Interrupted).then(|| {
             RunState::capture(Interrupted {
                 messages: &self.messages,

@@ -26,7 +26,11 @@ pub struct ferrule_hook {
 /// A host hook's function. It must eventually call `ferrule_hook_respond` on
 /// `hook` exactly once, before it returns or later from any thread. It runs on
 /// one of ferrule's callback threads, where it may block (a blocked hook slows
-/// only its own run, and `hook_timeout_ms` bounds it).
+/// only its own run, and `hook_timeout_ms` bounds it), unless the hook was added
+/// `nonblocking`: then it runs on ferrule's runtime and must return at once,
+/// handing the work to a thread of the host's. A nonblocking callback that blocks
+/// stalls other runs too, and neither the timeout nor a cancel can reach it until
+/// it returns.
 pub type ferrule_hook_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, hook: *mut ferrule_hook)>;
 
 /// Every consultation whose host has not responded yet.

@@ -107,14 +107,14 @@ fn read(stage: HookStage, key: &str, value: Value) -> std::result::Result<HookDe
         Value::Bool(true) => Ok(()),
         other => Err(format!("takes true, not {other}")),
     };
-    let messages = |value: Value| match serde_json::from_value::<Vec<Message>>(value) {
-        Ok(messages) if messages.is_empty() => Err("must not be empty".to_owned()),
-        Ok(messages) => Ok(messages),
-        Err(error) => Err(error.to_string()),
-    };
+    let messages = |value: Value| serde_json::from_value::<Vec<Message>>(value).map_err(|e| e.to_string());
     Ok(match key {
         "abort" => HookDecision::Abort(text(value)?),
-        "messages" => HookDecision::Messages(messages(value)?),
+        "messages" => match messages(value)? {
+            history if history.is_empty() => return Err("must not be empty".to_owned()),
+            history => HookDecision::Messages(history),
+        },
+        // An empty list injects nothing.
         "inject" => HookDecision::Inject(messages(value)?),
         "tools" => HookDecision::Tools(serde_json::from_value(value).map_err(|e| e.to_string())?),
         "deny" => HookDecision::Deny(text(value)?),
