@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib install demo demo-approval demo-go bench bench-go setup test test-rust test-header test-c test-go header header-check clean
+.PHONY: all lib install demo demo-approval demo-go test-swift bench bench-go setup test test-rust test-header test-c test-go header header-check clean
 
 all: lib
 
@@ -51,7 +51,7 @@ demo-approval: $(BUILD)/approval
 	cd $(BUILD) && ./approval resume state.json call_2=yes "call_3=no:Not the whole list."
 	cat $(BUILD)/outbox.txt
 
-test: setup test-rust test-header test-c test-go
+test: setup test-rust test-header test-c test-go test-swift
 
 setup:
 	./scripts/setup.sh
@@ -95,6 +95,10 @@ test-go: lib
 	readelf -d $(BUILD)/prefix/lib/libferrule.so | grep -q 'SONAME.*libferrule.so.$(ABI_VERSION)'
 	cd bindings/go && PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/prefix/lib/pkgconfig \
 		LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/prefix/lib go test -tags ferrule_system -count=1 -run Conformance ./...
+
+# The Swift binding, built and tested inside a Debian trixie root (scripts/swift.sh).
+test-swift: lib
+	bash scripts/swift.sh swift test
 
 demo-go: lib
 	cd examples/go && go run .

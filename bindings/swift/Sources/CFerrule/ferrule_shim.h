@@ -1,0 +1,2 @@
+/* The C ABI, as the checkout's header declares it. */
+#include "../../../../include/ferrule.h"

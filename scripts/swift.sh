@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs a command of the Swift toolchain in bindings/swift, inside a Debian trixie
+# root (Swift is not on the project's machines; trixie packages it as swiftlang).
+#
+#   scripts/swift.sh swift build
+#   scripts/swift.sh swift test
+#
+# The root is made once with debootstrap (about 25 s) plus `apt-get install
+# swiftlang libc6-dev` inside it (about 25 s), and reused while it exists:
+# FERRULE_SWIFT_ROOT (default /var/tmp/ferrule-swift/root). The checkout is
+# bind-mounted into it (at /ferrule) for the command, with /proc; both are
+# unmounted on every way out, and runs take turns. The Rust library must be built
+# on the host first (make lib). Needs root.
+set -euo pipefail
+
+ROOT=${FERRULE_SWIFT_ROOT:-/var/tmp/ferrule-swift/root}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "scripts/swift.sh: needs root (debootstrap, mount, chroot)" >&2
+    exit 1
+fi
+
+make_root() {
+    command -v debootstrap >/dev/null || {
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+    }
+    local partial="$ROOT.partial"
+    umount -l "$partial/proc" 2>/dev/null || true
+    rm -rf --one-file-system "$partial"
+    mkdir -p "$(dirname "$ROOT")"
+    echo "swift: making a trixie root in $ROOT"
+    debootstrap --variant=minbase trixie "$partial" http://deb.debian.org/debian >/dev/null
+    mount -t proc proc "$partial/proc"
+    trap 'umount -l "$partial/proc" 2>/dev/null || true' EXIT
+    chroot "$partial" /bin/sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends swiftlang libc6-dev >/dev/null'
+    umount "$partial/proc"
+    trap - EXIT
+    touch "$partial/.ferrule-swift-ready"
+    # A half-made root may still have a mount left by a killed run: never follow
+    # one (it could be the checkout).
+    umount -l "$ROOT/ferrule" "$ROOT/proc" 2>/dev/null || true
+    rm -rf --one-file-system "$ROOT"
+    mv "$partial" "$ROOT"
+}
+
+# The marker is written last: a root without it was left half made.
+[ -f "$ROOT/.ferrule-swift-ready" ] || make_root
+
+# One run at a time: the checkout is mounted at /ferrule, a fixed path, because
+# the build directory records absolute paths.
+exec 9>"$ROOT.lock"
+flock 9
+inside=/ferrule
+mkdir -p "$ROOT$inside"
+cleanup() {
+    umount -l "$ROOT$inside" 2>/dev/null || true
+    umount -l "$ROOT/proc" 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+mountpoint -q "$ROOT/proc" || mount -t proc proc "$ROOT/proc"
+mount --bind "$REPO" "$ROOT$inside"
+
+# The build directory lives in the checkout (bindings/swift/.build), ignored by git.
+chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin LANG=C.UTF-8 \
+    FERRULE_LIB_DIR="$inside/target/release" \
+    /bin/sh -c "cd $inside/bindings/swift && exec \"\$@\"" swift "$@"
