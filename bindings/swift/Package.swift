@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 // ferrule's Swift binding: CFerrule (a module map over include/ferrule.h) and
-// Ferrule (the Swift API). FERRULE_LIB_DIR names the directory holding
-// libferrule (default: the checkout's target/release).
+// Ferrule (the Swift API, Swift 6 language mode: strict concurrency checking).
+// FERRULE_LIB_DIR names the directory holding libferrule (default: the
+// checkout's target/release).
 import Foundation
 import PackageDescription
 
@@ -19,6 +20,7 @@ let package = Package(
                 .unsafeFlags(["-L\(libraryDirectory)", "-Xlinker", "-rpath", "-Xlinker", libraryDirectory])
             ]
         ),
-        .testTarget(name: "FerruleTests", dependencies: ["Ferrule"]),
-    ]
+        .testTarget(name: "FerruleTests", dependencies: ["Ferrule", "CFerrule"]),
+    ],
+    swiftLanguageModes: [.v6]
 )

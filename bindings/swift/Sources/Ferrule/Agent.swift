@@ -1,0 +1,57 @@
+import CFerrule
+import Foundation
+
+/// A built agent: its configuration, tools and hooks, immutable. Start any
+/// number of runs, from any task or thread. A run keeps what it needs of the
+/// agent, so the agent may be released while runs go on.
+public final class Agent: Sendable {
+    nonisolated(unsafe) private let handle: OpaquePointer
+
+    /// Builds an agent. Throws a `FerruleError` naming what is wrong: an invalid
+    /// configuration (`invalidArg`), a tool's schema (`invalidSchema`), two tools
+    /// of one name (`duplicateTool`), or a library of another ABI.
+    public convenience init(config: AgentConfig, tools: [Tool] = [], hooks: [Hook] = []) throws {
+        let json: Data
+        do {
+            json = try JSONCoding.encode(config)
+        } catch {
+            throw FerruleError(code: .invalidArg, message: "the configuration does not encode: \(error)")
+        }
+        try self.init(configJSON: String(decoding: json, as: UTF8.self), tools: tools, hooks: hooks)
+    }
+
+    /// Builds an agent from the configuration JSON of the C ABI (README
+    /// "Configuration"), for fields `AgentConfig` does not have yet.
+    public init(configJSON: String, tools: [Tool] = [], hooks: [Hook] = []) throws {
+        try Library.checkABI()
+        var builder: OpaquePointer?
+        try withUTF8Arg(configJSON) { try FerruleError.check(ferrule_agent_builder_new($0, $1, &builder)) }
+        guard let builder else { throw FerruleError(code: .nullArg, message: "no builder") }
+        do {
+            for tool in tools { try ToolBox(tool).register(with: builder) }
+            for hook in hooks { try HookBox(hook).register(with: builder) }
+        } catch {
+            ferrule_agent_builder_free(builder)
+            throw error
+        }
+        var agent: OpaquePointer?
+        try FerruleError.check(ferrule_agent_build(builder, &agent))
+        guard let agent else { throw FerruleError(code: .nullArg, message: "no agent") }
+        handle = agent
+    }
+
+    deinit { ferrule_agent_free(handle) }
+
+    /// Starts a run; its events and result come through the returned `Run`.
+    /// Throws when ferrule refuses the input (`invalidJSON`, `invalidArg` naming
+    /// the field, call id, version or tool).
+    public func start(_ input: RunInput) throws -> Run {
+        try Run(agent: handle, input: input.json)
+    }
+
+    /// Runs to the end and returns the result, for every status. Cancelling the
+    /// calling task cancels the run (the result then has status `cancelled`).
+    public func run(_ input: RunInput) async throws -> RunResult {
+        try await start(input).result
+    }
+}

@@ -1,0 +1,116 @@
+import CFerrule
+import Foundation
+
+/// A function ferrule consults at one stage of every run of an agent. Hooks of
+/// one stage are consulted in the order given, each seeing the previous one's
+/// effect. An error a hook throws aborts the run: it ends failed with code
+/// `hookAborted` and the error's text. The hook's task is cancelled when the
+/// run stops waiting for it (the run was cancelled, or `hookTimeoutMs` passed).
+public struct Hook: Sendable {
+    /// "run_start", "turn_start", "tool_call", "tool_result" or "final_answer".
+    public let stage: String
+    /// Decides from the payload JSON, giving the decision JSON.
+    let decide: @Sendable (Data) async throws -> String
+
+    /// Consulted once, before anything else.
+    public static func onRunStart(_ body: @escaping @Sendable (RunStartPayload) async throws -> RunStartDecision) -> Hook {
+        typed("run_start", body)
+    }
+
+    /// Consulted before each model request.
+    public static func onTurnStart(_ body: @escaping @Sendable (TurnStartPayload) async throws -> TurnStartDecision) -> Hook {
+        typed("turn_start", body)
+    }
+
+    /// Consulted for every valid call of a batch, before any runs.
+    public static func onToolCall(_ body: @escaping @Sendable (ToolCallPayload) async throws -> ToolCallDecision) -> Hook {
+        typed("tool_call", body)
+    }
+
+    /// Consulted for the result of each call that ran.
+    public static func onToolResult(_ body: @escaping @Sendable (ToolResultPayload) async throws -> ToolResultDecision) -> Hook {
+        typed("tool_result", body)
+    }
+
+    /// Consulted for an answer that would end the run.
+    public static func onFinalAnswer(_ body: @escaping @Sendable (FinalAnswerPayload) async throws -> FinalAnswerDecision) -> Hook {
+        typed("final_answer", body)
+    }
+
+    /// Consulted at `stage` with the payload JSON, answering with decision JSON
+    /// as the C ABI does (README "Hooks").
+    public static func raw(stage: String, _ body: @escaping @Sendable (String) async throws -> String) -> Hook {
+        Hook(stage: stage) { payload in try await body(String(decoding: payload, as: UTF8.self)) }
+    }
+
+    private static func typed<Payload: Decodable, Decision: HookDecisionJSON>(
+        _ stage: String, _ body: @escaping @Sendable (Payload) async throws -> Decision
+    ) -> Hook {
+        Hook(stage: stage) { data in
+            let payload: Payload
+            do {
+                payload = try JSONCoding.decode(Payload.self, from: data)
+            } catch {
+                throw FerruleError(code: .invalidJSON, message: "the \(stage) payload did not decode: \(error)")
+            }
+            return try await body(payload).json.json
+        }
+    }
+}
+
+/// A registered hook: what ferrule's callback finds in its `user_data`.
+final class HookBox: Sendable {
+    let hook: Hook
+
+    init(_ hook: Hook) { self.hook = hook }
+
+    /// ferrule's callback, on its runtime (the hook is `nonblocking`): hands the
+    /// consultation to a task and returns.
+    static let consult: ferrule_hook_fn = { userData, handle in
+        guard let box = unbox(userData, as: HookBox.self), let handle else { return }
+        let consultation = Consultation(handle: handle)
+        let decide = box.hook.decide
+        let task = Task.detached { await consultation.respond(using: decide) }
+        let canceller = retainedBox(TaskCanceller(task))
+        if FerruleError.take(ferrule_hook_on_cancel(handle, TaskCanceller.onCancel, canceller, releaseBox)) != nil {
+            releaseUnused(canceller) // already responded to
+        }
+    }
+
+    /// Adds the hook to a builder; the builder owns the box from then on.
+    func register(with builder: OpaquePointer) throws {
+        let box = retainedBox(self)
+        let stages: JSONValue = ["stages": [.string(hook.stage)], "nonblocking": true]
+        if let error = withUTF8Arg(stages.json, { stages, length in
+            FerruleError.take(ferrule_agent_builder_add_hook(builder, stages, length, HookBox.consult, box, releaseBox))
+        }) {
+            releaseUnused(box)
+            throw error
+        }
+    }
+}
+
+/// One consultation: its handle and payload.
+private final class Consultation: Sendable {
+    nonisolated(unsafe) private let handle: OpaquePointer
+    private let payload: Data
+
+    init(handle: OpaquePointer) {
+        self.handle = handle
+        let text = ferrule_hook_payload(handle)
+        payload = Data(UnsafeRawBufferPointer(start: text.ptr, count: text.len))
+    }
+
+    /// Decides and responds, exactly once whatever the hook does.
+    func respond(using decide: @Sendable (Data) async throws -> String) async {
+        let decision: String
+        do {
+            decision = try await decide(payload)
+        } catch {
+            let text = errorText(error).trimmingCharacters(in: .whitespacesAndNewlines)
+            let reason = text.isEmpty ? "the hook threw \(type(of: error))" : text
+            decision = JSONValue.object(["abort": .string(reason)]).json
+        }
+        _ = withUTF8Arg(decision) { FerruleError.take(ferrule_hook_respond(handle, $0, $1)) }
+    }
+}

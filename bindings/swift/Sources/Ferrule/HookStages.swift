@@ -1,0 +1,163 @@
+/// What a run start hook sees: the run's input.
+public struct RunStartPayload: Sendable, Decodable {
+    public let runID: String
+    public let messages: [Message]
+
+    enum CodingKeys: String, CodingKey { case messages, runID = "run_id" }
+}
+
+/// A run start hook's decision.
+public enum RunStartDecision: Sendable {
+    case proceed
+    /// Replaces the run's input.
+    case replaceMessages([Message])
+}
+
+/// What a turn start hook sees before each model request: the history and the
+/// tools offered this turn.
+public struct TurnStartPayload: Sendable, Decodable {
+    public let runID: String
+    public let turn: Int
+    public let messages: [Message]
+    public let tools: [String]
+
+    enum CodingKeys: String, CodingKey { case turn, messages, tools, runID = "run_id" }
+}
+
+/// A turn start hook's decision.
+public enum TurnStartDecision: Sendable {
+    case proceed
+    /// This turn's tool set (a subset of the agent's; empty offers none).
+    case tools([String])
+    /// User or system messages appended before the request, marked as injections.
+    case inject([Message])
+    /// A history that replaces the run's from now on (it must pair every call
+    /// with its result).
+    case replaceMessages([Message])
+}
+
+/// What a tool call hook sees: a call that passed validation, before any call
+/// of its batch runs, and whether it needs approval.
+public struct ToolCallPayload: Sendable, Decodable {
+    public let runID: String
+    public let turn: Int
+    public let call: Call
+    public let needsApproval: Bool
+
+    /// The call, its arguments parsed.
+    public struct Call: Sendable, Decodable {
+        public let id: String
+        public let name: String
+        public let arguments: JSONValue
+    }
+
+    enum CodingKeys: String, CodingKey { case turn, call, runID = "run_id", needsApproval = "needs_approval" }
+}
+
+/// A tool call hook's decision.
+public enum ToolCallDecision: Sendable {
+    case proceed
+    /// The tool does not run; the model sees an error result with this text.
+    case deny(String)
+    /// Replaced arguments (a JSON object), validated again.
+    case replaceArguments(JSONValue)
+    /// Approves a call that needs approval.
+    case approve
+    /// Makes the call need approval: the run ends `interrupted`.
+    case interrupt
+}
+
+/// What a tool result hook sees: the result of a call that ran.
+public struct ToolResultPayload: Sendable, Decodable {
+    public let runID: String
+    public let turn: Int
+    public let callID: String
+    public let name: String
+    public let result: ToolResult
+    public let isError: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case turn, name, result
+        case runID = "run_id", callID = "call_id", isError = "is_error"
+    }
+}
+
+/// A tool result hook's decision.
+public enum ToolResultDecision: Sendable {
+    case proceed
+    /// Replaces the result (an invalid one becomes an error result).
+    case replace(ToolResult)
+}
+
+/// What a final answer hook sees: an answer without calls that would end the run.
+public struct FinalAnswerPayload: Sendable, Decodable {
+    public let runID: String
+    public let turn: Int
+    public let message: Message
+
+    enum CodingKeys: String, CodingKey { case turn, message, runID = "run_id" }
+}
+
+/// A final answer hook's decision.
+public enum FinalAnswerDecision: Sendable {
+    case accept
+    /// Sends the answer back: the feedback goes to the model as a user message
+    /// and the loop goes on (a round more).
+    case retry(String)
+}
+
+/// A decision as the decision JSON of the C ABI.
+protocol HookDecisionJSON: Sendable {
+    var json: JSONValue { get }
+}
+
+extension RunStartDecision: HookDecisionJSON {
+    var json: JSONValue {
+        switch self {
+        case .proceed: [:]
+        case .replaceMessages(let messages): ["messages": JSONValue(encoding: messages)]
+        }
+    }
+}
+
+extension TurnStartDecision: HookDecisionJSON {
+    var json: JSONValue {
+        switch self {
+        case .proceed: [:]
+        case .tools(let tools): ["tools": JSONValue(encoding: tools)]
+        case .inject(let messages): ["inject": JSONValue(encoding: messages)]
+        case .replaceMessages(let messages): ["messages": JSONValue(encoding: messages)]
+        }
+    }
+}
+
+extension ToolCallDecision: HookDecisionJSON {
+    var json: JSONValue {
+        switch self {
+        case .proceed: [:]
+        case .deny(let text): ["deny": .string(text)]
+        case .replaceArguments(let arguments): ["arguments": arguments]
+        case .approve: ["approve": true]
+        case .interrupt: ["interrupt": true]
+        }
+    }
+}
+
+extension ToolResultDecision: HookDecisionJSON {
+    var json: JSONValue {
+        switch self {
+        case .proceed: [:]
+        case .replace(let result):
+            ["result": (try? JSONValue(json: result.resultJSON)) ?? .string(result.resultJSON)]
+        }
+    }
+}
+
+extension FinalAnswerDecision: HookDecisionJSON {
+    var json: JSONValue {
+        switch self {
+        case .accept: [:]
+        case .retry(let feedback): ["retry": .string(feedback)]
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+
+/// Any JSON value: tool arguments, result details, hook payload pieces,
+/// structured output. Numbers keep integers apart from fractions, so 64-bit ids
+/// survive a round trip. Objects do not keep their keys' order.
+public enum JSONValue: Sendable, Hashable, Codable {
+    case null
+    case bool(Bool)
+    case integer(Int64)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int64.self) {
+            self = .integer(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .number(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .integer(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let value): try container.encode(value)
+        }
+    }
+
+    /// Parses JSON text.
+    public init(json: String) throws {
+        self = try JSONCoding.decode(JSONValue.self, from: Data(json.utf8))
+    }
+
+    /// The value as compact JSON text.
+    public var json: String { JSONCoding.text(self) }
+
+    /// The member `key` of an object; nil for anything else.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let members) = self { return members[key] }
+        return nil
+    }
+
+    /// The items of an array; nil for anything else.
+    public var arrayValue: [JSONValue]? {
+        if case .array(let items) = self { return items }
+        return nil
+    }
+
+    /// The text of a string; nil for anything else.
+    public var stringValue: String? {
+        if case .string(let text) = self { return text }
+        return nil
+    }
+}
+
+/// The package's one JSON configuration: keys as written (every Codable type
+/// here names its snake_case keys), data as base64, no escaped slashes.
+enum JSONCoding {
+    static func encode<T: Encodable>(_ value: T) throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return try encoder.encode(value)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        try JSONDecoder().decode(type, from: data)
+    }
+
+    /// `value` as JSON text; for values that always encode (JSONValue and the
+    /// package's own plain types).
+    static func text<T: Encodable>(_ value: T) -> String {
+        guard let data = try? encode(value) else { return "null" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

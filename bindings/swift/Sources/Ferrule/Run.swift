@@ -1,0 +1,141 @@
+import CFerrule
+import Foundation
+
+/// A run of an agent. Read its events with `for await event in run.events`
+/// and its outcome with `try await run.result`. The run goes on to its end
+/// whether or not the `Run` is kept: cancel it with `cancel()`, by cancelling a
+/// task awaiting `result`, or by ending the iteration of `events` early.
+public final class Run: Sendable {
+    /// The run's id ("run-7"), as ferrule's logs name it.
+    public let id: String
+    /// The run's events in order, ending after `.runEnd`. One reader; the
+    /// events wait in memory until read or until the `Run` is released.
+    /// Ending the iteration before `.runEnd` (breaking out of the loop, or
+    /// cancelling the task reading it) cancels the run.
+    public let events: AsyncStream<Event>
+    private let handle: RunHandle
+    private let sink: EventSink
+
+    init(agent: OpaquePointer, input: String) throws {
+        let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        let sink = EventSink(continuation)
+        let box = retainedBox(sink)
+        var run: OpaquePointer?
+        let error = withUTF8Arg(input) { text, length in
+            FerruleError.take(ferrule_agent_start(agent, text, length, EventSink.deliver, box, releaseBox, &run))
+        }
+        if let error {
+            releaseUnused(box)
+            throw error
+        }
+        guard let run else { throw FerruleError(code: .nullArg, message: "no run") }
+        let handle = RunHandle(run)
+        sink.keepAlive(handle)
+        continuation.onTermination = { termination in
+            if case .cancelled = termination { handle.cancel() }
+        }
+        self.id = String(borrowed: ferrule_run_id(run))
+        self.events = events
+        self.handle = handle
+        self.sink = sink
+    }
+
+    /// The run's outcome, once it has ended: for every status (a failed run has
+    /// its error inside). Cancelling the awaiting task cancels the run; the
+    /// result then has status `cancelled`. Throws only when the result JSON
+    /// cannot be read.
+    public var result: RunResult {
+        get async throws {
+            try await withTaskCancellationHandler {
+                try await sink.result()
+            } onCancel: { [handle] in
+                handle.cancel()
+            }
+        }
+    }
+
+    /// Cancels the run: running tools' tasks are cancelled, nothing new starts,
+    /// and the run ends `cancelled` (unless it already ended). Never blocks.
+    public func cancel() { handle.cancel() }
+
+    /// Queues a user or system message into the live run: it enters the
+    /// transcript before the next model request (never between a call and its
+    /// result), marked as an injection. Throws `alreadyCompleted` once the run
+    /// is over. Never blocks.
+    public func inject(_ message: Message) throws {
+        try withUTF8Arg(JSONCoding.text(message)) { try FerruleError.check(ferrule_run_inject(handle.pointer, $0, $1)) }
+    }
+}
+
+/// One owned `ferrule_run` handle, freed with the last reference.
+final class RunHandle: Sendable {
+    nonisolated(unsafe) let pointer: OpaquePointer
+
+    init(_ pointer: OpaquePointer) { self.pointer = pointer }
+
+    deinit { ferrule_run_free(pointer) }
+
+    func cancel() { ferrule_run_cancel(pointer) }
+}
+
+/// Where a run's events go: the stream, and the result for `Run.result`.
+/// ferrule holds it (as the event callback's `user_data`) until the run ends.
+final class EventSink: Sendable {
+    private struct State {
+        var outcome: Result<RunResult, Error>?
+        var waiters: [CheckedContinuation<RunResult, Error>] = []
+        /// Keeps the run handle until the run ends, so a run goes on when its
+        /// `Run` is released.
+        var handle: RunHandle?
+        var ended = false
+    }
+
+    private let continuation: AsyncStream<Event>.Continuation
+    private let state = Locked(State())
+
+    init(_ continuation: AsyncStream<Event>.Continuation) { self.continuation = continuation }
+
+    /// ferrule's event callback: one event at a time, in order, on an event thread.
+    static let deliver: ferrule_event_fn = { userData, json, length in
+        guard let sink = unbox(userData, as: EventSink.self), let json else { return }
+        sink.receive(Data(UnsafeRawBufferPointer(start: json, count: length)))
+    }
+
+    func keepAlive(_ handle: RunHandle) {
+        state.withLock { state in
+            if !state.ended { state.handle = handle }
+        }
+    }
+
+    private func receive(_ json: Data) {
+        let event = Event(json: json)
+        continuation.yield(event)
+        guard event.type == "run_end" else { return }
+        let outcome: Result<RunResult, Error>
+        if case .runEnd(_, let result) = event {
+            outcome = .success(result)
+        } else {
+            outcome = .failure(FerruleError(code: .invalidJSON,
+                                            message: "the run_end event did not decode: \(String(decoding: json, as: UTF8.self))"))
+        }
+        let (waiters, handle) = state.withLock { state in
+            state.ended = true
+            state.outcome = outcome
+            defer { state.waiters = []; state.handle = nil }
+            return (state.waiters, state.handle)
+        }
+        continuation.finish()
+        for waiter in waiters { waiter.resume(with: outcome) }
+        _ = handle // released here, after the event was delivered
+    }
+
+    func result() async throws -> RunResult {
+        try await withCheckedThrowingContinuation { waiter in
+            let outcome: Result<RunResult, Error>? = state.withLock { state in
+                if state.outcome == nil { state.waiters.append(waiter) }
+                return state.outcome
+            }
+            if let outcome { waiter.resume(with: outcome) }
+        }
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+
+/// What a run starts from: a prompt, a transcript, an execute-only batch, or an
+/// interrupted run's state with decisions.
+public struct RunInput: Sendable {
+    private var fields: [String: JSONValue]
+
+    private init(_ fields: [String: JSONValue]) { self.fields = fields }
+
+    /// One user message.
+    public static func prompt(_ text: String, tools: [String]? = nil) -> RunInput {
+        RunInput(["prompt": .string(text)]).limited(to: tools)
+    }
+
+    /// A transcript, such as an earlier run's messages followed by a new user message.
+    public static func messages(_ messages: [Message], tools: [String]? = nil) -> RunInput {
+        RunInput(["messages": JSONValue(encoding: messages)]).limited(to: tools)
+    }
+
+    /// An execute-only run: the calls of `message` (an assistant message from the
+    /// host's own model) are validated and executed once, as one batch, after the
+    /// `context` messages, with no model request (approval applies).
+    public static func execute(_ message: Message, context: [Message] = [], tools: [String]? = nil) -> RunInput {
+        var message = message
+        message.role = .assistant
+        return RunInput(["execute": JSONValue(encoding: message), "messages": JSONValue(encoding: context)])
+            .limited(to: tools)
+    }
+
+    /// Goes on with an interrupted run from its `RunResult.state`, with a decision
+    /// for every interrupted call, keyed by call id. The agent must have the
+    /// tools the state names; `Agent.start` refuses a state that does not fit,
+    /// naming the call id, version or tool (`invalidArg`). Rounds, usage and
+    /// `maxRounds` count across resumes.
+    public static func resume(state: Data, decisions: [String: Decision]) -> RunInput {
+        let state = (try? JSONCoding.decode(JSONValue.self, from: state)) ?? .string(String(decoding: state, as: UTF8.self))
+        return RunInput(["resume": state, "decisions": JSONValue(encoding: decisions)])
+    }
+
+    /// The input with `tools` limiting the run to these tools (host and built-in):
+    /// only they are offered and callable. nil keeps the agent's.
+    public func limited(to tools: [String]?) -> RunInput {
+        var input = self
+        input.fields["tools"] = tools.map { .array($0.map(JSONValue.string)) }
+        return input
+    }
+
+    /// The run input JSON.
+    var json: String { JSONValue.object(fields).json }
+}
+
+extension JSONValue {
+    /// A value of the package's own types, which always encode.
+    init<T: Encodable>(encoding value: T) {
+        self = (try? JSONCoding.encode(value)).flatMap { try? JSONCoding.decode(JSONValue.self, from: $0) } ?? .null
+    }
+}

@@ -1,0 +1,183 @@
+import CFerrule
+import Foundation
+
+/// A Swift function the model can call. Its body runs in a task of its own for
+/// each call; what it returns is the result, and an error it throws becomes an
+/// error result the model sees. The task is cancelled when the call times out
+/// or its run is cancelled (the result is then discarded).
+public struct Tool: Sendable {
+    public let name: String
+    public let description: String
+    let schema: JSONValue?
+    let options: ToolOptions
+    let body: @Sendable (ToolCall) async throws -> ToolResult
+
+    /// A tool whose body gets the arguments through `call` (`call.arguments`,
+    /// `call.decodeArguments(_:)`). `schema` is a JSON Schema (Draft 2020-12) the
+    /// arguments must satisfy before the body runs; nil allows any object.
+    public init(name: String, description: String, schema: JSONValue? = nil, options: ToolOptions = ToolOptions(),
+                _ body: @escaping @Sendable (ToolCall) async throws -> ToolResult) {
+        self.name = name
+        self.description = description
+        self.schema = schema
+        self.options = options
+        self.body = body
+    }
+
+    /// A tool whose body gets the arguments decoded into `Args`. The schema
+    /// must describe `Args` (ferrule validates the arguments against it first).
+    public init<Args: Decodable>(name: String, description: String, schema: JSONValue, arguments: Args.Type,
+                                 options: ToolOptions = ToolOptions(),
+                                 _ body: @escaping @Sendable (ToolCall, Args) async throws -> ToolResult) {
+        self.init(name: name, description: description, schema: schema, options: options) { call in
+            try await body(call, try call.decodeArguments(Args.self))
+        }
+    }
+}
+
+/// How a tool runs: the tool options of the C ABI.
+public struct ToolOptions: Sendable, Hashable, Codable {
+    /// "sequential": a batch holding a call of this tool runs one call at a time.
+    public var execution: String?
+    /// Bounds one call; its task is cancelled when the time is up.
+    public var timeoutMs: Int?
+    /// Withholds the tool until another tool's result names it in `addedTools`.
+    public var deferred: Bool?
+    /// Every call waits for the host's decision: the run ends `interrupted`.
+    public var needsApproval: Bool?
+    /// Asks the provider to guarantee arguments that match the schema.
+    public var strict: Bool?
+    /// "fatal": an error of the tool ends the run (`toolFailed`).
+    public var onError: String?
+
+    public init(execution: String? = nil, timeoutMs: Int? = nil, deferred: Bool? = nil, needsApproval: Bool? = nil,
+                strict: Bool? = nil, onError: String? = nil) {
+        self.execution = execution
+        self.timeoutMs = timeoutMs
+        self.deferred = deferred
+        self.needsApproval = needsApproval
+        self.strict = strict
+        self.onError = onError
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case execution, deferred, strict
+        case timeoutMs = "timeout_ms", needsApproval = "needs_approval", onError = "on_error"
+    }
+
+    /// The options JSON: every Swift tool is `nonblocking` (its callback hands
+    /// the call to a task and returns at once).
+    var json: String {
+        var fields = JSONValue(encoding: self)
+        if case .object(var members) = fields {
+            members["nonblocking"] = true
+            fields = .object(members)
+        }
+        return fields.json
+    }
+}
+
+/// One call of a tool, handed to its body.
+public final class ToolCall: Sendable {
+    /// The call id the model gave.
+    public let id: String
+    public let name: String
+    /// The arguments as the model wrote them: a JSON object that satisfied the schema.
+    public let argumentsJSON: String
+    nonisolated(unsafe) private let handle: OpaquePointer
+
+    init(handle: OpaquePointer) {
+        self.handle = handle
+        id = String(borrowed: ferrule_tool_call_id(handle))
+        name = String(borrowed: ferrule_tool_call_name(handle))
+        argumentsJSON = String(borrowed: ferrule_tool_call_arguments(handle))
+    }
+
+    /// The arguments, parsed.
+    public var arguments: JSONValue { (try? JSONValue(json: argumentsJSON)) ?? .object([:]) }
+
+    /// The arguments decoded into `T`.
+    public func decodeArguments<T: Decodable>(_ type: T.Type) throws -> T {
+        do {
+            return try JSONCoding.decode(type, from: Data(argumentsJSON.utf8))
+        } catch {
+            throw FerruleError(code: .invalidArg, message: "the arguments do not fit \(type): \(error)")
+        }
+    }
+
+    /// Whether the call timed out or its run was cancelled (its task is cancelled too).
+    public var isCancelled: Bool { ferrule_tool_call_is_cancelled(handle) }
+
+    /// Sends a provisional result as a `toolExecutionUpdate` event; it never
+    /// reaches the model. Waits for room when the run's event queue is full.
+    /// Throws `alreadyCompleted` once the body has returned.
+    public func update(_ partial: ToolResult) throws {
+        try withUTF8Arg(partial.resultJSON) { try FerruleError.check(ferrule_tool_call_update(handle, $0, $1)) }
+    }
+
+    /// Runs the body and completes the call with what it returns or throws:
+    /// exactly once.
+    func run(_ body: @Sendable (ToolCall) async throws -> ToolResult) async {
+        do {
+            let result = try await body(self)
+            _ = withUTF8Arg(result.resultJSON) { FerruleError.take(ferrule_tool_call_complete(handle, $0, $1)) }
+        } catch {
+            _ = withUTF8Arg(errorText(error)) { FerruleError.take(ferrule_tool_call_fail(handle, $0, $1)) }
+        }
+    }
+}
+
+/// What the model (or a hook's abort) is told of a Swift error.
+func errorText(_ error: Error) -> String {
+    if let error = error as? FerruleError { return error.message }
+    if let error = error as? LocalizedError, let text = error.errorDescription { return text }
+    return String(describing: error)
+}
+
+/// A registered tool: what ferrule's callback finds in its `user_data`.
+final class ToolBox: Sendable {
+    let tool: Tool
+
+    init(_ tool: Tool) { self.tool = tool }
+
+    /// ferrule's callback, on its runtime (the tool is `nonblocking`): hands the
+    /// call to a task and returns.
+    static let execute: ferrule_tool_fn = { userData, handle in
+        guard let box = unbox(userData, as: ToolBox.self), let handle else { return }
+        let call = ToolCall(handle: handle)
+        let body = box.tool.body
+        let task = Task.detached { await call.run(body) }
+        let canceller = retainedBox(TaskCanceller(task))
+        if let error = FerruleError.take(ferrule_tool_call_on_cancel(handle, TaskCanceller.onCancel, canceller,
+                                                                     releaseBox)) {
+            // Already completed: nothing is left to cancel.
+            _ = error
+            releaseUnused(canceller)
+        }
+    }
+
+    /// Adds the tool to a builder; the builder owns the box from then on.
+    func register(with builder: OpaquePointer) throws {
+        let box = retainedBox(self)
+        let schema = tool.schema?.json ?? ""
+        let error = withUTF8Arg(tool.name) { name, nameLength in
+            withUTF8Arg(tool.description) { description, descriptionLength in
+                withUTF8Arg(schema) { schema, schemaLength in
+                    withUTF8Arg(tool.options.json) { options, optionsLength in
+                        var spec = ferrule_tool_spec(
+                            struct_size: UInt32(MemoryLayout<ferrule_tool_spec>.size),
+                            name: name, name_len: nameLength, description: description,
+                            description_len: descriptionLength, input_schema: schema, input_schema_len: schemaLength,
+                            options: options, options_len: optionsLength, execute: ToolBox.execute, user_data: box,
+                            free_user_data: releaseBox)
+                        return FerruleError.take(ferrule_agent_builder_add_tool(builder, &spec))
+                    }
+                }
+            }
+        }
+        if let error {
+            releaseUnused(box)
+            throw error
+        }
+    }
+}
