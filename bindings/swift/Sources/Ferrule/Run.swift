@@ -2,16 +2,16 @@ import CFerrule
 import Foundation
 
 /// A run of an agent. Read its events with `for await event in run.events`
-/// and its outcome with `try await run.result`. The run goes on to its end
-/// whether or not the `Run` is kept: cancel it with `cancel()`, by cancelling a
-/// task awaiting `result`, or by ending the iteration of `events` early.
+/// and its outcome with `try await run.result`. Cancel it with `cancel()`, by
+/// cancelling a task that awaits `result` or reads `events`, or by releasing
+/// the `Run` while the run goes on (as freeing the last C handle does).
 public final class Run: Sendable {
     /// The run's id ("run-7"), as ferrule's logs name it.
     public let id: String
-    /// The run's events in order, ending after `.runEnd`. One reader; the
-    /// events wait in memory until read or until the `Run` is released.
-    /// Ending the iteration before `.runEnd` (breaking out of the loop, or
-    /// cancelling the task reading it) cancels the run.
+    /// The run's events in order, ending after `.runEnd`. One reader at a
+    /// time; the events wait in memory until read or until the `Run` is
+    /// released. Cancelling the task reading them cancels the run; breaking out
+    /// of the loop does not (read on later, or await `result`).
     public let events: AsyncStream<Event>
     private let handle: RunHandle
     private let sink: EventSink
@@ -30,7 +30,6 @@ public final class Run: Sendable {
         }
         guard let run else { throw FerruleError(code: .nullArg, message: "no run") }
         let handle = RunHandle(run)
-        sink.keepAlive(handle)
         continuation.onTermination = { termination in
             if case .cancelled = termination { handle.cancel() }
         }
@@ -39,6 +38,10 @@ public final class Run: Sendable {
         self.handle = handle
         self.sink = sink
     }
+
+    /// Releasing the `Run` of a live run cancels it (the run still ends
+    /// properly, and an awaited `result` still arrives).
+    deinit { handle.cancel() }
 
     /// The run's outcome, once it has ended: for every status (a failed run has
     /// its error inside). Cancelling the awaiting task cancels the run; the
@@ -84,10 +87,6 @@ final class EventSink: Sendable {
     private struct State {
         var outcome: Result<RunResult, Error>?
         var waiters: [CheckedContinuation<RunResult, Error>] = []
-        /// Keeps the run handle until the run ends, so a run goes on when its
-        /// `Run` is released.
-        var handle: RunHandle?
-        var ended = false
     }
 
     private let continuation: AsyncStream<Event>.Continuation
@@ -101,12 +100,6 @@ final class EventSink: Sendable {
         sink.receive(Data(UnsafeRawBufferPointer(start: json, count: length)))
     }
 
-    func keepAlive(_ handle: RunHandle) {
-        state.withLock { state in
-            if !state.ended { state.handle = handle }
-        }
-    }
-
     private func receive(_ json: Data) {
         let event = Event(json: json)
         continuation.yield(event)
@@ -118,15 +111,13 @@ final class EventSink: Sendable {
             outcome = .failure(FerruleError(code: .invalidJSON,
                                             message: "the run_end event did not decode: \(String(decoding: json, as: UTF8.self))"))
         }
-        let (waiters, handle) = state.withLock { state in
-            state.ended = true
+        let waiters = state.withLock { state in
             state.outcome = outcome
-            defer { state.waiters = []; state.handle = nil }
-            return (state.waiters, state.handle)
+            defer { state.waiters = [] }
+            return state.waiters
         }
         continuation.finish()
         for waiter in waiters { waiter.resume(with: outcome) }
-        _ = handle // released here, after the event was delivered
     }
 
     func result() async throws -> RunResult {

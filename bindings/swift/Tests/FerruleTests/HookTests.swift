@@ -1,0 +1,104 @@
+import Foundation
+import XCTest
+
+@testable import Ferrule
+
+final class HookTests: XCTestCase {
+    func testTypedHooksAtEveryStage() async throws {
+        let finals = Locked(0)
+        let hooks: [Hook] = [
+            .onRunStart { payload in
+                XCTAssertEqual(payload.messages.map(\.text), ["Original."])
+                return .replaceMessages([.user("Replaced.")])
+            },
+            .onTurnStart { payload in
+                payload.turn == 1 ? .inject([.system("Be terse.")]) : .proceed
+            },
+            .onToolCall { payload in
+                switch payload.call.id {
+                case "c1": return .deny("Not this one.")
+                case "c2": return .replaceArguments(["text": "changed"])
+                default: return .proceed
+                }
+            },
+            .onToolResult { payload in
+                payload.callID == "c3" ? .replace(ToolResult(text: "redacted")) : .proceed
+            },
+            .onFinalAnswer { _ in
+                finals.withLock { count in
+                    defer { count += 1 }
+                    return count == 0 ? .retry("Say it again.") : .accept
+                }
+            },
+        ]
+        let agent = try Agent(config: scripted([
+            callTurn([("c1", "echo", ["text": "one"]), ("c2", "echo", ["text": "two"]), ("c3", "echo", ["text": "three"])]),
+            answerTurn("First."), answerTurn("Second."),
+        ]), tools: [echoTool()], hooks: hooks)
+        let run = try agent.start(.prompt("Original."))
+        var injected: [Message] = []
+        for await event in run.events {
+            if case .messageInjected(let message) = event { injected.append(message) }
+        }
+        let result = try await run.result
+        XCTAssertEqual(result.status, .completed)
+        XCTAssertEqual(injected.map(\.text), ["Be terse."])
+        XCTAssertEqual(injected.first?.origin, "injection")
+        let texts = result.messages.map { "\($0.role.rawValue): \($0.text)" }
+        XCTAssertEqual(texts, ["user: Replaced.", "system: Be terse.", "assistant: ", "tool: Not this one.",
+                               "tool: changed", "tool: redacted", "assistant: First.", "user: Say it again.",
+                               "assistant: Second."])
+        XCTAssertEqual(result.final?.text, "Second.")
+    }
+
+    struct Veto: Error, CustomStringConvertible { var description: String { "vetoed by policy" } }
+
+    func testAThrowingHookAbortsTheRun() async throws {
+        let agent = try Agent(config: scripted([callTurn([("c1", "echo", ["text": "x"])]), answerTurn("Done.")]),
+                              tools: [echoTool()], hooks: [.onToolCall { _ in throw Veto() }])
+        let result = try await agent.run(.prompt("Go."))
+        XCTAssertEqual(result.status, .failed)
+        XCTAssertEqual(result.error?.code, .hookAborted)
+        XCTAssertTrue(result.error?.message.contains("vetoed by policy") ?? false, "\(String(describing: result.error))")
+    }
+
+    func testAHookThatTakesTooLongIsCancelled() async throws {
+        let cancelled = Flag()
+        var config = scripted([answerTurn("Done.")])
+        config.hookTimeoutMs = 50
+        let agent = try Agent(config: config, hooks: [.onRunStart { _ in
+            await waitForCancellation()
+            cancelled.raise()
+            return .proceed
+        }])
+        let result = try await agent.run(.prompt("Go."))
+        XCTAssertEqual(result.status, .failed)
+        XCTAssertEqual(result.error?.code, .timeout)
+        await cancelled.wait()
+        XCTAssertTrue(cancelled.isRaised)
+    }
+
+    func testInjectAndPerRunTools() async throws {
+        let runs = Locked<Run?>(nil)
+        let injecting = Tool(name: "inject", description: "Injects a note.") { _ in
+            while runs.withLock({ $0 }) == nil { try await Task.sleep(nanoseconds: 1_000_000) }
+            try runs.withLock { $0 }?.inject(.user("A note from the host."))
+            return "injected"
+        }
+        let offered = Locked<[String]>([])
+        let agent = try Agent(config: scripted([callTurn([("c1", "inject", [:])]), answerTurn("Noted.")]),
+                              tools: [injecting, echoTool()],
+                              hooks: [.onTurnStart { payload in
+                                  offered.withLock { $0 = payload.tools }
+                                  return .proceed
+                              }])
+        let run = try agent.start(.prompt("Go.", tools: ["inject"]))
+        runs.withLock { $0 = run }
+        let result = try await run.result
+        XCTAssertEqual(result.status, .completed)
+        XCTAssertEqual(offered.withLock { $0 }, ["inject"])
+        let note = try XCTUnwrap(result.messages.first { $0.text == "A note from the host." })
+        XCTAssertEqual(note.origin, "injection")
+        XCTAssertEqual(result.messages.map(\.role), [.user, .assistant, .tool, .user, .assistant])
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import XCTest
+
+@testable import Ferrule
+
+final class RunTests: XCTestCase {
+    func testEventsComeInOrderAndTheStreamEndsAfterRunEnd() async throws {
+        let agent = try Agent(config: scripted([callTurn([("c1", "echo", ["text": "hi"])], text: "Echoing."),
+                                                answerTurn("Done.")]), tools: [echoTool()])
+        let run = try agent.start(.prompt("Echo hi."))
+        XCTAssertTrue(run.id.hasPrefix("run-"), run.id)
+        var types: [String] = []
+        for await event in run.events { types.append(event.type) }
+        XCTAssertEqual(types, ["run_start", "turn_start", "message_delta", "tool_call_delta", "message_end",
+                               "tool_execution_start", "tool_execution_end", "turn_end", "turn_start",
+                               "message_delta", "message_end", "turn_end", "run_end"].filter { types.contains($0) })
+        XCTAssertEqual(types.first, "run_start")
+        XCTAssertEqual(types.last, "run_end")
+        let result = try await run.result
+        XCTAssertEqual(result.status, .completed)
+        XCTAssertEqual(result.rounds, 2)
+        XCTAssertEqual(result.messages.map(\.role), [.user, .assistant, .tool, .assistant])
+        // The result may be awaited again, from anywhere.
+        let again = try await run.result
+        XCTAssertEqual(again.messages, result.messages)
+        XCTAssertThrowsError(try run.inject(.user("late"))) { error in
+            XCTAssertEqual((error as? FerruleError)?.code, .alreadyCompleted)
+        }
+    }
+
+    func testCancellingTheAwaitingTaskCancelsTheRunAndReachesTheTool() async throws {
+        let started = Flag(), cancelled = Flag()
+        let agent = try Agent(config: scripted([callTurn([("c1", "wait", [:])]), answerTurn("Never.")]),
+                              tools: [waitingTool(started: started, cancelled: cancelled)])
+        let task = Task { try await agent.run(.prompt("Wait.")) }
+        await started.wait()
+        task.cancel()
+        let result = try await task.value
+        XCTAssertEqual(result.status, .cancelled)
+        await cancelled.wait()
+        XCTAssertTrue(cancelled.isRaised)
+    }
+
+    func testRunCancelAndCancellingTheEventReaderBothCancel() async throws {
+        for viaReader in [false, true] {
+            let started = Flag(), cancelled = Flag()
+            let agent = try Agent(config: scripted([callTurn([("c1", "wait", [:])]), answerTurn("Never.")]),
+                                  tools: [waitingTool(started: started, cancelled: cancelled)])
+            let run = try agent.start(.prompt("Wait."))
+            let reader = Task { for await _ in run.events {} }
+            await started.wait()
+            if viaReader { reader.cancel() } else { run.cancel() }
+            let status = try await run.result.status
+            XCTAssertEqual(status, .cancelled, "via the reader: \(viaReader)")
+            await cancelled.wait()
+            XCTAssertTrue(cancelled.isRaised)
+        }
+    }
+
+    func testBreakingOutOfTheEventsLetsTheRunGoOn() async throws {
+        let agent = try Agent(config: scripted([callTurn([("c1", "echo", ["text": "hi"])]), answerTurn("Done.")]),
+                              tools: [echoTool()])
+        let run = try agent.start(.prompt("Echo."))
+        for await event in run.events {
+            if case .toolExecutionStart = event { break }
+        }
+        let result = try await run.result
+        XCTAssertEqual(result.status, .completed)
+        var rest: [String] = []
+        for await event in run.events { rest.append(event.type) }
+        XCTAssertEqual(rest.last, "run_end")
+    }
+
+    func testReleasingALiveRunCancelsIt() async throws {
+        let started = Flag(), cancelled = Flag()
+        let agent = try Agent(config: scripted([callTurn([("c1", "wait", [:])]), answerTurn("Never.")]),
+                              tools: [waitingTool(started: started, cancelled: cancelled)])
+        var run: Run? = try agent.start(.prompt("Wait."))
+        let events = try XCTUnwrap(run?.events)
+        await started.wait()
+        run = nil
+        var ending: Status?
+        for await event in events {
+            if case .runEnd(let status, _) = event { ending = status }
+        }
+        XCTAssertEqual(ending, .cancelled)
+        await cancelled.wait()
+        XCTAssertTrue(cancelled.isRaised)
+    }
+
+    func testTwoHundredConcurrentRuns() async throws {
+        let agent = try Agent(config: scripted([callTurn([("c1", "echo", ["text": "ping"])]), answerTurn("pong")]),
+                              tools: [echoTool()])
+        let results = try await withThrowingTaskGroup(of: RunResult.self) { group in
+            for _ in 0..<200 { group.addTask { try await agent.run(.prompt("Ping.")) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        XCTAssertEqual(results.count, 200)
+        for result in results {
+            XCTAssertEqual(result.status, .completed)
+            XCTAssertEqual(result.messages.first { $0.role == .tool }?.text, "ping")
+            XCTAssertEqual(result.final?.text, "pong")
+        }
+    }
+
+    func testInvalidConfigurationsAndInputsAreErrorsWithTheirCodes() throws {
+        func code(_ body: () throws -> Any) -> FerruleError.Code? {
+            do {
+                _ = try body()
+                return nil
+            } catch {
+                return (error as? FerruleError)?.code
+            }
+        }
+        XCTAssertEqual(code { try Agent(configJSON: #"{"model": {"provider": "scripted"}, "colour": 1}"#) }, .invalidArg)
+        XCTAssertEqual(code { try Agent(configJSON: "{not json") }, .invalidJSON)
+        XCTAssertEqual(code { try Agent(config: AgentConfig(model: ModelConfig(provider: "telepathy"))) }, .invalidArg)
+        XCTAssertEqual(code { try Agent(config: scripted([]), tools: [Tool(name: "bad name!", description: "") { _ in "" }]) },
+                       .invalidArg)
+        XCTAssertEqual(code { try Agent(config: scripted([]), tools: [Tool(name: "t", description: "", schema: ["type": 7]) { _ in "" }]) },
+                       .invalidSchema)
+        XCTAssertEqual(code { try Agent(config: scripted([]), hooks: [.raw(stage: "lunch") { _ in "{}" }]) }, .invalidArg)
+        let agent = try Agent(config: scripted([answerTurn("Hi.")]))
+        XCTAssertEqual(code { try agent.start(.prompt("x", tools: ["missing"])) }, .invalidArg)
+        XCTAssertEqual(code { try agent.start(.resume(state: Data("not json".utf8), decisions: [:])) }, .invalidArg)
+        XCTAssertEqual(code { try agent.start(.messages([])) }, .invalidArg)
+        do {
+            _ = try Agent(configJSON: #"{"model": {"provider": "scripted"}, "colour": 1}"#)
+        } catch let error as FerruleError {
+            XCTAssertTrue(error.message.contains("colour"), error.message)
+        }
+    }
+
+    func testTheConfigEncodesToTheConfigurationJSON() throws {
+        let config = AgentConfig(
+            model: ModelConfig(provider: "openai", name: "gpt-4.1-mini", baseURL: "http://127.0.0.1:1/v1",
+                               apiKeyEnv: "HOME", stream: true, maxRetries: 0,
+                               timeouts: Timeouts(connectMs: 100, totalMs: 2000)),
+            system: "Be brief.", toolExecution: "sequential", toolChoice: .tool("echo"), maxRounds: 3,
+            runTimeoutMs: 5000, outputRetries: 1, history: History(maxInputTokens: 1000), hookTimeoutMs: 0,
+            builtinTools: BuiltinTools(allowed: ["echo", "bash"], needsApproval: ["bash"]))
+        let expected = try JSONValue(json: """
+            {"model": {"provider": "openai", "name": "gpt-4.1-mini", "base_url": "http://127.0.0.1:1/v1",
+              "api_key_env": "HOME", "stream": true, "max_retries": 0,
+              "timeouts": {"connect_ms": 100, "total_ms": 2000}},
+             "system": "Be brief.", "tool_execution": "sequential", "tool_choice": {"name": "echo"},
+             "max_rounds": 3, "run_timeout_ms": 5000, "output_retries": 1,
+             "history": {"max_input_tokens": 1000}, "hook_timeout_ms": 0,
+             "builtin_tools": {"allowed": ["echo", "bash"], "needs_approval": ["bash"]}}
+            """)
+        XCTAssertEqual(JSONValue(encoding: config), expected)
+        XCTAssertEqual(try JSONCoding.decode(AgentConfig.self, from: JSONCoding.encode(expected)), config)
+        // ferrule takes it.
+        XCTAssertNoThrow(try Agent(config: config, tools: [echoTool()]))
+    }
+
+    struct Plan: Decodable, Equatable { let customer: String; let plan: String }
+
+    func testStructuredOutputDecodesIntoASwiftType() async throws {
+        var config = scripted([answerTurn(#"{"customer": "C-1", "plan": "gold"}"#)])
+        config.outputSchema = ["type": "object", "required": ["customer", "plan"],
+                               "properties": ["customer": ["type": "string"], "plan": ["type": "string"]]]
+        let result = try await Agent(config: config).run(.prompt("Plan?"))
+        XCTAssertEqual(try result.output(as: Plan.self), Plan(customer: "C-1", plan: "gold"))
+        let plain = try await Agent(config: scripted([answerTurn("gold")])).run(.prompt("Plan?"))
+        XCTAssertThrowsError(try plain.output(as: Plan.self)) { error in
+            XCTAssertEqual((error as? FerruleError)?.code, .invalidOutput)
+        }
+    }
+
+    func testAnExecuteOnlyRunAndARunTimeout() async throws {
+        let agent = try Agent(config: scripted([]), tools: [echoTool()])
+        let call = ToolCallRequest(id: "h1", name: "echo", arguments: #"{"text": "mine"}"#)
+        let executed = try await agent.run(.execute(.assistant("", toolCalls: [call]), context: [.user("Echo mine.")]))
+        XCTAssertEqual(executed.status, .completed)
+        XCTAssertEqual(executed.messages.map(\.role), [.user, .assistant, .tool])
+        XCTAssertEqual(executed.messages.last?.text, "mine")
+
+        let started = Flag(), cancelled = Flag()
+        var config = scripted([callTurn([("c1", "wait", [:])]), answerTurn("Never.")])
+        config.runTimeoutMs = 50
+        let timed = try await Agent(config: config, tools: [waitingTool(started: started, cancelled: cancelled)])
+            .run(.prompt("Wait."))
+        XCTAssertEqual(timed.status, .failed)
+        XCTAssertEqual(timed.error?.code, .timeout)
+        await cancelled.wait()
+        XCTAssertTrue(cancelled.isRaised)
+    }
+
+    func testAnUnknownErrorCodeKeepsItsName() throws {
+        let error = try JSONCoding.decode(FerruleError.self, from: Data(#"{"code": "NEW_THING", "message": "m"}"#.utf8))
+        XCTAssertEqual(error.code.rawValue, 0)
+        XCTAssertEqual(error.message, "NEW_THING: m")
+        XCTAssertEqual(FerruleError.Code(name: "HOOK_ABORTED"), .hookAborted)
+    }
+
+    func testUnpaddedAndURLSafeBase64ImagesDecode() throws {
+        let part = try JSONCoding.decode(Part.self, from: Data(#"{"type": "image", "media_type": "image/png", "data": "-_8"}"#.utf8))
+        XCTAssertEqual(part, .image(mediaType: "image/png", data: Data([0xfb, 0xff])))
+    }
+}
