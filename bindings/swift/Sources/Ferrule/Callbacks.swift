@@ -1,4 +1,5 @@
 import CFerrule
+import Foundation
 
 // The C functions ferrule calls. Each finds its Swift object in `user_data`, an
 // `Unmanaged` reference retained once when it was handed to ferrule and
@@ -8,12 +9,14 @@ import CFerrule
 /// Releases a reference passed with `Unmanaged.passRetained`.
 let releaseBox: ferrule_free_fn = { userData in
     guard let userData else { return }
+    HandOff.receive()
     Unmanaged<AnyObject>.fromOpaque(userData).release()
 }
 
 /// Passes `object` to C, retained; balance it with `releaseBox` or `releaseUnused`.
 func retainedBox(_ object: AnyObject) -> UnsafeMutableRawPointer {
-    Unmanaged.passRetained(object).toOpaque()
+    HandOff.publish()
+    return Unmanaged.passRetained(object).toOpaque()
 }
 
 /// Releases a box C did not take (its call failed).
@@ -24,7 +27,30 @@ func releaseUnused(_ box: UnsafeMutableRawPointer) {
 /// The object behind a box, borrowed for the callback.
 func unbox<T: AnyObject>(_ userData: UnsafeMutableRawPointer?, as type: T.Type) -> T? {
     guard let userData else { return nil }
+    HandOff.receive()
     return Unmanaged<T>.fromOpaque(userData).takeUnretainedValue()
+}
+
+/// Makes hand-offs through ferrule visible to the thread sanitizer, which
+/// cannot see ferrule's own synchronisation (Rust atomics and futexes, not
+/// instrumented) and so would report every object one thread gives C and
+/// another gets back in a callback. Each hand-over to C publishes and each
+/// callback receives, through one lock. Compiled in only for sanitizer builds
+/// (`-Xswiftc -DFERRULE_TSAN`, as `make test` passes); otherwise these are empty.
+enum HandOff {
+    #if FERRULE_TSAN
+    private static let lock = NSLock()
+
+    static func publish() {
+        lock.lock()
+        lock.unlock()
+    }
+
+    static func receive() { publish() }
+    #else
+    @inline(__always) static func publish() {}
+    @inline(__always) static func receive() {}
+    #endif
 }
 
 /// Cancels a task when ferrule stops waiting for its request (a tool call that

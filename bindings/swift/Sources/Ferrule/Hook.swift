@@ -111,6 +111,7 @@ private final class Consultation: Sendable {
             let reason = text.isEmpty ? "the hook threw \(type(of: error))" : text
             decision = JSONValue.object(["abort": .string(reason)]).json
         }
+        HandOff.publish()
         _ = withUTF8Arg(decision) { FerruleError.take(ferrule_hook_respond(handle, $0, $1)) }
     }
 }

@@ -66,6 +66,7 @@ public final class Run: Sendable {
     /// result), marked as an injection. Throws `alreadyCompleted` once the run
     /// is over. Never blocks.
     public func inject(_ message: Message) throws {
+        HandOff.publish()
         try withUTF8Arg(JSONCoding.text(message)) { try FerruleError.check(ferrule_run_inject(handle.pointer, $0, $1)) }
     }
 }

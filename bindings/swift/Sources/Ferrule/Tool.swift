@@ -112,6 +112,7 @@ public final class ToolCall: Sendable {
     /// reaches the model. Waits for room when the run's event queue is full.
     /// Throws `alreadyCompleted` once the body has returned.
     public func update(_ partial: ToolResult) throws {
+        HandOff.publish()
         try withUTF8Arg(partial.resultJSON) { try FerruleError.check(ferrule_tool_call_update(handle, $0, $1)) }
     }
 
@@ -120,8 +121,10 @@ public final class ToolCall: Sendable {
     func run(_ body: @Sendable (ToolCall) async throws -> ToolResult) async {
         do {
             let result = try await body(self)
+            HandOff.publish()
             _ = withUTF8Arg(result.resultJSON) { FerruleError.take(ferrule_tool_call_complete(handle, $0, $1)) }
         } catch {
+            HandOff.publish()
             _ = withUTF8Arg(errorText(error)) { FerruleError.take(ferrule_tool_call_fail(handle, $0, $1)) }
         }
     }
