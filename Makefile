@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib install demo demo-approval demo-go test-swift bench bench-go setup test test-rust test-header test-c test-go header header-check clean
+.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check clean
 
 all: lib
 
@@ -96,9 +96,40 @@ test-go: lib
 	cd bindings/go && PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/prefix/lib/pkgconfig \
 		LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/prefix/lib go test -tags ferrule_system -count=1 -run Conformance ./...
 
-# The Swift binding, built and tested inside a Debian trixie root (scripts/swift.sh).
+# The Swift binding, built and tested inside a Debian trixie root (scripts/swift.sh):
+# its tests, the same under the thread sanitizer (a build directory of its own;
+# FERRULE_TSAN makes hand-offs through ferrule visible to it), and the example.
+SWIFT = bash scripts/swift.sh swift
 test-swift: lib
-	bash scripts/swift.sh swift test
+	$(SWIFT) test
+	$(SWIFT) test --sanitize=thread -Xswiftc -DFERRULE_TSAN --scratch-path .build/tsan
+	$(SWIFT) run --package-path /ferrule/examples/swift/lookup | tee /dev/stderr | grep -q "answer: C-100 is on the Gold plan."
+
+# The lookup example as a Swift executable (a real model when its key is set).
+demo-swift: lib
+	$(SWIFT) run --package-path /ferrule/examples/swift/lookup
+
+# W1 and W2 with the tool in Swift (docs/performance.md).
+bench-swift: lib
+	$(SWIFT) run -c release --package-path /ferrule/bench/swift/workloads
+
+# An XCFramework of the static library and the header for Apple platforms
+# (macOS with Xcode only: README "Swift on Apple platforms").
+XCFRAMEWORK_TARGETS = aarch64-apple-darwin x86_64-apple-darwin aarch64-apple-ios aarch64-apple-ios-sim
+xcframework:
+	@[ "$$(uname)" = Darwin ] || { echo "make xcframework needs macOS with Xcode" >&2; exit 1; }
+	for target in $(XCFRAMEWORK_TARGETS); do $(CARGO) build --release --lib --target $$target || exit 1; done
+	@mkdir -p $(BUILD)/xcframework/macos $(BUILD)/xcframework/headers
+	lipo -create target/aarch64-apple-darwin/release/libferrule.a target/x86_64-apple-darwin/release/libferrule.a \
+		-output $(BUILD)/xcframework/macos/libferrule.a
+	cp include/ferrule.h bindings/swift/Sources/CFerrule/module.modulemap $(BUILD)/xcframework/headers/
+	sed -i '' 's/header "ferrule_shim.h"/header "ferrule.h"/' $(BUILD)/xcframework/headers/module.modulemap
+	rm -rf $(BUILD)/Ferrule.xcframework
+	xcodebuild -create-xcframework \
+		-library $(BUILD)/xcframework/macos/libferrule.a -headers $(BUILD)/xcframework/headers \
+		-library target/aarch64-apple-ios/release/libferrule.a -headers $(BUILD)/xcframework/headers \
+		-library target/aarch64-apple-ios-sim/release/libferrule.a -headers $(BUILD)/xcframework/headers \
+		-output $(BUILD)/Ferrule.xcframework
 
 demo-go: lib
 	cd examples/go && go run .

@@ -4,7 +4,10 @@
 #
 #   scripts/swift.sh swift build
 #   scripts/swift.sh swift test
+#   scripts/swift.sh swift run --package-path /ferrule/examples/swift/lookup
 #
+# Commands run in /ferrule/bindings/swift; other packages of the checkout are
+# reached through --package-path /ferrule/...
 # The root is made once with debootstrap (about 25 s) plus `apt-get install
 # swiftlang libc6-dev` inside it (about 25 s), and reused while it exists:
 # FERRULE_SWIFT_ROOT (default /var/tmp/ferrule-swift/root). The checkout is
@@ -63,7 +66,13 @@ trap cleanup EXIT INT TERM
 mountpoint -q "$ROOT/proc" || mount -t proc proc "$ROOT/proc"
 mount --bind "$REPO" "$ROOT$inside"
 
-# The build directory lives in the checkout (bindings/swift/.build), ignored by git.
+# The build directories live in the checkout (.build beside each package),
+# ignored by git. A real model's key and name pass through when set (the
+# examples and benchmarks use them).
+passed=()
+for name in OPENAI_API_KEY ANTHROPIC_API_KEY FERRULE_MODEL FERRULE_BENCH_RUNS; do
+    [ -n "${!name:-}" ] && passed+=("$name=${!name}")
+done
 chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin LANG=C.UTF-8 \
-    FERRULE_LIB_DIR="$inside/target/release" \
+    FERRULE_LIB_DIR="$inside/target/release" "${passed[@]}" \
     /bin/sh -c "cd $inside/bindings/swift && exec \"\$@\"" swift "$@"

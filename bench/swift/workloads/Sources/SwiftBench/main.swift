@@ -1,0 +1,44 @@
+// Runs W1 (one no-op call per round, 2,000 rounds) and W2 (64 parallel
+// schema-validated calls per round, 200 rounds) with a Swift tool that answers
+// "ok" at once, plain and with every event read, and prints the cost per round
+// and per call of one whole run (the best and the median of the runs).
+import Ferrule
+import Foundation
+
+let workloadsPath = URL(fileURLWithPath: #filePath)
+    .deletingLastPathComponent().appendingPathComponent("../../../../workloads.json").standardized
+let workloads = try JSONDecoder().decode(JSONValue.self, from: Data(contentsOf: workloadsPath))
+let runsPerFigure = Int(ProcessInfo.processInfo.environment["FERRULE_BENCH_RUNS"] ?? "") ?? 7
+
+func integer(_ value: JSONValue?) -> Int {
+    if case .integer(let number) = value { return Int(number) }
+    return 0
+}
+
+func measure(_ name: String, schema: String, readEvents: Bool) async throws {
+    guard let workload = workloads[name] else { throw FerruleError(code: .invalidArg, message: "no workload \(name)") }
+    let config = try JSONDecoder().decode(AgentConfig.self, from: JSONEncoder().encode(workload["config"]))
+    let noop = Tool(name: "noop", description: "Does nothing.", schema: workloads[schema]) { _ in "ok" }
+    let agent = try Agent(config: config, tools: [noop])
+    var seconds: [Double] = []
+    for _ in 0..<runsPerFigure {
+        let start = DispatchTime.now()
+        let run = try agent.start(.prompt("go"))
+        if readEvents {
+            for await _ in run.events {}
+        }
+        let result = try await run.result
+        guard result.status == .completed else { throw FerruleError(code: .invalidArg, message: "\(result.status)") }
+        seconds.append(Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
+    }
+    seconds.sort()
+    let rounds = Double(integer(workload["rounds"])), calls = Double(integer(workload["calls"]))
+    let figure = { (value: Double) in String(format: "%.1f µs/round, %.2f µs/call", value / rounds * 1e6, value / calls * 1e6) }
+    print("\(name.uppercased())\(readEvents ? " with events" : ""): best \(figure(seconds[0])); median \(figure(seconds[seconds.count / 2]))")
+}
+
+print("ferrule \(Library.version), Swift tool, \(runsPerFigure) runs per figure")
+for readEvents in [false, true] {
+    try await measure("w1", schema: "open_schema", readEvents: readEvents)
+    try await measure("w2", schema: "schema", readEvents: readEvents)
+}
