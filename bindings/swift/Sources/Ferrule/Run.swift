@@ -12,17 +12,17 @@ public final class Run: Sendable {
     /// time; the events wait in memory until read or until the `Run` is
     /// released. Cancelling the task reading them cancels the run; breaking out
     /// of the loop does not (read on later, or await `result`).
-    public let events: AsyncStream<Event>
+    public let events: EventStream
     private let handle: RunHandle
     private let sink: EventSink
 
     init(agent: OpaquePointer, input: String) throws {
-        let (events, continuation) = AsyncStream.makeStream(of: Event.self)
+        let (events, continuation) = AsyncStream.makeStream(of: EventSink.Delivered.self)
         let sink = EventSink(continuation)
         let box = retainedBox(sink)
         var run: OpaquePointer?
         let error = withUTF8Arg(input) { text, length in
-            FerruleError.take(ferrule_agent_start(agent, text, length, EventSink.deliver, box, releaseBox, &run))
+            FerruleError.take(ferrule_agent_start(agent, text, length, EventSink.deliver, box, EventSink.finish, &run))
         }
         if let error {
             releaseUnused(box)
@@ -34,7 +34,7 @@ public final class Run: Sendable {
             if case .cancelled = termination { handle.cancel() }
         }
         self.id = String(borrowed: ferrule_run_id(run))
-        self.events = events
+        self.events = EventStream(events, sink: sink)
         self.handle = handle
         self.sink = sink
     }
@@ -83,17 +83,34 @@ final class RunHandle: Sendable {
 }
 
 /// Where a run's events go: the stream, and the result for `Run.result`.
-/// ferrule holds it (as the event callback's `user_data`) until the run ends.
+/// ferrule holds it (as the event callback's `user_data`) until the run has
+/// ended. Events are decoded on ferrule's event thread once the stream has a
+/// reader, and by the reader for those delivered before; a run nobody reads
+/// decodes only its result.
 final class EventSink: Sendable {
+    /// An event as the stream holds it.
+    enum Delivered: Sendable {
+        case json(Data)
+        case decoded(Event)
+    }
+
     private struct State {
+        var hasReader = false
+        /// The last event delivered, `run_end` once the run has ended: as JSON,
+        /// or its result when it was decoded already.
+        var last: Data?
+        var ended: RunResult?
         var outcome: Result<RunResult, Error>?
         var waiters: [CheckedContinuation<RunResult, Error>] = []
     }
 
-    private let continuation: AsyncStream<Event>.Continuation
+    private let continuation: AsyncStream<Delivered>.Continuation
     private let state = Locked(State())
 
-    init(_ continuation: AsyncStream<Event>.Continuation) { self.continuation = continuation }
+    init(_ continuation: AsyncStream<Delivered>.Continuation) { self.continuation = continuation }
+
+    /// The stream has a reader from now on.
+    func startReading() { state.withLock { $0.hasReader = true } }
 
     /// ferrule's event callback: one event at a time, in order, on an event thread.
     static let deliver: ferrule_event_fn = { userData, json, length in
@@ -102,15 +119,33 @@ final class EventSink: Sendable {
     }
 
     private func receive(_ json: Data) {
+        guard state.withLock({ $0.hasReader }) else {
+            state.withLock { $0.last = json }
+            continuation.yield(.json(json))
+            return
+        }
         let event = Event(json: json)
-        continuation.yield(event)
-        guard event.type == "run_end" else { return }
-        let outcome: Result<RunResult, Error>
-        if case .runEnd(_, let result) = event {
-            outcome = .success(result)
-        } else {
-            outcome = .failure(FerruleError(code: .invalidJSON,
-                                            message: "the run_end event did not decode: \(String(decoding: json, as: UTF8.self))"))
+        state.withLock { state in
+            state.last = json
+            if case .runEnd(_, let result) = event { state.ended = result }
+        }
+        continuation.yield(.decoded(event))
+    }
+
+    /// ferrule's `free_user_data`: it runs once, right after `run_end` (the
+    /// last event), on the same thread. The result is that event's.
+    static let finish: ferrule_free_fn = { userData in
+        guard let userData, let sink = unbox(userData, as: EventSink.self) else { return }
+        sink.end()
+        releaseUnused(userData)
+    }
+
+    private func end() {
+        let (last, ended) = state.withLock { ($0.last ?? Data(), $0.ended) }
+        let outcome: Result<RunResult, Error> = Result {
+            try ended ?? JSONCoding.decode(RunEnd.self, from: last).result
+        }.mapError { error in
+            FerruleError(code: .invalidJSON, message: "the run_end event did not decode: \(error)")
         }
         let waiters = state.withLock { state in
             state.outcome = outcome
@@ -121,6 +156,9 @@ final class EventSink: Sendable {
         for waiter in waiters { waiter.resume(with: outcome) }
     }
 
+    /// The result in a `run_end` event.
+    private struct RunEnd: Decodable { let result: RunResult }
+
     func result() async throws -> RunResult {
         try await withCheckedThrowingContinuation { waiter in
             let outcome: Result<RunResult, Error>? = state.withLock { state in
@@ -128,6 +166,37 @@ final class EventSink: Sendable {
                 return state.outcome
             }
             if let outcome { waiter.resume(with: outcome) }
+        }
+    }
+}
+
+/// A run's events: `for await event in run.events`. It ends after `.runEnd`.
+/// Events are decoded from their JSON once read (those delivered before the
+/// first read wait as JSON), so a run nobody reads pays no decoding.
+public struct EventStream: AsyncSequence, Sendable {
+    public typealias Element = Event
+    private let delivered: AsyncStream<EventSink.Delivered>
+    private let sink: EventSink
+
+    init(_ delivered: AsyncStream<EventSink.Delivered>, sink: EventSink) {
+        self.delivered = delivered
+        self.sink = sink
+    }
+
+    public func makeAsyncIterator() -> Iterator {
+        sink.startReading()
+        return Iterator(delivered: delivered.makeAsyncIterator())
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        var delivered: AsyncStream<EventSink.Delivered>.Iterator
+
+        public mutating func next() async -> Event? {
+            switch await delivered.next() {
+            case .json(let data): Event(json: data)
+            case .decoded(let event): event
+            case nil: nil
+            }
         }
     }
 }
