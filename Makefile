@@ -151,3 +151,4 @@ bench: setup lib
 	$(CARGO) bench --bench loop --bench providers --bench http_rounds --bench builtins
 	./$(BUILD)/bench_ffi bench/workloads.json
 	$(MAKE) --no-print-directory bench-go
+	$(MAKE) --no-print-directory bench-swift

@@ -199,3 +199,48 @@ final class RunTests: XCTestCase {
         XCTAssertEqual(part, .image(mediaType: "image/png", data: Data([0xfb, 0xff])))
     }
 }
+
+final class RaceTests: XCTestCase {
+    /// Completion against timeout against cancel, a thousand times: each call
+    /// sleeps about as long as its timeout, and half the runs are cancelled at
+    /// about the same moment. Every run ends once, with a status that fits, and
+    /// every call's task ends.
+    func testCompletionTimeoutAndCancelRace() async throws {
+        let started = Locked(0), finished = Locked(0)
+        let racer = Tool(name: "race", description: "Sleeps about as long as its timeout.",
+                         options: ToolOptions(timeoutMs: 1)) { call in
+            started.withLock { $0 += 1 }
+            defer { finished.withLock { $0 += 1 } }
+            try? await Task.sleep(nanoseconds: UInt64.random(in: 0...2_000_000))
+            try? call.update("almost")
+            return "made it"
+        }
+        let agent = try Agent(config: scripted([callTurn([("c1", "race", [:]), ("c2", "race", [:])]), answerTurn("Done.")]),
+                              tools: [racer])
+        let statuses = try await withThrowingTaskGroup(of: Status.self) { group in
+            for index in 0..<1000 {
+                group.addTask {
+                    let run = try agent.start(.prompt("Race."))
+                    if index % 2 == 1 {
+                        try? await Task.sleep(nanoseconds: UInt64.random(in: 0...2_000_000))
+                        run.cancel()
+                    }
+                    var ends = 0
+                    for await event in run.events where event.type == "run_end" { ends += 1 }
+                    XCTAssertEqual(ends, 1)
+                    return try await run.result.status
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        XCTAssertEqual(statuses.count, 1000)
+        XCTAssertTrue(statuses.allSatisfy { $0 == .completed || $0 == .cancelled }, "\(Set(statuses))")
+        XCTAssertTrue(statuses.contains(.completed))
+        // Every call that started finishes its task, cancelled or not.
+        for _ in 0..<10_000 where finished.withLock({ $0 }) < started.withLock({ $0 }) {
+            try await Task.sleep(nanoseconds: 1_000_000)
+        }
+        XCTAssertEqual(finished.withLock { $0 }, started.withLock { $0 })
+        XCTAssertGreaterThan(started.withLock { $0 }, 0)
+    }
+}
