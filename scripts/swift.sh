@@ -58,11 +58,21 @@ exec 9>"$ROOT.lock"
 flock 9
 inside=/ferrule
 mkdir -p "$ROOT$inside"
+# The command runs in a process group of its own, ended with the script (a
+# timeout or ^C must not leave a test process running in the root).
+child=
 cleanup() {
+    if [ -n "$child" ]; then
+        kill -TERM -- "-$child" 2>/dev/null || true
+        sleep 0.2
+        kill -KILL -- "-$child" 2>/dev/null || true
+    fi
     umount -l "$ROOT$inside" 2>/dev/null || true
     umount -l "$ROOT/proc" 2>/dev/null || true
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 mountpoint -q "$ROOT/proc" || mount -t proc proc "$ROOT/proc"
 mount --bind "$REPO" "$ROOT$inside"
 
@@ -73,6 +83,11 @@ passed=()
 for name in OPENAI_API_KEY ANTHROPIC_API_KEY FERRULE_MODEL FERRULE_BENCH_RUNS; do
     [ -n "${!name:-}" ] && passed+=("$name=${!name}")
 done
-chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin LANG=C.UTF-8 \
+setsid chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin LANG=C.UTF-8 \
     FERRULE_LIB_DIR="$inside/target/release" "${passed[@]}" \
-    /bin/sh -c "cd $inside/bindings/swift && exec \"\$@\"" swift "$@"
+    /bin/sh -c "cd $inside/bindings/swift && exec \"\$@\"" swift "$@" &
+child=$!
+status=0
+wait "$child" || status=$?
+child=
+exit "$status"

@@ -212,8 +212,8 @@ pub unsafe extern "C" fn ferrule_hook_respond(
         // SAFETY: the host passes `len` readable bytes.
         let decision = unsafe { arg_str(decision_json, len, "decision_json") }
             .and_then(|json| HookDecision::from_json(hook.stage, json));
-        // The run fails with INVALID_ARG, whatever made the decision unusable.
-        hook.request.finish(decision.clone().map_err(|e| Error::invalid_arg(e.message)));
+        // The run fails with the error returned here.
+        hook.request.finish(decision.clone());
         decision.map(drop)
     })
 }

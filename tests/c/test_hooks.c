@@ -208,6 +208,27 @@ static void a_hooks_user_data_is_freed_once_and_never_when_adding_fails(void) {
     CHECK(atomic_load(&refused.frees) == 0);
 }
 
+/* ---- a decision that is not JSON ---------------------------------------------------- */
+
+static void respond_with_text(void *user_data, ferrule_hook *hook) {
+    (void)user_data;
+    CHECK_ERROR(ferrule_hook_respond(hook, STR("{nope")), FERRULE_ERROR_INVALID_JSON, "hook decision");
+}
+
+/* The run fails with the very error ferrule_hook_respond returned. */
+static void a_decision_that_is_not_json_fails_the_run_with_invalid_json(void) {
+    ferrule_agent *agent = hooked_agent(1, 1, "", "[\"tool_call\"]", respond_with_text, NULL, NULL);
+    if (agent == NULL) return;
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+    char *result = harness_wait(run);
+    CHECK(result != NULL && strstr(result, "\"status\":\"failed\"") != NULL);
+    CHECK(result != NULL && strstr(result, "\"code\":\"INVALID_JSON\"") != NULL);
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+}
+
 /* ---- injections racing the end ----------------------------------------------------- */
 
 typedef struct {
@@ -265,6 +286,8 @@ int main(int argc, char **argv) {
         {"a_hooks_user_data_is_freed_once_and_never_when_adding_fails",
          a_hooks_user_data_is_freed_once_and_never_when_adding_fails},
         {"an_accepted_injection_is_never_lost", an_accepted_injection_is_never_lost},
+        {"a_decision_that_is_not_json_fails_the_run_with_invalid_json",
+         a_decision_that_is_not_json_fails_the_run_with_invalid_json},
     };
     return harness_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
