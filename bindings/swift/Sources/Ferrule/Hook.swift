@@ -53,7 +53,7 @@ public struct Hook: Sendable {
             } catch {
                 throw FerruleError(code: .invalidJSON, message: "the \(stage) payload did not decode: \(error)")
             }
-            return try await body(payload).json.json
+            return try await body(payload).decisionJSON()
         }
     }
 }

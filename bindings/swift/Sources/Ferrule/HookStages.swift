@@ -85,7 +85,8 @@ public struct ToolResultPayload: Sendable, Decodable {
 /// A tool result hook's decision.
 public enum ToolResultDecision: Sendable {
     case proceed
-    /// Replaces the result (an invalid one becomes an error result).
+    /// Replaces the result: checked as a tool's (one of the wrong shape becomes
+    /// an error result; `.json` text that is not JSON fails the run, `invalidJSON`).
     case replace(ToolResult)
 }
 
@@ -106,58 +107,65 @@ public enum FinalAnswerDecision: Sendable {
     case retry(String)
 }
 
-/// A decision as the decision JSON of the C ABI.
+/// A decision as the decision JSON of the C ABI. Throws for what JSON cannot
+/// write (a NaN in replaced arguments); the hook then aborts the run, saying so.
 protocol HookDecisionJSON: Sendable {
-    var json: JSONValue { get }
+    func decisionJSON() throws -> String
+}
+
+/// `{"key": value}`, or `{}` without a key.
+private func decision(_ key: String? = nil, _ value: JSONValue = .null) throws -> String {
+    guard let key else { return "{}" }
+    return try JSONValue.object([key: value]).jsonText()
 }
 
 extension RunStartDecision: HookDecisionJSON {
-    var json: JSONValue {
+    func decisionJSON() throws -> String {
         switch self {
-        case .proceed: [:]
-        case .replaceMessages(let messages): ["messages": JSONValue(encoding: messages)]
+        case .proceed: try decision()
+        case .replaceMessages(let messages): try decision("messages", JSONValue(encoding: messages))
         }
     }
 }
 
 extension TurnStartDecision: HookDecisionJSON {
-    var json: JSONValue {
+    func decisionJSON() throws -> String {
         switch self {
-        case .proceed: [:]
-        case .tools(let tools): ["tools": JSONValue(encoding: tools)]
-        case .inject(let messages): ["inject": JSONValue(encoding: messages)]
-        case .replaceMessages(let messages): ["messages": JSONValue(encoding: messages)]
+        case .proceed: try decision()
+        case .tools(let tools): try decision("tools", JSONValue(encoding: tools))
+        case .inject(let messages): try decision("inject", JSONValue(encoding: messages))
+        case .replaceMessages(let messages): try decision("messages", JSONValue(encoding: messages))
         }
     }
 }
 
 extension ToolCallDecision: HookDecisionJSON {
-    var json: JSONValue {
+    func decisionJSON() throws -> String {
         switch self {
-        case .proceed: [:]
-        case .deny(let text): ["deny": .string(text)]
-        case .replaceArguments(let arguments): ["arguments": arguments]
-        case .approve: ["approve": true]
-        case .interrupt: ["interrupt": true]
+        case .proceed: try decision()
+        case .deny(let text): try decision("deny", .string(text))
+        case .replaceArguments(let arguments): try decision("arguments", arguments)
+        case .approve: try decision("approve", true)
+        case .interrupt: try decision("interrupt", true)
         }
     }
 }
 
 extension ToolResultDecision: HookDecisionJSON {
-    var json: JSONValue {
+    func decisionJSON() throws -> String {
         switch self {
-        case .proceed: [:]
-        case .replace(let result):
-            ["result": (try? JSONValue(json: result.resultJSON)) ?? .string(result.resultJSON)]
+        case .proceed: try decision()
+        // The result JSON goes in as it is, for ferrule to check (as a tool's).
+        case .replace(let result): #"{"result": "# + (try result.resultJSON()) + "}"
         }
     }
 }
 
 extension FinalAnswerDecision: HookDecisionJSON {
-    var json: JSONValue {
+    func decisionJSON() throws -> String {
         switch self {
-        case .accept: [:]
-        case .retry(let feedback): ["retry": .string(feedback)]
+        case .accept: try decision()
+        case .retry(let feedback): try decision("retry", .string(feedback))
         }
     }
 }

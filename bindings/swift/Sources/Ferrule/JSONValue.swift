@@ -1,8 +1,9 @@
 import Foundation
 
 /// Any JSON value: tool arguments, result details, hook payload pieces,
-/// structured output. Numbers keep integers apart from fractions, so 64-bit ids
-/// survive a round trip. Objects do not keep their keys' order.
+/// structured output. A whole number that fits in Int64 reads as `.integer`
+/// (`1.0` too), so 64-bit ids survive a round trip; any other number reads as
+/// `.number`, a Double. Objects do not keep their keys' order.
 public enum JSONValue: Sendable, Hashable, Codable {
     case null
     case bool(Bool)
@@ -49,8 +50,13 @@ public enum JSONValue: Sendable, Hashable, Codable {
         self = try JSONCoding.decode(JSONValue.self, from: Data(json.utf8))
     }
 
-    /// The value as compact JSON text.
-    public var json: String { JSONCoding.text(self) }
+    /// The value as compact JSON text. Throws for a NaN or an infinity, which
+    /// JSON cannot write.
+    public func jsonText() throws -> String { try JSONCoding.text(self) }
+
+    /// The value as compact JSON text; "null" for a value holding a NaN or an
+    /// infinity (see `jsonText()`).
+    public var json: String { (try? jsonText()) ?? "null" }
 
     /// The member `key` of an object; nil for anything else.
     public subscript(key: String) -> JSONValue? {
@@ -84,10 +90,8 @@ enum JSONCoding {
         try JSONDecoder().decode(type, from: data)
     }
 
-    /// `value` as JSON text; for values that always encode (JSONValue and the
-    /// package's own plain types).
-    static func text<T: Encodable>(_ value: T) -> String {
-        guard let data = try? encode(value) else { return "null" }
-        return String(decoding: data, as: UTF8.self)
+    /// `value` as JSON text. Throws for a NaN or an infinity in it.
+    static func text<T: Encodable>(_ value: T) throws -> String {
+        String(decoding: try encode(value), as: UTF8.self)
     }
 }

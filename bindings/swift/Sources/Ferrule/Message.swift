@@ -131,9 +131,11 @@ public struct Usage: Sendable, Hashable, Codable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
-        inputTokens = try container.decodeIfPresent(Int.self, forKey: .inputTokens) ?? 0
-        outputTokens = try container.decodeIfPresent(Int.self, forKey: .outputTokens) ?? 0
-        cachedTokens = try container.decodeIfPresent(Int.self, forKey: .cachedTokens) ?? 0
+        // ferrule counts in u64 (saturating); beyond Int.max reads as Int.max.
+        let count = { (key: Keys) in Int(clamping: try container.decodeIfPresent(UInt64.self, forKey: key) ?? 0) }
+        inputTokens = try count(.inputTokens)
+        outputTokens = try count(.outputTokens)
+        cachedTokens = try count(.cachedTokens)
     }
 
     public func encode(to encoder: Encoder) throws {

@@ -3,10 +3,11 @@ import Foundation
 /// A piece of message or tool result content.
 public enum Part: Sendable, Hashable, Codable {
     case text(String)
-    /// An image: inline bytes, or a URL the provider fetches.
-    case image(mediaType: String?, data: Data?, url: String?)
-    /// A document, such as a PDF.
-    case file(mediaType: String, data: Data, name: String?)
+    /// An image: inline bytes as base64 text (kept as ferrule gives it; `data`
+    /// decodes it), or a URL the provider fetches.
+    case image(mediaType: String?, base64: String?, url: String?)
+    /// A document, such as a PDF, its bytes as base64 text.
+    case file(mediaType: String, base64: String, name: String?)
     /// Reasoning, which goes back to the provider that made it.
     case thinking(String, signature: String?, id: String?)
     /// Reasoning the provider withheld: its opaque data.
@@ -15,7 +16,24 @@ public enum Part: Sendable, Hashable, Codable {
     case other(JSONValue)
 
     /// An inline image.
-    public static func image(mediaType: String, data: Data) -> Part { .image(mediaType: mediaType, data: data, url: nil) }
+    public static func image(mediaType: String, data: Data) -> Part {
+        .image(mediaType: mediaType, base64: data.base64EncodedString(), url: nil)
+    }
+
+    /// A document.
+    public static func file(mediaType: String, data: Data, name: String? = nil) -> Part {
+        .file(mediaType: mediaType, base64: data.base64EncodedString(), name: name)
+    }
+
+    /// The bytes of an image or file part: its base64 read with or without
+    /// padding, in the standard or the URL alphabet; nil for other parts and for
+    /// text that is not base64.
+    public var data: Data? {
+        switch self {
+        case .image(_, let base64?, _), .file(_, let base64, _): Data(lenientBase64: base64)
+        default: nil
+        }
+    }
 
     private enum Keys: String, CodingKey {
         case type, text, data, url, name, thinking, signature, id
@@ -24,22 +42,17 @@ public enum Part: Sendable, Hashable, Codable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
-        let bytes = { (key: Keys) throws -> Data? in
-            guard let text = try container.decodeIfPresent(String.self, forKey: key) else { return nil }
-            guard let data = Data(lenientBase64: text) else {
-                throw DecodingError.dataCorruptedError(forKey: key, in: container, debugDescription: "not base64")
-            }
-            return data
-        }
         switch try container.decode(String.self, forKey: .type) {
         case "text":
             self = .text(try container.decode(String.self, forKey: .text))
         case "image":
             self = .image(mediaType: try container.decodeIfPresent(String.self, forKey: .mediaType),
-                          data: try bytes(.data), url: try container.decodeIfPresent(String.self, forKey: .url))
+                          base64: try container.decodeIfPresent(String.self, forKey: .data),
+                          url: try container.decodeIfPresent(String.self, forKey: .url))
         case "file":
             self = .file(mediaType: try container.decodeIfPresent(String.self, forKey: .mediaType) ?? "",
-                         data: try bytes(.data) ?? Data(), name: try container.decodeIfPresent(String.self, forKey: .name))
+                         base64: try container.decodeIfPresent(String.self, forKey: .data) ?? "",
+                         name: try container.decodeIfPresent(String.self, forKey: .name))
         case "thinking":
             self = .thinking(try container.decodeIfPresent(String.self, forKey: .thinking) ?? "",
                              signature: try container.decodeIfPresent(String.self, forKey: .signature),
@@ -61,15 +74,15 @@ public enum Part: Sendable, Hashable, Codable {
         case .text(let text):
             try container.encode("text", forKey: .type)
             try container.encode(text, forKey: .text)
-        case .image(let mediaType, let data, let url):
+        case .image(let mediaType, let base64, let url):
             try container.encode("image", forKey: .type)
             try container.encodeIfPresent(mediaType, forKey: .mediaType)
-            try container.encodeIfPresent(data?.base64EncodedString(), forKey: .data)
+            try container.encodeIfPresent(base64, forKey: .data)
             try container.encodeIfPresent(url, forKey: .url)
-        case .file(let mediaType, let data, let name):
+        case .file(let mediaType, let base64, let name):
             try container.encode("file", forKey: .type)
             try container.encode(mediaType, forKey: .mediaType)
-            try container.encode(data.base64EncodedString(), forKey: .data)
+            try container.encode(base64, forKey: .data)
             try container.encodeIfPresent(name, forKey: .name)
         case .thinking(let thinking, let signature, let id):
             try container.encode("thinking", forKey: .type)

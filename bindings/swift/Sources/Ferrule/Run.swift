@@ -4,7 +4,8 @@ import Foundation
 /// A run of an agent. Read its events with `for await event in run.events`
 /// and its outcome with `try await run.result`. Cancel it with `cancel()`, by
 /// cancelling a task that awaits `result` or reads `events`, or by releasing
-/// the `Run` while the run goes on (as freeing the last C handle does).
+/// the `Run` and its `events` while the run goes on (as freeing the last C
+/// handle does).
 public final class Run: Sendable {
     /// The run's id ("run-7"), as ferrule's logs name it.
     public let id: String
@@ -30,23 +31,23 @@ public final class Run: Sendable {
         }
         guard let run else { throw FerruleError(code: .nullArg, message: "no run") }
         let handle = RunHandle(run)
+        // The stream ends early when its reader's task is cancelled, or when it
+        // is released with the Run: then the run is cancelled.
         continuation.onTermination = { termination in
             if case .cancelled = termination { handle.cancel() }
         }
+        sink.attach(handle)
         self.id = String(borrowed: ferrule_run_id(run))
         self.events = EventStream(events, sink: sink)
         self.handle = handle
         self.sink = sink
     }
 
-    /// Releasing the `Run` of a live run cancels it (the run still ends
-    /// properly, and an awaited `result` still arrives).
-    deinit { handle.cancel() }
-
-    /// The run's outcome, once it has ended: for every status (a failed run has
-    /// its error inside). Cancelling the awaiting task cancels the run; the
-    /// result then has status `cancelled`. Throws only when the result JSON
-    /// cannot be read.
+    /// The run's outcome, once it has ended and let go of the host's tools,
+    /// hooks and event callback (as `ferrule_run_wait`): for every status (a
+    /// failed run has its error inside). Cancelling the awaiting task cancels the
+    /// run; the result then has status `cancelled`. Throws only when the result
+    /// JSON cannot be read.
     public var result: RunResult {
         get async throws {
             try await withTaskCancellationHandler {
@@ -66,8 +67,9 @@ public final class Run: Sendable {
     /// result), marked as an injection. Throws `alreadyCompleted` once the run
     /// is over. Never blocks.
     public func inject(_ message: Message) throws {
+        let json = try JSONCoding.text(message)
         HandOff.publish()
-        try withUTF8Arg(JSONCoding.text(message)) { try FerruleError.check(ferrule_run_inject(handle.pointer, $0, $1)) }
+        try withUTF8Arg(json) { try FerruleError.check(ferrule_run_inject(handle.pointer, $0, $1)) }
     }
 }
 
@@ -95,11 +97,13 @@ final class EventSink: Sendable {
     }
 
     private struct State {
-        var hasReader = false
-        /// The last event delivered, `run_end` once the run has ended: as JSON,
-        /// or its result when it was decoded already.
-        var last: Data?
+        var reading = false
+        /// The result of a `run_end` a reader decoded already.
         var ended: RunResult?
+        /// The run's handle, until the result is known.
+        var handle: RunHandle?
+        /// The last event was delivered and ferrule let go of this sink.
+        var finished = false
         var outcome: Result<RunResult, Error>?
         var waiters: [CheckedContinuation<RunResult, Error>] = []
     }
@@ -109,8 +113,16 @@ final class EventSink: Sendable {
 
     init(_ continuation: AsyncStream<Delivered>.Continuation) { self.continuation = continuation }
 
-    /// The stream has a reader from now on.
-    func startReading() { state.withLock { $0.hasReader = true } }
+    /// Starts a reader; false when another is reading.
+    func startReading() -> Bool {
+        state.withLock { state in
+            defer { state.reading = true }
+            return !state.reading
+        }
+    }
+
+    /// The reader is gone; another may start.
+    func stopReading() { state.withLock { $0.reading = false } }
 
     /// ferrule's event callback: one event at a time, in order, on an event thread.
     static let deliver: ferrule_event_fn = { userData, json, length in
@@ -119,45 +131,66 @@ final class EventSink: Sendable {
     }
 
     private func receive(_ json: Data) {
-        guard state.withLock({ $0.hasReader }) else {
-            state.withLock { $0.last = json }
+        guard state.withLock({ $0.reading }) else {
             continuation.yield(.json(json))
             return
         }
         let event = Event(json: json)
-        state.withLock { state in
-            state.last = json
-            if case .runEnd(_, let result) = event { state.ended = result }
-        }
+        if case .runEnd(_, let result) = event { state.withLock { $0.ended = result } }
         continuation.yield(.decoded(event))
     }
 
     /// ferrule's `free_user_data`: it runs once, right after `run_end` (the
-    /// last event), on the same thread. The result is that event's.
+    /// last event), on the same thread.
     static let finish: ferrule_free_fn = { userData in
         guard let userData, let sink = unbox(userData, as: EventSink.self) else { return }
-        sink.end()
+        sink.continuation.finish()
+        let handle = sink.state.withLock { state in
+            state.finished = true
+            return state.handle
+        }
+        if let handle { sink.settle(handle) }
         releaseUnused(userData)
     }
 
-    private func end() {
-        let (last, ended) = state.withLock { ($0.last ?? Data(), $0.ended) }
-        let outcome: Result<RunResult, Error> = Result {
-            try ended ?? JSONCoding.decode(RunEnd.self, from: last).result
-        }.mapError { error in
-            FerruleError(code: .invalidJSON, message: "the run_end event did not decode: \(error)")
+    /// Gives the sink the run's handle, once `ferrule_agent_start` returned it.
+    func attach(_ handle: RunHandle) {
+        let finished = state.withLock { state in
+            state.handle = handle
+            return state.finished
         }
-        let waiters = state.withLock { state in
-            state.outcome = outcome
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        continuation.finish()
-        for waiter in waiters { waiter.resume(with: outcome) }
+        if finished { settle(handle) }
     }
 
-    /// The result in a `run_end` event.
-    private struct RunEnd: Decodable { let result: RunResult }
+    /// Reads the result with `ferrule_run_wait`, which returns once the run let
+    /// go of the host's user data: at once or nearly, since the run has ended,
+    /// but it may not be called on ferrule's callback threads, so a dispatch
+    /// thread does it. Then wakes every waiter.
+    private func settle(_ handle: RunHandle) {
+        DispatchQueue.global().async { [self] in
+            var text: UnsafeMutablePointer<CChar>?
+            var length = 0
+            let outcome: Result<RunResult, Error>
+            if let error = FerruleError.take(ferrule_run_wait(handle.pointer, &text, &length)) {
+                outcome = .failure(error)
+            } else if let ended = state.withLock({ $0.ended }) {
+                outcome = .success(ended)
+            } else {
+                let json = Data(bytes: text!, count: length)
+                outcome = Result { try JSONCoding.decode(RunResult.self, from: json) }.mapError { error in
+                    FerruleError(code: .invalidJSON, message: "the run result did not decode: \(error)")
+                }
+            }
+            ferrule_string_free(text)
+            let waiters = state.withLock { state in
+                state.outcome = outcome
+                state.handle = nil
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume(with: outcome) }
+        }
+    }
 
     func result() async throws -> RunResult {
         try await withCheckedThrowingContinuation { waiter in
@@ -172,7 +205,9 @@ final class EventSink: Sendable {
 
 /// A run's events: `for await event in run.events`. It ends after `.runEnd`.
 /// Events are decoded from their JSON once read (those delivered before the
-/// first read wait as JSON), so a run nobody reads pays no decoding.
+/// first read wait as JSON), so a run nobody reads pays no decoding. One
+/// reader at a time: a second iterator made while the first is alive ends at
+/// once.
 public struct EventStream: AsyncSequence, Sendable {
     public typealias Element = Event
     private let delivered: AsyncStream<EventSink.Delivered>
@@ -184,19 +219,29 @@ public struct EventStream: AsyncSequence, Sendable {
     }
 
     public func makeAsyncIterator() -> Iterator {
-        sink.startReading()
-        return Iterator(delivered: delivered.makeAsyncIterator())
+        guard sink.startReading() else { return Iterator(delivered: nil, reader: nil) }
+        return Iterator(delivered: delivered.makeAsyncIterator(), reader: Reader(sink))
     }
 
     public struct Iterator: AsyncIteratorProtocol {
-        var delivered: AsyncStream<EventSink.Delivered>.Iterator
+        var delivered: AsyncStream<EventSink.Delivered>.Iterator?
+        let reader: Reader?
 
         public mutating func next() async -> Event? {
-            switch await delivered.next() {
+            switch await delivered?.next() {
             case .json(let data): Event(json: data)
             case .decoded(let event): event
             case nil: nil
             }
         }
+    }
+
+    /// Marks the stream read while an iterator lives.
+    final class Reader: Sendable {
+        private let sink: EventSink
+
+        init(_ sink: EventSink) { self.sink = sink }
+
+        deinit { sink.stopReading() }
     }
 }

@@ -46,7 +46,7 @@ public struct RunInput: Sendable {
     }
 
     /// The run input JSON.
-    var json: String { JSONValue.object(fields).json }
+    func json() throws -> String { try JSONValue.object(fields).jsonText() }
 }
 
 extension JSONValue {

@@ -111,18 +111,20 @@ public final class ToolCall: Sendable {
     /// Sends a provisional result as a `toolExecutionUpdate` event; it never
     /// reaches the model. Waits for room when the run's event queue is full.
     /// Throws `alreadyCompleted` once the body has returned.
+    /// Throws, sending nothing, for a result JSON cannot write (a NaN in `details`).
     public func update(_ partial: ToolResult) throws {
+        let json = try partial.resultJSON()
         HandOff.publish()
-        try withUTF8Arg(partial.resultJSON) { try FerruleError.check(ferrule_tool_call_update(handle, $0, $1)) }
+        try withUTF8Arg(json) { try FerruleError.check(ferrule_tool_call_update(handle, $0, $1)) }
     }
 
     /// Runs the body and completes the call with what it returns or throws:
     /// exactly once.
     func run(_ body: @Sendable (ToolCall) async throws -> ToolResult) async {
         do {
-            let result = try await body(self)
+            let json = try await body(self).resultJSON()
             HandOff.publish()
-            _ = withUTF8Arg(result.resultJSON) { FerruleError.take(ferrule_tool_call_complete(handle, $0, $1)) }
+            _ = withUTF8Arg(json) { FerruleError.take(ferrule_tool_call_complete(handle, $0, $1)) }
         } catch {
             HandOff.publish()
             _ = withUTF8Arg(errorText(error)) { FerruleError.take(ferrule_tool_call_fail(handle, $0, $1)) }
@@ -161,8 +163,8 @@ final class ToolBox: Sendable {
 
     /// Adds the tool to a builder; the builder owns the box from then on.
     func register(with builder: OpaquePointer) throws {
+        let schema = try tool.schema?.jsonText() ?? ""
         let box = retainedBox(self)
-        let schema = tool.schema?.json ?? ""
         let error = withUTF8Arg(tool.name) { name, nameLength in
             withUTF8Arg(tool.description) { description, descriptionLength in
                 withUTF8Arg(schema) { schema, schemaLength in

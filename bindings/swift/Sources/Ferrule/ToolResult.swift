@@ -49,8 +49,11 @@ public struct ToolResult: Sendable, Hashable, Codable, ExpressibleByStringLitera
     /// The result's text parts, joined.
     public var text: String { content.text }
 
-    /// The result JSON ferrule takes.
-    var resultJSON: String { rawJSON ?? JSONCoding.text(self) }
+    /// The result JSON ferrule takes. Throws for a NaN or an infinity in `details`.
+    func resultJSON() throws -> String {
+        if let rawJSON { return rawJSON }
+        return try JSONCoding.text(self)
+    }
 
     private enum Keys: String, CodingKey {
         case content, terminate, details, display, title, summary, usage

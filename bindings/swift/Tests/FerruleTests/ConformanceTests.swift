@@ -215,7 +215,7 @@ private final class Scenario: Sendable {
         }
         if let transcript = expect["transcript"] {
             let expected = try JSONCoding.decode([Message].self, from: JSONCoding.encode(transcript))
-            if result.messages != expected { fail("transcript differs; got \(JSONCoding.text(result.messages))") }
+            if result.messages != expected { fail("transcript differs; got \(JSONValue(encoding: result.messages).json)") }
         }
         if let results = expect["results"]?.arrayValue {
             let got = result.messages.filter { $0.role == .tool }
@@ -227,20 +227,20 @@ private final class Scenario: Sendable {
             where message.toolCallID != want["tool_call_id"]?.stringValue
                 || message.isError != (want["is_error"] == true)
                 || !message.text.contains(want["text_contains"]?.stringValue ?? "") {
-                fail("result \(JSONCoding.text(message)), expected \(want.json)")
+                fail("result \(JSONValue(encoding: message).json), expected \(want.json)")
             }
         }
         if let output = expect["output"], output != (result.output ?? .null) {
             fail("output \(result.output?.json ?? "null"), expected \(output.json)")
         }
         if let interruptions = expect["interruptions"], JSONValue(encoding: result.interruptions) != interruptions {
-            fail("interruptions \(JSONCoding.text(result.interruptions)), expected \(interruptions.json)")
+            fail("interruptions \(JSONValue(encoding: result.interruptions).json), expected \(interruptions.json)")
         }
         if case .integer(let rounds) = expect["rounds"], Int64(result.rounds) != rounds {
             fail("\(result.rounds) rounds, expected \(rounds)")
         }
         if let usage = expect["usage"], JSONValue(encoding: result.usage) != usage {
-            fail("usage \(JSONCoding.text(result.usage)), expected \(usage.json)")
+            fail("usage \(JSONValue(encoding: result.usage).json), expected \(usage.json)")
         }
         if let hookCalls = expect["hook_calls"] {
             let got = JSONValue.array(shared.withLock { $0.hookCalls })

@@ -75,17 +75,13 @@ final class RunTests: XCTestCase {
         let started = Flag(), cancelled = Flag()
         let agent = try Agent(config: scripted([callTurn([("c1", "wait", [:])]), answerTurn("Never.")]),
                               tools: [waitingTool(started: started, cancelled: cancelled)])
-        var run: Run? = try agent.start(.prompt("Wait."))
-        let events = try XCTUnwrap(run?.events)
-        await started.wait()
-        run = nil
-        var ending: Status?
-        for await event in events {
-            if case .runEnd(let status, _) = event { ending = status }
+        do {
+            let run = try agent.start(.prompt("Wait."))
+            await started.wait()
+            withExtendedLifetime(run) {}
         }
-        XCTAssertEqual(ending, .cancelled)
         await cancelled.wait()
-        XCTAssertTrue(cancelled.isRaised)
+        XCTAssertTrue(cancelled.isRaised, "releasing the Run cancelled the tool's task")
     }
 
     func testTwoHundredConcurrentRuns() async throws {
@@ -196,7 +192,61 @@ final class RunTests: XCTestCase {
 
     func testUnpaddedAndURLSafeBase64ImagesDecode() throws {
         let part = try JSONCoding.decode(Part.self, from: Data(#"{"type": "image", "media_type": "image/png", "data": "-_8"}"#.utf8))
-        XCTAssertEqual(part, .image(mediaType: "image/png", data: Data([0xfb, 0xff])))
+        XCTAssertEqual(part.data, Data([0xfb, 0xff]))
+        // The text is kept as it came, so it goes back unchanged.
+        XCTAssertEqual(JSONValue(encoding: part), ["type": "image", "media_type": "image/png", "data": "-_8"])
+    }
+
+    func testDataThatIsNotBase64LosesNothing() async throws {
+        let shot = Tool(name: "shot", description: "An image with wrapped base64.") { _ in
+            .json(#"{"content": [{"type": "image", "media_type": "image/png", "data": "iVBORw0K\nGgoAAAAN"}]}"#)
+        }
+        let agent = try Agent(config: scripted([callTurn([("c1", "shot", [:])]), answerTurn("Seen.")]), tools: [shot],
+                              hooks: [.onToolResult { _ in .proceed }])
+        let run = try agent.start(.prompt("Look."))
+        var unknown: [String] = []
+        for await event in run.events {
+            if case .unknown(let type, _) = event { unknown.append(type) }
+        }
+        let result = try await run.result
+        XCTAssertEqual(result.status, .completed)
+        XCTAssertEqual(unknown, [], "every event decoded")
+        let image = try XCTUnwrap(result.messages.first { $0.role == .tool }?.content.first)
+        XCTAssertEqual(image, .image(mediaType: "image/png", base64: "iVBORw0K\nGgoAAAAN", url: nil))
+        XCTAssertNil(image.data)
+        // Fed back, the transcript is taken as it is.
+        let again = try await Agent(config: scripted([answerTurn("Again.")])).run(.messages(result.messages + [.user("More.")]))
+        XCTAssertEqual(again.status, .completed)
+        XCTAssertEqual(Array(again.messages.prefix(result.messages.count)), result.messages)
+    }
+
+    func testCountsBeyondIntMaxAndNumbers() throws {
+        let usage = try JSONCoding.decode(Usage.self, from: Data(#"{"input_tokens": 18446744073709551615, "output_tokens": 3}"#.utf8))
+        XCTAssertEqual(usage.inputTokens, Int.max)
+        XCTAssertEqual(usage.outputTokens, 3)
+        XCTAssertEqual(try JSONValue(json: "[1, 2.5, 9007199254740993]"), [1, 2.5, .integer(9_007_199_254_740_993)])
+        XCTAssertThrowsError(try JSONValue.number(.nan).jsonText())
+    }
+
+    func testATemporaryRunsEventsRunToTheEnd() async throws {
+        let agent = try Agent(config: scripted([answerTurn("Hi.")]))
+        var ending: Status?
+        for await event in try agent.start(.prompt("Hello.")).events {
+            if case .runEnd(let status, _) = event { ending = status }
+        }
+        XCTAssertEqual(ending, .completed)
+    }
+
+    func testASecondReaderAtOnceGetsNothing() async throws {
+        let agent = try Agent(config: scripted([answerTurn("Hi.")]))
+        let run = try agent.start(.prompt("Hello."))
+        var first = run.events.makeAsyncIterator()
+        var second = run.events.makeAsyncIterator()
+        let none = await second.next()
+        XCTAssertNil(none)
+        var types: [String] = []
+        while let event = await first.next() { types.append(event.type) }
+        XCTAssertEqual(types.last, "run_end")
     }
 }
 

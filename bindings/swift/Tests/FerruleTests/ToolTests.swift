@@ -121,9 +121,24 @@ final class ToolTests: XCTestCase {
             XCTAssertEqual(result.status, .completed)
         }()
         XCTAssertNil(refused, "the refused tool was released")
-        // The last run lets go of the agent's tools on a ferrule thread, just
-        // after its run_end.
-        for _ in 0..<10_000 where kept != nil { try await Task.sleep(nanoseconds: 1_000_000) }
+        // The result came once the run let go of the tools; the agent went after.
         XCTAssertNil(kept, "the tool was released with the agent")
+    }
+
+    func testAResultJSONCannotWriteIsRefusedAndFailsTheCall() async throws {
+        let refusal = Locked<Error?>(nil)
+        let tool = Tool(name: "ratio", description: "Reports NaN.") { call in
+            do {
+                try call.update(ToolResult(content: [.text("50%")], details: ["ratio": .number(.nan)]))
+            } catch {
+                refusal.withLock { $0 = error }
+            }
+            return ToolResult(content: [.text("done")], details: ["ratio": .number(.infinity)])
+        }
+        let agent = try Agent(config: scripted([callTurn([("c1", "ratio", [:])]), answerTurn("OK.")]), tools: [tool])
+        let result = try await agent.run(.prompt("Go."))
+        XCTAssertNotNil(refusal.withLock { $0 }, "the update was refused before reaching ferrule")
+        let toolMessage = try XCTUnwrap(result.messages.first { $0.role == .tool })
+        XCTAssertTrue(toolMessage.isError)
     }
 }
