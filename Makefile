@@ -103,7 +103,8 @@ SWIFT = bash scripts/swift.sh swift
 test-swift: lib
 	$(SWIFT) test
 	$(SWIFT) test --sanitize=thread -Xswiftc -DFERRULE_TSAN --scratch-path .build/tsan
-	$(SWIFT) run --package-path /ferrule/examples/swift/lookup | tee /dev/stderr | grep -q "answer: C-100 is on the Gold plan."
+	out=$$($(SWIFT) run --package-path /ferrule/examples/swift/lookup) && echo "$$out" && \
+		echo "$$out" | grep -q "answer: C-100 is on the Gold plan."
 
 # The lookup example as a Swift executable (a real model when its key is set).
 demo-swift: lib
