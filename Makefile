@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check clean
+.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check clean
 
 all: lib
 
@@ -51,7 +51,7 @@ demo-approval: $(BUILD)/approval
 	cd $(BUILD) && ./approval resume state.json call_2=yes "call_3=no:Not the whole list."
 	cat $(BUILD)/outbox.txt
 
-test: setup test-rust test-header test-c test-go test-swift
+test: setup test-rust test-header test-c test-go test-swift test-kotlin
 
 setup:
 	./scripts/setup.sh
@@ -105,6 +105,11 @@ test-swift: lib
 	$(SWIFT) test --sanitize=thread -Xswiftc -DFERRULE_TSAN --scratch-path .build/tsan
 	out=$$($(SWIFT) run --package-path /ferrule/examples/swift/lookup) && echo "$$out" && \
 		echo "$$out" | grep -q "answer: C-100 is on the Gold plan."
+
+# The Kotlin/JVM binding (Maven with the Kotlin plugin on JDK 17; JNA finds the
+# library through jna.library.path, set to target/release by the pom).
+test-kotlin: lib
+	cd bindings/kotlin && mvn -q -B -Dstyle.color=never test
 
 # The lookup example as a Swift executable (a real model when its key is set).
 demo-swift: lib

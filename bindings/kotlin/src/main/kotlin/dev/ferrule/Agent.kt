@@ -1,0 +1,47 @@
+package dev.ferrule
+
+import com.sun.jna.Pointer
+import com.sun.jna.ptr.PointerByReference
+import java.io.Closeable
+
+/**
+ * A built agent: configuration (the configuration JSON of the C ABI) and tools,
+ * immutable. Start any number of runs, from any thread or coroutine; runs keep
+ * what they need, so [close] may come while runs go on. The library's ABI
+ * version is checked when the first agent is made.
+ */
+class Agent(configJson: String, tools: List<Tool> = emptyList()) : Closeable {
+    @Volatile private var handle: Pointer?
+
+    init {
+        check(Library.abiMatches) {
+            "libferrule ${Library.version} speaks another ABI than this package (${Library.ABI_VERSION})"
+        }
+        val lib = Native.lib
+        val config = configJson.utf8()
+        val builderOut = PointerByReference()
+        FerruleException.check(lib.ferrule_agent_builder_new(config, config.length, builderOut))
+        val builder = builderOut.value
+        try {
+            tools.forEach { it.register(builder) }
+        } catch (error: Throwable) {
+            lib.ferrule_agent_builder_free(builder)
+            throw error
+        }
+        val agentOut = PointerByReference()
+        FerruleException.check(lib.ferrule_agent_build(builder, agentOut))
+        handle = agentOut.value
+    }
+
+    /** Starts a run from run input JSON (`{"prompt": ...}`, README "JSON formats"). */
+    fun start(inputJson: String): Run {
+        val agent = synchronized(this) { handle } ?: throw FerruleException(ErrorCode.INVALID_ARG, "the agent is closed")
+        return Run.start(agent, inputJson)
+    }
+
+    /** Lets go of the agent; runs already started go on. Any number of times. */
+    override fun close() {
+        val agent = synchronized(this) { handle.also { handle = null } }
+        Native.lib.ferrule_agent_free(agent)
+    }
+}

@@ -1,0 +1,124 @@
+package dev.ferrule
+
+import com.sun.jna.Callback
+import com.sun.jna.NativeLong
+import com.sun.jna.Pointer
+import com.sun.jna.Structure
+import com.sun.jna.ptr.NativeLongByReference
+import com.sun.jna.ptr.PointerByReference
+
+/**
+ * The C ABI of `include/ferrule.h`, through JNA. Strings cross as UTF-8 byte
+ * arrays with their length (`size_t` is a [NativeLong] on the Unix platforms ferrule
+ * runs on); handles are [Pointer]s.
+ */
+@Suppress("FunctionName")
+internal interface FerruleLibrary : com.sun.jna.Library {
+    fun ferrule_version(): FerruleStr.ByValue
+    fun ferrule_abi_version(): Int
+
+    fun ferrule_agent_builder_new(json: ByteArray, len: NativeLong, out: PointerByReference): Pointer?
+    fun ferrule_agent_builder_add_tool(builder: Pointer, spec: ToolSpec): Pointer?
+    fun ferrule_agent_builder_add_hook(
+        builder: Pointer, stages: ByteArray, len: NativeLong, decide: HookFn, userData: Pointer?, free: FreeFn?,
+    ): Pointer?
+    fun ferrule_agent_build(builder: Pointer, out: PointerByReference): Pointer?
+    fun ferrule_agent_builder_free(builder: Pointer?)
+    fun ferrule_agent_free(agent: Pointer?)
+    fun ferrule_agent_start(
+        agent: Pointer, input: ByteArray, len: NativeLong, onEvent: EventFn?, userData: Pointer?, free: FreeFn?,
+        out: PointerByReference,
+    ): Pointer?
+
+    fun ferrule_error_code(error: Pointer?): Int
+    fun ferrule_error_message(error: Pointer?): FerruleStr.ByValue
+    fun ferrule_error_free(error: Pointer?)
+
+    fun ferrule_run_id(run: Pointer?): FerruleStr.ByValue
+    fun ferrule_run_wait(run: Pointer, result: PointerByReference, len: NativeLongByReference): Pointer?
+    fun ferrule_run_inject(run: Pointer, json: ByteArray, len: NativeLong): Pointer?
+    fun ferrule_run_cancel(run: Pointer?)
+    fun ferrule_run_free(run: Pointer?)
+    fun ferrule_string_free(text: Pointer?)
+
+    fun ferrule_tool_call_id(call: Pointer?): FerruleStr.ByValue
+    fun ferrule_tool_call_name(call: Pointer?): FerruleStr.ByValue
+    fun ferrule_tool_call_arguments(call: Pointer?): FerruleStr.ByValue
+    fun ferrule_tool_call_is_cancelled(call: Pointer?): Boolean
+    fun ferrule_tool_call_update(call: Pointer, json: ByteArray, len: NativeLong): Pointer?
+    fun ferrule_tool_call_complete(call: Pointer, json: ByteArray, len: NativeLong): Pointer?
+    fun ferrule_tool_call_fail(call: Pointer, message: ByteArray, len: NativeLong): Pointer?
+    fun ferrule_tool_call_on_cancel(call: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
+
+    fun ferrule_hook_stage(hook: Pointer?): FerruleStr.ByValue
+    fun ferrule_hook_payload(hook: Pointer?): FerruleStr.ByValue
+    fun ferrule_hook_respond(hook: Pointer, json: ByteArray, len: NativeLong): Pointer?
+    fun ferrule_hook_on_cancel(hook: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
+}
+
+/** `ferrule_str`: a borrowed UTF-8 string, NUL-terminated at `ptr[len]`. */
+@Structure.FieldOrder("ptr", "len")
+internal open class FerruleStr : Structure() {
+    @JvmField var ptr: Pointer? = null
+    @JvmField var len: NativeLong = NativeLong(0)
+
+    /** A copy of the text. */
+    fun text(): String = ptr?.getByteArray(0, len.toLong().toInt())?.toString(Charsets.UTF_8) ?: ""
+
+    class ByValue : FerruleStr(), Structure.ByValue
+}
+
+/** `ferrule_tool_spec`; its strings and callbacks must stay reachable during the call. */
+@Structure.FieldOrder(
+    "struct_size", "name", "name_len", "description", "description_len", "input_schema", "input_schema_len",
+    "options", "options_len", "execute", "user_data", "free_user_data",
+)
+internal class ToolSpec : Structure() {
+    @JvmField var struct_size: Int = 0
+    @JvmField var name: Pointer? = null
+    @JvmField var name_len: NativeLong = NativeLong(0)
+    @JvmField var description: Pointer? = null
+    @JvmField var description_len: NativeLong = NativeLong(0)
+    @JvmField var input_schema: Pointer? = null
+    @JvmField var input_schema_len: NativeLong = NativeLong(0)
+    @JvmField var options: Pointer? = null
+    @JvmField var options_len: NativeLong = NativeLong(0)
+    @JvmField var execute: ToolFn? = null
+    @JvmField var user_data: Pointer? = null
+    @JvmField var free_user_data: FreeFn? = null
+}
+
+/** `ferrule_tool_fn`. */
+internal fun interface ToolFn : Callback {
+    fun invoke(userData: Pointer?, call: Pointer?)
+}
+
+/** `ferrule_hook_fn`. */
+internal fun interface HookFn : Callback {
+    fun invoke(userData: Pointer?, hook: Pointer?)
+}
+
+/** `ferrule_event_fn`. */
+internal fun interface EventFn : Callback {
+    fun invoke(userData: Pointer?, json: Pointer?, len: NativeLong)
+}
+
+/** `ferrule_free_fn`. */
+internal fun interface FreeFn : Callback {
+    fun invoke(userData: Pointer?)
+}
+
+/** `ferrule_cancel_fn`. */
+internal fun interface CancelFn : Callback {
+    fun invoke(userData: Pointer?)
+}
+
+/** The loaded library: found through `jna.library.path` (or the system's paths). */
+internal object Native {
+    val lib: FerruleLibrary by lazy { com.sun.jna.Native.load("ferrule", FerruleLibrary::class.java) }
+}
+
+/** `text` as the C ABI's `(ptr, len)` arguments. */
+internal fun String.utf8(): ByteArray = toByteArray(Charsets.UTF_8)
+
+internal val ByteArray.length: NativeLong get() = NativeLong(size.toLong())
