@@ -13,6 +13,10 @@ import java.io.Closeable
 class Agent(configJson: String, tools: List<Tool> = emptyList()) : Closeable {
     @Volatile private var handle: Pointer?
 
+    /** An agent of [config], encoded as the configuration JSON. */
+    constructor(config: AgentConfig, tools: List<Tool> = emptyList()) :
+        this(FerruleJson.encodeToString(AgentConfig.serializer(), config), tools)
+
     init {
         check(Library.abiMatches) {
             "libferrule ${Library.version} speaks another ABI than this package (${Library.ABI_VERSION})"
@@ -33,11 +37,14 @@ class Agent(configJson: String, tools: List<Tool> = emptyList()) : Closeable {
         handle = agentOut.value
     }
 
-    /** Starts a run from run input JSON (`{"prompt": ...}`, README "JSON formats"). */
-    fun start(inputJson: String): Run {
+    /** Starts a run; its events and result come through the [Run]. */
+    fun start(input: RunInput): Run {
         val agent = synchronized(this) { handle } ?: throw FerruleException(ErrorCode.INVALID_ARG, "the agent is closed")
-        return Run.start(agent, inputJson)
+        return Run.start(agent, input.json)
     }
+
+    /** Runs to the end and returns the result (every status). Cancelling the coroutine cancels the run. */
+    suspend fun run(input: RunInput): RunResult = start(input).use { it.await() }
 
     /** Lets go of the agent; runs already started go on. Any number of times. */
     override fun close() {

@@ -1,33 +1,56 @@
 package dev.ferrule
 
-import com.sun.jna.NativeLong
 import com.sun.jna.Pointer
 import com.sun.jna.ptr.NativeLongByReference
 import com.sun.jna.ptr.PointerByReference
+import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.CompletableDeferred
 import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.NonCancellable
 import kotlinx.coroutines.channels.Channel
+import kotlinx.coroutines.currentCoroutineContext
 import kotlinx.coroutines.flow.Flow
-import kotlinx.coroutines.flow.receiveAsFlow
+import kotlinx.coroutines.flow.flow
+import kotlinx.coroutines.isActive
 import kotlinx.coroutines.withContext
 import java.io.Closeable
 
 /**
- * A run. [events] gives each event's JSON in order, ending after `run_end`;
- * [await] the result JSON. Cancel with [cancel]; [close] lets go of the
- * handle (cancelling a run still going).
+ * A run. [events] gives its events in order; [await] its result. Cancel it with
+ * [cancel] or by cancelling the coroutine that awaits it or collects its events;
+ * [close] frees the handle (cancelling a run still going).
  */
 class Run private constructor(private val handle: Pointer, private val sink: EventSink) : Closeable {
     /** The run's id ("run-7"). */
     val id: String = Native.lib.ferrule_run_id(handle).text()
 
-    /** The run's events as JSON, in order; the flow completes after `run_end`. One collector. */
-    val events: Flow<String> get() = sink.channel.receiveAsFlow()
+    /**
+     * The run's events in order; the flow completes after [Event.RunEnd]. One
+     * collector. Cancelling the collecting coroutine cancels the run; a
+     * collector that stops early on its own (`first()`, `take(n)`) does not.
+     */
+    val events: Flow<Event> = flow {
+        try {
+            for (json in sink.channel) emit(Event.decode(json))
+        } catch (stop: CancellationException) {
+            if (!currentCoroutineContext().isActive) cancel()
+            throw stop
+        }
+    }
 
-    /** Waits for the run's end and returns the result JSON (every status). */
-    suspend fun await(): String {
-        sink.ended.await()
-        return withContext(Dispatchers.IO) {
+    /**
+     * The run's result once it has ended and let go of the host's tools, for
+     * every status (a failed run has its error inside). Cancelling the awaiting
+     * coroutine cancels the run and throws [CancellationException].
+     */
+    suspend fun await(): RunResult {
+        try {
+            sink.ended.await()
+        } catch (stop: CancellationException) {
+            cancel()
+            throw stop
+        }
+        val json = withContext(Dispatchers.IO + NonCancellable) {
             val text = PointerByReference()
             val length = NativeLongByReference()
             FerruleException.check(Native.lib.ferrule_run_wait(handle, text, length))
@@ -37,10 +60,20 @@ class Run private constructor(private val handle: Pointer, private val sink: Eve
                 Native.lib.ferrule_string_free(text.value)
             }
         }
+        return FerruleJson.decodeFromString(RunResult.serializer(), json)
     }
 
-    /** Cancels the run; never blocks. */
-    fun cancel() = Native.lib.ferrule_run_cancel(handle)
+    /** Cancels the run: its tools' coroutines are cancelled and it ends `cancelled`. Never blocks. */
+    fun cancel() = synchronized(this) { if (!closed) Native.lib.ferrule_run_cancel(handle) }
+
+    /** Queues a user or system message into the live run (README "Injection"). */
+    fun inject(message: Message) {
+        val bytes = FerruleJson.encodeToString(Message.serializer(), message).utf8()
+        synchronized(this) {
+            check(!closed) { "the run is closed" }
+            FerruleException.check(Native.lib.ferrule_run_inject(handle, bytes, bytes.length))
+        }
+    }
 
     private var closed = false
 
@@ -49,8 +82,8 @@ class Run private constructor(private val handle: Pointer, private val sink: Eve
         synchronized(this) {
             if (closed) return
             closed = true
+            Native.lib.ferrule_run_free(handle)
         }
-        Native.lib.ferrule_run_free(handle)
     }
 
     internal companion object {
@@ -91,4 +124,3 @@ internal class EventSink {
         }
     }
 }
-

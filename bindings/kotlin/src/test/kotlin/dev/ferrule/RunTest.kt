@@ -1,22 +1,42 @@
 package dev.ferrule
 
+import kotlinx.coroutines.CompletableDeferred
+import kotlinx.coroutines.async
+import kotlinx.coroutines.awaitAll
+import kotlinx.coroutines.awaitCancellation
+import kotlinx.coroutines.flow.map
 import kotlinx.coroutines.flow.toList
+import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
+import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.json.buildJsonObject
+import kotlinx.serialization.json.jsonObject
+import kotlinx.serialization.json.jsonPrimitive
+import kotlinx.serialization.json.put
+import kotlinx.serialization.json.putJsonArray
+import kotlinx.serialization.json.putJsonObject
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
 
+/** A scripted model's turn calling [name] with [arguments] as call [id]. */
+fun callTurn(id: String, name: String, arguments: String = "{}") = FerruleJson.parseToJsonElement(
+    """{"tool_calls": [{"id": "$id", "name": "$name", "arguments": $arguments}]}""")
+
+fun answerTurn(text: String) = buildJsonObject { put("text", text) }
+
+fun scripted(vararg turns: kotlinx.serialization.json.JsonElement) =
+    AgentConfig(ModelConfig("scripted", script = turns.toList()), builtinTools = BuiltinTools(disable = true))
+
+val echo = Tool("echo", "Echoes its text.",
+    """{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}""") { call ->
+    val text = FerruleJson.parseToJsonElement(call.arguments).jsonObject["text"]!!.jsonPrimitive.content
+    JsonPrimitive("$text from kotlin").toString()
+}
+
 class RunTest {
-    private val config = """{"model": {"provider": "scripted", "script": [
-        {"tool_calls": [{"id": "c1", "name": "echo", "arguments": {"text": "hi"}}]}, {"text": "Done."}]},
-        "builtin_tools": {"disable": true}}"""
-
-    private val echo = Tool("echo", "Echoes its text.",
-        """{"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}""") { call ->
-        "\"" + call.arguments.substringAfter("\"text\":\"").substringBefore("\"") + " from kotlin\""
-    }
-
     @Test
     fun theLibrarySpeaksThisPackagesAbi() {
         assertTrue(Library.abiMatches)
@@ -24,18 +44,59 @@ class RunTest {
     }
 
     @Test
-    fun aScriptedRunWithAKotlinTool() = runBlocking {
-        Agent(config, listOf(echo)).use { agent ->
-            agent.start("""{"prompt": "Echo hi."}""").use { run ->
-                val events = run.events.toList()
-                assertTrue(events.first().contains("\"type\":\"run_start\""), events.first())
-                assertTrue(events.last().contains("\"type\":\"run_end\""), events.last())
+    fun eventsInOrderAndTheResult() = runBlocking {
+        Agent(scripted(callTurn("c1", "echo", """{"text": "hi"}"""), answerTurn("Done.")), listOf(echo)).use { agent ->
+            agent.start(RunInput.prompt("Echo hi.")).use { run ->
+                val types = run.events.map { it.type }.toList()
+                assertEquals("run_start", types.first())
+                assertEquals("run_end", types.last())
+                assertEquals(1, types.count { it == "tool_execution_end" })
                 val result = run.await()
-                assertTrue(result.contains("\"status\":\"completed\""), result)
-                assertTrue(result.contains("hi from kotlin"), result)
+                assertEquals(Status.COMPLETED, result.status)
+                assertEquals(listOf("user", "assistant", "tool", "assistant"), result.messages.map { it.role })
+                assertEquals("hi from kotlin", result.messages[2].text)
+                assertEquals("Done.", result.final?.text)
             }
         }
         assertEquals(0, Handles.count, "every user data key was released")
+    }
+
+    @Test
+    fun cancellingTheAwaitingCoroutineCancelsTheRunAndReachesTheTool() = runBlocking {
+        val started = CompletableDeferred<Unit>()
+        val cancelled = CompletableDeferred<Unit>()
+        val waiting = Tool("wait", "Waits.") {
+            started.complete(Unit)
+            try {
+                awaitCancellation()
+            } finally {
+                cancelled.complete(Unit)
+            }
+        }
+        Agent(scripted(callTurn("c1", "wait"), answerTurn("Never.")), listOf(waiting)).use { agent ->
+            val job = launch { agent.run(RunInput.prompt("Wait.")) }
+            started.await()
+            job.cancel()
+            withTimeout(10_000) { cancelled.await() }
+        }
+    }
+
+    @Test
+    fun aThrownExceptionBecomesAnErrorResult() = runBlocking {
+        val failing = Tool("ledger", "Fails.") { throw IllegalStateException("the ledger is closed") }
+        val result = Agent(scripted(callTurn("c1", "ledger"), answerTurn("Sorry.")), listOf(failing))
+            .use { it.run(RunInput.prompt("Go.")) }
+        val toolMessage = result.messages.first { it.role == "tool" }
+        assertTrue(toolMessage.isError)
+        assertEquals("the ledger is closed", toolMessage.text)
+    }
+
+    @Test
+    fun twoHundredConcurrentRuns() = runBlocking {
+        Agent(scripted(callTurn("c1", "echo", """{"text": "ping"}"""), answerTurn("pong")), listOf(echo)).use { agent ->
+            val results = (1..200).map { async { agent.run(RunInput.prompt("Ping.")) } }.awaitAll()
+            assertTrue(results.all { it.status == Status.COMPLETED && it.messages[2].text == "ping from kotlin" })
+        }
     }
 
     @Test
@@ -44,7 +105,30 @@ class RunTest {
             assertThrows<FerruleException> { Agent("""{"model": {"provider": "scripted"}, "colour": 1}""") }.code)
         assertEquals(ErrorCode.INVALID_JSON, assertThrows<FerruleException> { Agent("{nope") }.code)
         val bad = Tool("bad name!", "x") { "\"\"" }
-        assertEquals(ErrorCode.INVALID_ARG, assertThrows<FerruleException> { Agent(config, listOf(bad)) }.code)
-        assertEquals(0, Handles.count, "a refused tool's key was released")
+        assertEquals(ErrorCode.INVALID_ARG, assertThrows<FerruleException> { Agent(scripted(), listOf(bad)) }.code)
+        Agent(scripted(answerTurn("Hi."))).use { agent ->
+            assertEquals(ErrorCode.INVALID_ARG,
+                assertThrows<FerruleException> { agent.start(RunInput.prompt("x").limitedTo(listOf("missing"))) }.code)
+        }
+        assertEquals(0, Handles.count, "refused tools' and runs' keys were released")
+    }
+
+    @Test
+    fun theConfigEncodesToTheConfigurationJson() {
+        val config = AgentConfig(ModelConfig("openai", name = "gpt-4.1-mini", timeouts = Timeouts(connectMs = 100)),
+            toolChoice = buildJsonObject { put("name", "echo") }, history = History(1000),
+            builtinTools = BuiltinTools(allowed = listOf("echo"), needsApproval = listOf("bash")))
+        val expected = buildJsonObject {
+            putJsonObject("model") {
+                put("provider", "openai"); put("name", "gpt-4.1-mini"); putJsonObject("timeouts") { put("connect_ms", 100) }
+            }
+            putJsonObject("tool_choice") { put("name", "echo") }
+            putJsonObject("history") { put("max_input_tokens", 1000) }
+            putJsonObject("builtin_tools") {
+                putJsonArray("allowed") { add(JsonPrimitive("echo")) }
+                putJsonArray("needs_approval") { add(JsonPrimitive("bash")) }
+            }
+        }
+        assertEquals(expected, FerruleJson.encodeToJsonElement(AgentConfig.serializer(), config))
     }
 }

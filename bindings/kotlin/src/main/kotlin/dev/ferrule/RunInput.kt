@@ -1,0 +1,37 @@
+package dev.ferrule
+
+import kotlinx.serialization.Serializable
+import kotlinx.serialization.json.JsonArray
+import kotlinx.serialization.json.JsonElement
+import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.json.encodeToJsonElement
+
+/** What a run starts from: a prompt, a transcript, an execute-only batch, or an interrupted run's state. */
+class RunInput private constructor(private val fields: Map<String, JsonElement>) {
+    /** The input limited to [tools] (host and built-in); null keeps the agent's. */
+    fun limitedTo(tools: List<String>?): RunInput =
+        RunInput(if (tools == null) fields - "tools" else fields + ("tools" to JsonArray(tools.map(::JsonPrimitive))))
+
+    internal val json: String get() = JsonObject(fields).toString()
+
+    companion object {
+        fun prompt(text: String) = RunInput(mapOf("prompt" to JsonPrimitive(text)))
+
+        fun messages(messages: List<Message>) = RunInput(mapOf("messages" to FerruleJson.encodeToJsonElement(messages)))
+
+        /** The calls of [message] (an assistant message of the host's own model) run once, after [context]. */
+        fun execute(message: Message, context: List<Message> = emptyList()) = RunInput(mapOf(
+            "execute" to FerruleJson.encodeToJsonElement(message.copy(role = "assistant")),
+            "messages" to FerruleJson.encodeToJsonElement(context)))
+
+        /** Goes on with an interrupted run from its state JSON, with a decision per interrupted call id. */
+        fun resume(stateJson: String, decisions: Map<String, Decision>) = RunInput(mapOf(
+            "resume" to runCatching { FerruleJson.parseToJsonElement(stateJson) }.getOrElse { JsonPrimitive(stateJson) },
+            "decisions" to FerruleJson.encodeToJsonElement(decisions)))
+    }
+}
+
+/** The host's answer for one interrupted call; [always] stands for later calls of its tool in the run. */
+@Serializable
+data class Decision(val approve: Boolean, val message: String? = null, val always: Boolean = false)

@@ -1,0 +1,47 @@
+package dev.ferrule
+
+import kotlinx.serialization.SerialName
+import kotlinx.serialization.Serializable
+import kotlinx.serialization.json.JsonElement
+import kotlinx.serialization.json.JsonNull
+
+/** How a run ended. */
+@Serializable
+enum class Status {
+    @SerialName("completed") COMPLETED,
+    @SerialName("terminated") TERMINATED,
+    @SerialName("interrupted") INTERRUPTED,
+    @SerialName("cancelled") CANCELLED,
+    @SerialName("failed") FAILED,
+    @SerialName("max_rounds") MAX_ROUNDS,
+}
+
+/** A failed run's error, as the result JSON names it. */
+@Serializable
+data class RunError(@SerialName("code") val codeName: String, val message: String) {
+    /** The code, [ErrorCode.UNKNOWN] for a name this package does not know yet. */
+    val code: ErrorCode get() = ErrorCode.entries.firstOrNull { it.name == codeName } ?: ErrorCode.UNKNOWN
+}
+
+/** A call that waits for the host's decision. */
+@Serializable
+data class Interruption(@SerialName("call_id") val callId: String, val name: String, val arguments: JsonElement)
+
+/** A run's outcome, for every status. [messages] is the whole transcript, replayable. */
+@Serializable
+data class RunResult(
+    val status: Status,
+    val final: Message? = null,
+    val messages: List<Message> = emptyList(),
+    val usage: Usage = Usage(),
+    val rounds: Int = 0,
+    val error: RunError? = null,
+    /** The structured answer (with an `output_schema`), else null. */
+    val output: JsonElement? = null,
+    val interruptions: List<Interruption> = emptyList(),
+    /** What an interrupted run needs to go on; null unless interrupted. */
+    val state: JsonElement? = null,
+) {
+    /** The state as JSON text to store, null unless the run was interrupted. */
+    val stateJson: String? get() = state?.takeIf { it != JsonNull }?.toString()
+}
