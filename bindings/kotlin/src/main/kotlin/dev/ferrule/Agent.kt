@@ -10,12 +10,12 @@ import java.io.Closeable
  * what they need, so [close] may come while runs go on. The library's ABI
  * version is checked when the first agent is made.
  */
-class Agent(configJson: String, tools: List<Tool> = emptyList()) : Closeable {
+class Agent(configJson: String, tools: List<Tool> = emptyList(), hooks: List<Hook> = emptyList()) : Closeable {
     @Volatile private var handle: Pointer?
 
     /** An agent of [config], encoded as the configuration JSON. */
-    constructor(config: AgentConfig, tools: List<Tool> = emptyList()) :
-        this(FerruleJson.encodeToString(AgentConfig.serializer(), config), tools)
+    constructor(config: AgentConfig, tools: List<Tool> = emptyList(), hooks: List<Hook> = emptyList()) :
+        this(FerruleJson.encodeToString(AgentConfig.serializer(), config), tools, hooks)
 
     init {
         check(Library.abiMatches) {
@@ -28,6 +28,7 @@ class Agent(configJson: String, tools: List<Tool> = emptyList()) : Closeable {
         val builder = builderOut.value
         try {
             tools.forEach { it.register(builder) }
+            hooks.forEach { it.register(builder) }
         } catch (error: Throwable) {
             lib.ferrule_agent_builder_free(builder)
             throw error

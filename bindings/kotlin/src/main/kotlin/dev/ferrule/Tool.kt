@@ -7,6 +7,8 @@ import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.Job
 import kotlinx.coroutines.SupervisorJob
 import kotlinx.coroutines.launch
+import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.JsonPrimitive
 
 /**
  * A Kotlin function the model can call, with a JSON schema of its own
@@ -47,11 +49,11 @@ class Tool(
     }
 
     internal companion object {
+        /** The options object with `"nonblocking": true`: every Kotlin tool hands its call to a coroutine. */
         fun optionsWithNonblocking(options: String): String {
-            val trimmed = options.trim()
-            require(trimmed.startsWith("{") && trimmed.endsWith("}")) { "tool options must be a JSON object" }
-            val inner = trimmed.substring(1, trimmed.length - 1).trim()
-            return if (inner.isEmpty()) """{"nonblocking": true}""" else """{$inner, "nonblocking": true}"""
+            val fields = FerruleJson.parseToJsonElement(options.ifBlank { "{}" }) as? JsonObject
+                ?: throw FerruleException(ErrorCode.INVALID_ARG, "tool options must be a JSON object")
+            return JsonObject(fields + ("nonblocking" to JsonPrimitive(true))).toString()
         }
     }
 }
