@@ -132,3 +132,31 @@ class RunTest {
         assertEquals(expected, FerruleJson.encodeToJsonElement(AgentConfig.serializer(), config))
     }
 }
+
+class CollectionTest {
+    /** C may call the tool, hook, event and free callbacks at any time: they must never be collected. */
+    @Test
+    fun aThousandRunsWhileTheCollectorRuns() = runBlocking {
+        val collecting = java.util.concurrent.atomic.AtomicBoolean(true)
+        val collector = Thread {
+            while (collecting.get()) {
+                System.gc()
+                Thread.sleep(1)
+            }
+        }.apply { start() }
+        try {
+            val hook = Hook("tool_result") { "{}" }
+            Agent(scripted(callTurn("c1", "echo", """{"text": "gc"}"""), answerTurn("Done.")), listOf(echo), listOf(hook))
+                .use { agent ->
+                    repeat(10) {
+                        val results = (1..100).map { async { agent.run(RunInput.prompt("Go.")) } }.awaitAll()
+                        assertTrue(results.all { it.status == Status.COMPLETED && it.messages[2].text == "gc from kotlin" })
+                    }
+                }
+        } finally {
+            collecting.set(false)
+            collector.join()
+        }
+        assertEquals(0, Handles.count, "every user data key was released")
+    }
+}
