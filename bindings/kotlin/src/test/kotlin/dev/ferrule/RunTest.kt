@@ -160,3 +160,30 @@ class CollectionTest {
         assertEquals(0, Handles.count, "every user data key was released")
     }
 }
+
+@kotlinx.serialization.Serializable
+data class Lookup(@kotlinx.serialization.SerialName("customer_id") val customerId: String, val limit: Int = 10,
+                  val tags: List<String>? = null)
+
+class TypedToolTest {
+    @Test
+    fun theSchemaComesFromTheClassAndTheArgumentsAreDecoded() = runBlocking {
+        val seen = java.util.concurrent.atomic.AtomicReference<Lookup>()
+        val lookup = tool<Lookup, ToolResult>("lookup", "Looks a customer up.") { _, args ->
+            seen.set(args)
+            ToolResult(listOf(Part.text("${args.customerId} is gold")), details = JsonPrimitive(args.limit))
+        }
+        assertEquals(FerruleJson.parseToJsonElement("""{"type": "object", "properties": {
+            "customer_id": {"type": "string"}, "limit": {"type": "integer"},
+            "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]}},
+            "required": ["customer_id"], "additionalProperties": false}"""),
+            FerruleJson.parseToJsonElement(lookup.schema!!))
+        val result = Agent(scripted(callTurn("c1", "lookup", """{"customer_id": "C-1", "limit": 3}"""),
+            callTurn("c2", "lookup", """{"customer": "C-2"}"""), answerTurn("Gold.")), listOf(lookup))
+            .use { it.run(RunInput.prompt("Plan?")) }
+        assertEquals(Lookup("C-1", 3), seen.get())
+        val results = result.messages.filter { it.role == "tool" }
+        assertEquals("C-1 is gold", results[0].text)
+        assertTrue(results[1].isError, "arguments against the schema are refused before the body runs")
+    }
+}

@@ -1,0 +1,41 @@
+package dev.ferrule
+
+import kotlinx.serialization.KSerializer
+import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.serializer
+
+/**
+ * A tool whose arguments are decoded into the `@Serializable` class [Args], its
+ * strict input schema derived from the class (see [schemaOf]). What [body]
+ * returns is the result: a [String] is a text result, a [ToolResult] is used as
+ * it is, anything else is sent as its JSON text. Arguments that do not fit, and
+ * exceptions, become error results the model sees. [options] is the options JSON
+ * (`{"execution": "sequential", "timeout_ms": 500, "needs_approval": true, ...}`).
+ */
+inline fun <reified Args, reified Res> tool(
+    name: String,
+    description: String,
+    options: String = "{}",
+    noinline body: suspend (call: ToolCall, args: Args) -> Res,
+): Tool = typedTool(name, description, options, serializer<Args>(), serializer<Res>(), body)
+
+@PublishedApi
+internal fun <Args, Res> typedTool(
+    name: String,
+    description: String,
+    options: String,
+    arguments: KSerializer<Args>,
+    result: KSerializer<Res>,
+    body: suspend (ToolCall, Args) -> Res,
+): Tool = Tool(name, description, schemaOf(arguments.descriptor).toString(), options) { call ->
+    val args = try {
+        FerruleJson.decodeFromString(arguments, call.arguments)
+    } catch (error: IllegalArgumentException) {
+        throw IllegalArgumentException("the arguments do not fit ${arguments.descriptor.serialName}: ${error.message}")
+    }
+    when (val value = body(call, args)) {
+        is String -> JsonPrimitive(value).toString()
+        is ToolResult -> value.json
+        else -> JsonPrimitive(FerruleJson.encodeToString(result, value)).toString()
+    }
+}
