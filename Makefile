@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check clean
+.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin demo-kotlin kotlin-jar bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check clean
 
 all: lib
 
@@ -110,6 +110,19 @@ test-swift: lib
 # library through jna.library.path, set to target/release by the pom).
 test-kotlin: lib
 	cd bindings/kotlin && mvn -q -B -Dstyle.color=never test
+
+# The Kotlin example; the binding goes into the local Maven repository first.
+demo-kotlin: lib
+	cd bindings/kotlin && mvn -q -B -Dstyle.color=never install -DskipTests
+	cd examples/kotlin && mvn -q -B -Dstyle.color=never compile exec:java
+
+# The Kotlin JAR with libferrule (stripped) bundled for this platform, where JNA
+# finds it without jna.library.path: bindings/kotlin/target/ferrule-0.1.0.jar.
+JNA_PLATFORM = linux-$(subst _,-,$(shell uname -m))
+kotlin-jar: lib
+	mkdir -p bindings/kotlin/target/native/$(JNA_PLATFORM)
+	strip -o bindings/kotlin/target/native/$(JNA_PLATFORM)/libferrule.so $(LIBDIR)/libferrule.so
+	cd bindings/kotlin && mvn -q -B -Dstyle.color=never package -DskipTests
 
 # The lookup example as a Swift executable (a real model when its key is set).
 demo-swift: lib

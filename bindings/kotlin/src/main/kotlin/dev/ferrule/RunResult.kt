@@ -1,5 +1,6 @@
 package dev.ferrule
 
+import kotlinx.serialization.KSerializer
 import kotlinx.serialization.SerialName
 import kotlinx.serialization.Serializable
 import kotlinx.serialization.json.JsonElement
@@ -44,4 +45,18 @@ data class RunResult(
 ) {
     /** The state as JSON text to store, null unless the run was interrupted. */
     val stateJson: String? get() = state?.takeIf { it != JsonNull }?.toString()
+
+    /** The structured output decoded with [serializer]; `INVALID_OUTPUT` when there is none or it does not fit. */
+    fun <T> output(serializer: KSerializer<T>): T {
+        val output = output?.takeIf { it != JsonNull }
+            ?: throw FerruleException(ErrorCode.INVALID_OUTPUT, "the run has no structured output")
+        return try {
+            FerruleJson.decodeFromJsonElement(serializer, output)
+        } catch (error: IllegalArgumentException) {
+            throw FerruleException(ErrorCode.INVALID_OUTPUT, "the output does not fit ${serializer.descriptor.serialName}: ${error.message}")
+        }
+    }
 }
+
+/** The structured output decoded into the `@Serializable` [T]. */
+inline fun <reified T> RunResult.output(): T = output(kotlinx.serialization.serializer<T>())
