@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin demo-kotlin kotlin-jar bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check clean
+.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin demo-kotlin kotlin-jar bench-kotlin bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check clean
 
 all: lib
 
@@ -116,6 +116,11 @@ demo-kotlin: lib
 	cd bindings/kotlin && mvn -q -B -Dstyle.color=never install -DskipTests
 	cd examples/kotlin && mvn -q -B -Dstyle.color=never compile exec:java
 
+# W1 and W2 with the tool in Kotlin (docs/performance.md).
+bench-kotlin: lib
+	cd bindings/kotlin && mvn -q -B -Dstyle.color=never install -DskipTests
+	cd bench/kotlin && mvn -q -B -Dstyle.color=never compile exec:java
+
 # The Kotlin JAR with libferrule (stripped) bundled for this platform, where JNA
 # finds it without jna.library.path: bindings/kotlin/target/ferrule-0.1.0.jar.
 JNA_PLATFORM = linux-$(subst _,-,$(shell uname -m))
@@ -171,3 +176,4 @@ bench: setup lib
 	./$(BUILD)/bench_ffi bench/workloads.json
 	$(MAKE) --no-print-directory bench-go
 	$(MAKE) --no-print-directory bench-swift
+	$(MAKE) --no-print-directory bench-kotlin

@@ -31,5 +31,5 @@ internal object Handles {
     val count: Int get() = live.size
 
     /** ferrule's `free_user_data`. */
-    val release = FreeFn { remove(it) }
+    val release = Native.attached(FreeFn { remove(it) })
 }

@@ -35,7 +35,7 @@ internal object HookDispatch {
     private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
 
     /** On ferrule's runtime (the hook is `nonblocking`): launches and returns. */
-    val consult = HookFn { userData, handle ->
+    val consult = Native.attached(HookFn { userData, handle ->
         val hook = Handles.get<Hook>(userData) ?: return@HookFn
         if (handle == null) return@HookFn
         val payload = Native.lib.ferrule_hook_payload(handle).text()
@@ -52,5 +52,5 @@ internal object HookDispatch {
                 Native.lib.ferrule_hook_on_cancel(handle, Dispatch.cancelJob, key, Handles.release)) != null) {
             Handles.remove(key) // already responded to
         }
-    }
+    })
 }

@@ -1,6 +1,7 @@
 package dev.ferrule
 
 import com.sun.jna.Callback
+import com.sun.jna.CallbackThreadInitializer
 import com.sun.jna.NativeLong
 import com.sun.jna.Pointer
 import com.sun.jna.Structure
@@ -113,9 +114,18 @@ internal fun interface CancelFn : Callback {
     fun invoke(userData: Pointer?)
 }
 
-/** The loaded library: found through `jna.library.path` (or the system's paths). */
+/** The loaded library: found through `jna.library.path`, the class path or the system's paths. */
 internal object Native {
     val lib: FerruleLibrary by lazy { com.sun.jna.Native.load("ferrule", FerruleLibrary::class.java) }
+
+    /**
+     * Keeps ferrule's callback threads attached to the JVM between callbacks (as
+     * daemon threads): JNA otherwise attaches and detaches a native thread for
+     * every call, which cost most of a tool call's time.
+     */
+    fun <T : Callback> attached(callback: T): T = callback.also {
+        com.sun.jna.Native.setCallbackThreadInitializer(it, CallbackThreadInitializer(true, false, "ferrule-callback"))
+    }
 }
 
 /** `text` as the C ABI's `(ptr, len)` arguments. */

@@ -109,18 +109,18 @@ internal class EventSink {
     val ended = CompletableDeferred<Unit>()
 
     companion object {
-        val deliver = EventFn { userData, json, length ->
+        val deliver = Native.attached(EventFn { userData, json, length ->
             val sink = Handles.get<EventSink>(userData) ?: return@EventFn
             val text = json?.getByteArray(0, length.toLong().toInt())?.toString(Charsets.UTF_8) ?: return@EventFn
             sink.channel.trySend(text)
-        }
+        })
 
         /** `free_user_data`: right after `run_end`. */
-        val finish = FreeFn { userData ->
+        val finish = Native.attached(FreeFn { userData ->
             val sink = Handles.get<EventSink>(userData)
             Handles.remove(userData)
             sink?.channel?.close()
             sink?.ended?.complete(Unit)
-        }
+        })
     }
 }

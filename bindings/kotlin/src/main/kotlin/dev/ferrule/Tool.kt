@@ -91,7 +91,7 @@ internal object Dispatch {
     private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
 
     /** A tool's callback, on ferrule's runtime (the tool is `nonblocking`): launches and returns. */
-    val execute = ToolFn { userData, handle ->
+    val execute = Native.attached(ToolFn { userData, handle ->
         val tool = Handles.get<Tool>(userData) ?: return@ToolFn
         if (handle == null) return@ToolFn
         val call = ToolCall(handle)
@@ -103,9 +103,9 @@ internal object Dispatch {
         if (FerruleException.take(Native.lib.ferrule_tool_call_on_cancel(handle, cancelJob, key, Handles.release)) != null) {
             Handles.remove(key) // already completed
         }
-    }
+    })
 
     /** Cancels the coroutine of a call ferrule stopped waiting for. */
-    val cancelJob = CancelFn { userData -> Handles.get<Job>(userData)?.cancel() }
+    val cancelJob = Native.attached(CancelFn { userData -> Handles.get<Job>(userData)?.cancel() })
 }
 
