@@ -1,6 +1,5 @@
 package dev.ferrule
 
-import com.sun.jna.Pointer
 import com.sun.jna.ptr.PointerByReference
 import java.io.Closeable
 
@@ -11,7 +10,8 @@ import java.io.Closeable
  * version is checked when the first agent is made.
  */
 class Agent(configJson: String, tools: List<Tool> = emptyList(), hooks: List<Hook> = emptyList()) : Closeable {
-    @Volatile private var handle: Pointer?
+    private val handle: OwnedHandle
+    private val cleanable: java.lang.ref.Cleaner.Cleanable
 
     /** An agent of [config], encoded as the configuration JSON. */
     constructor(config: AgentConfig, tools: List<Tool> = emptyList(), hooks: List<Hook> = emptyList()) :
@@ -35,21 +35,20 @@ class Agent(configJson: String, tools: List<Tool> = emptyList(), hooks: List<Hoo
         }
         val agentOut = PointerByReference()
         FerruleException.check(lib.ferrule_agent_build(builder, agentOut))
-        handle = agentOut.value
+        handle = OwnedHandle(agentOut.value) { lib.ferrule_agent_free(it) }
+        cleanable = OwnedHandle.cleaner.register(this, handle)
     }
 
     /** Starts a run; its events and result come through the [Run]. */
-    fun start(input: RunInput): Run {
-        val agent = synchronized(this) { handle } ?: throw FerruleException(ErrorCode.INVALID_ARG, "the agent is closed")
-        return Run.start(agent, input.json)
-    }
+    fun start(input: RunInput): Run =
+        handle.use { Run.start(it, input.json) } ?: throw FerruleException(ErrorCode.INVALID_ARG, "the agent is closed")
 
     /** Runs to the end and returns the result (every status). Cancelling the coroutine cancels the run. */
     suspend fun run(input: RunInput): RunResult = start(input).use { it.await() }
 
-    /** Lets go of the agent; runs already started go on. Any number of times. */
-    override fun close() {
-        val agent = synchronized(this) { handle.also { handle = null } }
-        Native.lib.ferrule_agent_free(agent)
-    }
+    /**
+     * Lets go of the agent; runs already started go on. Any number of times; an
+     * agent collected without it is let go of then.
+     */
+    override fun close() = cleanable.clean()
 }

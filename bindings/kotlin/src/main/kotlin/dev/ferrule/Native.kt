@@ -39,6 +39,7 @@ internal interface FerruleLibrary : com.sun.jna.Library {
     fun ferrule_run_wait(run: Pointer, result: PointerByReference, len: NativeLongByReference): Pointer?
     fun ferrule_run_inject(run: Pointer, json: ByteArray, len: NativeLong): Pointer?
     fun ferrule_run_cancel(run: Pointer?)
+    fun ferrule_run_clone(run: Pointer?): Pointer?
     fun ferrule_run_free(run: Pointer?)
     fun ferrule_string_free(text: Pointer?)
 

@@ -20,9 +20,11 @@ import java.io.Closeable
  * [cancel] or by cancelling the coroutine that awaits it or collects its events;
  * [close] frees the handle (cancelling a run still going).
  */
-class Run private constructor(private val handle: Pointer, private val sink: EventSink) : Closeable {
+class Run private constructor(pointer: Pointer, private val sink: EventSink) : Closeable {
     /** The run's id ("run-7"). */
-    val id: String = Native.lib.ferrule_run_id(handle).text()
+    val id: String = Native.lib.ferrule_run_id(pointer).text()
+    private val handle = OwnedHandle(pointer) { Native.lib.ferrule_run_free(it) }
+    private val cleanable = OwnedHandle.cleaner.register(this, handle)
 
     /**
      * The run's events in order; the flow completes after [Event.RunEnd]. One
@@ -50,41 +52,40 @@ class Run private constructor(private val handle: Pointer, private val sink: Eve
             cancel()
             throw stop
         }
+        // A handle of its own, so that a close meanwhile frees nothing in use.
+        val own = handle.use { Native.lib.ferrule_run_clone(it) }
+            ?: throw FerruleException(ErrorCode.INVALID_ARG, "the run is closed")
         val json = withContext(Dispatchers.IO + NonCancellable) {
             val text = PointerByReference()
             val length = NativeLongByReference()
-            FerruleException.check(Native.lib.ferrule_run_wait(handle, text, length))
             try {
+                FerruleException.check(Native.lib.ferrule_run_wait(own, text, length))
                 text.value.getByteArray(0, length.value.toLong().toInt()).toString(Charsets.UTF_8)
             } finally {
                 Native.lib.ferrule_string_free(text.value)
+                Native.lib.ferrule_run_free(own)
             }
         }
         return FerruleJson.decodeFromString(RunResult.serializer(), json)
     }
 
     /** Cancels the run: its tools' coroutines are cancelled and it ends `cancelled`. Never blocks. */
-    fun cancel() = synchronized(this) { if (!closed) Native.lib.ferrule_run_cancel(handle) }
+    fun cancel() {
+        handle.use { Native.lib.ferrule_run_cancel(it) }
+    }
 
     /** Queues a user or system message into the live run (README "Injection"). */
     fun inject(message: Message) {
         val bytes = FerruleJson.encodeToString(Message.serializer(), message).utf8()
-        synchronized(this) {
-            check(!closed) { "the run is closed" }
-            FerruleException.check(Native.lib.ferrule_run_inject(handle, bytes, bytes.length))
-        }
+        handle.use { FerruleException.check(Native.lib.ferrule_run_inject(it, bytes, bytes.length)) }
+            ?: throw FerruleException(ErrorCode.INVALID_ARG, "the run is closed")
     }
 
-    private var closed = false
-
-    /** Frees the handle; a live run is cancelled. Any number of times. */
-    override fun close() {
-        synchronized(this) {
-            if (closed) return
-            closed = true
-            Native.lib.ferrule_run_free(handle)
-        }
-    }
+    /**
+     * Frees the handle; a live run is cancelled (it still ends properly). Any
+     * number of times; a run collected without it is freed then.
+     */
+    override fun close() = cleanable.clean()
 
     internal companion object {
         fun start(agent: Pointer, inputJson: String): Run {

@@ -82,6 +82,33 @@ class RunTest {
     }
 
     @Test
+    fun aLiveRunCollectedWithoutCloseIsCancelled() = runBlocking {
+        val started = CompletableDeferred<Unit>()
+        val cancelled = CompletableDeferred<Unit>()
+        val waiting = Tool("wait", "Waits.") {
+            started.complete(Unit)
+            try {
+                awaitCancellation()
+            } finally {
+                cancelled.complete(Unit)
+            }
+        }
+        Agent(scripted(callTurn("c1", "wait"), answerTurn("Never.")), listOf(waiting)).use { agent ->
+            fun startAndDrop() {
+                agent.start(RunInput.prompt("Wait."))
+            }
+            startAndDrop()
+            started.await()
+            withTimeout(10_000) {
+                while (!cancelled.isCompleted) {
+                    System.gc()
+                    kotlinx.coroutines.delay(10)
+                }
+            }
+        }
+    }
+
+    @Test
     fun aThrownExceptionBecomesAnErrorResult() = runBlocking {
         val failing = Tool("ledger", "Fails.") { throw IllegalStateException("the ledger is closed") }
         val result = Agent(scripted(callTurn("c1", "ledger"), answerTurn("Sorry.")), listOf(failing))
