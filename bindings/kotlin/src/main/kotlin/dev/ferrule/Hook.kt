@@ -2,6 +2,8 @@ package dev.ferrule
 
 import com.sun.jna.Pointer
 import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.CoroutineStart
+import kotlinx.coroutines.DelicateCoroutinesApi
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.SupervisorJob
 import kotlinx.coroutines.launch
@@ -35,11 +37,14 @@ internal object HookDispatch {
     private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
 
     /** On ferrule's runtime (the hook is `nonblocking`): launches and returns. */
+    @OptIn(DelicateCoroutinesApi::class)
     val consult = Native.attached(HookFn { userData, handle ->
         val hook = Handles.get<Hook>(userData) ?: return@HookFn
         if (handle == null) return@HookFn
         val payload = Native.lib.ferrule_hook_payload(handle).text()
-        val job = scope.launch {
+        // ATOMIC: a coroutine cancelled before it starts still runs, so the hook
+        // is responded to exactly once whatever happens.
+        val job = scope.launch(start = CoroutineStart.ATOMIC) {
             val decision = runCatching { hook.decide(payload) }.getOrElse { error ->
                 val reason = error.message?.takeIf { it.isNotBlank() } ?: "the hook threw ${error::class.simpleName}"
                 JsonObject(mapOf("abort" to JsonPrimitive(reason))).toString()

@@ -3,6 +3,8 @@ package dev.ferrule
 import com.sun.jna.Memory
 import com.sun.jna.Pointer
 import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.CoroutineStart
+import kotlinx.coroutines.DelicateCoroutinesApi
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.Job
 import kotlinx.coroutines.SupervisorJob
@@ -69,7 +71,10 @@ class ToolCall internal constructor(private val handle: Pointer) {
     /** Whether the call timed out or its run was cancelled. */
     val isCancelled: Boolean get() = Native.lib.ferrule_tool_call_is_cancelled(handle)
 
-    /** Sends a provisional result (result JSON) as a `tool_execution_update` event. */
+    /** Sends a provisional result as a `tool_execution_update` event; it never reaches the model. */
+    fun update(partial: ToolResult) = update(partial.json)
+
+    /** Sends a provisional result given as result JSON (a JSON string, or a result object). */
     fun update(resultJson: String) {
         val bytes = resultJson.utf8()
         FerruleException.check(Native.lib.ferrule_tool_call_update(handle, bytes, bytes.length))
@@ -91,11 +96,14 @@ internal object Dispatch {
     private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
 
     /** A tool's callback, on ferrule's runtime (the tool is `nonblocking`): launches and returns. */
+    @OptIn(DelicateCoroutinesApi::class)
     val execute = Native.attached(ToolFn { userData, handle ->
         val tool = Handles.get<Tool>(userData) ?: return@ToolFn
         if (handle == null) return@ToolFn
         val call = ToolCall(handle)
-        val job = scope.launch {
+        // ATOMIC: a coroutine cancelled before it starts still runs, so the call
+        // is completed exactly once whatever happens.
+        val job = scope.launch(start = CoroutineStart.ATOMIC) {
             val outcome = runCatching { tool.body(call) }
             outcome.fold({ call.complete(it) }, { call.fail(it.message ?: it.toString()) })
         }
