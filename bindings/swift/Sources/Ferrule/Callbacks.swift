@@ -13,15 +13,15 @@ let releaseBox: ferrule_free_fn = { userData in
     Unmanaged<AnyObject>.fromOpaque(userData).release()
 }
 
-/// Passes `object` to C, retained; balance it with `releaseBox` or `releaseUnused`.
-func retainedBox(_ object: AnyObject) -> UnsafeMutableRawPointer {
+/// Hands `object` to the C function `call` as its `user_data`, to be freed with
+/// `releaseBox`: retained once for C, and released again here when the call
+/// fails (C did not take it then). Returns the call's error.
+func handOver(_ object: AnyObject, _ call: (UnsafeMutableRawPointer) -> OpaquePointer?) -> FerruleError? {
     HandOff.publish()
-    return Unmanaged.passRetained(object).toOpaque()
-}
-
-/// Releases a box C did not take (its call failed).
-func releaseUnused(_ box: UnsafeMutableRawPointer) {
+    let box = Unmanaged.passRetained(object).toOpaque()
+    guard let error = FerruleError.take(call(box)) else { return nil }
     Unmanaged<AnyObject>.fromOpaque(box).release()
+    return error
 }
 
 /// The object behind a box, borrowed for the callback.

@@ -71,20 +71,16 @@ final class HookBox: Sendable {
         let consultation = Consultation(handle: handle)
         let decide = box.hook.decide
         let task = Task.detached { await consultation.respond(using: decide) }
-        let canceller = retainedBox(TaskCanceller(task))
-        if FerruleError.take(ferrule_hook_on_cancel(handle, TaskCanceller.onCancel, canceller, releaseBox)) != nil {
-            releaseUnused(canceller) // already responded to
-        }
+        // An error means the hook was responded to already: nothing is left to cancel.
+        _ = handOver(TaskCanceller(task)) { ferrule_hook_on_cancel(handle, TaskCanceller.onCancel, $0, releaseBox) }
     }
 
     /// Adds the hook to a builder; the builder owns the box from then on.
     func register(with builder: OpaquePointer) throws {
-        let box = retainedBox(self)
         let stages: JSONValue = ["stages": [.string(hook.stage)], "nonblocking": true]
         if let error = withUTF8Arg(stages.json, { stages, length in
-            FerruleError.take(ferrule_agent_builder_add_hook(builder, stages, length, HookBox.consult, box, releaseBox))
+            handOver(self) { ferrule_agent_builder_add_hook(builder, stages, length, HookBox.consult, $0, releaseBox) }
         }) {
-            releaseUnused(box)
             throw error
         }
     }

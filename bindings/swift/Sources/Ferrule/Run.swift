@@ -20,15 +20,11 @@ public final class Run: Sendable {
     init(agent: OpaquePointer, input: String) throws {
         let (events, continuation) = AsyncStream.makeStream(of: EventSink.Delivered.self)
         let sink = EventSink(continuation)
-        let box = retainedBox(sink)
         var run: OpaquePointer?
         let error = withUTF8Arg(input) { text, length in
-            FerruleError.take(ferrule_agent_start(agent, text, length, EventSink.deliver, box, EventSink.finish, &run))
+            handOver(sink) { ferrule_agent_start(agent, text, length, EventSink.deliver, $0, EventSink.finish, &run) }
         }
-        if let error {
-            releaseUnused(box)
-            throw error
-        }
+        if let error { throw error }
         guard let run else { throw FerruleError(code: .nullArg, message: "no run") }
         let handle = RunHandle(run)
         // The stream ends early when its reader's task is cancelled, or when it
@@ -150,7 +146,7 @@ final class EventSink: Sendable {
             return state.handle
         }
         if let handle { sink.settle(handle) }
-        releaseUnused(userData)
+        releaseBox(userData)
     }
 
     /// Gives the sink the run's handle, once `ferrule_agent_start` returned it.

@@ -152,19 +152,15 @@ final class ToolBox: Sendable {
         let call = ToolCall(handle: handle)
         let body = box.tool.body
         let task = Task.detached { await call.run(body) }
-        let canceller = retainedBox(TaskCanceller(task))
-        if let error = FerruleError.take(ferrule_tool_call_on_cancel(handle, TaskCanceller.onCancel, canceller,
-                                                                     releaseBox)) {
-            // Already completed: nothing is left to cancel.
-            _ = error
-            releaseUnused(canceller)
+        // An error means the call was completed already: nothing is left to cancel.
+        _ = handOver(TaskCanceller(task)) {
+            ferrule_tool_call_on_cancel(handle, TaskCanceller.onCancel, $0, releaseBox)
         }
     }
 
     /// Adds the tool to a builder; the builder owns the box from then on.
     func register(with builder: OpaquePointer) throws {
         let schema = try tool.schema?.jsonText() ?? ""
-        let box = retainedBox(self)
         let error = withUTF8Arg(tool.name) { name, nameLength in
             withUTF8Arg(tool.description) { description, descriptionLength in
                 withUTF8Arg(schema) { schema, schemaLength in
@@ -173,16 +169,16 @@ final class ToolBox: Sendable {
                             struct_size: UInt32(MemoryLayout<ferrule_tool_spec>.size),
                             name: name, name_len: nameLength, description: description,
                             description_len: descriptionLength, input_schema: schema, input_schema_len: schemaLength,
-                            options: options, options_len: optionsLength, execute: ToolBox.execute, user_data: box,
+                            options: options, options_len: optionsLength, execute: ToolBox.execute, user_data: nil,
                             free_user_data: releaseBox)
-                        return FerruleError.take(ferrule_agent_builder_add_tool(builder, &spec))
+                        return handOver(self) { box in
+                            spec.user_data = box
+                            return ferrule_agent_builder_add_tool(builder, &spec)
+                        }
                     }
                 }
             }
         }
-        if let error {
-            releaseUnused(box)
-            throw error
-        }
+        if let error { throw error }
     }
 }

@@ -27,6 +27,16 @@ internal object Handles {
         key?.let { live.remove(Pointer.nativeValue(it)) }
     }
 
+    /**
+     * Hands [value] to the C function [call] as its `user_data` (freed with
+     * [release]); removed again when the call fails, since C did not take it
+     * then. Returns the call's error.
+     */
+    fun handOver(value: Any, call: (key: Pointer) -> Pointer?): FerruleException? {
+        val key = put(value)
+        return FerruleException.take(call(key))?.also { remove(key) }
+    }
+
     /** How many objects C holds now (for tests). */
     val count: Int get() = live.size
 

@@ -90,15 +90,11 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
     internal companion object {
         fun start(agent: Pointer, inputJson: String): Run {
             val sink = EventSink()
-            val key = Handles.put(sink)
             val input = inputJson.utf8()
             val out = PointerByReference()
-            val error = FerruleException.take(
-                Native.lib.ferrule_agent_start(agent, input, input.length, EventSink.deliver, key, EventSink.finish, out))
-            if (error != null) {
-                Handles.remove(key)
-                throw error
-            }
+            Handles.handOver(sink) { key ->
+                Native.lib.ferrule_agent_start(agent, input, input.length, EventSink.deliver, key, EventSink.finish, out)
+            }?.let { throw it }
             return Run(out.value, sink)
         }
     }

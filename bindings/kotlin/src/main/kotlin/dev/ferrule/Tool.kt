@@ -32,7 +32,6 @@ class Tool(
         val options = optionsWithNonblocking(options)
         val strings = listOf(name, description, schema ?: "", options).map { it.utf8() }
         val memory = strings.map { bytes -> if (bytes.isEmpty()) null else Memory(bytes.size.toLong()).apply { write(0, bytes, 0, bytes.size) } }
-        val key = Handles.put(this)
         val spec = ToolSpec().apply {
             struct_size = size()
             this.name = memory[0]; name_len = strings[0].length
@@ -40,14 +39,12 @@ class Tool(
             input_schema = memory[2]; input_schema_len = strings[2].length
             this.options = memory[3]; options_len = strings[3].length
             execute = Dispatch.execute
-            user_data = key
             free_user_data = Handles.release
         }
-        val error = FerruleException.take(Native.lib.ferrule_agent_builder_add_tool(builder, spec))
-        if (error != null) {
-            Handles.remove(key)
-            throw error
-        }
+        Handles.handOver(this) { key ->
+            spec.user_data = key
+            Native.lib.ferrule_agent_builder_add_tool(builder, spec)
+        }?.let { throw it }
     }
 
     internal companion object {
@@ -96,22 +93,29 @@ internal object Dispatch {
     private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default)
 
     /** A tool's callback, on ferrule's runtime (the tool is `nonblocking`): launches and returns. */
-    @OptIn(DelicateCoroutinesApi::class)
     val execute = Native.attached(ToolFn { userData, handle ->
         val tool = Handles.get<Tool>(userData) ?: return@ToolFn
         if (handle == null) return@ToolFn
         val call = ToolCall(handle)
-        // ATOMIC: a coroutine cancelled before it starts still runs, so the call
-        // is completed exactly once whatever happens.
-        val job = scope.launch(start = CoroutineStart.ATOMIC) {
+        launchCancellable({ onCancel, key, free -> Native.lib.ferrule_tool_call_on_cancel(handle, onCancel, key, free) }) {
             val outcome = runCatching { tool.body(call) }
             outcome.fold({ call.complete(it) }, { call.fail(it.message ?: it.toString()) })
         }
-        val key = Handles.put(job)
-        if (FerruleException.take(Native.lib.ferrule_tool_call_on_cancel(handle, cancelJob, key, Handles.release)) != null) {
-            Handles.remove(key) // already completed
-        }
     })
+
+    /**
+     * Launches [work], which answers a request (a tool call, a hook) exactly
+     * once, and has [registerCanceller] (`ferrule_tool_call_on_cancel` or
+     * `ferrule_hook_on_cancel`) cancel it when ferrule stops waiting.
+     */
+    @OptIn(DelicateCoroutinesApi::class)
+    fun launchCancellable(registerCanceller: (CancelFn, Pointer, FreeFn) -> Pointer?, work: suspend () -> Unit) {
+        // ATOMIC: a coroutine cancelled before it starts still runs, so the
+        // request is answered whatever happens.
+        val job = scope.launch(start = CoroutineStart.ATOMIC) { work() }
+        // An error means the request was answered already: nothing is left to cancel.
+        Handles.handOver(job) { key -> registerCanceller(cancelJob, key, Handles.release) }
+    }
 
     /** Cancels the coroutine of a call ferrule stopped waiting for. */
     val cancelJob = Native.attached(CancelFn { userData -> Handles.get<Job>(userData)?.cancel() })

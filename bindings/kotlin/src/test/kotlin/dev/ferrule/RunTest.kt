@@ -36,6 +36,16 @@ val echo = Tool("echo", "Echoes its text.",
     JsonPrimitive("$text from kotlin").toString()
 }
 
+/** A tool that completes [started], waits until its coroutine is cancelled, then completes [cancelled]. */
+fun waitingTool(started: CompletableDeferred<Unit>, cancelled: CompletableDeferred<Unit>) = Tool("wait", "Waits.") {
+    started.complete(Unit)
+    try {
+        awaitCancellation()
+    } finally {
+        cancelled.complete(Unit)
+    }
+}
+
 class RunTest {
     @Test
     fun theLibrarySpeaksThisPackagesAbi() {
@@ -65,14 +75,7 @@ class RunTest {
     fun cancellingTheAwaitingCoroutineCancelsTheRunAndReachesTheTool() = runBlocking {
         val started = CompletableDeferred<Unit>()
         val cancelled = CompletableDeferred<Unit>()
-        val waiting = Tool("wait", "Waits.") {
-            started.complete(Unit)
-            try {
-                awaitCancellation()
-            } finally {
-                cancelled.complete(Unit)
-            }
-        }
+        val waiting = waitingTool(started, cancelled)
         Agent(scripted(callTurn("c1", "wait"), answerTurn("Never.")), listOf(waiting)).use { agent ->
             val job = launch { agent.run(RunInput.prompt("Wait.")) }
             started.await()
@@ -85,14 +88,7 @@ class RunTest {
     fun aLiveRunCollectedWithoutCloseIsCancelled() = runBlocking {
         val started = CompletableDeferred<Unit>()
         val cancelled = CompletableDeferred<Unit>()
-        val waiting = Tool("wait", "Waits.") {
-            started.complete(Unit)
-            try {
-                awaitCancellation()
-            } finally {
-                cancelled.complete(Unit)
-            }
-        }
+        val waiting = waitingTool(started, cancelled)
         Agent(scripted(callTurn("c1", "wait"), answerTurn("Never.")), listOf(waiting)).use { agent ->
             fun startAndDrop() {
                 agent.start(RunInput.prompt("Wait."))
