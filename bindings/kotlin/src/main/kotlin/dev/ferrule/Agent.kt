@@ -1,34 +1,48 @@
 package dev.ferrule
 
 import com.sun.jna.ptr.PointerByReference
+import kotlinx.coroutines.Dispatchers
 import java.io.Closeable
+import kotlin.coroutines.CoroutineContext
 
 /**
- * A built agent: configuration (the configuration JSON of the C ABI) and tools,
- * immutable. Start any number of runs, from any thread or coroutine; runs keep
- * what they need, so [close] may come while runs go on. The library's ABI
+ * A built agent: configuration (the configuration JSON of the C ABI), tools and
+ * hooks, immutable. Start any number of runs, from any thread or coroutine; runs
+ * keep what they need, so [close] may come while runs go on. Tool and hook
+ * bodies run in coroutines on [context] (Dispatchers.Default unless given; not
+ * Unconfined, and without a Job: runs cancel their calls). The library's ABI
  * version is checked when the first agent is made.
  */
-class Agent(configJson: String, tools: List<Tool> = emptyList(), hooks: List<Hook> = emptyList()) : Closeable {
+class Agent(
+    configJson: String,
+    tools: List<Tool> = emptyList(),
+    hooks: List<Hook> = emptyList(),
+    context: CoroutineContext = Dispatchers.Default,
+) : Closeable {
     private val handle: OwnedHandle
     private val cleanable: java.lang.ref.Cleaner.Cleanable
 
     /** An agent of [config], encoded as the configuration JSON. */
-    constructor(config: AgentConfig, tools: List<Tool> = emptyList(), hooks: List<Hook> = emptyList()) :
-        this(FerruleJson.encodeToString(AgentConfig.serializer(), config), tools, hooks)
+    constructor(
+        config: AgentConfig,
+        tools: List<Tool> = emptyList(),
+        hooks: List<Hook> = emptyList(),
+        context: CoroutineContext = Dispatchers.Default,
+    ) : this(FerruleJson.encodeToString(AgentConfig.serializer(), config), tools, hooks, context)
 
     init {
         check(Library.abiMatches) {
             "libferrule ${Library.version} speaks another ABI than this package (${Library.ABI_VERSION})"
         }
+        val host = CoroutineHost(context)
         val lib = Native.lib
         val config = configJson.utf8()
         val builderOut = PointerByReference()
         FerruleException.check(lib.ferrule_agent_builder_new(config, config.length, builderOut))
         val builder = builderOut.value
         try {
-            tools.forEach { it.register(builder) }
-            hooks.forEach { it.register(builder) }
+            tools.forEach { it.register(builder, host) }
+            hooks.forEach { it.register(builder, host) }
         } catch (error: Throwable) {
             lib.ferrule_agent_builder_free(builder)
             throw error
@@ -40,11 +54,17 @@ class Agent(configJson: String, tools: List<Tool> = emptyList(), hooks: List<Hoo
     }
 
     /** Starts a run; its events and result come through the [Run]. */
-    fun start(input: RunInput): Run =
-        handle.use { Run.start(it, input.json) } ?: throw FerruleException(ErrorCode.INVALID_ARG, "the agent is closed")
+    fun start(input: RunInput): Run = start(input, keepEvents = true)
 
-    /** Runs to the end and returns the result (every status). Cancelling the coroutine cancels the run. */
-    suspend fun run(input: RunInput): RunResult = start(input).use { it.await() }
+    /**
+     * Runs to the end and returns the result (every status), keeping none of
+     * the run's events. Cancelling the coroutine cancels the run.
+     */
+    suspend fun run(input: RunInput): RunResult = start(input, keepEvents = false).use { it.await() }
+
+    private fun start(input: RunInput, keepEvents: Boolean): Run =
+        handle.use { Run.start(it, input.json, keepEvents) }
+            ?: throw FerruleException(ErrorCode.INVALID_ARG, "the agent is closed")
 
     /**
      * Lets go of the agent; runs already started go on. Any number of times; an

@@ -12,30 +12,24 @@ import kotlinx.serialization.json.JsonPrimitive
  * message). The coroutine is cancelled when the run stops waiting for it.
  */
 class Hook(val stage: String, internal val decide: suspend (payloadJson: String) -> String) {
-    /** Adds the hook to a builder, registered `nonblocking`. */
-    internal fun register(builder: Pointer) {
+    /** Adds the hook to a builder, registered `nonblocking`; its consultations run on [host]. */
+    internal fun register(builder: Pointer, host: CoroutineHost) {
         val stages = """{"stages": [${JsonPrimitive(stage)}], "nonblocking": true}""".utf8()
-        Handles.handOver(this) { key ->
-            Native.lib.ferrule_agent_builder_add_hook(builder, stages, stages.length, HookDispatch.consult, key,
+        val consult: (Pointer) -> Unit = { handle -> consult(handle, host) }
+        Handles.handOver(consult) { key ->
+            Native.lib.ferrule_agent_builder_add_hook(builder, stages, stages.length, CoroutineHost.request, key,
                 Handles.release)
         }?.let { throw it }
     }
-}
 
-/** ferrule's hook callback: a singleton, so never collected while C may call it. */
-internal object HookDispatch {
-    /** On ferrule's runtime (the hook is `nonblocking`): launches and returns. */
-    val consult = Native.attached(HookFn { userData, handle ->
-        val hook = Handles.get<Hook>(userData) ?: return@HookFn
-        if (handle == null) return@HookFn
+    private fun consult(handle: Pointer, host: CoroutineHost) {
         val payload = Native.lib.ferrule_hook_payload(handle).text()
-        Dispatch.launchCancellable({ onCancel, key, free -> Native.lib.ferrule_hook_on_cancel(handle, onCancel, key, free) }) {
-            val decision = runCatching { hook.decide(payload) }.getOrElse { error ->
-                val reason = error.message?.takeIf { it.isNotBlank() } ?: "the hook threw ${error::class.simpleName}"
-                JsonObject(mapOf("abort" to JsonPrimitive(reason))).toString()
+        host.answer({ onCancel, key, free -> Native.lib.ferrule_hook_on_cancel(handle, onCancel, key, free) }) {
+            val decision = runCatching { decide(payload) }.getOrElse { error ->
+                JsonObject(mapOf("abort" to JsonPrimitive(error.reason("the hook")))).toString()
             }
             val bytes = decision.utf8()
             FerruleException.take(Native.lib.ferrule_hook_respond(handle, bytes, bytes.length))
         }
-    })
+    }
 }

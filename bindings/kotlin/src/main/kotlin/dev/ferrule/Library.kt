@@ -10,4 +10,15 @@ object Library {
 
     /** Whether the loaded library speaks this package's ABI. */
     val abiMatches: Boolean get() = Native.lib.ferrule_abi_version() == ABI_VERSION
+
+    /**
+     * Sets ferrule's thread sizes before its first run, from JSON such as
+     * `{"worker_threads": 2, "max_callback_threads": 256}` (README "Runtime").
+     * `ALREADY_INITIALIZED` once a run has started or after an earlier call;
+     * `INVALID_ARG` for an unknown field or a size out of range.
+     */
+    fun configureRuntime(json: String) {
+        val bytes = json.utf8()
+        FerruleException.check(Native.lib.ferrule_runtime_configure(bytes, bytes.length))
+    }
 }

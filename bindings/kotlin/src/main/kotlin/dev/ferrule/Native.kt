@@ -18,10 +18,12 @@ internal interface FerruleLibrary : com.sun.jna.Library {
     fun ferrule_version(): FerruleStr.ByValue
     fun ferrule_abi_version(): Int
 
+    fun ferrule_runtime_configure(json: ByteArray, len: NativeLong): Pointer?
+
     fun ferrule_agent_builder_new(json: ByteArray, len: NativeLong, out: PointerByReference): Pointer?
     fun ferrule_agent_builder_add_tool(builder: Pointer, spec: ToolSpec): Pointer?
     fun ferrule_agent_builder_add_hook(
-        builder: Pointer, stages: ByteArray, len: NativeLong, decide: HookFn, userData: Pointer?, free: FreeFn?,
+        builder: Pointer, stages: ByteArray, len: NativeLong, decide: RequestFn, userData: Pointer?, free: FreeFn?,
     ): Pointer?
     fun ferrule_agent_build(builder: Pointer, out: PointerByReference): Pointer?
     fun ferrule_agent_builder_free(builder: Pointer?)
@@ -85,19 +87,14 @@ internal class ToolSpec : Structure() {
     @JvmField var input_schema_len: NativeLong = NativeLong(0)
     @JvmField var options: Pointer? = null
     @JvmField var options_len: NativeLong = NativeLong(0)
-    @JvmField var execute: ToolFn? = null
+    @JvmField var execute: RequestFn? = null
     @JvmField var user_data: Pointer? = null
     @JvmField var free_user_data: FreeFn? = null
 }
 
-/** `ferrule_tool_fn`. */
-internal fun interface ToolFn : Callback {
-    fun invoke(userData: Pointer?, call: Pointer?)
-}
-
-/** `ferrule_hook_fn`. */
-internal fun interface HookFn : Callback {
-    fun invoke(userData: Pointer?, hook: Pointer?)
+/** `ferrule_tool_fn` and `ferrule_hook_fn`: a request (a tool call, a hook) for the host to answer. */
+internal fun interface RequestFn : Callback {
+    fun invoke(userData: Pointer?, request: Pointer?)
 }
 
 /** `ferrule_event_fn`. */

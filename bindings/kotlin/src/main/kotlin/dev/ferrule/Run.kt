@@ -14,38 +14,51 @@ import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.isActive
 import kotlinx.coroutines.withContext
 import java.io.Closeable
+import java.util.concurrent.atomic.AtomicInteger
 
 /**
  * A run. [events] gives its events in order; [await] its result. Cancel it with
  * [cancel] or by cancelling the coroutine that awaits it or collects its events;
- * [close] frees the handle (cancelling a run still going).
+ * [close] frees the handle (cancelling a run still going). Every method may be
+ * called from any thread or coroutine.
  */
 class Run private constructor(pointer: Pointer, private val sink: EventSink) : Closeable {
     /** The run's id ("run-7"). */
     val id: String = Native.lib.ferrule_run_id(pointer).text()
     private val handle = OwnedHandle(pointer) { Native.lib.ferrule_run_free(it) }
     private val cleanable = OwnedHandle.cleaner.register(this, handle)
+    @Volatile private var result: RunResult? = null
 
     /**
-     * The run's events in order; the flow completes after [Event.RunEnd]. One
-     * collector. Cancelling the collecting coroutine cancels the run; a
-     * collector that stops early on its own (`first()`, `take(n)`) does not.
+     * The run's events in order; the flow completes after [Event.RunEnd]. It
+     * may be collected once (a second collection throws
+     * [IllegalStateException]); events wait in memory until then, or until
+     * [close]; a run closed before its events were collected has none left.
+     * Cancelling the collecting coroutine cancels the run; a collector that
+     * stops early on its own (`first()`, `take(n)`) does not, and the events
+     * after it are let go.
      */
     val events: Flow<Event> = flow {
+        if (!sink.claim()) return@flow
         try {
             for (json in sink.channel) emit(Event.decode(json))
         } catch (stop: CancellationException) {
             if (!currentCoroutineContext().isActive) cancel()
             throw stop
+        } finally {
+            sink.letGo()
         }
     }
 
     /**
      * The run's result once it has ended and let go of the host's tools, for
-     * every status (a failed run has its error inside). Cancelling the awaiting
-     * coroutine cancels the run and throws [CancellationException].
+     * every status (a failed run has its error inside); any number of times.
+     * Cancelling the awaiting coroutine cancels the run and throws
+     * [CancellationException]. `INVALID_ARG` when the run was closed before it
+     * ended and before any await had its result.
      */
     suspend fun await(): RunResult {
+        result?.let { return it }
         try {
             sink.ended.await()
         } catch (stop: CancellationException) {
@@ -54,7 +67,7 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
         }
         // A handle of its own, so that a close meanwhile frees nothing in use.
         val own = handle.use { Native.lib.ferrule_run_clone(it) }
-            ?: throw FerruleException(ErrorCode.INVALID_ARG, "the run is closed")
+            ?: return result ?: throw FerruleException(ErrorCode.INVALID_ARG, "the run is closed")
         val json = withContext(Dispatchers.IO + NonCancellable) {
             val text = PointerByReference()
             val length = NativeLongByReference()
@@ -66,7 +79,7 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
                 Native.lib.ferrule_run_free(own)
             }
         }
-        return FerruleJson.decodeFromString(RunResult.serializer(), json)
+        return FerruleJson.decodeFromString(RunResult.serializer(), json).also { result = it }
     }
 
     /** Cancels the run: its tools' coroutines are cancelled and it ends `cancelled`. Never blocks. */
@@ -78,18 +91,23 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
     fun inject(message: Message) {
         val bytes = FerruleJson.encodeToString(Message.serializer(), message).utf8()
         handle.use { FerruleException.check(Native.lib.ferrule_run_inject(it, bytes, bytes.length)) }
-            ?: throw FerruleException(ErrorCode.INVALID_ARG, "the run is closed")
+            ?: throw FerruleException(ErrorCode.ALREADY_COMPLETED, "the run is closed")
     }
 
     /**
-     * Frees the handle; a live run is cancelled (it still ends properly). Any
-     * number of times; a run collected without it is freed then.
+     * Frees the handle; a live run is cancelled (it still ends properly), and
+     * events not being collected are let go. Any number of times; a run
+     * collected without it is freed then.
      */
-    override fun close() = cleanable.clean()
+    override fun close() {
+        sink.letGoUncollected()
+        cleanable.clean()
+    }
 
     internal companion object {
-        fun start(agent: Pointer, inputJson: String): Run {
-            val sink = EventSink()
+        /** Starts a run of [agent]; without [keepEvents] its events are let go as they come. */
+        fun start(agent: Pointer, inputJson: String, keepEvents: Boolean): Run {
+            val sink = EventSink(keepEvents)
             val input = inputJson.utf8()
             val out = PointerByReference()
             Handles.handOver(sink) { key ->
@@ -100,16 +118,46 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
     }
 }
 
-/** Where a run's events go; ferrule holds it (by key) until the run has ended. */
-internal class EventSink {
+/**
+ * Where a run's events go; ferrule holds it (by key) until the run has ended.
+ * Events wait for the one collector, without bound (a bound would let a tool's
+ * progress update, which waits for room, deadlock against a collector on the
+ * same dispatcher), until they are let go: by the collector when it stops, or
+ * by a close before anyone collected.
+ */
+internal class EventSink(keep: Boolean) {
     val channel = Channel<String>(Channel.UNLIMITED)
     val ended = CompletableDeferred<Unit>()
+    private val stage = AtomicInteger(if (keep) WAITING else LET_GO)
+
+    /** Takes the events for the one collector: false when they were let go (nothing to collect). */
+    fun claim(): Boolean = when (stage.compareAndExchange(WAITING, COLLECTING)) {
+        WAITING -> true
+        LET_GO -> false
+        else -> throw IllegalStateException("the events of a run are collected once")
+    }
+
+    /** The collector stopped: the events after it are not kept. */
+    fun letGo() {
+        stage.set(COLLECTED)
+        channel.cancel()
+    }
+
+    /** Nobody collected the events and nobody will: they are not kept. */
+    fun letGoUncollected() {
+        if (stage.compareAndSet(WAITING, LET_GO)) channel.cancel()
+    }
 
     companion object {
+        private const val WAITING = 0
+        private const val COLLECTING = 1
+        private const val COLLECTED = 2
+        private const val LET_GO = 3
+
         val deliver = Native.attached(EventFn { userData, json, length ->
             val sink = Handles.get<EventSink>(userData) ?: return@EventFn
-            val text = json?.getByteArray(0, length.toLong().toInt())?.toString(Charsets.UTF_8) ?: return@EventFn
-            sink.channel.trySend(text)
+            if (sink.stage.get() > COLLECTING || json == null) return@EventFn
+            sink.channel.trySend(json.getByteArray(0, length.toLong().toInt()).toString(Charsets.UTF_8))
         })
 
         /** `free_user_data`: right after `run_end`. */

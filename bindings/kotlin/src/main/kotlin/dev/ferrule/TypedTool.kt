@@ -9,13 +9,12 @@ import kotlinx.serialization.serializer
  * strict input schema derived from the class (see [schemaOf]). What [body]
  * returns is the result: a [String] is a text result, a [ToolResult] is used as
  * it is, anything else is sent as its JSON text. Arguments that do not fit, and
- * exceptions, become error results the model sees. [options] is the options JSON
- * (`{"execution": "sequential", "timeout_ms": 500, "needs_approval": true, ...}`).
+ * exceptions, become error results the model sees.
  */
 inline fun <reified Args, reified Res> tool(
     name: String,
     description: String,
-    options: String = "{}",
+    options: ToolOptions = ToolOptions(),
     noinline body: suspend (call: ToolCall, args: Args) -> Res,
 ): Tool = typedTool(name, description, options, serializer<Args>(), serializer<Res>(), body)
 
@@ -23,7 +22,7 @@ inline fun <reified Args, reified Res> tool(
 internal fun <Args, Res> typedTool(
     name: String,
     description: String,
-    options: String,
+    options: ToolOptions,
     arguments: KSerializer<Args>,
     result: KSerializer<Res>,
     body: suspend (ToolCall, Args) -> Res,

@@ -20,7 +20,7 @@ class ApprovalHookTest {
             FerruleJson.parseToJsonElement("""{"tool_calls": [{"id": "c1", "name": "delete", "arguments": {"text": "a"}},
                 {"id": "c2", "name": "echo", "arguments": {"text": "b"}}]}"""),
             callTurn("c3", "delete", """{"text": "c"}"""), answerTurn("Done.")),
-            listOf(Tool("delete", "Deletes.", options = """{"needs_approval": true}""") { call ->
+            listOf(Tool("delete", "Deletes.", options = ToolOptions(needsApproval = true)) { call ->
                 ran += call.id
                 "\"deleted\""
             }, echo))

@@ -103,8 +103,16 @@ private class Scenario(val spec: JsonObject) {
     private fun build(tools: JsonElement?): Agent = Agent(config, (tools?.jsonArray ?: JsonArray(emptyList())).map { tool ->
         val tool = tool.jsonObject
         Tool(tool["name"].text!!, tool["description"].text ?: "", tool["input_schema"]?.toString(),
-            tool["options"]?.toString() ?: "{}", behaviour(tool["behaviour"]?.jsonObject ?: JsonObject(emptyMap())))
+            options(tool["options"]?.jsonObject), behaviour(tool["behaviour"]?.jsonObject ?: JsonObject(emptyMap())))
     }, hooks())
+
+    /** The scenario's tool options as [ToolOptions]; every Kotlin tool is nonblocking, the rest must survive. */
+    private fun options(options: JsonObject?): ToolOptions {
+        val given = JsonObject((options ?: JsonObject(emptyMap())) - "nonblocking")
+        val decoded = FerruleJson.decodeFromJsonElement(ToolOptions.serializer(), given)
+        if (FerruleJson.encodeToJsonElement(ToolOptions.serializer(), decoded) != given) failures += "ToolOptions loses fields: $given"
+        return decoded
+    }
 
     /** One raw hook per stage named, answering with the decisions in order (`{}` once they run out). */
     private fun hooks(): List<Hook> = (spec["hooks"]?.jsonArray ?: JsonArray(emptyList())).flatMap { hook ->

@@ -1,0 +1,59 @@
+package dev.ferrule
+
+import com.sun.jna.Pointer
+import kotlinx.coroutines.CoroutineScope
+import kotlinx.coroutines.CoroutineStart
+import kotlinx.coroutines.DelicateCoroutinesApi
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.Job
+import kotlinx.coroutines.SupervisorJob
+import kotlinx.coroutines.launch
+import kotlin.coroutines.ContinuationInterceptor
+import kotlin.coroutines.CoroutineContext
+
+/**
+ * Where an agent's tool and hook coroutines run: the context the host gave the
+ * agent, under a supervisor of its own, so one failing call never cancels
+ * another. Each coroutine answers its request exactly once and is cancelled
+ * when ferrule stops waiting for it.
+ */
+internal class CoroutineHost(context: CoroutineContext) {
+    init {
+        require(context[Job] == null) {
+            "an agent's coroutine context must not hold a Job: its calls are cancelled by their runs"
+        }
+        require(context[ContinuationInterceptor] != Dispatchers.Unconfined) {
+            "Dispatchers.Unconfined would run tool and hook bodies on ferrule's runtime threads"
+        }
+    }
+
+    private val scope = CoroutineScope(context + SupervisorJob())
+
+    /**
+     * Launches [work], which answers a request (a tool call, a hook), and has
+     * [registerCanceller] (`ferrule_tool_call_on_cancel` or
+     * `ferrule_hook_on_cancel`) cancel it when ferrule stops waiting.
+     */
+    @OptIn(DelicateCoroutinesApi::class)
+    fun answer(registerCanceller: (CancelFn, Pointer, FreeFn) -> Pointer?, work: suspend () -> Unit) {
+        // ATOMIC: a coroutine cancelled before it starts still runs, so the
+        // request is answered whatever happens.
+        val job = scope.launch(start = CoroutineStart.ATOMIC) { work() }
+        // An error means the request was answered already: nothing is left to cancel.
+        Handles.handOver(job) { key -> registerCanceller(cancelJob, key, Handles.release) }
+    }
+
+    companion object {
+        /**
+         * ferrule's tool and hook callback, on its runtime (every Kotlin tool and
+         * hook is registered `nonblocking`): hands the request to the handler
+         * registered with it, which launches a coroutine and returns.
+         */
+        val request = Native.attached(RequestFn { userData, request ->
+            if (request != null) Handles.get<(Pointer) -> Unit>(userData)?.invoke(request)
+        })
+
+        /** Cancels the coroutine of a request ferrule stopped waiting for. */
+        private val cancelJob = Native.attached(CancelFn { userData -> Handles.get<Job>(userData)?.cancel() })
+    }
+}

@@ -1,0 +1,87 @@
+package dev.ferrule
+
+import kotlinx.coroutines.delay
+import kotlinx.coroutines.flow.first
+import kotlinx.coroutines.flow.map
+import kotlinx.coroutines.flow.toList
+import kotlinx.coroutines.launch
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeoutOrNull
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.assertThrows
+
+class EventsTest {
+    private fun agent() = Agent(scripted(callTurn("c1", "echo", """{"text": "hi"}"""), answerTurn("Done.")), listOf(echo))
+
+    private val everyEvent = listOf("run_start", "turn_start", "tool_call_delta", "message_end", "tool_execution_start",
+        "tool_execution_end", "turn_end", "turn_start", "message_delta", "message_end", "turn_end", "run_end")
+
+    @Test
+    fun eventsWaitForACollectorThatComesAfterTheResult() = runBlocking {
+        agent().use { agent ->
+            agent.start(RunInput.prompt("Echo.")).use { run ->
+                assertEquals(Status.COMPLETED, run.await().status)
+                assertEquals(everyEvent, run.events.map { it.type }.toList())
+            }
+        }
+    }
+
+    @Test
+    fun aCollectorLaunchedBeforeTheAwaitGetsEveryEvent() = runBlocking {
+        agent().use { agent ->
+            agent.start(RunInput.prompt("Echo.")).use { run ->
+                val types = mutableListOf<String>()
+                val collector = launch { run.events.collect { types += it.type } }
+                run.await()
+                collector.join()
+                assertEquals(everyEvent, types)
+            }
+        }
+    }
+
+    @Test
+    fun theEventsAreCollectedOnce() = runBlocking {
+        agent().use { agent ->
+            agent.start(RunInput.prompt("Echo.")).use { run ->
+                assertEquals(everyEvent, run.events.map { it.type }.toList())
+                val again = assertThrows<IllegalStateException> { run.events.toList() }
+                assertEquals("the events of a run are collected once", again.message)
+            }
+        }
+    }
+
+    @Test
+    fun aCollectorThatStopsEarlyLetsTheRunEnd() = runBlocking {
+        agent().use { agent ->
+            agent.start(RunInput.prompt("Echo.")).use { run ->
+                assertEquals("run_start", run.events.first().type)
+                assertEquals(Status.COMPLETED, run.await().status, "stopping early is not cancelling")
+                val again = assertThrows<IllegalStateException> { run.events.toList() }
+                assertEquals("the events of a run are collected once", again.message)
+            }
+        }
+    }
+
+    @Test
+    fun aRunClosedBeforeItsEventsWereCollectedHasNoneLeft() = runBlocking {
+        agent().use { agent ->
+            val run = agent.start(RunInput.prompt("Echo."))
+            run.close()
+            assertEquals(emptyList<Event>(), run.events.toList())
+        }
+        withTimeoutOrNull(10_000) { while (Handles.count > 0) delay(1) }
+        assertEquals(0, Handles.count, "the run's sink was released once it ended")
+    }
+
+    @Test
+    fun theResultIsKeptForLaterAwaitsAfterClose() = runBlocking {
+        agent().use { agent ->
+            val run = agent.start(RunInput.prompt("Echo."))
+            val first = run.await()
+            run.close()
+            assertTrue(first === run.await(), "the same result, without the closed handle")
+        }
+    }
+}
