@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin demo-kotlin kotlin-jar bench-kotlin bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check clean
+.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check clean
 
 all: lib
 
@@ -106,28 +106,40 @@ test-swift: lib
 	out=$$($(SWIFT) run --package-path /ferrule/examples/swift/lookup) && echo "$$out" && \
 		echo "$$out" | grep -q "answer: C-100 is on the Gold plan."
 
-# The Kotlin/JVM binding (Maven with the Kotlin plugin on JDK 17; JNA finds the
-# library through jna.library.path, set to target/release by the pom).
-test-kotlin: lib
-	cd bindings/kotlin && mvn -q -B -Dstyle.color=never test
+# The Kotlin/JVM binding (Maven with the Kotlin plugin on JDK 17): its JUnit
+# tests (JNA finds the library through jna.library.path, set to target/release by
+# the pom), then the JAR with the library bundled goes into the local Maven
+# repository; the example runs on that JAR alone (jna.library.path pointing
+# nowhere), and the README's quick start compiles beside it against the public API.
+KOTLIN_MVN = mvn -q -B -Dstyle.color=never
+KOTLIN_README = examples/kotlin/target/readme/QuickStart.kt
+test-kotlin: kotlin-native
+	cd bindings/kotlin && $(KOTLIN_MVN) install
+	@mkdir -p $(dir $(KOTLIN_README))
+	{ echo 'package readme'; awk '/^## Kotlin quick start/ { found = 1 } found && /^```kotlin/ { code = 1; next } \
+		code && /^```/ { exit } code' README.md; } > $(KOTLIN_README)
+	out=$$(cd examples/kotlin && $(KOTLIN_MVN) compile exec:java -Dferrule.library.path=$(CURDIR)/$(BUILD)/no-library) && \
+		echo "$$out" && echo "$$out" | grep -q "answer: C-100 is on the Gold plan."
 
-# The Kotlin example; the binding goes into the local Maven repository first.
-demo-kotlin: lib
-	cd bindings/kotlin && mvn -q -B -Dstyle.color=never install -DskipTests
-	cd examples/kotlin && mvn -q -B -Dstyle.color=never compile exec:java
+# The lookup example (a real model when its key is set).
+demo-kotlin: kotlin-jar
+	cd examples/kotlin && $(KOTLIN_MVN) compile exec:java
 
 # W1 and W2 with the tool in Kotlin (docs/performance.md).
-bench-kotlin: lib
-	cd bindings/kotlin && mvn -q -B -Dstyle.color=never install -DskipTests
-	cd bench/kotlin && mvn -q -B -Dstyle.color=never compile exec:java
+bench-kotlin: kotlin-jar
+	cd bench/kotlin && $(KOTLIN_MVN) compile exec:java
 
 # The Kotlin JAR with libferrule (stripped) bundled for this platform, where JNA
-# finds it without jna.library.path: bindings/kotlin/target/ferrule-0.1.0.jar.
+# finds it on the class path without jna.library.path:
+# bindings/kotlin/target/ferrule-0.1.0.jar, also installed into the local Maven
+# repository.
+kotlin-jar: kotlin-native
+	cd bindings/kotlin && $(KOTLIN_MVN) install -DskipTests
+
 JNA_PLATFORM = linux-$(subst _,-,$(shell uname -m))
-kotlin-jar: lib
+kotlin-native: lib
 	mkdir -p bindings/kotlin/target/native/$(JNA_PLATFORM)
 	strip -o bindings/kotlin/target/native/$(JNA_PLATFORM)/libferrule.so $(LIBDIR)/libferrule.so
-	cd bindings/kotlin && mvn -q -B -Dstyle.color=never package -DskipTests
 
 # The lookup example as a Swift executable (a real model when its key is set).
 demo-swift: lib

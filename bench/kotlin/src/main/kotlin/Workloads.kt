@@ -27,10 +27,15 @@ fun main() = runBlocking {
                 repeat(2) { agent.run(RunInput.prompt("go")) } // warm up the JIT
                 val seconds = (1..runs).map {
                     val start = System.nanoTime()
-                    agent.start(RunInput.prompt("go")).use { run ->
-                        if (events) run.events.collect()
-                        check(run.await().status == Status.COMPLETED)
+                    val result = if (events) {
+                        agent.start(RunInput.prompt("go")).use { run ->
+                            run.events.collect()
+                            run.await()
+                        }
+                    } else {
+                        agent.run(RunInput.prompt("go"))
                     }
+                    check(result.status == Status.COMPLETED)
                     (System.nanoTime() - start) / 1e9
                 }.sorted()
                 val rounds = workload["rounds"]!!.jsonPrimitive.int

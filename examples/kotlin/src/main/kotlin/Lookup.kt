@@ -43,6 +43,8 @@ fun main() = runBlocking {
     val config = AgentConfig(model(), system = "You are a helpful account assistant. Use the tools to answer.",
         builtinTools = BuiltinTools(disable = true))
     println("ferrule ${Library.version}, model: ${config.model.provider} ${config.model.name ?: ""}")
+    // Two runtime workers are plenty for one run at a time (before the first run only).
+    Library.configureRuntime("""{"worker_threads": 2}""")
     Agent(config, listOf(lookupCustomer)).use { agent ->
         agent.start(RunInput.prompt("Which plan does C-100 use?")).use { run ->
             run.events.collect { event ->
