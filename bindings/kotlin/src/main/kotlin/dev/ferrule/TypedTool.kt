@@ -6,27 +6,32 @@ import kotlinx.serialization.serializer
 
 /**
  * A tool whose arguments are decoded into the `@Serializable` class [Args], its
- * strict input schema derived from the class (see [schemaOf]). What [body]
- * returns is the result: a [String] is a text result, a [ToolResult] is used as
- * it is, anything else is sent as its JSON text. Arguments that do not fit, and
- * exceptions, become error results the model sees.
+ * input schema derived from the class: every property required unless it has a
+ * default, described by its [Description], and no other properties allowed
+ * unless [allowExtraProperties] (then they are ignored). What [body] returns is
+ * the result: a [String] is a text result, a [ToolResult] is used as it is,
+ * anything else is sent as its JSON text. Arguments that do not fit, and
+ * exceptions, become error results the model sees. A class whose schema cannot
+ * be derived (polymorphic, contextual) throws `INVALID_SCHEMA` here.
  */
 inline fun <reified Args, reified Res> tool(
     name: String,
     description: String,
     options: ToolOptions = ToolOptions(),
+    allowExtraProperties: Boolean = false,
     noinline body: suspend (call: ToolCall, args: Args) -> Res,
-): Tool = typedTool(name, description, options, serializer<Args>(), serializer<Res>(), body)
+): Tool = typedTool(name, description, options, allowExtraProperties, serializer<Args>(), serializer<Res>(), body)
 
 @PublishedApi
 internal fun <Args, Res> typedTool(
     name: String,
     description: String,
     options: ToolOptions,
+    allowExtraProperties: Boolean,
     arguments: KSerializer<Args>,
     result: KSerializer<Res>,
     body: suspend (ToolCall, Args) -> Res,
-): Tool = Tool(name, description, schemaOf(arguments.descriptor).toString(), options) { call ->
+): Tool = Tool(name, description, schemaOf(arguments.descriptor, allowExtraProperties).toString(), options) { call ->
     val args = try {
         FerruleJson.decodeFromString(arguments, call.arguments)
     } catch (error: IllegalArgumentException) {
