@@ -50,7 +50,7 @@ fun main() = runBlocking {
             run.events.collect { event ->
                 when (event) {
                     is Event.ToolExecutionStart -> println("tool ${event.call.name}(${event.call.arguments})")
-                    is Event.ToolExecutionEnd -> println("  -> ${event.result["content"]} (error: ${event.isError})")
+                    is Event.ToolExecutionEnd -> println("  -> ${event.toolResult.text} (error: ${event.isError})")
                     is Event.RunEnd -> println("run ended: ${event.status}")
                     else -> {}
                 }

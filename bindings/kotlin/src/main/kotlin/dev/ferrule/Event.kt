@@ -52,22 +52,28 @@ sealed class Event {
         override val type get() = "tool_execution_start"
     }
 
-    /** A provisional result; it never reaches the model. */
+    /** A provisional result ([partial] is its JSON); it never reaches the model. */
     @Serializable
     data class ToolExecutionUpdate(
         @SerialName("run_id") override val runId: String, @SerialName("call_id") val callId: String, val name: String,
         val partial: JsonObject,
     ) : Event() {
         override val type get() = "tool_execution_update"
+
+        /** [partial] decoded. */
+        val partialResult: ToolResult get() = ToolResult.decode(partial)
     }
 
-    /** A call's final result, as the transcript records it. */
+    /** A call's final result ([result] is its JSON), as the transcript records it. */
     @Serializable
     data class ToolExecutionEnd(
         @SerialName("run_id") override val runId: String, @SerialName("call_id") val callId: String, val name: String,
         val result: JsonObject, @SerialName("is_error") val isError: Boolean = false,
     ) : Event() {
         override val type get() = "tool_execution_end"
+
+        /** [result] decoded. */
+        val toolResult: ToolResult get() = ToolResult.decode(result)
     }
 
     /** A failed model request is tried again after [delayMs]. */

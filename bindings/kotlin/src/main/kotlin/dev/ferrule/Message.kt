@@ -34,7 +34,7 @@ data class Message(
     val origin: String? = null,
 ) {
     /** The text parts, joined. */
-    val text: String get() = content.filter { it.type == "text" }.joinToString("") { it.text ?: "" }
+    val text: String get() = content.joinedText
 
     companion object {
         fun user(text: String) = Message("user", listOf(Part.text(text)))
@@ -64,6 +64,9 @@ data class Part(
             Part("image", mediaType = mediaType, data = java.util.Base64.getEncoder().encodeToString(bytes))
     }
 }
+
+/** The text parts, joined. */
+internal val List<Part>.joinedText: String get() = filter { it.type == "text" }.joinToString("") { it.text ?: "" }
 
 /** A call the model asked for; `arguments` is the text it wrote. */
 @Serializable

@@ -3,6 +3,7 @@ package dev.ferrule
 import kotlinx.serialization.SerialName
 import kotlinx.serialization.Serializable
 import kotlinx.serialization.json.JsonElement
+import kotlinx.serialization.json.JsonObject
 
 /** A tool's result with more than text: content for the model, and what never reaches it (README "Tool results"). */
 @Serializable
@@ -18,10 +19,16 @@ data class ToolResult(
     val summary: String? = null,
     @SerialName("added_tools") val addedTools: List<String> = emptyList(),
 ) {
+    /** The text parts, joined. */
+    val text: String get() = content.joinedText
+
     /** The result JSON ferrule takes. */
     internal val json: String get() = FerruleJson.encodeToString(serializer(), this)
 
     companion object {
         fun text(text: String, isError: Boolean = false) = ToolResult(listOf(Part.text(text)), isError = isError)
+
+        /** A result as ferrule's events give it. */
+        internal fun decode(json: JsonObject): ToolResult = FerruleJson.decodeFromJsonElement(serializer(), json)
     }
 }
