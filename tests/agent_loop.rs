@@ -366,6 +366,39 @@ fn cancelling_mid_batch_reaches_running_tools_and_ends_the_run_once() {
 }
 
 #[test]
+fn a_completion_the_cancellation_caused_is_discarded() {
+    // The tool cancels its own run and answers at once because of it: the answer
+    // comes within the wait in which the run sees the cancellation, and must be
+    // discarded as any answer after a cancellation is.
+    let slot: Arc<std::sync::Mutex<Option<ferrule::agent::Run>>> = Default::default();
+    let seen = slot.clone();
+    let stopping = tool("stop", json!({}), move |call: Invocation| {
+        let seen = seen.clone();
+        async move {
+            let run = loop {
+                if let Some(run) = seen.lock().unwrap().take() {
+                    break run;
+                }
+                tokio::task::yield_now().await;
+            };
+            run.cancel();
+            call.cancellation().cancelled().await;
+            ToolOutcome::Completed(ToolResult::text("completed because cancelled"))
+        }
+    });
+    let agent = agent(script_calls(vec![call("a", "stop", json!({}))]), json!({}), vec![stopping]);
+    for _ in 0..50 {
+        let (run_handle, events) = start(&agent, "go");
+        *slot.lock().unwrap() = Some(run_handle.clone());
+        let result = run_handle.wait_blocking().unwrap();
+        assert_eq!(result.status, RunStatus::Cancelled);
+        let results = tool_results(&result);
+        assert_eq!(text(&results[0]), "The call to \"stop\" was cancelled because the run was cancelled.");
+        assert_event_invariants(&events.lock().unwrap());
+    }
+}
+
+#[test]
 fn cancelling_during_the_model_request_ends_the_run_cancelled() {
     let agent = agent(json!([{"text": "slow answer", "delay_ms": 10_000}]), json!({}), vec![]);
     let (run_handle, events) = start(&agent, "go");

@@ -134,6 +134,11 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], leng
             biased;
             _ = context.cancel.cancelled() => break true,
             Some((index, (result, failed, stop))) = eager_next(&mut running) => {
+                // The eager wait outlasts the check above: a result that came
+                // after a cancellation (perhaps because of it) is discarded.
+                if context.cancel.is_cancelled() {
+                    break true;
+                }
                 match stop {
                     // The result a hook was judging does not enter the
                     // transcript: the call ends as the others still running do.
