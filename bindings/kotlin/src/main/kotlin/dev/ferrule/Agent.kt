@@ -9,15 +9,16 @@ import kotlin.coroutines.CoroutineContext
  * A built agent: configuration (the configuration JSON of the C ABI), tools and
  * hooks, immutable. Start any number of runs, from any thread or coroutine; runs
  * keep what they need, so [close] may come while runs go on. Tool and hook
- * bodies run in coroutines on [context] (Dispatchers.Default unless given; not
- * Unconfined, and without a Job: runs cancel their calls). The library's ABI
- * version is checked when the first agent is made.
+ * bodies run in coroutines on [context]: Dispatchers.IO unless given, so a
+ * body that blocks its thread slows only its own run, as ferrule's C hosts
+ * may block; not Unconfined, and without a Job (runs cancel their calls). The
+ * library's ABI version is checked when the first agent is made.
  */
 class Agent(
     configJson: String,
     tools: List<Tool> = emptyList(),
     hooks: List<Hook> = emptyList(),
-    context: CoroutineContext = Dispatchers.Default,
+    context: CoroutineContext = Dispatchers.IO,
 ) : Closeable {
     private val handle: OwnedHandle
     private val cleanable: java.lang.ref.Cleaner.Cleanable
@@ -27,7 +28,7 @@ class Agent(
         config: AgentConfig,
         tools: List<Tool> = emptyList(),
         hooks: List<Hook> = emptyList(),
-        context: CoroutineContext = Dispatchers.Default,
+        context: CoroutineContext = Dispatchers.IO,
     ) : this(FerruleJson.encodeToString(AgentConfig.serializer(), config), tools, hooks, context)
 
     init {

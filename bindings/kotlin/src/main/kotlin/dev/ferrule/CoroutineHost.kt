@@ -32,13 +32,20 @@ internal class CoroutineHost(context: CoroutineContext) {
     /**
      * Launches [work], which answers a request (a tool call, a hook), and has
      * [registerCanceller] (`ferrule_tool_call_on_cancel` or
-     * `ferrule_hook_on_cancel`) cancel it when ferrule stops waiting.
+     * `ferrule_hook_on_cancel`) cancel it when ferrule stops waiting. Should
+     * [work] itself throw (out of memory), [fallback] answers with a fixed text.
      */
     @OptIn(DelicateCoroutinesApi::class)
-    fun answer(registerCanceller: (CancelFn, Pointer, FreeFn) -> Pointer?, work: suspend () -> Unit) {
+    fun answer(registerCanceller: (CancelFn, Pointer, FreeFn) -> Pointer?, fallback: () -> Unit, work: suspend () -> Unit) {
         // ATOMIC: a coroutine cancelled before it starts still runs, so the
         // request is answered whatever happens.
-        val job = scope.launch(start = CoroutineStart.ATOMIC) { work() }
+        val job = scope.launch(start = CoroutineStart.ATOMIC) {
+            try {
+                work()
+            } catch (failure: Throwable) {
+                fallback()
+            }
+        }
         // An error means the request was answered already: nothing is left to cancel.
         Handles.handOver(job) { key -> registerCanceller(cancelJob, key, Handles.release) }
     }

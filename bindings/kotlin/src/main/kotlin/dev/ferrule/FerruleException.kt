@@ -39,6 +39,9 @@ class FerruleException(val code: ErrorCode, val detail: String) : Exception("${c
     }
 }
 
-/** What a tool's or hook's exception tells the model or the run: its message, or its class when it has none. */
+/**
+ * What a tool's or hook's exception tells the model or the run: its message, or
+ * its class when it has none (or reading it throws).
+ */
 internal fun Throwable.reason(thrower: String): String =
-    message?.takeIf { it.isNotBlank() } ?: "$thrower threw ${javaClass.name}"
+    runCatching { message }.getOrNull()?.takeIf { it.isNotBlank() } ?: "$thrower threw ${javaClass.name}"

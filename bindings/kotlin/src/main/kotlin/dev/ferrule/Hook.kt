@@ -24,12 +24,21 @@ class Hook(val stage: String, internal val decide: suspend (payloadJson: String)
 
     private fun consult(handle: Pointer, host: CoroutineHost) {
         val payload = Native.lib.ferrule_hook_payload(handle).text()
-        host.answer({ onCancel, key, free -> Native.lib.ferrule_hook_on_cancel(handle, onCancel, key, free) }) {
-            val decision = runCatching { decide(payload) }.getOrElse { error ->
-                JsonObject(mapOf("abort" to JsonPrimitive(error.reason("the hook")))).toString()
-            }
-            val bytes = decision.utf8()
-            FerruleException.take(Native.lib.ferrule_hook_respond(handle, bytes, bytes.length))
+        host.answer({ onCancel, key, free -> Native.lib.ferrule_hook_on_cancel(handle, onCancel, key, free) },
+            fallback = { respond(handle, abort("the hook failed")) }) {
+            respond(handle, runCatching { decide(payload) }.getOrElse { abort(it.reason("the hook")) })
         }
     }
+
+    /** Responds with [decision]; one with no UTF-8 form aborts the run instead. */
+    private fun respond(handle: Pointer, decision: String) {
+        val bytes = try {
+            decision.utf8()
+        } catch (invalid: FerruleException) {
+            abort("the hook's decision is not valid Unicode (${invalid.detail})").utf8()
+        }
+        FerruleException.take(Native.lib.ferrule_hook_respond(handle, bytes, bytes.length))
+    }
+
+    private fun abort(reason: String) = JsonObject(mapOf("abort" to JsonPrimitive(reason))).toString()
 }

@@ -1,11 +1,19 @@
 package dev.ferrule
 
 import kotlinx.serialization.ExperimentalSerializationApi
+import kotlinx.serialization.KSerializer
 import kotlinx.serialization.KeepGeneratedSerializer
 import kotlinx.serialization.SerialName
 import kotlinx.serialization.Serializable
+import kotlinx.serialization.SerializationException
+import kotlinx.serialization.descriptors.PrimitiveKind
+import kotlinx.serialization.descriptors.PrimitiveSerialDescriptor
+import kotlinx.serialization.encoding.Decoder
+import kotlinx.serialization.encoding.Encoder
+import kotlinx.serialization.json.JsonDecoder
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
+import kotlinx.serialization.json.JsonNull
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.JsonTransformingSerializer
@@ -72,19 +80,36 @@ internal val List<Part>.joinedText: String get() = filter { it.type == "text" }.
 @Serializable
 data class ToolCallRequest(val id: String, val name: String, val arguments: String)
 
-/** Token counts. */
+/** Token counts; ferrule's are unsigned 64-bit, so one above [Long.MAX_VALUE] reads as [Long.MAX_VALUE]. */
 @Serializable
 data class Usage(
-    @SerialName("input_tokens") val inputTokens: Long = 0,
-    @SerialName("output_tokens") val outputTokens: Long = 0,
-    @SerialName("cached_tokens") val cachedTokens: Long = 0,
+    @Serializable(with = SaturatingCount::class) @SerialName("input_tokens") val inputTokens: Long = 0,
+    @Serializable(with = SaturatingCount::class) @SerialName("output_tokens") val outputTokens: Long = 0,
+    @Serializable(with = SaturatingCount::class) @SerialName("cached_tokens") val cachedTokens: Long = 0,
 )
+
+/** An unsigned count read into a [Long], saturating. */
+internal object SaturatingCount : KSerializer<Long> {
+    override val descriptor = PrimitiveSerialDescriptor("dev.ferrule.Count", PrimitiveKind.LONG)
+
+    override fun serialize(encoder: Encoder, value: Long) = encoder.encodeLong(value)
+
+    override fun deserialize(decoder: Decoder): Long {
+        val text = (decoder as JsonDecoder).decodeJsonElement().jsonPrimitive.content
+        return text.toLongOrNull() ?: when (text.toBigIntegerOrNull()?.signum()) {
+            1 -> Long.MAX_VALUE
+            -1 -> 0
+            else -> throw SerializationException("a count is a whole number, not $text")
+        }
+    }
+}
 
 /** Message JSON: content given as a string reads as one text part; a system message's content is written as its text. */
 internal object MessageSerializer : JsonTransformingSerializer<Message>(Message.generatedSerializer()) {
     override fun transformDeserialize(element: JsonElement): JsonElement {
         val message = element.jsonObject
         val content = message["content"]
+        if (content is JsonNull) return JsonObject(message - "content")
         if (content !is JsonPrimitive) return element
         return JsonObject(message + ("content" to buildJsonArray {
             add(buildJsonObject { put("type", JsonPrimitive("text")); put("text", content) })

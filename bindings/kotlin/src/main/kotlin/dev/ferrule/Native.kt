@@ -48,7 +48,8 @@ internal interface FerruleLibrary : com.sun.jna.Library {
     fun ferrule_tool_call_id(call: Pointer?): FerruleStr.ByValue
     fun ferrule_tool_call_name(call: Pointer?): FerruleStr.ByValue
     fun ferrule_tool_call_arguments(call: Pointer?): FerruleStr.ByValue
-    fun ferrule_tool_call_is_cancelled(call: Pointer?): Boolean
+    /** C's `bool` is one byte, of which JNA's `Boolean` would read four. */
+    fun ferrule_tool_call_is_cancelled(call: Pointer?): Byte
     fun ferrule_tool_call_update(call: Pointer, json: ByteArray, len: NativeLong): Pointer?
     fun ferrule_tool_call_complete(call: Pointer, json: ByteArray, len: NativeLong): Pointer?
     fun ferrule_tool_call_fail(call: Pointer, message: ByteArray, len: NativeLong): Pointer?
@@ -126,7 +127,19 @@ internal object Native {
     }
 }
 
-/** `text` as the C ABI's `(ptr, len)` arguments. */
-internal fun String.utf8(): ByteArray = toByteArray(Charsets.UTF_8)
+/**
+ * The string as UTF-8 for the C ABI's `(ptr, len)` arguments. A lone surrogate
+ * has no UTF-8 form: `INVALID_UTF8`, where the JDK's encoder would write `?`.
+ */
+internal fun String.utf8(): ByteArray {
+    var index = indexOfFirst(Char::isSurrogate)
+    while (index in 0 until length) {
+        val paired = this[index].isHighSurrogate() && index + 1 < length && this[index + 1].isLowSurrogate()
+        if (!paired) throw FerruleException(ErrorCode.INVALID_UTF8, "a lone surrogate at index $index has no UTF-8 form")
+        index += 2
+        while (index < length && !this[index].isSurrogate()) index++
+    }
+    return toByteArray(Charsets.UTF_8)
+}
 
 internal val ByteArray.length: NativeLong get() = NativeLong(size.toLong())

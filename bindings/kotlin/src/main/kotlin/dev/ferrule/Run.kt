@@ -25,18 +25,22 @@ import java.util.concurrent.atomic.AtomicInteger
 class Run private constructor(pointer: Pointer, private val sink: EventSink) : Closeable {
     /** The run's id ("run-7"). */
     val id: String = Native.lib.ferrule_run_id(pointer).text()
-    private val handle = OwnedHandle(pointer) { Native.lib.ferrule_run_free(it) }
+    private val handle = OwnedHandle(pointer) { run ->
+        // Other handles (an await's) may outlive this one: a free must cancel by itself.
+        Native.lib.ferrule_run_cancel(run)
+        Native.lib.ferrule_run_free(run)
+    }
     private val cleanable = OwnedHandle.cleaner.register(this, handle)
     @Volatile private var result: RunResult? = null
 
     /**
-     * The run's events in order; the flow completes after [Event.RunEnd]. It
-     * may be collected once (a second collection throws
-     * [IllegalStateException]); events wait in memory until then, or until
-     * [close]; a run closed before its events were collected has none left.
-     * Cancelling the collecting coroutine cancels the run; a collector that
-     * stops early on its own (`first()`, `take(n)`) does not, and the events
-     * after it are let go.
+     * The run's events in order; the flow completes after [Event.RunEnd].
+     * Events wait in memory for a collector, so one that starts after the run,
+     * or after [await], misses nothing; one collector at a time (another
+     * meanwhile throws [IllegalStateException]), and a collector that stops
+     * early on its own (`first()`, `take(n)`) leaves the rest to the next one
+     * without cancelling the run. Cancelling the collecting coroutine cancels
+     * the run. [close] lets go of events while nobody collects them.
      */
     val events: Flow<Event> = flow {
         if (!sink.claim()) return@flow
@@ -46,7 +50,7 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
             if (!currentCoroutineContext().isActive) cancel()
             throw stop
         } finally {
-            sink.letGo()
+            sink.release()
         }
     }
 
@@ -54,32 +58,44 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
      * The run's result once it has ended and let go of the host's tools, for
      * every status (a failed run has its error inside); any number of times.
      * Cancelling the awaiting coroutine cancels the run and throws
-     * [CancellationException]. `INVALID_ARG` when the run was closed before it
-     * ended and before any await had its result.
+     * [CancellationException]. An await under way when another thread closes
+     * the run gets the cancelled run's result; one that starts after the close
+     * gets the result an earlier await had, or `INVALID_ARG`.
      */
     suspend fun await(): RunResult {
         result?.let { return it }
-        try {
-            sink.ended.await()
-        } catch (stop: CancellationException) {
-            cancel()
-            throw stop
-        }
-        // A handle of its own, so that a close meanwhile frees nothing in use.
+        // A handle of its own, so that a close meanwhile neither frees what is
+        // in use nor loses the result.
         val own = handle.use { Native.lib.ferrule_run_clone(it) }
             ?: return result ?: throw FerruleException(ErrorCode.INVALID_ARG, "the run is closed")
-        val json = withContext(Dispatchers.IO + NonCancellable) {
-            val text = PointerByReference()
-            val length = NativeLongByReference()
+        try {
             try {
-                FerruleException.check(Native.lib.ferrule_run_wait(own, text, length))
-                text.value.getByteArray(0, length.value.toLong().toInt()).toString(Charsets.UTF_8)
-            } finally {
-                Native.lib.ferrule_string_free(text.value)
-                Native.lib.ferrule_run_free(own)
+                sink.ended.await()
+            } catch (stop: CancellationException) {
+                Native.lib.ferrule_run_cancel(own)
+                throw stop
             }
+            val json = withContext(Dispatchers.IO + NonCancellable) { waitForResult(own) }
+            return try {
+                FerruleJson.decodeFromString(RunResult.serializer(), json)
+            } catch (unreadable: IllegalArgumentException) {
+                throw FerruleException(ErrorCode.INVALID_JSON, "the run result does not decode: ${unreadable.message}")
+            }.also { result = it }
+        } finally {
+            Native.lib.ferrule_run_free(own)
         }
-        return FerruleJson.decodeFromString(RunResult.serializer(), json).also { result = it }
+    }
+
+    /** `ferrule_run_wait` on [own]: the result JSON (the run has ended, so this does not block for long). */
+    private fun waitForResult(own: Pointer): String {
+        val text = PointerByReference()
+        val length = NativeLongByReference()
+        try {
+            FerruleException.check(Native.lib.ferrule_run_wait(own, text, length))
+            return text.value.getByteArray(0, length.value.toLong().toInt()).toString(Charsets.UTF_8)
+        } finally {
+            Native.lib.ferrule_string_free(text.value)
+        }
     }
 
     /** Cancels the run: its tools' coroutines are cancelled and it ends `cancelled`. Never blocks. */
@@ -96,7 +112,8 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
 
     /**
      * Frees the handle; a live run is cancelled (it still ends properly), and
-     * events not being collected are let go. Any number of times; a run
+     * events nobody is collecting are let go (a collector under way goes on to
+     * the end). Any number of times; a run
      * collected without it is freed then.
      */
     override fun close() {
@@ -120,30 +137,28 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
 
 /**
  * Where a run's events go; ferrule holds it (by key) until the run has ended.
- * Events wait for the one collector, without bound (a bound would let a tool's
+ * Events wait for a collector without bound (a bound would let a tool's
  * progress update, which waits for room, deadlock against a collector on the
- * same dispatcher), until they are let go: by the collector when it stops, or
- * by a close before anyone collected.
+ * same dispatcher), until the run is closed while nobody collects them.
  */
 internal class EventSink(keep: Boolean) {
     val channel = Channel<String>(Channel.UNLIMITED)
     val ended = CompletableDeferred<Unit>()
     private val stage = AtomicInteger(if (keep) WAITING else LET_GO)
 
-    /** Takes the events for the one collector: false when they were let go (nothing to collect). */
+    /** Takes the events for one collector: false when they were let go (nothing to collect). */
     fun claim(): Boolean = when (stage.compareAndExchange(WAITING, COLLECTING)) {
         WAITING -> true
         LET_GO -> false
-        else -> throw IllegalStateException("the events of a run are collected once")
+        else -> throw IllegalStateException("the events of a run are collected by one collector at a time")
     }
 
-    /** The collector stopped: the events after it are not kept. */
-    fun letGo() {
-        stage.set(COLLECTED)
-        channel.cancel()
+    /** The collector stopped: the events wait for the next one. */
+    fun release() {
+        stage.compareAndSet(COLLECTING, WAITING)
     }
 
-    /** Nobody collected the events and nobody will: they are not kept. */
+    /** The run was closed: events nobody collects now are not kept. */
     fun letGoUncollected() {
         if (stage.compareAndSet(WAITING, LET_GO)) channel.cancel()
     }
@@ -151,12 +166,11 @@ internal class EventSink(keep: Boolean) {
     companion object {
         private const val WAITING = 0
         private const val COLLECTING = 1
-        private const val COLLECTED = 2
-        private const val LET_GO = 3
+        private const val LET_GO = 2
 
         val deliver = Native.attached(EventFn { userData, json, length ->
             val sink = Handles.get<EventSink>(userData) ?: return@EventFn
-            if (sink.stage.get() > COLLECTING || json == null) return@EventFn
+            if (sink.stage.get() == LET_GO || json == null) return@EventFn
             sink.channel.trySend(json.getByteArray(0, length.toLong().toInt()).toString(Charsets.UTF_8))
         })
 

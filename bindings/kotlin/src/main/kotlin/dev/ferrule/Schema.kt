@@ -48,6 +48,7 @@ private class SchemaWriter(private val root: SerialDescriptor, private val allow
     private fun schema(descriptor: SerialDescriptor): JsonObject = when {
         descriptor.isNullable ->
             JsonObject(mapOf("anyOf" to JsonArray(listOf(schema(descriptor.nonNullOriginal), type("null")))))
+        descriptor.serialName in unsigned -> type("integer", "minimum" to JsonPrimitive(0))
         descriptor.isInline -> schema(descriptor.getElementDescriptor(0))
         else -> kindSchema(descriptor)
     }
@@ -94,6 +95,8 @@ private class SchemaWriter(private val root: SerialDescriptor, private val allow
         }
         return JsonObject(mapOf("\$ref" to JsonPrimitive(target)))
     }
+
+    private val unsigned = setOf("kotlin.UByte", "kotlin.UShort", "kotlin.UInt", "kotlin.ULong")
 
     private fun type(name: String, vararg keywords: Pair<String, JsonElement>) =
         JsonObject(mapOf("type" to JsonPrimitive(name)) + keywords)

@@ -40,7 +40,7 @@ class Tool(
 
     private fun execute(call: ToolCall, host: CoroutineHost) = host.answer({ onCancel, key, free ->
         Native.lib.ferrule_tool_call_on_cancel(call.handle, onCancel, key, free)
-    }) {
+    }, fallback = { call.fail("the tool failed") }) {
         runCatching { body(call) }.fold({ call.complete(it) }, { call.fail(it.reason("the tool")) })
     }
 }
@@ -53,8 +53,8 @@ class ToolCall internal constructor(internal val handle: Pointer) {
     /** The arguments as the model wrote them: a JSON object that satisfied the schema. */
     val arguments: String = Native.lib.ferrule_tool_call_arguments(handle).text()
 
-    /** Whether the call timed out or its run was cancelled. */
-    val isCancelled: Boolean get() = Native.lib.ferrule_tool_call_is_cancelled(handle)
+    /** Whether the call timed out or its run was cancelled (true as well once the call was answered). */
+    val isCancelled: Boolean get() = Native.lib.ferrule_tool_call_is_cancelled(handle) != 0.toByte()
 
     /** Sends a provisional result as a `tool_execution_update` event; it never reaches the model. */
     fun update(partial: ToolResult) = update(partial.json)
@@ -65,13 +65,22 @@ class ToolCall internal constructor(internal val handle: Pointer) {
         FerruleException.check(Native.lib.ferrule_tool_call_update(handle, bytes, bytes.length))
     }
 
+    /** Completes the call; a result with no UTF-8 form fails it instead. */
     internal fun complete(resultJson: String) {
-        val bytes = resultJson.utf8()
+        val bytes = try {
+            resultJson.utf8()
+        } catch (invalid: FerruleException) {
+            return fail("the tool's result is not valid Unicode: ${invalid.detail}")
+        }
         FerruleException.take(Native.lib.ferrule_tool_call_complete(handle, bytes, bytes.length))
     }
 
     internal fun fail(message: String) {
-        val bytes = message.utf8()
+        val bytes = try {
+            message.utf8()
+        } catch (invalid: FerruleException) {
+            "the tool failed with a message that is not valid Unicode (${invalid.detail})".utf8()
+        }
         FerruleException.take(Native.lib.ferrule_tool_call_fail(handle, bytes, bytes.length))
     }
 }

@@ -18,6 +18,8 @@ data class ToolResult(
     val title: String? = null,
     val summary: String? = null,
     @SerialName("added_tools") val addedTools: List<String> = emptyList(),
+    /** Tokens the tool spent on model calls of its own (a sub-agent), for the host. */
+    val usage: Usage? = null,
 ) {
     /** The text parts, joined. */
     val text: String get() = content.joinedText

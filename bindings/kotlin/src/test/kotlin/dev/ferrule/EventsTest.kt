@@ -1,8 +1,11 @@
 package dev.ferrule
 
+import kotlinx.coroutines.CompletableDeferred
+import kotlinx.coroutines.async
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.flow.map
+import kotlinx.coroutines.flow.take
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
@@ -42,24 +45,36 @@ class EventsTest {
     }
 
     @Test
-    fun theEventsAreCollectedOnce() = runBlocking {
+    fun oneCollectorAtATime() = runBlocking {
+        val gate = CompletableDeferred<Unit>()
+        val inside = CompletableDeferred<Unit>()
         agent().use { agent ->
             agent.start(RunInput.prompt("Echo.")).use { run ->
-                assertEquals(everyEvent, run.events.map { it.type }.toList())
-                val again = assertThrows<IllegalStateException> { run.events.toList() }
-                assertEquals("the events of a run are collected once", again.message)
+                val first = async {
+                    run.events.map {
+                        inside.complete(Unit)
+                        gate.await()
+                        it.type
+                    }.toList()
+                }
+                inside.await()
+                val second = assertThrows<IllegalStateException> { run.events.toList() }
+                assertEquals("the events of a run are collected by one collector at a time", second.message)
+                gate.complete(Unit)
+                assertEquals(everyEvent, first.await())
+                assertEquals(emptyList<Event>(), run.events.toList(), "after run_end nothing is left")
             }
         }
     }
 
     @Test
-    fun aCollectorThatStopsEarlyLetsTheRunEnd() = runBlocking {
+    fun aCollectorThatStopsEarlyLeavesTheRestToTheNext() = runBlocking {
         agent().use { agent ->
             agent.start(RunInput.prompt("Echo.")).use { run ->
                 assertEquals("run_start", run.events.first().type)
+                assertEquals(listOf("turn_start", "tool_call_delta"), run.events.take(2).map { it.type }.toList())
                 assertEquals(Status.COMPLETED, run.await().status, "stopping early is not cancelling")
-                val again = assertThrows<IllegalStateException> { run.events.toList() }
-                assertEquals("the events of a run are collected once", again.message)
+                assertEquals(everyEvent.drop(3), run.events.map { it.type }.toList())
             }
         }
     }
