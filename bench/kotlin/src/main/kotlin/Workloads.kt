@@ -1,12 +1,14 @@
 // Runs W1 (one no-op call per round, 2,000 rounds) and W2 (64 parallel
 // schema-validated calls per round, 200 rounds) with a Kotlin tool that answers
-// "ok" at once, plain and with every event collected, and prints the cost per
-// round and per call of one whole run (the best and the median of the runs).
+// "ok" at once, plain and with every event collected, on the default context
+// (Dispatchers.IO) and on Dispatchers.Default, and prints the cost per round and
+// per call of one whole run (the best and the median of the runs).
 import dev.ferrule.Agent
 import dev.ferrule.Library
 import dev.ferrule.RunInput
 import dev.ferrule.Status
 import dev.ferrule.Tool
+import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.flow.collect
 import kotlinx.coroutines.runBlocking
 import kotlinx.serialization.json.Json
@@ -19,30 +21,32 @@ fun main() = runBlocking {
     val workloads = Json.parseToJsonElement(File("../workloads.json").readText()).jsonObject
     val runs = System.getenv("FERRULE_BENCH_RUNS")?.toIntOrNull() ?: 7
     println("ferrule ${Library.version}, Kotlin tool, $runs runs per figure")
-    for (events in listOf(false, true)) {
-        for ((name, schema) in listOf("w1" to "open_schema", "w2" to "schema")) {
-            val workload = workloads[name]!!.jsonObject
-            val noop = Tool("noop", "Does nothing.", workloads[schema].toString()) { "\"ok\"" }
-            Agent(workload["config"].toString(), listOf(noop)).use { agent ->
-                repeat(2) { agent.run(RunInput.prompt("go")) } // warm up the JIT
-                val seconds = (1..runs).map {
-                    val start = System.nanoTime()
-                    val result = if (events) {
-                        agent.start(RunInput.prompt("go")).use { run ->
-                            run.events.collect()
-                            run.await()
+    for ((contextName, context) in listOf("Dispatchers.IO" to Dispatchers.IO, "Dispatchers.Default" to Dispatchers.Default)) {
+        for (events in listOf(false, true)) {
+            for ((name, schema) in listOf("w1" to "open_schema", "w2" to "schema")) {
+                val workload = workloads[name]!!.jsonObject
+                val noop = Tool("noop", "Does nothing.", workloads[schema].toString()) { "\"ok\"" }
+                Agent(workload["config"].toString(), listOf(noop), context = context).use { agent ->
+                    repeat(2) { agent.run(RunInput.prompt("go")) } // warm up the JIT
+                    val seconds = (1..runs).map {
+                        val start = System.nanoTime()
+                        val result = if (events) {
+                            agent.start(RunInput.prompt("go")).use { run ->
+                                run.events.collect()
+                                run.await()
+                            }
+                        } else {
+                            agent.run(RunInput.prompt("go"))
                         }
-                    } else {
-                        agent.run(RunInput.prompt("go"))
-                    }
-                    check(result.status == Status.COMPLETED)
-                    (System.nanoTime() - start) / 1e9
-                }.sorted()
-                val rounds = workload["rounds"]!!.jsonPrimitive.int
-                val calls = workload["calls"]!!.jsonPrimitive.int
-                fun figure(s: Double) = "%.1f µs/round, %.2f µs/call".format(s / rounds * 1e6, s / calls * 1e6)
-                println("${name.uppercase()}${if (events) " with events" else ""}: best ${figure(seconds.first())}; " +
-                    "median ${figure(seconds[seconds.size / 2])}")
+                        check(result.status == Status.COMPLETED)
+                        (System.nanoTime() - start) / 1e9
+                    }.sorted()
+                    val rounds = workload["rounds"]!!.jsonPrimitive.int
+                    val calls = workload["calls"]!!.jsonPrimitive.int
+                    fun figure(s: Double) = "%.1f µs/round, %.2f µs/call".format(s / rounds * 1e6, s / calls * 1e6)
+                    println("${name.uppercase()}${if (events) " with events" else ""} on $contextName: best ${figure(seconds.first())}; " +
+                        "median ${figure(seconds[seconds.size / 2])}")
+                }
             }
         }
     }
