@@ -28,6 +28,15 @@ func Version() string {
 	return goStr(C.ferrule_version())
 }
 
+// ConfigureRuntime sizes ferrule's threads before its first run, from JSON such
+// as {"worker_threads": 2, "max_callback_threads": 256} (README "Ownership and
+// threads"). ErrAlreadyInitialized once a run has started or after an earlier
+// call; ErrInvalidArg for an unknown field or a size out of range.
+func ConfigureRuntime(config []byte) error {
+	text, length := cArg(config)
+	return takeError(C.ferrule_runtime_configure(text, length))
+}
+
 // goStr copies a borrowed ferrule string.
 func goStr(s C.ferrule_str) string {
 	return C.GoStringN(s.ptr, C.int(s.len))

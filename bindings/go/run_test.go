@@ -181,6 +181,23 @@ func TestHandlesClosedEarlyAndTwice(t *testing.T) {
 	run.Cancel()
 }
 
+func TestTheRuntimeIsConfiguredBeforeTheFirstRunOnly(t *testing.T) {
+	agent, err := NewAgent(Config{Model: Model{Provider: "scripted", Script: json.RawMessage(`[{"text": "Hi."}]`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	if _, err := agent.Run(context.Background(), Prompt("Hi")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ConfigureRuntime([]byte(`{"worker_threads": 2}`)); !errors.Is(err, ErrAlreadyInitialized) {
+		t.Errorf("after a run: %v", err)
+	}
+	if err := ConfigureRuntime([]byte(`{"workers": 2}`)); !errors.Is(err, ErrInvalidArg) {
+		t.Errorf("an unknown field: %v", err)
+	}
+}
+
 func TestWaitWithoutEventsAndAReplayedTranscript(t *testing.T) {
 	agent, err := NewAgent(Config{Model: Model{Provider: "scripted",
 		Script: json.RawMessage(`[{"text": "Hello."}]`)}, System: "Be brief.", MaxRounds: 3})
