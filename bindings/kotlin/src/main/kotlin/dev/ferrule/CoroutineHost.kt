@@ -27,25 +27,35 @@ internal class CoroutineHost(context: CoroutineContext) {
         }
     }
 
-    private val scope = CoroutineScope(context + SupervisorJob())
+    /** Dispatchers.IO unless the context names a dispatcher of its own. */
+    private val scope = CoroutineScope(
+        (if (context[ContinuationInterceptor] == null) Dispatchers.IO + context else context) + SupervisorJob())
 
     /**
      * Launches [work], which answers a request (a tool call, a hook), and has
      * [registerCanceller] (`ferrule_tool_call_on_cancel` or
-     * `ferrule_hook_on_cancel`) cancel it when ferrule stops waiting. Should
-     * [work] itself throw (out of memory), [fallback] answers with a fixed text.
+     * `ferrule_hook_on_cancel`) cancel it when ferrule stops waiting. Whenever
+     * the coroutine cannot answer (its dispatcher refuses it, a context element
+     * fails, [work] itself throws), [fallback] answers with a fixed text; ferrule
+     * takes the first answer and refuses the rest, so a fallback after an
+     * answer does nothing.
      */
     @OptIn(DelicateCoroutinesApi::class)
     fun answer(registerCanceller: (CancelFn, Pointer, FreeFn) -> Pointer?, fallback: () -> Unit, work: suspend () -> Unit) {
         // ATOMIC: a coroutine cancelled before it starts still runs, so the
         // request is answered whatever happens.
-        val job = scope.launch(start = CoroutineStart.ATOMIC) {
-            try {
-                work()
-            } catch (failure: Throwable) {
-                fallback()
+        val job = try {
+            scope.launch(start = CoroutineStart.ATOMIC) {
+                try {
+                    work()
+                } catch (failure: Throwable) {
+                    fallback() // kept from the uncaught-exception handler, which ends Android apps
+                }
             }
+        } catch (refused: Throwable) {
+            return fallback()
         }
+        job.invokeOnCompletion { failure -> if (failure != null) fallback() }
         // An error means the request was answered already: nothing is left to cancel.
         Handles.handOver(job) { key -> registerCanceller(cancelJob, key, Handles.release) }
     }

@@ -15,6 +15,7 @@ import kotlinx.coroutines.isActive
 import kotlinx.coroutines.withContext
 import java.io.Closeable
 import java.util.concurrent.atomic.AtomicInteger
+import java.util.concurrent.atomic.AtomicReference
 
 /**
  * A run. [events] gives its events in order; [await] its result. Cancel it with
@@ -45,7 +46,16 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
     val events: Flow<Event> = flow {
         if (!sink.claim()) return@flow
         try {
-            for (json in sink.channel) emit(Event.decode(json))
+            while (true) {
+                val json = sink.next() ?: break
+                try {
+                    emit(Event.decode(json))
+                } catch (stop: CancellationException) {
+                    // Cancelled, not stopped early: the next collector gets this event too.
+                    if (!currentCoroutineContext().isActive) sink.putBack(json)
+                    throw stop
+                }
+            }
         } catch (stop: CancellationException) {
             if (!currentCoroutineContext().isActive) cancel()
             throw stop
@@ -142,9 +152,12 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
  * same dispatcher), until the run is closed while nobody collects them.
  */
 internal class EventSink(keep: Boolean) {
-    val channel = Channel<String>(Channel.UNLIMITED)
+    /** An event a cancelled collector had taken but not handed on; the next collector gets it first. */
+    private val returned = AtomicReference<String?>()
+    val channel = Channel<String>(Channel.UNLIMITED, onUndeliveredElement = ::putBack)
     val ended = CompletableDeferred<Unit>()
     private val stage = AtomicInteger(if (keep) WAITING else LET_GO)
+    @Volatile private var closed = false
 
     /** Takes the events for one collector: false when they were let go (nothing to collect). */
     fun claim(): Boolean = when (stage.compareAndExchange(WAITING, COLLECTING)) {
@@ -153,14 +166,31 @@ internal class EventSink(keep: Boolean) {
         else -> throw IllegalStateException("the events of a run are collected by one collector at a time")
     }
 
-    /** The collector stopped: the events wait for the next one. */
+    /** The next event, oldest first; null after the last. */
+    suspend fun next(): String? = returned.getAndSet(null) ?: channel.receiveCatching().getOrNull()
+
+    /** Gives back an event taken from the channel that its collector never handed on. */
+    fun putBack(json: String) {
+        if (stage.get() != LET_GO) returned.set(json)
+    }
+
+    /** The collector stopped: the events wait for the next one, unless the run was closed meanwhile. */
     fun release() {
         stage.compareAndSet(COLLECTING, WAITING)
+        if (closed) letGo()
     }
 
     /** The run was closed: events nobody collects now are not kept. */
     fun letGoUncollected() {
-        if (stage.compareAndSet(WAITING, LET_GO)) channel.cancel()
+        closed = true
+        letGo()
+    }
+
+    private fun letGo() {
+        if (stage.compareAndSet(WAITING, LET_GO)) {
+            returned.set(null)
+            channel.cancel()
+        }
     }
 
     companion object {

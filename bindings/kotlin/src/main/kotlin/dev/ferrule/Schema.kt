@@ -23,7 +23,7 @@ annotation class Description(val text: String)
  * The JSON Schema (Draft 2020-12) of a `@Serializable` class, from its serial
  * descriptor: every property named by its serial name, required unless it has a
  * default, described by its [Description]; a nullable property also takes null;
- * a value class is its value. Objects allow no other properties unless
+ * a value class is its value (an unsigned one bounded to its range). Objects allow no other properties unless
  * [allowExtraProperties]. A class that contains itself is defined once under
  * `$defs` and referred to (the root as `#`). Polymorphic and contextual types
  * have no schema here: use a raw [Tool].
@@ -48,9 +48,15 @@ private class SchemaWriter(private val root: SerialDescriptor, private val allow
     private fun schema(descriptor: SerialDescriptor): JsonObject = when {
         descriptor.isNullable ->
             JsonObject(mapOf("anyOf" to JsonArray(listOf(schema(descriptor.nonNullOriginal), type("null")))))
-        descriptor.serialName in unsigned -> type("integer", "minimum" to JsonPrimitive(0))
-        descriptor.isInline -> schema(descriptor.getElementDescriptor(0))
-        else -> kindSchema(descriptor)
+        else -> plainSchema(descriptor)
+    }
+
+    private fun plainSchema(descriptor: SerialDescriptor): JsonObject {
+        unsignedMaximum[descriptor.serialName]?.let { maximum ->
+            return type("integer", "minimum" to JsonPrimitive(0), "maximum" to JsonPrimitive(maximum))
+        }
+        if (descriptor.isInline) return described(schema(descriptor.getElementDescriptor(0)), descriptor.annotations)
+        return kindSchema(descriptor)
     }
 
     private fun kindSchema(descriptor: SerialDescriptor): JsonObject = when (val kind = descriptor.kind) {
@@ -58,8 +64,9 @@ private class SchemaWriter(private val root: SerialDescriptor, private val allow
         PrimitiveKind.BOOLEAN -> type("boolean")
         PrimitiveKind.BYTE, PrimitiveKind.SHORT, PrimitiveKind.INT, PrimitiveKind.LONG -> type("integer")
         PrimitiveKind.FLOAT, PrimitiveKind.DOUBLE -> type("number")
-        SerialKind.ENUM -> type("string",
-            "enum" to JsonArray((0 until descriptor.elementsCount).map { JsonPrimitive(descriptor.getElementName(it)) }))
+        SerialKind.ENUM -> described(type("string",
+            "enum" to JsonArray((0 until descriptor.elementsCount).map { JsonPrimitive(descriptor.getElementName(it)) })),
+            descriptor.annotations)
         StructureKind.LIST -> type("array", "items" to schema(descriptor.getElementDescriptor(0)))
         StructureKind.MAP -> type("object", "additionalProperties" to schema(descriptor.getElementDescriptor(1)))
         StructureKind.CLASS, StructureKind.OBJECT -> classSchema(descriptor)
@@ -89,14 +96,22 @@ private class SchemaWriter(private val root: SerialDescriptor, private val allow
     }
 
     private fun reference(descriptor: SerialDescriptor): JsonObject {
-        val target = if (descriptor == root) "#" else "#/\$defs/" + names.getOrPut(descriptor) {
-            val name = descriptor.serialName.substringAfterLast('.')
-            if (name in names.values) "$name${names.size + 1}" else name
-        }
+        val target = if (descriptor == root) "#" else "#/\$defs/" + names.getOrPut(descriptor) { definitionName(descriptor) }
         return JsonObject(mapOf("\$ref" to JsonPrimitive(target)))
     }
 
-    private val unsigned = setOf("kotlin.UByte", "kotlin.UShort", "kotlin.UInt", "kotlin.ULong")
+    /**
+     * A name for [descriptor] under `$defs`, unlike every other: its simple
+     * serial name in letters, digits and `_`, which need no escaping in a
+     * reference, numbered when taken.
+     */
+    private fun definitionName(descriptor: SerialDescriptor): String {
+        val base = descriptor.serialName.substringAfterLast('.').replace(Regex("[^A-Za-z0-9_]"), "_").ifEmpty { "_" }
+        return generateSequence(1) { it + 1 }.map { if (it == 1) base else "$base$it" }.first { it !in names.values }
+    }
+
+    private val unsignedMaximum = mapOf("kotlin.UByte" to "255", "kotlin.UShort" to "65535",
+        "kotlin.UInt" to "4294967295", "kotlin.ULong" to "18446744073709551615").mapValues { it.value.toBigInteger() }
 
     private fun type(name: String, vararg keywords: Pair<String, JsonElement>) =
         JsonObject(mapOf("type" to JsonPrimitive(name)) + keywords)
