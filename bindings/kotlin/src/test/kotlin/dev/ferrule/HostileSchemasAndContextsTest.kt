@@ -178,25 +178,6 @@ class RejectingDispatcher : CoroutineDispatcher() {
 class HostileSchemasAndContextsTest {
     private val prompt = RunInput.prompt("Go.")
 
-    private fun baseline(): Int = runBlocking {
-        var last = Handles.count
-        var stableSince = System.nanoTime()
-        withTimeoutOrNull(20_000) {
-            while (System.nanoTime() - stableSince < 300_000_000) {
-                System.gc()
-                delay(20)
-                val now = Handles.count
-                if (now != last) { last = now; stableSince = System.nanoTime() }
-            }
-        }
-        last
-    }
-
-    private suspend fun settle(baseline: Int, ms: Long = 10_000): Int {
-        withTimeoutOrNull(ms) { while (Handles.count > baseline) { System.gc(); delay(10) } }
-        return Handles.count
-    }
-
     /** A tool that sends [n] numbered updates, then answers. */
     private fun counting(n: Int) = Tool("count", "Counts.") { call ->
         repeat(n) { call.update("\"u$it\"") }
@@ -218,7 +199,7 @@ class HostileSchemasAndContextsTest {
     /** Sequential early-stopping collectors, racing each other, see every event once, in order. */
     @Test
     fun racingEarlyStoppersSeeEveryEventOnceInOrder() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         countingAgent(20).use { agent ->
             val reference = agent.start(prompt).use { run -> run.events.map { label(it) }.toList() }
             repeat(300) { iteration ->
@@ -248,13 +229,13 @@ class HostileSchemasAndContextsTest {
                 }
             }
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     /** A collector cancelled while another tries to start: the run is cancelled, the other gets the rest, nothing hangs. */
     @Test
     fun aCollectorCancelledAsAnotherStarts() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val slow = Tool("slow", "Slow.") { call ->
             repeat(20) { call.update("\"u$it\""); delay(1) }
             "\"done\""
@@ -294,13 +275,13 @@ class HostileSchemasAndContextsTest {
                 }
             }
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     /** Claim racing close: every collector ends, nothing is left behind. */
     @Test
     fun collectorsRacingClose() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         countingAgent(5).use { agent ->
             repeat(500) {
                 val run = agent.start(prompt)
@@ -312,13 +293,13 @@ class HostileSchemasAndContextsTest {
                 assertEquals(0, run.events.toList().size)
             }
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     /** README: close() lets go of events nobody collects; here a collector under way at the close then stops early. */
     @Test
     fun eventsLeftByACollectorThatWasUnderWayAtCloseAreLetGo() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         countingAgent(2_000).use { agent ->
             val run = agent.start(prompt)
             withTimeout(10_000) { run.await() }
@@ -335,13 +316,13 @@ class HostileSchemasAndContextsTest {
             val kept = sinkOf(run).channel.let { ch -> generateSequence { ch.tryReceive().getOrNull() }.count() }
             assertEquals(0, kept, "events kept in memory after close() with nobody collecting")
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     /** A collector on a plain thread while only the flow holds the Run; the GC runs all along. */
     @Test
     fun collectingThroughTheFlowAloneWhileTheGcRuns() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val started = AtomicInteger()
         val t = Tool("slowish", "Slow.") { delay(Random.nextLong(0, 3)); started.incrementAndGet(); "\"ok\"" }
         Agent(scripted(callTurn("c1", "slowish"), answerTurn("Done.")), listOf(t)).use { agent ->
@@ -363,7 +344,7 @@ class HostileSchemasAndContextsTest {
             stop.set(1); gc.join()
             assertTrue(failures.isEmpty(), "${failures.size} bad: ${failures.take(3)}")
         }
-        assertEquals(before, settle(before, 20_000))
+        assertEquals(before, keysAfterSettling(before, 20_000))
     }
 
     // ====================================================== 2. await
@@ -371,7 +352,7 @@ class HostileSchemasAndContextsTest {
     /** Awaits cancelled mid-way: every clone is freed (the agent's tool keys come back), the run is cancelled. */
     @Test
     fun awaitsCancelledMidWayFreeTheirClones() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         repeat(100) {
             val started = CompletableDeferred<Unit>()
             val cancelled = CompletableDeferred<Unit>()
@@ -385,13 +366,13 @@ class HostileSchemasAndContextsTest {
             if (started.isCompleted) withTimeout(10_000) { cancelled.await() }
             run.close(); agent.close()
         }
-        assertEquals(before, settle(before), "a run clone kept the agent's tools (a handle leaked)")
+        assertEquals(before, keysAfterSettling(before), "a run clone kept the agent's tools (a handle leaked)")
     }
 
     /** await vs close vs cancel vs the Cleaner. */
     @Test
     fun awaitCloseCancelAndCleanerRace() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val odd = Collections.synchronizedList(mutableListOf<String>())
         val t = Tool("tick", "Ticks.") { delay(Random.nextLong(0, 2)); "\"tock\"" }
         Agent(scripted(callTurn("c1", "tick"), answerTurn("Done.")), listOf(t)).use { agent ->
@@ -416,7 +397,7 @@ class HostileSchemasAndContextsTest {
             }
         }
         assertTrue(odd.isEmpty(), "${odd.size}: ${odd.take(5)}")
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     // ====================================================== 3. coroutine contexts
@@ -434,7 +415,7 @@ class HostileSchemasAndContextsTest {
 
     @Test
     fun aSingleThreadDispatcherClosedWhileRunsGoOn() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val executor = Executors.newSingleThreadExecutor()
         val dispatcher = executor.asCoroutineDispatcher()
         val first = runsEnd(dispatcher, runs = 1)
@@ -442,22 +423,22 @@ class HostileSchemasAndContextsTest {
         val after = runsEnd(dispatcher)
         assertEquals(listOf("COMPLETED/x from kotlin"), first)
         assertTrue(after.none { it == "hung" }, "$after")
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
     fun aDispatcherThatRejectsStillAnswersEveryCall() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val toolOnly = runsEnd(RejectingDispatcher(), runs = 1, hook = false)
         val withHook = runsEnd(RejectingDispatcher(), runs = 1)
         assertEquals(listOf(false, false), listOf(toolOnly, withHook).map { "hung" in it },
             "a call was never answered: tool only $toolOnly, with a hook $withHook")
-        assertEquals(before, settle(before, 3_000), "keys left: ${Handles.count - before}")
+        assertEquals(before, keysAfterSettling(before, 3_000), "keys left: ${Handles.count - before}")
     }
 
     @Test
     fun limitedParallelismOneWithBlockingBodies() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val sleeper = Tool("echo", "Sleeps.") { Thread.sleep(200); "\"slept\"" }
         val one = Dispatchers.Default.limitedParallelism(1)
         Agent(scripted(callTurn("c1", "echo", """{"text": "x"}"""), answerTurn("Done.")), listOf(sleeper),
@@ -465,12 +446,12 @@ class HostileSchemasAndContextsTest {
             val results = withTimeout(20_000) { (1..8).map { async { agent.run(prompt) } }.awaitAll() }
             assertTrue(results.all { it.status == Status.COMPLETED }, "${results.map { it.status }}")
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
     fun exceptionHandlerAndThreadContextElements() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val seen = AtomicReference<String?>()
         val handled = AtomicInteger()
         val tagged = Tool("echo", "Tagged.") { seen.set(tagValue.get()); "\"tagged\"" }
@@ -479,7 +460,7 @@ class HostileSchemasAndContextsTest {
         assertEquals(listOf("COMPLETED/tagged"), runsEnd(context, tagged, runs = 1))
         assertEquals("req-42", seen.get())
         assertEquals(0, handled.get())
-        assertEquals(before, settle(before, 3_000))
+        assertEquals(before, keysAfterSettling(before, 3_000))
     }
 
     /** README: bodies run on Dispatchers.IO unless the context says otherwise; a CoroutineName alone names no dispatcher. */

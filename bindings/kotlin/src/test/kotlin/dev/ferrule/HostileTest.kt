@@ -66,33 +66,12 @@ class UnreadableException : RuntimeException() {
 class HostileTest {
     private val prompt = RunInput.prompt("Go.")
 
-    /** Handles.count once keys left over by earlier tests (still settling, or awaiting the Cleaner) stop changing. */
-    private fun baseline(): Int = runBlocking {
-        var last = Handles.count
-        var stableSince = System.nanoTime()
-        withTimeoutOrNull(20_000) {
-            while (System.nanoTime() - stableSince < 300_000_000) {
-                System.gc() // agents and runs dropped without close are freed by the Cleaner
-                delay(20)
-                val now = Handles.count
-                if (now != last) { last = now; stableSince = System.nanoTime() }
-            }
-        }
-        last
-    }
-
     /** What C holds keys of now, by class (for diagnosing leaks). */
     private fun liveKinds(): Map<String?, Int> {
         val field = Handles::class.java.getDeclaredField("live").apply { isAccessible = true }
         @Suppress("UNCHECKED_CAST")
         val live = field.get(Handles) as Map<Long, Any>
         return live.values.groupingBy { it::class.simpleName }.eachCount()
-    }
-
-    /** Waits (up to [ms]) for Handles.count to come back to [baseline]; returns the count then. */
-    private suspend fun settle(baseline: Int, ms: Long = 10_000): Int {
-        withTimeoutOrNull(ms) { while (Handles.count > baseline) delay(5) }
-        return Handles.count
     }
 
     // ------------------------------------------------------------------ schemas
@@ -125,7 +104,7 @@ class HostileTest {
 
     @Test
     fun anExceptionWhoseMessageThrowsStillAnswersTheCall() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val nasty = Tool("nasty", "Throws.") { throw UnreadableException() }
         Agent(scripted(callTurn("c1", "nasty"), answerTurn("Done.")), listOf(nasty)).use { agent ->
             agent.start(prompt).use { run ->
@@ -136,23 +115,23 @@ class HostileTest {
                 assertEquals("the tool threw dev.ferrule.UnreadableException", toolMessage.text)
             }
         }
-        assertEquals(before, settle(before, 2_000), "keys leaked")
+        assertEquals(before, keysAfterSettling(before, 2_000), "keys leaked")
     }
 
     @Test
     fun aHookWhoseExceptionMessageThrowsStillResponds() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val hook = Hook("tool_call") { throw UnreadableException() }
         val config = scripted(callTurn("c1", "echo", """{"text": "x"}"""), answerTurn("Done.")).copy(hookTimeoutMs = 2_000)
         val result = Agent(config, listOf(echo), listOf(hook)).use { agent -> withTimeout(10_000) { agent.run(prompt) } }
         assertEquals(Status.FAILED, result.status)
         assertEquals(ErrorCode.HOOK_ABORTED, result.error?.code, "${result.error}")
-        assertEquals(before, settle(before, 2_000), "keys leaked")
+        assertEquals(before, keysAfterSettling(before, 2_000), "keys leaked")
     }
 
     @Test
     fun errorsAndOddExceptionsBecomeErrorResults() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         fun recurse(n: Int): Int = recurse(n + 1) + 1
         val tools = listOf(
             Tool("so", "Overflows.") { recurse(0).toString() },
@@ -177,7 +156,7 @@ class HostileTest {
         assertEquals("the tool threw java.lang.RuntimeException", byName["emptymsg"]!!.text)
         assertEquals("mine", byName["ownce"]!!.text)
         assertTrue(byName["surrogate"]!!.text.startsWith("the tool's result is not valid Unicode"), byName["surrogate"]!!.text)
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
@@ -193,7 +172,7 @@ class HostileTest {
 
     @Test
     fun aHugeResultRoundTrips() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val big = "x".repeat(20_000_000)
         val t = Tool("big", "Big.") { JsonPrimitive(big).toString() }
         Agent(scripted(callTurn("c1", "big"), answerTurn("Done.")), listOf(t)).use { agent ->
@@ -205,14 +184,14 @@ class HostileTest {
                 assertEquals(1, ends.size)
             }
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     // ---------------------------------------------------------- call lifetime
 
     @Test
     fun aToolCallUsedAfterItsBodyReturned() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val leaked = CompletableDeferred<ToolCall>()
         val t = Tool("leak", "Leaks its call.") { call -> leaked.complete(call); "\"done\"" }
         val result = Agent(scripted(callTurn("c1", "leak"), answerTurn("Done.")), listOf(t)).use { it.run(prompt) }
@@ -226,12 +205,12 @@ class HostileTest {
         Thread { fromThread.set(runCatching { repeat(1000) { runCatching { call.update("\"late\"") }; call.isCancelled } }.exceptionOrNull()) }
             .apply { start(); join() }
         assertEquals(null, fromThread.get())
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
     fun updatesFromAPlainThreadRaceTheCompletion() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val unexpected = Collections.synchronizedList(mutableListOf<Throwable>())
         val racer = Tool("race", "Races.") { call ->
             Thread {
@@ -263,12 +242,12 @@ class HostileTest {
         }
         delay(200)
         assertTrue(unexpected.isEmpty(), "$unexpected")
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
     fun timeoutsRaceCompletionUpdatesCancelAndClose() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val statuses = Collections.synchronizedList(mutableListOf<String>())
         val flaky = Tool("flaky", "Sometimes too slow.", options = ToolOptions(timeoutMs = 1)) { call ->
             val t = Thread { repeat(3) { runCatching { call.update("\"p\"") } } }
@@ -294,13 +273,13 @@ class HostileTest {
             }
         }
         assertTrue(statuses.all { it == "COMPLETED" || it == "CANCELLED" }, "${statuses.toSet()}")
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     /** Header: "A completion after the call timed out or the run was cancelled is accepted and discarded." */
     @Test
     fun aCompletionCausedByTheCancellationIsNotRecorded() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val recorded = Collections.synchronizedList(mutableListOf<String>())
         val t = Tool("slow", "Slow.") { call ->
             try {
@@ -323,14 +302,14 @@ class HostileTest {
             }
         }
         assertTrue(recorded.isEmpty(), "${recorded.size} cancelled runs recorded a completion made after the cancel")
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     // ------------------------------------------------------ await and events
 
     @Test
     fun anAwaitInProgressSurvivesAConcurrentClose() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val started = CompletableDeferred<Unit>()
         val cancelled = CompletableDeferred<Unit>()
         Agent(scripted(callTurn("c1", "wait"), answerTurn("Never.")), listOf(waitingTool(started, cancelled))).use { agent ->
@@ -343,12 +322,12 @@ class HostileTest {
             assertEquals(Status.CANCELLED, outcome.getOrNull()?.status,
                 "an await already waiting lost the result: ${outcome.exceptionOrNull()}")
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
     fun manyConcurrentAwaitsAndCollectors() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         Agent(scripted(callTurn("c1", "echo", """{"text": "hi"}"""), answerTurn("Done.")), listOf(echo)).use { agent ->
             val run = agent.start(prompt)
             val awaits = (1..500).map { async(Dispatchers.IO) { run.await() } }
@@ -366,12 +345,12 @@ class HostileTest {
             // await after close keeps the result an earlier await had.
             assertEquals(results[0], run.await())
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
     fun earlyStoppingCollectorsDoNotCancel() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         Agent(scripted(callTurn("c1", "echo", """{"text": "hi"}"""), answerTurn("Done.")), listOf(echo)).use { agent ->
             repeat(200) {
                 agent.start(prompt).use { run ->
@@ -386,12 +365,12 @@ class HostileTest {
                 }
             }
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
     fun aCollectorCancelledByWithTimeoutCancelsTheRun() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val started = CompletableDeferred<Unit>()
         val cancelled = CompletableDeferred<Unit>()
         Agent(scripted(callTurn("c1", "wait"), answerTurn("Never.")), listOf(waitingTool(started, cancelled))).use { agent ->
@@ -401,7 +380,7 @@ class HostileTest {
                 assertEquals(Status.CANCELLED, withTimeout(10_000) { run.await() }.status)
             }
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
@@ -460,7 +439,7 @@ class HostileTest {
 
     @Test
     fun blockingToolBodiesDoNotStarveAnotherAgent() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val sleeper = Tool("sleeper", "Sleeps.") { Thread.sleep(3_000); "\"slept\"" }
         val fastEcho = Tool("echo", "Echoes.", options = ToolOptions(timeoutMs = 1000)) { "\"fast\"" }
         var echoed: String? = null
@@ -477,7 +456,7 @@ class HostileTest {
             assertTrue(statuses.all { it == Status.CANCELLED }, "$statuses")
             sleepers.forEach { it.close() }
         }
-        val settled = settle(before, 20_000)
+        val settled = keysAfterSettling(before, 20_000)
         assertEquals(before, settled, "${liveKinds()}")
         assertEquals("fast", echoed, "another agent's tool timed out behind blocked bodies")
     }
@@ -486,7 +465,7 @@ class HostileTest {
 
     @Test
     fun hooksThatMisbehave() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         suspend fun runWith(hook: Hook, timeoutMs: Long? = null): RunResult {
             val config = scripted(callTurn("c1", "echo", """{"text": "x"}"""), answerTurn("Done.")).copy(hookTimeoutMs = timeoutMs)
             return Agent(config, listOf(echo), listOf(hook)).use { withTimeout(20_000) { it.run(prompt) } }
@@ -506,7 +485,7 @@ class HostileTest {
         assertEquals(ErrorCode.TIMEOUT, blocking.error?.code, "${blocking.error}")
         val ownCancel = runWith(Hook("tool_call") { throw kotlinx.coroutines.CancellationException("") })
         assertEquals(ErrorCode.HOOK_ABORTED, ownCancel.error?.code, "${ownCancel.error}")
-        assertEquals(before, settle(before, 5_000))
+        assertEquals(before, keysAfterSettling(before, 5_000))
     }
 
     // ---------------------------------------------------------- configuration
@@ -532,17 +511,17 @@ class HostileTest {
 
     @Test
     fun resumeWithGarbage() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         Agent(scripted(answerTurn("x"))).use { agent ->
             val notJson = assertThrows<FerruleException> { agent.start(RunInput.resume("this is not json", emptyMap())) }
             assertEquals(ErrorCode.INVALID_ARG, notJson.code)
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
     fun resumeWithDecisionsForUnknownIds() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         fun agent() = Agent(scripted(callTurn("c1", "delete", """{"text": "a"}"""), answerTurn("Done.")),
             listOf(Tool("delete", "Deletes.", options = ToolOptions(needsApproval = true)) { "\"deleted\"" }))
         val first = agent().use { it.run(prompt) }
@@ -554,12 +533,12 @@ class HostileTest {
             }
             assertEquals(ErrorCode.INVALID_ARG, (extra.exceptionOrNull() as? FerruleException)?.code, "$extra")
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
     fun refusedRegistrationsReleaseTheirKeys() {
-        val before = baseline()
+        val before = settledKeys()
         assertEquals(ErrorCode.DUPLICATE_TOOL, assertThrows<FerruleException> { Agent(scripted(), listOf(echo, echo)) }.code)
         assertEquals(ErrorCode.INVALID_ARG,
             assertThrows<FerruleException> { Agent(scripted(), listOf(echo), listOf(Hook("bogus") { "{}" })) }.code)
@@ -570,7 +549,7 @@ class HostileTest {
 
     @Test
     fun anInvalidUpdateFailsTheCall() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val thrown = AtomicReference<Throwable?>()
         val t = Tool("bad_update", "Bad update.") { call ->
             thrown.set(runCatching { call.update("{nope") }.exceptionOrNull())
@@ -580,7 +559,7 @@ class HostileTest {
         val m = result.messages.first { it.role == "tool" }
         assertTrue(m.isError)
         assertEquals(ErrorCode.INVALID_JSON, (thrown.get() as? FerruleException)?.code)
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
@@ -596,7 +575,7 @@ class HostileTest {
 
     @Test
     fun agentClosedWhileAnotherThreadStartsRuns() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         repeat(200) {
             val agent = Agent(scripted(callTurn("c1", "echo", """{"text": "x"}"""), answerTurn("Done.")), listOf(echo))
             val runs = Collections.synchronizedList(mutableListOf<Run>())
@@ -615,12 +594,12 @@ class HostileTest {
             val statuses = withTimeout(20_000) { runs.map { r -> r.use { it.await().status } } }
             assertTrue(statuses.all { it == Status.COMPLETED }, "$statuses")
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
     fun doubleClosesCleanerAndCancelsRace() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         val t = Tool("tick", "Ticks.") { call ->
             Thread { repeat(3) { runCatching { call.update("\"t\"") } } }.start()
             delay((0L..1L).random()); "\"tock\""
@@ -640,12 +619,12 @@ class HostileTest {
             withTimeout(10_000) { jobs.forEach { it.join() } }
             assertEquals(ErrorCode.INVALID_ARG, assertThrows<FerruleException> { agent.start(prompt) }.code)
         }
-        assertEquals(before, settle(before))
+        assertEquals(before, keysAfterSettling(before))
     }
 
     @Test
     fun agentAndRunsDroppedWhileInUse() = runBlocking {
-        val before = baseline()
+        val before = settledKeys()
         fun startOnAnUnreferencedAgent(): List<kotlinx.coroutines.Deferred<Status>> {
             val agent = Agent(scripted(callTurn("c1", "echo", """{"text": "x"}"""), answerTurn("Done.")), listOf(echo))
             return (1..50).map { i ->
