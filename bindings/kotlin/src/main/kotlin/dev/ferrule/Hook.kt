@@ -32,11 +32,7 @@ class Hook(val stage: String, internal val decide: suspend (payloadJson: String)
 
     /** Responds with [decision]; one with no UTF-8 form aborts the run instead. */
     private fun respond(handle: Pointer, decision: String) {
-        val bytes = try {
-            decision.utf8()
-        } catch (invalid: FerruleException) {
-            abort("the hook's decision is not valid Unicode (${invalid.detail})").utf8()
-        }
+        val bytes = decision.utf8Or { abort("the hook's decision is not valid Unicode (${it.detail})") }
         FerruleException.take(Native.lib.ferrule_hook_respond(handle, bytes, bytes.length))
     }
 

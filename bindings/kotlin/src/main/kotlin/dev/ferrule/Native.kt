@@ -142,4 +142,11 @@ internal fun String.utf8(): ByteArray {
     return toByteArray(Charsets.UTF_8)
 }
 
+/** The string as UTF-8, or [instead]'s text when it has none (a lone surrogate). */
+internal inline fun String.utf8Or(instead: (invalid: FerruleException) -> String): ByteArray = try {
+    utf8()
+} catch (invalid: FerruleException) {
+    instead(invalid).utf8()
+}
+
 internal val ByteArray.length: NativeLong get() = NativeLong(size.toLong())

@@ -123,8 +123,7 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
     /**
      * Frees the handle; a live run is cancelled (it still ends properly), and
      * events nobody is collecting are let go (a collector under way goes on to
-     * the end). Any number of times; a run
-     * collected without it is freed then.
+     * the end). Any number of times; a run collected without it is freed then.
      */
     override fun close() {
         sink.letGoUncollected()

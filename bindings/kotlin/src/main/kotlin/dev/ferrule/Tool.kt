@@ -76,11 +76,7 @@ class ToolCall internal constructor(internal val handle: Pointer) {
     }
 
     internal fun fail(message: String) {
-        val bytes = try {
-            message.utf8()
-        } catch (invalid: FerruleException) {
-            "the tool failed with a message that is not valid Unicode (${invalid.detail})".utf8()
-        }
+        val bytes = message.utf8Or { "the tool failed with a message that is not valid Unicode (${it.detail})" }
         FerruleException.take(Native.lib.ferrule_tool_call_fail(handle, bytes, bytes.length))
     }
 }

@@ -356,7 +356,7 @@ class HostileSchemasAndContextsTest {
         repeat(100) {
             val started = CompletableDeferred<Unit>()
             val cancelled = CompletableDeferred<Unit>()
-            val agent = Agent(scripted(callTurn("c1", "wait"), answerTurn("Never.")), listOf(waitingTool(started, cancelled)))
+            val agent = waitingAgent(started, cancelled)
             val run = agent.start(prompt)
             val awaits = (1..20).map { i ->
                 async(Dispatchers.Default) { withTimeoutOrNull(Random.nextLong(1, 30) + i % 3) { run.await() } }
@@ -717,7 +717,7 @@ class HostileSchemasAndContextsTest {
     fun injectAndInputsWithLoneSurrogates() = runBlocking {
         val started = CompletableDeferred<Unit>()
         val cancelled = CompletableDeferred<Unit>()
-        Agent(scripted(callTurn("c1", "wait"), answerTurn("Never.")), listOf(waitingTool(started, cancelled))).use { agent ->
+        waitingAgent(started, cancelled).use { agent ->
             assertEquals(ErrorCode.INVALID_UTF8, assertThrows<FerruleException> { agent.start(RunInput.prompt("a\uDC00")) }.code)
             agent.start(prompt).use { run ->
                 started.await()

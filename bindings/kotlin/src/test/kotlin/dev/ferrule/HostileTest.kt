@@ -312,7 +312,7 @@ class HostileTest {
         val before = settledKeys()
         val started = CompletableDeferred<Unit>()
         val cancelled = CompletableDeferred<Unit>()
-        Agent(scripted(callTurn("c1", "wait"), answerTurn("Never.")), listOf(waitingTool(started, cancelled))).use { agent ->
+        waitingAgent(started, cancelled).use { agent ->
             val run = agent.start(prompt)
             val awaiting = async(Dispatchers.Default) { runCatching { run.await() } }
             started.await()
@@ -373,7 +373,7 @@ class HostileTest {
         val before = settledKeys()
         val started = CompletableDeferred<Unit>()
         val cancelled = CompletableDeferred<Unit>()
-        Agent(scripted(callTurn("c1", "wait"), answerTurn("Never.")), listOf(waitingTool(started, cancelled))).use { agent ->
+        waitingAgent(started, cancelled).use { agent ->
             agent.start(prompt).use { run ->
                 withTimeoutOrNull(300) { run.events.toList() }
                 withTimeout(10_000) { cancelled.await() }

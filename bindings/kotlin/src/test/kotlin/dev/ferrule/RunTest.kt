@@ -46,6 +46,10 @@ fun waitingTool(started: CompletableDeferred<Unit>, cancelled: CompletableDeferr
     }
 }
 
+/** An agent whose model calls [waitingTool] once. */
+fun waitingAgent(started: CompletableDeferred<Unit>, cancelled: CompletableDeferred<Unit>) =
+    Agent(scripted(callTurn("c1", "wait"), answerTurn("Never.")), listOf(waitingTool(started, cancelled)))
+
 class RunTest {
     @Test
     fun theLibrarySpeaksThisPackagesAbi() {
@@ -75,8 +79,7 @@ class RunTest {
     fun cancellingTheAwaitingCoroutineCancelsTheRunAndReachesTheTool() = runBlocking {
         val started = CompletableDeferred<Unit>()
         val cancelled = CompletableDeferred<Unit>()
-        val waiting = waitingTool(started, cancelled)
-        Agent(scripted(callTurn("c1", "wait"), answerTurn("Never.")), listOf(waiting)).use { agent ->
+        waitingAgent(started, cancelled).use { agent ->
             val job = launch { agent.run(RunInput.prompt("Wait.")) }
             started.await()
             job.cancel()
@@ -88,8 +91,7 @@ class RunTest {
     fun aLiveRunCollectedWithoutCloseIsCancelled() = runBlocking {
         val started = CompletableDeferred<Unit>()
         val cancelled = CompletableDeferred<Unit>()
-        val waiting = waitingTool(started, cancelled)
-        Agent(scripted(callTurn("c1", "wait"), answerTurn("Never.")), listOf(waiting)).use { agent ->
+        waitingAgent(started, cancelled).use { agent ->
             fun startAndDrop() {
                 agent.start(RunInput.prompt("Wait."))
             }
