@@ -11,8 +11,8 @@
 # The root is made once with debootstrap (about 25 s) plus `apt-get install
 # swiftlang libc6-dev` inside it (about 25 s), and reused while it exists:
 # FERRULE_SWIFT_ROOT (default /var/tmp/ferrule-swift/root). The checkout is
-# bind-mounted into it (at /ferrule) for the command, with /proc; both are
-# unmounted on every way out, and runs take turns. The Rust library must be built
+# bind-mounted into it (at /ferrule) for the command, unmounted on every way
+# out, and runs take turns. The Rust library must be built
 # on the host first (make lib). Needs root.
 set -euo pipefail
 
@@ -58,22 +58,22 @@ exec 9>"$ROOT.lock"
 flock 9
 inside=/ferrule
 mkdir -p "$ROOT$inside"
-# The command runs in a process group of its own, ended with the script (a
-# timeout or ^C must not leave a test process running in the root).
+# The command runs in a PID namespace of its own, with its own /proc: when the
+# script ends (a timeout or ^C included), unshare's child, the namespace's first
+# process, is killed, and the kernel ends every process left in the namespace
+# with it (SwiftPM starts test binaries in process groups of their own, which a
+# signal to one group would miss).
 child=
 cleanup() {
     if [ -n "$child" ]; then
-        kill -TERM -- "-$child" 2>/dev/null || true
-        sleep 0.2
-        kill -KILL -- "-$child" 2>/dev/null || true
+        kill -KILL "$child" 2>/dev/null || true
+        wait "$child" 2>/dev/null || true
     fi
     umount -l "$ROOT$inside" 2>/dev/null || true
-    umount -l "$ROOT/proc" 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
-mountpoint -q "$ROOT/proc" || mount -t proc proc "$ROOT/proc"
 mount --bind "$REPO" "$ROOT$inside"
 
 # The build directories live in the checkout (.build beside each package),
@@ -83,7 +83,7 @@ passed=()
 for name in OPENAI_API_KEY ANTHROPIC_API_KEY FERRULE_MODEL FERRULE_BENCH_RUNS; do
     [ -n "${!name:-}" ] && passed+=("$name=${!name}")
 done
-setsid chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin LANG=C.UTF-8 \
+unshare --pid --fork --kill-child --mount-proc="$ROOT/proc" chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin LANG=C.UTF-8 \
     FERRULE_LIB_DIR="$inside/target/release" "${passed[@]}" \
     /bin/sh -c "cd $inside/bindings/swift && exec \"\$@\"" swift "$@" &
 child=$!
