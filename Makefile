@@ -51,7 +51,17 @@ demo-approval: $(BUILD)/approval
 	cd $(BUILD) && ./approval resume state.json call_2=yes "call_3=no:Not the whole list."
 	cat $(BUILD)/outbox.txt
 
-test: setup test-rust test-header test-c test-go test-swift test-kotlin
+# Every suite, in order, each one's wall time printed after it and all of them
+# at the end.
+SUITES = test-rust test-header test-c test-go test-swift test-kotlin
+test: setup
+	@mkdir -p $(BUILD); : > $(BUILD)/suite-times.txt
+	@for suite in $(SUITES); do \
+		start=$$(date +%s); \
+		$(MAKE) --no-print-directory $$suite || { echo "$$suite failed after $$(( $$(date +%s) - start )) s"; exit 1; }; \
+		echo "$$suite: $$(( $$(date +%s) - start )) s" | tee -a $(BUILD)/suite-times.txt; \
+	done
+	@echo "suite times:"; cat $(BUILD)/suite-times.txt
 
 setup:
 	./scripts/setup.sh

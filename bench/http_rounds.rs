@@ -12,7 +12,7 @@
 //! concurrent runs of 5 rounds with a 10 ms server delay (wall time, peak RSS).
 //! Run with `make bench`; nothing is asserted.
 
-#[path = "../tests/common/wire.rs"]
+#[path = "../tests/it/common/wire.rs"]
 mod wire;
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -2,11 +2,11 @@
 //! fixtures, and the overhead of a full round trip through a local HTTP server
 //! compared with the scripted model. Run with `make bench`; nothing is asserted.
 
-#[path = "../tests/common/openai_spec.rs"]
+#[path = "../tests/it/common/openai_spec.rs"]
 mod openai_spec;
-#[path = "../tests/common/server.rs"]
+#[path = "../tests/it/common/server.rs"]
 mod server;
-#[path = "../tests/common/wire.rs"]
+#[path = "../tests/it/common/wire.rs"]
 mod wire;
 
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //! bytes as the oracle's body for that prefix, under every model setting that
 //! changes a body.
 
-#[path = "../../tests/common/fixtures.rs"]
+#[path = "../../tests/it/common/fixtures.rs"]
 mod fixtures;
 
 use serde_json::{json, Value};

@@ -2,15 +2,13 @@
 //! that lead out (dangling, or swapped while calls run), patches that fail half way
 //! on the disk, calls abandoned by their timeout, FIFOs, huge images, repeated keys.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use ferrule::agent::RunStatus;
 use serde_json::{json, Value};
 

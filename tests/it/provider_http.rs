@@ -1,11 +1,9 @@
 //! The HTTP providers against a local server: the request bodies ferrule sends,
 //! faults and retries, and keys that never leak.
 
-mod common;
-
-use common::server::{Ending, MockServer, Reply};
-use common::wire::{self, base_url, PROVIDERS};
-use common::*;
+use crate::common::server::{Ending, MockServer, Reply};
+use crate::common::wire::{self, base_url, PROVIDERS};
+use crate::common::*;
 use ferrule::agent::RunStatus;
 use ferrule::message::Part;
 use ferrule::tool::{Invocation, Tool, ToolOutcome, ToolResult};
@@ -194,7 +192,7 @@ fn openai_responses_request_bodies() {
 /// The recorded gpt-5.5 response: a reasoning item (no summary, encrypted
 /// content), commentary text, then a call of get_capital.
 fn reasoning_then_call() -> Option<Vec<u8>> {
-    let dir = common::fixtures::fixtures_dir()?;
+    let dir = crate::common::fixtures::fixtures_dir()?;
     Some(std::fs::read(dir.join("providers/openai-responses/reasoning-text-then-function-call.sse")).unwrap())
 }
 

@@ -2,13 +2,11 @@
 //! local HTTP server, parsed into the message it holds: text, thinking, each tool
 //! call's id, name and complete arguments, stop reason and usage.
 
-mod common;
-
 use std::path::Path;
 
-use common::fixtures::{fixtures_dir, stream_body};
-use common::server::{MockServer, Reply};
-use common::*;
+use crate::common::fixtures::{fixtures_dir, stream_body};
+use crate::common::server::{MockServer, Reply};
+use crate::common::*;
 use ferrule::agent::RunStatus;
 use ferrule::message::{Message, Part, StopReason};
 use ferrule::ErrorCode;

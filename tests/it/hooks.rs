@@ -1,12 +1,10 @@
 //! Hooks, per-run tools and injection (DESIGN section 10) on the scripted model,
 //! with hooks written in Rust.
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::*;
+use crate::common::*;
 use ferrule::agent::{Agent, AgentBuilder, RunInput, RunResult, RunStatus};
 use ferrule::hook::{Hook, HookDecision, HookRequest, HookStage};
 use ferrule::tool::{Invocation, Tool, ToolOutcome, ToolResult};

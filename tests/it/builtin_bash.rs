@@ -1,13 +1,11 @@
 //! The bash built-in: combined output, exit codes, timeouts and cancellation that
 //! kill the whole process group, bounded output, background children.
 
-mod common;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use ferrule::agent::{Agent, RunStatus};
 use serde_json::{json, Value};
 

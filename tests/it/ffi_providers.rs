@@ -1,14 +1,12 @@
 //! A full agent run per HTTP provider, driven through the C ABI with a host tool
 //! written against it (an `extern "C"` callback), against a local server.
 
-mod common;
-
 use std::ffi::{c_char, c_void};
 use std::sync::Mutex;
 
-use common::server::{MockServer, Reply};
-use common::wire::{self, base_url, PROVIDERS};
-use common::{TEST_KEY, TEST_KEY_ENV};
+use crate::common::server::{MockServer, Reply};
+use crate::common::wire::{self, base_url, PROVIDERS};
+use crate::common::{TEST_KEY, TEST_KEY_ENV};
 use ferrule::ffi::*;
 use serde_json::{json, Value};
 

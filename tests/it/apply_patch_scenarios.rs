@@ -6,13 +6,11 @@
 //! sections changed when a later one fails; ferrule writes nothing unless every
 //! section applies, so after 015 the tree is the input tree.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::fixtures::fixtures_dir;
-use common::*;
+use crate::common::fixtures::fixtures_dir;
+use crate::common::*;
 use serde_json::json;
 
 /// Scenarios that fail, with a piece of the message.

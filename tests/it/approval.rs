@@ -1,11 +1,9 @@
 //! Approval, interrupt and resume (DESIGN section 9) on the scripted model.
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use common::*;
+use crate::common::*;
 use ferrule::agent::{Agent, RunInput, RunResult, RunStatus};
 use ferrule::tool::{Invocation, Tool, ToolOutcome, ToolResult};
 use ferrule::ErrorCode;
@@ -310,7 +308,7 @@ fn every_unfit_resume_is_refused_with_what_is_wrong() {
     assert!(refused(&agent, input(&extended, both.clone())).contains("colour"));
     assert!(refused(&agent, input(&json!("text"), both.clone())).contains("must be the object"));
 
-    let other = common::agent(script, json!({}), vec![counted("lookup", json!({})).0]);
+    let other = crate::common::agent(script, json!({}), vec![counted("lookup", json!({})).0]);
     let message = refused(&other, input(&state, both.clone()));
     assert!(message.contains("no tool \"delete\"") && message.contains("\"c1\""), "{message}");
 

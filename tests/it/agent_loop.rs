@@ -1,12 +1,10 @@
 //! The run loop's rules (DESIGN section 3), one test per rule, on the scripted model.
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use ferrule::agent::RunStatus;
 use ferrule::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
 use ferrule::ErrorCode;

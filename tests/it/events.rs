@@ -1,12 +1,10 @@
 //! Event delivery: one ordered dispatcher per run, through a bounded queue.
 
-mod common;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use ferrule::agent::{Event, RunInput, RunStatus};
 use ferrule::tool::{Invocation, ToolOutcome, ToolResult};
 use serde_json::{json, Value};

@@ -1,12 +1,10 @@
 //! The built-in tools through full scripted runs: selection, read, write, edit,
 //! bash, list_files and same-path serialisation.
 
-mod common;
-
 use std::path::Path;
 
+use crate::common::*;
 use base64::Engine;
-use common::*;
 use ferrule::agent::{AgentBuilder, RunStatus};
 use ferrule::ErrorCode;
 use serde_json::{json, Value};

@@ -1,10 +1,9 @@
 //! What bash commands see of the environment: the model provider's key variables
-//! are removed unless the configuration passes them on. A test binary of its own,
-//! because it sets process environment variables.
+//! are removed unless the configuration passes them on. The test sets process
+//! environment variables that no other test reads (`FERRULE_TEST_API_KEY` is the
+//! other tests' key).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::json;
 
 #[test]

@@ -1,0 +1,19 @@
+//! ferrule's Rust integration tests, one binary of modules (one link instead of
+//! one per file). Shared helpers are in `common`.
+
+mod common;
+
+mod agent_loop;
+mod apply_patch_scenarios;
+mod approval;
+mod builtin_bash;
+mod builtin_bash_env;
+mod builtin_hostile;
+mod builtin_tools;
+mod events;
+mod ffi_providers;
+mod hooks;
+mod invocation;
+mod provider_http;
+mod provider_replay;
+mod version;
