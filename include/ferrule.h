@@ -201,8 +201,8 @@ extern "C" {
 
 // Creates a builder from the agent configuration JSON (`model`,
 // `system`, `tool_execution`, `tool_choice`, `max_rounds`, ...). Unknown fields
-// are `FERRULE_ERROR_INVALID_ARG` naming the field; text that is not JSON is
-// `FERRULE_ERROR_INVALID_JSON`. On success `*out` owns a new builder.
+// and keys given twice in one object are `FERRULE_ERROR_INVALID_ARG` naming the
+// field; text that is not JSON is `FERRULE_ERROR_INVALID_JSON`. On success `*out` owns a new builder.
 struct ferrule_error *ferrule_agent_builder_new(const char *config_json,
                                                 size_t len,
                                                 struct ferrule_agent_builder **out);

@@ -138,22 +138,6 @@ impl Error {
     pub fn invalid_arg(message: impl Into<String>) -> Self {
         Error::new(ErrorCode::InvalidArg, message)
     }
-
-    /// Parses the JSON document `text` (named `what` in errors): `INVALID_JSON`
-    /// when the text is not JSON, `INVALID_ARG` when it is JSON of the wrong shape
-    /// (an unknown field, a missing field, a bad value). A shape error the parser
-    /// met before the end of broken text is still `INVALID_JSON`.
-    pub fn parse_json<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> Result<T> {
-        serde_json::from_str(text).map_err(|err| {
-            if err.classify() != serde_json::error::Category::Data {
-                return Error::new(ErrorCode::InvalidJson, format!("{what}: {err}"));
-            }
-            match serde_json::from_str::<serde::de::IgnoredAny>(text) {
-                Err(syntax) => Error::new(ErrorCode::InvalidJson, format!("{what}: {syntax}")),
-                Ok(_) => Error::new(ErrorCode::InvalidArg, format!("{what}: {err}")),
-            }
-        })
-    }
 }
 
 /// `Result` with ferrule's [`Error`].

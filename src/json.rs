@@ -2,9 +2,12 @@
 //!
 //! serde_json keeps the last of two equal keys, while a host that reads the raw
 //! text may keep the first (cJSON does): `{"path":"/etc/passwd","path":"a.txt"}`
-//! would pass a schema that checks `a.txt` and act on `/etc/passwd`. Tool
-//! arguments and tool results are therefore parsed here, where a repeated key is
-//! an error that names it.
+//! would pass a schema that checks `a.txt` and act on `/etc/passwd`. Every JSON
+//! text ferrule reads is therefore parsed here, where a repeated key is an error
+//! that names it: the host's documents (configuration, tool options and schemas,
+//! run input, injected messages, tool results, hook stages and decisions, runtime
+//! sizes) through [`parse_document`], and the model's tool arguments and
+//! structured answers through [`parse_unique`].
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
@@ -116,7 +119,9 @@ impl<'de> Visitor<'de> for UniqueKeys<'_> {
 
 /// Reads the host's JSON document `text` (named `what` in errors) into `T`,
 /// refusing a key given twice anywhere in it: `INVALID_JSON` when it is not JSON,
-/// `INVALID_ARG` for a repeated key or a value of the wrong shape.
+/// `INVALID_ARG` for a repeated key or a value of the wrong shape (an unknown
+/// field, a missing one, a bad value). The one entry point for JSON from the
+/// host.
 pub(crate) fn parse_document<T: serde::de::DeserializeOwned>(what: &str, text: &str) -> crate::error::Result<T> {
     use crate::error::{Error, ErrorCode};
     let value = parse_unique(text).map_err(|e| match e {

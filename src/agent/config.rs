@@ -85,7 +85,7 @@ fn default_max_concurrent_tools() -> usize {
 impl AgentConfig {
     /// Parses and checks the configuration JSON.
     pub fn from_json(json: &str) -> Result<Self> {
-        let config: AgentConfig = Error::parse_json("agent config", json)?;
+        let config: AgentConfig = crate::json::parse_document("agent config", json)?;
         config.check()?;
         Ok(config)
     }

@@ -10,7 +10,7 @@ use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::run::{ferrule_event_fn, ferrule_run, ForeignEventSink};
 use super::tool::{ferrule_tool_spec, ForeignTool};
 use crate::agent::{Agent, AgentBuilder, EventSink, RunInput};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use crate::tool::{ToolOptions, ToolSpec};
 
 /// Collects an agent's configuration and tools. Owned by the host; not for use
@@ -28,8 +28,8 @@ pub struct ferrule_agent {
 
 /// Creates a builder from the agent configuration JSON (`model`,
 /// `system`, `tool_execution`, `tool_choice`, `max_rounds`, ...). Unknown fields
-/// are `FERRULE_ERROR_INVALID_ARG` naming the field; text that is not JSON is
-/// `FERRULE_ERROR_INVALID_JSON`. On success `*out` owns a new builder.
+/// and keys given twice in one object are `FERRULE_ERROR_INVALID_ARG` naming the
+/// field; text that is not JSON is `FERRULE_ERROR_INVALID_JSON`. On success `*out` owns a new builder.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_agent_builder_new(
     config_json: *const c_char,
@@ -88,8 +88,7 @@ unsafe fn tool_spec(spec: &ferrule_tool_spec) -> Result<ToolSpec> {
     let schema: Value = if schema_json.trim().is_empty() {
         serde_json::json!({"type": "object"})
     } else {
-        serde_json::from_str(schema_json)
-            .map_err(|e| Error::new(ErrorCode::InvalidJson, format!("tool \"{name}\": input schema: {e}")))?
+        crate::json::parse_document(&format!("tool \"{name}\": input schema"), schema_json)?
     };
     let options = ToolOptions::from_json(options_json)
         .map_err(|e| Error::new(e.code, format!("tool \"{name}\": {}", e.message)))?;

@@ -5,7 +5,6 @@ use std::ffi::{c_char, CStr};
 use super::boundary::{arg_str, guard, guard_anywhere};
 use super::error::ferrule_error;
 use super::string::ferrule_str;
-use crate::error::Error;
 use crate::runtime::{self, RuntimeConfig};
 
 /// The ABI version this library implements; it must equal the header's
@@ -49,7 +48,7 @@ pub unsafe extern "C" fn ferrule_runtime_configure(json: *const c_char, len: usi
     guard(|| {
         // SAFETY: the host passes `len` readable bytes.
         let json = unsafe { arg_str(json, len, "json") }?;
-        let config: RuntimeConfig = Error::parse_json("runtime config", json)?;
+        let config: RuntimeConfig = crate::json::parse_document("runtime config", json)?;
         runtime::configure(config)
     })
 }

@@ -2,7 +2,7 @@
 
 use serde::Deserialize;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Whether calls may run alongside others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
@@ -65,7 +65,7 @@ impl ToolOptions {
         if json.trim().is_empty() {
             return Ok(ToolOptions::default());
         }
-        Error::parse_json("tool options", json)
+        crate::json::parse_document("tool options", json)
     }
 }
 

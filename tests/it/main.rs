@@ -13,6 +13,7 @@ mod builtin_tools;
 mod events;
 mod ffi_providers;
 mod hooks;
+mod host_json;
 mod invocation;
 mod provider_http;
 mod provider_replay;
