@@ -6,9 +6,13 @@
 use std::fmt;
 
 /// A stable error code. The numeric values are part of the C ABI
-/// (`FERRULE_ERROR_*` in `ferrule.h`) and never change.
+/// (`FERRULE_ERROR_*` in `ferrule.h`) and never change; JSON names each code
+/// (`"INVALID_ARG"`), and the schema gives each name its number
+/// (`x-ferrule-code`).
 #[repr(u32)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[schemars(transform = number_the_codes)]
 pub enum ErrorCode {
     // Core failures: 1 to 31. None has been retired yet; a retired number stays
     // here as a comment and is never reused.
@@ -111,15 +115,21 @@ impl fmt::Display for ErrorCode {
     }
 }
 
-impl serde::Serialize for ErrorCode {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.name())
+/// Gives each code's name in the schema its number (`x-ferrule-code`), which
+/// bindings and the C header use.
+fn number_the_codes(schema: &mut schemars::Schema) {
+    let branches = schema.get_mut("oneOf").and_then(serde_json::Value::as_array_mut).into_iter().flatten();
+    for branch in branches {
+        let code = branch.get("const").cloned().and_then(|name| serde_json::from_value::<ErrorCode>(name).ok());
+        if let (Some(code), Some(branch)) = (code, branch.as_object_mut()) {
+            branch.insert("x-ferrule-code".to_owned(), (code as u32).into());
+        }
     }
 }
 
 /// A failure: a stable code and a message written for the person (or model) who
 /// has to act on it. Messages never contain API keys.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, schemars::JsonSchema)]
 #[error("{code}: {message}")]
 pub struct Error {
     /// What kind of failure this is.

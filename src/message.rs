@@ -3,10 +3,11 @@
 //! These types are what the run loop works with; they serialise to exactly the JSON
 //! of DESIGN section 2 and reject unknown fields when read from a host.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// One message of a transcript.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "role", rename_all = "lowercase")]
 pub enum Message {
     /// Instructions for the model.
@@ -20,7 +21,7 @@ pub enum Message {
 }
 
 /// A system message.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SystemMessage {
     /// The instructions.
@@ -31,11 +32,12 @@ pub struct SystemMessage {
 }
 
 /// A user message: text, or parts (text, images, files).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UserMessage {
     /// The content; serialised as a plain string when it is a single text part.
     #[serde(serialize_with = "serialize_user_content", deserialize_with = "deserialize_content")]
+    #[schemars(with = "Content")]
     pub content: Vec<Part>,
     /// Where the message came from, when not from the run's input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -50,7 +52,7 @@ impl UserMessage {
 }
 
 /// Where a user or system message came from. It never reaches the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Origin {
     /// Injected into a live run (`ferrule_run_inject`, or a `turn_start` hook).
@@ -58,11 +60,12 @@ pub enum Origin {
 }
 
 /// An assistant message as the model produced it.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AssistantMessage {
     /// Text (and later thinking) parts, in order.
     #[serde(default, deserialize_with = "deserialize_content")]
+    #[schemars(with = "Content")]
     pub content: Vec<Part>,
     /// The tool calls the model asked for, in the order it asked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -76,7 +79,7 @@ pub struct AssistantMessage {
 }
 
 /// One tool call requested by the model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolCall {
     /// The provider's id for the call; the result message refers to it.
@@ -88,7 +91,7 @@ pub struct ToolCall {
 }
 
 /// The result of one tool call, as the model sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolResultMessage {
     /// The id of the call this answers.
@@ -97,6 +100,7 @@ pub struct ToolResultMessage {
     pub name: String,
     /// What the model sees.
     #[serde(deserialize_with = "deserialize_content")]
+    #[schemars(with = "Content")]
     pub content: Vec<Part>,
     /// Whether the call failed.
     #[serde(default)]
@@ -104,7 +108,7 @@ pub struct ToolResultMessage {
 }
 
 /// A piece of message content.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
 pub enum Part {
     /// Plain text.
@@ -119,6 +123,7 @@ pub enum Part {
         media_type: Option<String>,
         /// Base64 image bytes.
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(extend("contentEncoding" = "base64"))]
         data: Option<String>,
         /// A URL the provider fetches.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -150,6 +155,7 @@ pub enum Part {
         /// The MIME type.
         media_type: String,
         /// Base64 file bytes.
+        #[schemars(extend("contentEncoding" = "base64"))]
         data: String,
         /// The file name, when known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -191,7 +197,7 @@ pub fn text_of(content: &[Part]) -> String {
 }
 
 /// Why a model response ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     /// The model finished its answer.
@@ -210,7 +216,7 @@ pub enum StopReason {
 }
 
 /// Token counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Usage {
     /// Tokens read by the model, cached ones included.
@@ -238,11 +244,14 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// Content as it may arrive: a plain string, or a list of parts.
-#[derive(Deserialize)]
+/// Content as a message or tool result gives it: a plain string (one text
+/// part; an empty string is no parts), or a list of parts.
+#[derive(Deserialize, JsonSchema)]
 #[serde(untagged)]
-enum ContentRepr {
+pub enum Content {
+    /// One text part.
     Text(String),
+    /// The parts, in order.
     Parts(Vec<Part>),
 }
 
@@ -254,9 +263,9 @@ pub(crate) fn deserialize_content<'de, D: Deserializer<'de>>(d: D) -> Result<Vec
     match value {
         serde_json::Value::String(text) if text.is_empty() => Ok(Vec::new()),
         serde_json::Value::String(text) => Ok(vec![Part::Text { text }]),
-        other => match serde_json::from_value::<ContentRepr>(other.clone()) {
-            Ok(ContentRepr::Parts(parts)) => Ok(parts),
-            Ok(ContentRepr::Text(text)) => Ok(vec![Part::Text { text }]),
+        other => match serde_json::from_value::<Content>(other.clone()) {
+            Ok(Content::Parts(parts)) => Ok(parts),
+            Ok(Content::Text(text)) => Ok(vec![Part::Text { text }]),
             Err(_) => Vec::<Part>::deserialize(other).map_err(serde::de::Error::custom),
         },
     }

@@ -9,6 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -16,7 +17,7 @@ use super::validation::{HookApproval, ValidCall};
 use crate::message::ToolCall;
 
 /// The host's answer for one interrupted call, as run input gives it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Decision {
     /// Run the call (true) or answer it with an error result (false).
@@ -31,7 +32,7 @@ pub struct Decision {
 }
 
 /// A call the run stopped for: it needs a decision before it can run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Interruption {
     /// The call's id; the decision is keyed by it.
     pub call_id: String,
@@ -41,15 +42,15 @@ pub struct Interruption {
     pub arguments: Value,
 }
 
-/// The decisions a run holds: the ones for the pending batch's calls, given when
-/// resuming, and the standing ones per tool.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Approvals {
-    /// Decisions by call id, for the batch a resumed run starts with (kept in
-    /// the state if that batch is interrupted again).
-    pub(crate) by_call: BTreeMap<String, Decision>,
-    /// Decisions given with `always`, by tool name (sorted, so states compare).
-    pub(crate) standing: BTreeMap<String, Decision>,
+/// The decisions a run holds (kept in its [progress](super::progress::RunProgress)):
+/// the ones for the calls of the batch it runs first, given when resuming, and
+/// the standing ones per tool.
+#[derive(Clone, Copy)]
+pub(crate) struct Approvals<'a> {
+    /// Decisions by call id.
+    pub(crate) decided: &'a BTreeMap<String, Decision>,
+    /// Decisions given with `always`, by tool name.
+    pub(crate) standing: &'a BTreeMap<String, Decision>,
 }
 
 /// What approval makes of one valid call.
@@ -62,38 +63,39 @@ pub(crate) enum Verdict {
     Ask,
 }
 
-impl Approvals {
-    /// Adds a resumed run's new decisions to the ones it had: those given with
-    /// `always` stand for their tool from now on. `tool_of` names each decided
-    /// call's tool. Two `always` decisions that differ for one tool are refused,
-    /// naming both calls.
-    pub(crate) fn adopt(
-        &mut self,
-        decisions: HashMap<String, Decision>,
-        tool_of: impl Fn(&str) -> String,
-    ) -> Result<(), String> {
-        let mut decisions: Vec<(String, Decision)> = decisions.into_iter().collect();
-        decisions.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut standing_from: BTreeMap<String, &str> = BTreeMap::new();
-        for (call_id, decision) in decisions.iter().filter(|(_, d)| d.always) {
-            let tool = tool_of(call_id);
-            if let Some(earlier) = standing_from.get(&tool) {
-                if self.standing.get(&tool) != Some(decision) {
-                    return Err(format!(
-                        "the calls \"{earlier}\" and \"{call_id}\" give different decisions with always for the tool \"{tool}\""
-                    ));
-                }
+/// Adds a resumed run's new decisions to the ones it had: those given with
+/// `always` stand for their tool from now on. `tool_of` names each decided
+/// call's tool. Two `always` decisions that differ for one tool are refused,
+/// naming both calls.
+pub(crate) fn adopt(
+    standing: &mut BTreeMap<String, Decision>,
+    decided: &mut BTreeMap<String, Decision>,
+    decisions: HashMap<String, Decision>,
+    tool_of: impl Fn(&str) -> String,
+) -> Result<(), String> {
+    let mut decisions: Vec<(String, Decision)> = decisions.into_iter().collect();
+    decisions.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut standing_from: BTreeMap<String, &str> = BTreeMap::new();
+    for (call_id, decision) in decisions.iter().filter(|(_, d)| d.always) {
+        let tool = tool_of(call_id);
+        if let Some(earlier) = standing_from.get(&tool) {
+            if standing.get(&tool) != Some(decision) {
+                return Err(format!(
+                    "the calls \"{earlier}\" and \"{call_id}\" give different decisions with always for the tool \"{tool}\""
+                ));
             }
-            standing_from.insert(tool.clone(), call_id);
-            self.standing.insert(tool, decision.clone());
         }
-        self.by_call.extend(decisions);
-        Ok(())
+        standing_from.insert(tool.clone(), call_id);
+        standing.insert(tool, decision.clone());
     }
+    decided.extend(decisions);
+    Ok(())
+}
 
+impl Approvals<'_> {
     /// The verdict for a valid call.
     pub(crate) fn verdict(&self, call: &ToolCall, valid: &ValidCall<'_>) -> Verdict {
-        let decision = match self.by_call.get(&call.id) {
+        let decision = match self.decided.get(&call.id) {
             Some(decision) => decision,
             None => {
                 let needs_approval = match valid.hook_approval {
@@ -118,11 +120,6 @@ impl Approvals {
             None => format!("The call to \"{}\" was rejected by the user, so it was not run.", call.name),
         })
     }
-
-    /// Forgets the per-call decisions once their batch has run.
-    pub(crate) fn settle(&mut self) {
-        self.by_call.clear();
-    }
 }
 
 /// Applies approval to a checked batch. When a valid call needs a decision that
@@ -130,7 +127,7 @@ impl Approvals {
 /// covers, in call order) and changes nothing: no call of the batch may run.
 /// Otherwise turns every rejected call into its error text and returns none.
 pub(crate) fn gate(
-    approvals: &Approvals,
+    approvals: Approvals<'_>,
     calls: &[ToolCall],
     checked: &mut [Result<ValidCall<'_>, String>],
 ) -> Vec<Interruption> {

@@ -6,42 +6,15 @@
 //! first. So an update is always delivered before its call's end event, or not at
 //! all, and none is ever lost while the call is live.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::events::{EventEmitter, EventKind};
+use super::call_progress::CallProgress;
+use super::event::EventKind;
+use super::event_queue::EventEmitter;
 use crate::error::Result;
 use crate::message::ToolCall;
 use crate::tool::{ToolResult, UpdateReceiver};
 use crate::BoxFuture;
-
-/// Where a call is in its life, as its updates need to know.
-#[derive(Default)]
-pub(crate) struct CallProgress {
-    /// The call's result was recorded; new updates are dropped.
-    finished: AtomicBool,
-    /// The dispatcher delivered the call's end event (dispatcher thread only).
-    end_delivered: AtomicBool,
-}
-
-impl CallProgress {
-    /// Marks the call's result as recorded.
-    pub(crate) fn finish(&self) {
-        self.finished.store(true, Ordering::Release);
-    }
-
-    pub(crate) fn end_delivered(&self) -> bool {
-        self.end_delivered.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn mark_end_delivered(&self) {
-        self.end_delivered.store(true, Ordering::Relaxed);
-    }
-
-    fn is_finished(&self) -> bool {
-        self.finished.load(Ordering::Acquire)
-    }
-}
 
 /// A call's updates, sent as `tool_execution_update` events of a run that has an
 /// event sink (without one, a call's updates are discarded and this is not made).

@@ -1,5 +1,6 @@
 //! The agent configuration JSON (`ferrule_agent_builder_new`).
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::history::HistoryConfig;
@@ -10,7 +11,7 @@ use crate::provider::{ModelConfig, ProviderKind, ToolChoice};
 use crate::tool::Execution;
 
 /// The whole agent configuration. Unknown fields are rejected by name.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     /// Which model, and how to reach it.

@@ -5,7 +5,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::RunResult;
+use super::injection::mark_injected;
+use super::result::RunResult;
 use crate::error::{Error, ErrorCode, Result};
 use crate::message::Message;
 use crate::runtime::CallbackScope;
@@ -62,14 +63,15 @@ impl RunShared {
         self.finished_async.notify_waiters();
     }
 
-    /// The injected messages waiting for the transcript, taken. With `last`, no
-    /// more are taken in: later injections fail.
-    pub(crate) fn take_injections(&self, last: bool) -> Vec<Message> {
+    /// The injected messages waiting for the transcript, taken.
+    pub(crate) fn take_injections(&self) -> Vec<Message> {
         let mut injections = self.injections.lock().unwrap_or_else(|e| e.into_inner());
-        match last {
-            true => injections.take().unwrap_or_default(),
-            false => injections.as_mut().map(std::mem::take).unwrap_or_default(),
-        }
+        injections.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// The last injected messages, taken: later injections fail.
+    pub(crate) fn close_injections(&self) -> Vec<Message> {
+        self.injections.lock().unwrap_or_else(|e| e.into_inner()).take().unwrap_or_default()
     }
 
     /// Whether injected messages wait for the transcript.
@@ -106,7 +108,7 @@ impl Run {
     /// more request. `INVALID_ARG` for another role or invalid parts,
     /// `ALREADY_COMPLETED` once the run is over. Any thread.
     pub fn inject(&self, mut message: Message) -> Result<()> {
-        super::run::mark_injected(&mut message).map_err(|problem| Error::invalid_arg(format!("inject: {problem}")))?;
+        mark_injected(&mut message).map_err(|problem| Error::invalid_arg(format!("inject: {problem}")))?;
         let mut injections = self.shared.injections.lock().unwrap_or_else(|e| e.into_inner());
         match injections.as_mut() {
             Some(queue) => {

@@ -10,13 +10,14 @@
 //! live tool exchange (the last assistant message when results follow it) and
 //! injected messages the model has not answered yet.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::transcript_json::TranscriptJson;
 use crate::message::{Message, Origin};
 
 /// The `history` configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryConfig {
     /// The estimated input tokens a request may reach before old messages are

@@ -2,12 +2,14 @@
 
 use std::collections::HashMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::approval::Decision;
 use super::state::RunState;
+use super::transcript::{check_messages, check_parts};
 use crate::error::{Error, Result};
-use crate::message::{AssistantMessage, Message, Part};
+use crate::message::{AssistantMessage, Message};
 
 /// What a run starts from, and the tools it may use.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,22 +47,40 @@ pub enum RunSource {
     },
 }
 
-/// Every field may be absent; one that is there must have its type (null too
-/// is refused, rather than read as absent).
-#[derive(Deserialize)]
+/// The run input document (`ferrule_agent_start`): exactly one of `prompt`,
+/// `messages`, `execute` (with `messages` as its context) and `resume` (with
+/// `decisions`); the first three may carry `tools`. Every field may be absent;
+/// one that is there must have its type (null too is refused, rather than read
+/// as absent).
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct InputRepr {
+#[schemars(rename = "RunInput")]
+pub(crate) struct InputRepr {
+    /// One user prompt.
     #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "String")]
     prompt: Option<String>,
+    /// A transcript (a previous run's `messages` plus a new user message), or
+    /// the context of `execute`.
     #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "Vec<Message>")]
     messages: Option<Vec<Message>>,
+    /// An assistant message (its `role` may be left out) whose calls are
+    /// validated and executed as one batch, with no model request.
     #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "Message")]
     execute: Option<serde_json::Value>,
+    /// An interrupted run's `state`, as its result gave it.
     #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "RunState")]
     resume: Option<serde_json::Value>,
+    /// A decision for every call the resumed run waits on, by call id.
     #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "HashMap<String, Decision>")]
     decisions: Option<HashMap<String, Decision>>,
+    /// The only tools (host and built-in) the run may offer and call.
     #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "Vec<String>")]
     tools: Option<Vec<String>>,
 }
 
@@ -132,14 +152,6 @@ impl RunSource {
     }
 }
 
-/// Checks the parts of every message, and that calls and results pair up.
-pub(crate) fn check_messages(messages: &[Message]) -> Result<()> {
-    for (i, message) in messages.iter().enumerate() {
-        check_parts(message).map_err(|e| Error::invalid_arg(format!("run input: messages[{i}]: {e}")))?;
-    }
-    super::transcript::check_legal(messages).map_err(|e| Error::invalid_arg(format!("run input: {e}")))
-}
-
 /// The `execute` message: an assistant message whose `role` may be left out.
 fn assistant_message(mut value: serde_json::Value) -> Result<AssistantMessage> {
     if let Some(object) = value.as_object_mut() {
@@ -152,16 +164,6 @@ fn assistant_message(mut value: serde_json::Value) -> Result<AssistantMessage> {
         }
     }
     serde_json::from_value(value).map_err(|e| Error::invalid_arg(format!("run input: execute: {e}")))
-}
-
-pub(crate) fn check_parts(message: &Message) -> Result<(), String> {
-    let parts = match message {
-        Message::System(_) => return Ok(()),
-        Message::User(m) => &m.content,
-        Message::Assistant(m) => &m.content,
-        Message::Tool(m) => &m.content,
-    };
-    parts.iter().try_for_each(Part::check)
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! How a run ended: its status, transcript, usage and error.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::approval::Interruption;
@@ -8,7 +9,7 @@ use crate::error::Error;
 use crate::message::{Message, Usage};
 
 /// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
     /// The model gave an answer without tool calls.
@@ -26,7 +27,7 @@ pub enum RunStatus {
 }
 
 /// The outcome of a run, as `ferrule_run_wait` and the `run_end` event give it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct RunResult {
     /// How the run ended.
     pub status: RunStatus,

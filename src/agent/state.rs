@@ -2,124 +2,133 @@
 //!
 //! The state is plain JSON with a version, so a host can store it anywhere and
 //! resume in another process with an agent built from the same configuration and
-//! tools. It holds everything the run had that its transcript does not say:
-//! rounds and usage so far, disclosed deferred tools, standing decisions, which
-//! calls wait for a decision, and whether the run was execute-only.
+//! tools: the run's [progress](RunProgress), field for field, with the state's
+//! `version` and the calls that wait for a decision (`awaiting`).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::approval::{Approvals, Decision, Interruption};
-use super::run::RunOrigin;
-use super::AgentInner;
+use super::approval::{self, Decision, Interruption};
+use super::built::AgentInner;
+use super::progress::RunProgress;
+use super::transcript;
 use crate::error::{Error, Result};
-use crate::message::{Message, StopReason, Usage};
+use crate::message::{AssistantMessage, Message, StopReason};
 
 /// The version of the state this ferrule writes and reads.
 const STATE_VERSION: u64 = 1;
 
 /// What an interrupted run needs to go on (`"state"` in its result).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunState {
-    version: u64,
-    /// The transcript, ending with the assistant message whose calls wait.
-    messages: Vec<Message>,
-    /// How many of `messages` were the first run's input.
-    input_messages: usize,
-    rounds: u32,
-    usage: Usage,
-    output_corrections: u32,
-    /// Deferred tools disclosed so far, sorted.
-    disclosed: Vec<String>,
-    /// Decisions given with `always`, by tool.
-    standing: BTreeMap<String, Decision>,
+    /// The run's progress; its transcript ends with the assistant message whose
+    /// calls wait.
+    progress: RunProgress,
     /// The ids of the calls that wait for a decision, in call order.
     awaiting: Vec<String>,
-    /// Decisions already given for calls of the waiting message (when its batch
-    /// was interrupted again after a resume), by call id.
-    decided: BTreeMap<String, Decision>,
-    /// The run executes one host message and asks no model.
-    execute_only: bool,
-    /// The run's tool set (run input `tools`), sorted; null: every tool.
-    tools: Option<Vec<String>>,
-    /// Messages injected into the run that its transcript does not hold yet.
-    injections: Vec<Message>,
-    /// The tool set a `turn_start` hook chose for the waiting batch's turn.
-    turn_tools: Option<Vec<String>>,
 }
 
-/// What a run had when it stopped for approval.
-pub(crate) struct Interrupted<'a> {
-    pub(crate) messages: &'a [Message],
-    pub(crate) input_messages: usize,
-    pub(crate) rounds: u32,
-    pub(crate) usage: Usage,
-    pub(crate) output_corrections: u32,
-    pub(crate) disclosed: &'a HashSet<String>,
-    pub(crate) approvals: &'a Approvals,
-    pub(crate) interruptions: &'a [Interruption],
-    pub(crate) execute_only: bool,
-    pub(crate) tools: Option<&'a HashSet<String>>,
-    pub(crate) injections: &'a [Message],
-    pub(crate) turn_tools: Option<&'a [String]>,
+/// The state as it is written.
+#[derive(Serialize)]
+struct Written<'a> {
+    version: u64,
+    #[serde(flatten)]
+    progress: &'a RunProgress,
+    awaiting: &'a [String],
+}
+
+impl Serialize for RunState {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Written { version: STATE_VERSION, progress: &self.progress, awaiting: &self.awaiting }.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for RunState {
+    /// Reads a state as [`RunState::from_value`] does, unchecked (a resume checks
+    /// it again).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        RunState::read(Value::deserialize(d)?).map_err(|e| serde::de::Error::custom(e.message))
+    }
+}
+
+impl JsonSchema for RunState {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "RunState".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = RunProgress::json_schema(generator);
+        let properties = schema.ensure_object().entry("properties").or_insert_with(|| Map::new().into());
+        if let Some(properties) = properties.as_object_mut() {
+            properties.insert(
+                "version".to_owned(),
+                serde_json::json!({"const": STATE_VERSION, "description": "The state format's version."}),
+            );
+            properties.insert(
+                "awaiting".to_owned(),
+                serde_json::json!({"type": "array", "items": {"type": "string"},
+                                   "description": "The ids of the calls that wait for a decision, in call order."}),
+            );
+        }
+        if let Some(Value::Array(required)) = schema.get_mut("required") {
+            required.extend(["version".into(), "awaiting".into()]);
+        }
+        schema.insert(
+            "description".to_owned(),
+            "What an interrupted run needs to go on: store it as it is and give it back as run input `resume`.".into(),
+        );
+        schema
+    }
 }
 
 impl RunState {
-    /// The state of a run that stopped for approval.
-    pub(crate) fn capture(run: Interrupted<'_>) -> Self {
-        let mut disclosed: Vec<String> = run.disclosed.iter().cloned().collect();
-        disclosed.sort();
-        RunState {
-            version: STATE_VERSION,
-            messages: run.messages.to_vec(),
-            input_messages: run.input_messages,
-            rounds: run.rounds,
-            usage: run.usage,
-            output_corrections: run.output_corrections,
-            disclosed,
-            standing: run.approvals.standing.clone(),
-            awaiting: run.interruptions.iter().map(|i| i.call_id.clone()).collect(),
-            decided: run.approvals.by_call.clone(),
-            execute_only: run.execute_only,
-            tools: run.tools.map(|tools| {
-                let mut tools: Vec<String> = tools.iter().cloned().collect();
-                tools.sort();
-                tools
-            }),
-            injections: run.injections.to_vec(),
-            turn_tools: run.turn_tools.map(<[String]>::to_vec),
-        }
+    /// The state of a run that stopped for approval: its progress (the transcript
+    /// ending with the waiting message) and the calls it waits on.
+    pub(crate) fn capture(progress: &RunProgress, interruptions: &[Interruption]) -> Self {
+        let awaiting = interruptions.iter().map(|i| i.call_id.clone()).collect();
+        RunState { progress: progress.clone(), awaiting }
     }
 
     /// Reads a state from run input: its version first (so a state from a later
     /// ferrule is refused as such), then every field, then its consistency.
     pub(crate) fn from_value(value: Value) -> Result<Self> {
-        let version = match value.get("version") {
+        let state = RunState::read(value)?;
+        state.check()?;
+        Ok(state)
+    }
+
+    /// Reads a state's fields, checking its version first.
+    fn read(value: Value) -> Result<Self> {
+        let Value::Object(mut fields) = value else {
+            return Err(refuse("the state must be the object an interrupted run's result gave"));
+        };
+        let version = match fields.remove("version") {
             Some(version) => version
                 .as_u64()
                 .ok_or_else(|| refuse(format!("the state's version must be a whole number, not {version}")))?,
-            None if value.is_object() => return Err(refuse("the state has no \"version\"")),
-            None => return Err(refuse("the state must be the object an interrupted run's result gave")),
+            None => return Err(refuse("the state has no \"version\"")),
         };
         if version != STATE_VERSION {
             return Err(refuse(format!(
                 "state version {version} is not supported (this ferrule reads version {STATE_VERSION})"
             )));
         }
-        let state: RunState = serde_json::from_value(value).map_err(|e| refuse(format!("state: {e}")))?;
-        state.check()?;
-        Ok(state)
+        let awaiting = fields.remove("awaiting").ok_or_else(|| refuse("state: missing field `awaiting`"))?;
+        let awaiting = serde_json::from_value(awaiting).map_err(|e| refuse(format!("state: awaiting: {e}")))?;
+        let progress = serde_json::from_value(Value::Object(fields)).map_err(|e| refuse(format!("state: {e}")))?;
+        Ok(RunState { progress, awaiting })
     }
 
     fn check(&self) -> Result<()> {
-        let Some(Message::Assistant(pending)) = self.messages.last() else { return Err(no_waiting_message()) };
+        let progress = &self.progress;
+        let Some(Message::Assistant(pending)) = progress.messages.last() else { return Err(no_waiting_message()) };
         if self.awaiting.is_empty() {
             return Err(refuse("state: no call waits for a decision"));
         }
-        if !self.execute_only && !matches!(pending.stop_reason, StopReason::ToolUse | StopReason::EndTurn) {
+        if !progress.execute_only && !matches!(pending.stop_reason, StopReason::ToolUse | StopReason::EndTurn) {
             return Err(refuse("state: the waiting message did not end normally, so its calls never run"));
         }
         let in_message = |id: &String| pending.tool_calls.iter().any(|call| &call.id == id);
@@ -127,36 +136,42 @@ impl RunState {
             if !in_message(id) {
                 return Err(refuse(format!("state: the waiting call \"{id}\" is not in the last assistant message")));
             }
-            if self.awaiting[..i].contains(id) || self.decided.contains_key(id) {
+            if self.awaiting[..i].contains(id) || progress.decided.contains_key(id) {
                 return Err(refuse(format!("state: the call \"{id}\" waits twice")));
             }
         }
-        if let Some(id) = self.decided.keys().find(|id| !in_message(id)) {
+        if let Some(id) = progress.decided.keys().find(|id| !in_message(id)) {
             return Err(refuse(format!("state: the decided call \"{id}\" is not in the last assistant message")));
         }
-        if self.input_messages >= self.messages.len() {
+        if progress.input_messages >= progress.messages.len() {
             return Err(refuse("state: input_messages must count messages before the waiting one"));
         }
-        let before_waiting = &self.messages[..self.messages.len() - 1];
-        super::input::check_messages(before_waiting).map_err(|e| refuse(format!("state: {}", e.message)))?;
-        if let Some(i) = self.injections.iter().position(|m| !matches!(m, Message::User(_) | Message::System(_))) {
+        let waiting = progress.messages.len() - 1;
+        transcript::check_messages(&progress.messages[..waiting])
+            .map_err(|e| refuse(format!("state: {}", e.message)))?;
+        if let Some(i) = progress.injections.iter().position(|m| !matches!(m, Message::User(_) | Message::System(_))) {
             return Err(refuse(format!("state: injections[{i}] is not a user or system message")));
         }
-        let waiting = self.messages.len() - 1;
-        super::input::check_parts(&self.messages[waiting])
+        transcript::check_parts(&progress.messages[waiting])
             .map_err(|e| refuse(format!("state: messages[{waiting}]: {e}")))
     }
 
     /// Resumes with the host's `decisions` on `agent`: every waiting call needs
     /// one, every decision must be for a waiting call, and the agent must have
-    /// every tool the state names.
-    pub(crate) fn resume(mut self, decisions: HashMap<String, Decision>, agent: &AgentInner) -> Result<RunOrigin> {
+    /// every tool the state names. The progress to go on from, and the message
+    /// whose batch runs first.
+    pub(crate) fn resume(
+        self,
+        decisions: HashMap<String, Decision>,
+        agent: &AgentInner,
+    ) -> Result<(RunProgress, AssistantMessage)> {
         // Checked again: a state deserialized directly (not through run input)
         // was never checked.
         self.check()?;
-        let Some(Message::Assistant(pending)) = self.messages.pop() else { return Err(no_waiting_message()) };
+        let RunState { mut progress, awaiting } = self;
+        let Some(Message::Assistant(pending)) = progress.messages.pop() else { return Err(no_waiting_message()) };
         let tool_of = |id: &str| pending.tool_calls.iter().find(|c| c.id == id).map(|c| c.name.clone());
-        for id in &self.awaiting {
+        for id in &awaiting {
             let tool = tool_of(id).unwrap_or_default();
             if agent.tool(&tool).is_none() {
                 return Err(refuse(format!(
@@ -166,45 +181,31 @@ impl RunState {
             if !decisions.contains_key(id) {
                 return Err(refuse(format!(
                     "no decision for call \"{id}\" ({tool}); every interrupted call needs one (waiting: {})",
-                    self.awaiting.join(", ")
+                    awaiting.join(", ")
                 )));
             }
         }
-        if let Some(id) = decisions.keys().find(|id| !self.awaiting.contains(id)) {
-            let already = if self.decided.contains_key(id) { ", it was decided already" } else { "" };
+        if let Some(id) = decisions.keys().find(|id| !awaiting.contains(id)) {
+            let already = if progress.decided.contains_key(id) { ", it was decided already" } else { "" };
             return Err(refuse(format!(
                 "there is no interrupted call \"{id}\"{already} (waiting: {})",
-                self.awaiting.join(", ")
+                awaiting.join(", ")
             )));
         }
-        let named = self
+        let named = progress
             .standing
             .keys()
-            .chain(&self.disclosed)
-            .chain(self.tools.iter().flatten())
-            .chain(self.turn_tools.iter().flatten());
+            .chain(&progress.disclosed)
+            .chain(progress.tools.iter().flatten())
+            .chain(progress.turn_tools.iter().flatten());
         if let Some(tool) = named.into_iter().find(|t| agent.tool(t).is_none()) {
             return Err(refuse(format!(
                 "the agent has no tool \"{tool}\", which the state names; resume with an agent built from the same configuration and tools"
             )));
         }
-        let mut approvals = Approvals { by_call: self.decided, standing: self.standing };
-        approvals.adopt(decisions, |id| tool_of(id).unwrap_or_default()).map_err(refuse)?;
-        Ok(RunOrigin {
-            input_len: self.input_messages,
-            messages: self.messages,
-            pending: Some(pending),
-            execute_only: self.execute_only,
-            rounds: self.rounds,
-            usage: self.usage,
-            output_corrections: self.output_corrections,
-            disclosed: self.disclosed.into_iter().collect(),
-            approvals,
-            tools: self.tools.map(|tools| tools.into_iter().collect()),
-            injections: self.injections,
-            pending_turn_tools: self.turn_tools,
-            resumed: true,
-        })
+        approval::adopt(&mut progress.standing, &mut progress.decided, decisions, |id| tool_of(id).unwrap_or_default())
+            .map_err(refuse)?;
+        Ok((progress, pending))
     }
 }
 

@@ -1,14 +1,36 @@
-//! What makes a transcript legal: every provider refuses a request whose tool
-//! calls and tool results do not pair up.
+//! What makes a transcript legal: parts that say what they hold, and tool calls
+//! and results that pair up (every provider refuses a request whose calls and
+//! results do not).
 
-use crate::message::Message;
+use crate::error::{Error, Result};
+use crate::message::{Message, Part};
+
+/// Checks the parts of every message, and that calls and results pair up
+/// (`INVALID_ARG` naming the message, as run input's `messages`).
+pub(crate) fn check_messages(messages: &[Message]) -> Result<()> {
+    for (i, message) in messages.iter().enumerate() {
+        check_parts(message).map_err(|e| Error::invalid_arg(format!("run input: messages[{i}]: {e}")))?;
+    }
+    check_legal(messages).map_err(|e| Error::invalid_arg(format!("run input: {e}")))
+}
+
+/// Checks the parts of one message (see [`Part::check`]).
+pub(crate) fn check_parts(message: &Message) -> Result<(), String> {
+    let parts = match message {
+        Message::System(_) => return Ok(()),
+        Message::User(m) => &m.content,
+        Message::Assistant(m) => &m.content,
+        Message::Tool(m) => &m.content,
+    };
+    parts.iter().try_for_each(Part::check)
+}
 
 /// Checks that every tool result directly follows the assistant message whose
 /// call it answers (only other results between them), and that every call of an
 /// assistant message is answered there, once. Calls are matched by id, as many
 /// results as calls for each id (a response may repeat an id; each copy got its
 /// own result). The problem, naming the message by index, otherwise.
-pub(crate) fn check_legal(messages: &[Message]) -> Result<(), String> {
+fn check_legal(messages: &[Message]) -> Result<(), String> {
     // Ids of the open exchange's calls that no result answered yet.
     let mut unanswered: Vec<&str> = Vec::new();
     let mut opened_at = 0;

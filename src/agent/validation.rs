@@ -2,11 +2,11 @@
 //! registered (and disclosed) tool, arguments that are a JSON object, arguments
 //! that satisfy the schema. Each failure is a message written for the model.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use serde_json::Value;
 
-use super::AgentInner;
+use super::built::AgentInner;
 use crate::json::JsonError;
 use crate::message::ToolCall;
 use crate::tool::{json_kind, Tool};
@@ -16,9 +16,9 @@ use crate::tool::{json_kind, Tool};
 /// deferred tools); without a turn's set, deferred tools only once disclosed.
 #[derive(Clone, Copy)]
 pub(crate) struct ToolScope<'a> {
-    pub(crate) run: Option<&'a HashSet<String>>,
+    pub(crate) run: Option<&'a BTreeSet<String>>,
     pub(crate) turn: Option<&'a [String]>,
-    pub(crate) disclosed: &'a HashSet<String>,
+    pub(crate) disclosed: &'a BTreeSet<String>,
 }
 
 impl ToolScope<'_> {
@@ -32,6 +32,17 @@ impl ToolScope<'_> {
             Some(turn) => turn.iter().any(|t| t == name),
             None => !tool.options().deferred || self.disclosed.contains(name),
         }
+    }
+}
+
+impl<'s> ToolScope<'s> {
+    /// The agent's tools the model is offered, with their places in the agent's
+    /// list, in the order offered.
+    pub(crate) fn offered<'t>(self, agent: &'t AgentInner) -> impl Iterator<Item = (usize, &'t Tool)> + 't
+    where
+        's: 't,
+    {
+        agent.tools.iter().enumerate().filter(move |(_, tool)| self.offers(tool))
     }
 }
 
@@ -122,7 +133,7 @@ pub(crate) fn check_arguments(tool: &Tool, name: &str, arguments: &Value) -> Res
 }
 
 fn unknown_tool(agent: &AgentInner, scope: ToolScope<'_>, name: &str) -> String {
-    let available: Vec<&str> = agent.tools.iter().filter(|t| scope.offers(t)).map(Tool::name).collect();
+    let available: Vec<&str> = scope.offered(agent).map(|(_, tool)| tool.name()).collect();
     if available.is_empty() {
         format!("Unknown tool \"{name}\". No tools are available.")
     } else {

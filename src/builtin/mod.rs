@@ -18,6 +18,7 @@ mod write;
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -27,7 +28,7 @@ use crate::tool::{Execution, Invocation, Tool, ToolOptions, ToolOutcome, ToolRes
 use workspace::Workspace;
 
 /// The `builtin_tools` configuration. Unknown fields are rejected.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BuiltinToolsConfig {
     /// Where relative paths resolve and commands run; captured when the agent is

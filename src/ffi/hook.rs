@@ -14,7 +14,7 @@ use super::handle_table::HandleTable;
 use super::host_request::{self, ferrule_cancel_fn, Answerable, Handle, HostRequest, Ticket};
 use super::string::{ferrule_str, NulTerminated};
 use crate::error::{Error, ErrorCode, Result};
-use crate::hook::{Hook, HookDecision, HookFunction, HookRequest, HookStage};
+use crate::hook::{Hook, HookDecision, HookFunction, HookOptions, HookRequest, HookStage};
 use crate::BoxFuture;
 
 /// One consultation of a host hook: an opaque handle. See `ferrule_hook_respond`
@@ -64,34 +64,6 @@ type HookHandle = Handle<ForeignConsultation>;
 struct ForeignHook {
     callback: Arc<HookCallback>,
     nonblocking: bool,
-}
-
-/// What `ferrule_agent_builder_add_hook` reads: the stages, and how to call the
-/// hook.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct HookOptions {
-    stages: Vec<HookStage>,
-    #[serde(default)]
-    nonblocking: bool,
-}
-
-impl HookOptions {
-    /// Reads the stages JSON: `["tool_call"]` or `{"stages": ["tool_call"],
-    /// "nonblocking": true}`.
-    fn from_json(json: &str) -> Result<HookOptions> {
-        let value: serde_json::Value = crate::json::parse_document("hook stages", json)?;
-        // Read each form strictly, so that the error names what is wrong.
-        let options = match value {
-            serde_json::Value::Object(_) => serde_json::from_value::<HookOptions>(value),
-            other => {
-                serde_json::from_value::<Vec<HookStage>>(other).map(|stages| HookOptions { stages, nonblocking: false })
-            }
-        }
-        .map_err(|e| Error::invalid_arg(format!("hook stages: {e}")))?;
-        HookStage::check_list(&options.stages)?;
-        Ok(options)
-    }
 }
 
 struct HookCallback {

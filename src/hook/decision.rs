@@ -1,9 +1,12 @@
 //! A hook's decision: `{}` to go on, `{"abort": "..."}`, or one change its stage
 //! allows (the table of DESIGN section 10).
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::HookStage;
+use super::stage_decision::{keys_of, StageDecision};
+use super::{
+    FinalAnswerDecision, HookStage, RunStartDecision, ToolCallDecision, ToolResultDecision, TurnStartDecision,
+};
 use crate::error::{Error, ErrorCode, Result};
 use crate::message::Message;
 
@@ -45,38 +48,33 @@ impl HookDecision {
         HookDecision::from_value(stage, value)
     }
 
-    /// Reads a decision given for `stage` as a JSON value.
+    /// Reads a decision given for `stage` as a JSON value: `{}`, or one key the
+    /// stage's decision type takes ([`ToolCallDecision`] and its siblings).
     pub fn from_value(stage: HookStage, value: Value) -> Result<Self> {
         let Value::Object(object) = value else {
             return Err(invalid(stage, format!("must be a JSON object, not {}", crate::tool::json_kind(&value))));
         };
-        let mut entries = object.into_iter();
-        let Some((key, value)) = entries.next() else { return Ok(HookDecision::Continue) };
-        if let Some((other, _)) = entries.next() {
+        let mut keys = object.keys();
+        let Some(key) = keys.next().cloned() else { return Ok(HookDecision::Continue) };
+        if let Some(other) = keys.next() {
             return Err(invalid(stage, format!("gives two decisions at once (\"{key}\" and \"{other}\")")));
         }
-        let decision = read(stage, &key, value).map_err(|problem| invalid(stage, format!("\"{key}\": {problem}")))?;
-        decision.check_stage(stage)?;
-        Ok(decision)
+        match stage {
+            HookStage::RunStart => read::<RunStartDecision>(stage, &key, object),
+            HookStage::TurnStart => read::<TurnStartDecision>(stage, &key, object),
+            HookStage::ToolCall => read::<ToolCallDecision>(stage, &key, object),
+            HookStage::ToolResult => read::<ToolResultDecision>(stage, &key, object),
+            HookStage::FinalAnswer => read::<FinalAnswerDecision>(stage, &key, object),
+        }
     }
 
     /// `INVALID_ARG` when this is not a decision `stage` takes.
     pub(crate) fn check_stage(&self, stage: HookStage) -> Result<()> {
-        use HookStage::*;
-        let allowed = match self {
-            HookDecision::Continue | HookDecision::Abort(_) => true,
-            HookDecision::Messages(_) => matches!(stage, RunStart | TurnStart),
-            HookDecision::Tools(_) | HookDecision::Inject(_) => stage == TurnStart,
-            HookDecision::Deny(_) | HookDecision::Arguments(_) | HookDecision::Approve | HookDecision::Interrupt => {
-                stage == ToolCall
-            }
-            HookDecision::Result(_) => stage == ToolResult,
-            HookDecision::Retry(_) => stage == FinalAnswer,
-        };
-        if allowed {
-            return Ok(());
+        match self {
+            HookDecision::Continue => Ok(()),
+            decision if keys_of(stage).iter().any(|key| key == decision.key()) => Ok(()),
+            decision => Err(not_of_stage(stage, decision.key())),
         }
-        Err(invalid(stage, format!("\"{}\" is not a decision of this stage (it takes {})", self.key(), takes(stage))))
     }
 
     fn key(&self) -> &'static str {
@@ -96,49 +94,21 @@ impl HookDecision {
     }
 }
 
-/// The decision `key` with `value`, whatever the stage; the problem otherwise.
-fn read(stage: HookStage, key: &str, value: Value) -> std::result::Result<HookDecision, String> {
-    let text = |value: Value| match value {
-        Value::String(text) if text.trim().is_empty() => Err("must not be blank".to_owned()),
-        Value::String(text) => Ok(text),
-        other => Err(format!("must be a string, not {}", crate::tool::json_kind(&other))),
-    };
-    let yes = |value: Value| match value {
-        Value::Bool(true) => Ok(()),
-        other => Err(format!("takes true, not {other}")),
-    };
-    let messages = |value: Value| serde_json::from_value::<Vec<Message>>(value).map_err(|e| e.to_string());
-    Ok(match key {
-        "abort" => HookDecision::Abort(text(value)?),
-        "messages" => match messages(value)? {
-            history if history.is_empty() => return Err("must not be empty".to_owned()),
-            history => HookDecision::Messages(history),
-        },
-        // An empty list injects nothing.
-        "inject" => HookDecision::Inject(messages(value)?),
-        "tools" => HookDecision::Tools(serde_json::from_value(value).map_err(|e| e.to_string())?),
-        "deny" => HookDecision::Deny(text(value)?),
-        "arguments" => match value {
-            Value::Object(arguments) => HookDecision::Arguments(Value::Object(arguments)),
-            other => return Err(format!("must be a JSON object, not {}", crate::tool::json_kind(&other))),
-        },
-        "approve" => yes(value).map(|()| HookDecision::Approve)?,
-        "interrupt" => yes(value).map(|()| HookDecision::Interrupt)?,
-        "result" => HookDecision::Result(value),
-        "retry" => HookDecision::Retry(text(value)?),
-        _ => return Err(format!("is not a decision (this stage takes {})", takes(stage))),
-    })
+/// The one-key `decision` read as `stage`'s decision type `T`.
+fn read<T: StageDecision>(stage: HookStage, key: &str, decision: Map<String, Value>) -> Result<HookDecision> {
+    match serde_json::from_value::<T>(Value::Object(decision)) {
+        Ok(decision) => Ok(decision.into()),
+        Err(_) if !keys_of(stage).iter().any(|taken| taken == key) => Err(not_of_stage(stage, key)),
+        Err(problem) => Err(invalid(stage, format!("\"{key}\": {problem}"))),
+    }
 }
 
-/// The decisions `stage` takes, for messages.
-fn takes(stage: HookStage) -> &'static str {
-    match stage {
-        HookStage::RunStart => "{}, abort and messages",
-        HookStage::TurnStart => "{}, abort, tools, inject and messages",
-        HookStage::ToolCall => "{}, abort, deny, arguments, approve and interrupt",
-        HookStage::ToolResult => "{}, abort and result",
-        HookStage::FinalAnswer => "{}, abort and retry",
-    }
+/// The error for `key`, a decision `stage` does not take.
+fn not_of_stage(stage: HookStage, key: &str) -> Error {
+    let mut takes = vec!["{}"];
+    takes.extend(keys_of(stage).iter().map(String::as_str));
+    let last = takes.pop().unwrap_or_default();
+    invalid(stage, format!("\"{key}\" is not a decision of this stage (it takes {} and {last})", takes.join(", ")))
 }
 
 fn invalid(stage: HookStage, problem: String) -> Error {

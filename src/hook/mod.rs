@@ -3,20 +3,32 @@
 //! a change the stage allows.
 
 mod decision;
+mod payload;
+mod registration;
+mod stage_decision;
 
 use std::future::Future;
 use std::sync::Arc;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
 pub use decision::HookDecision;
+pub use payload::{
+    FinalAnswerPayload, HookToolCall, RunStartPayload, ToolCallPayload, ToolResultPayload, TurnStartPayload,
+};
+pub use registration::{HookOptions, HookStages};
+pub use stage_decision::{
+    Arguments, FinalAnswerDecision, History, Reason, RunStartDecision, ToolCallDecision, ToolResultDecision,
+    TurnStartDecision, Yes,
+};
 
 use crate::error::{Error, Result};
 use crate::BoxFuture;
 
 /// Where in the run a hook is consulted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum HookStage {
     /// Once, before anything else: may replace the input.

@@ -3,12 +3,13 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::ScriptTurn;
 
 /// Which provider serves the model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProviderKind {
     /// OpenAI Chat Completions.
@@ -25,7 +26,7 @@ pub enum ProviderKind {
 
 /// Request timeouts in milliseconds; 0 means none. The defaults keep a dead
 /// connection from holding a run forever while leaving slow reasoning models room.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Timeouts {
     /// Establishing the connection (default 30 s).
@@ -45,7 +46,7 @@ impl Default for Timeouts {
 }
 
 /// The `model` object.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModelConfig {
     /// The provider.

@@ -18,6 +18,7 @@ mod tool_calls;
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
@@ -44,31 +45,58 @@ pub enum ToolChoice {
     Named(String),
 }
 
+/// Which tool the model must (or must not) use: `"auto"`, `"none"`,
+/// `"required"` or `{"name": "<tool>"}`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(untagged)]
+enum ToolChoiceJson {
+    /// The model decides, may not call tools, or must call one.
+    Mode(ToolMode),
+    /// The model must call the named tool.
+    Named(NamedTool),
+}
+
+/// A tool choice that names no tool.
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum ToolMode {
+    /// The model decides.
+    Auto,
+    /// The model may not call tools.
+    None,
+    /// The model must call some tool.
+    Required,
+}
+
+/// `{"name": "<tool>"}`: the model must call this tool.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NamedTool {
+    /// The tool's name.
+    name: String,
+}
+
 impl<'de> Deserialize<'de> for ToolChoice {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Named {
-            name: String,
-        }
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Repr {
-            Mode(String),
-            Named(Named),
-        }
         let invalid = || {
             serde::de::Error::custom("tool_choice must be \"auto\", \"none\", \"required\" or {\"name\": \"<tool>\"}")
         };
-        match Repr::deserialize(d).map_err(|_| invalid())? {
-            Repr::Mode(mode) => match mode.as_str() {
-                "auto" => Ok(ToolChoice::Auto),
-                "none" => Ok(ToolChoice::None),
-                "required" => Ok(ToolChoice::Required),
-                _ => Err(invalid()),
-            },
-            Repr::Named(Named { name }) => Ok(ToolChoice::Named(name)),
-        }
+        Ok(match ToolChoiceJson::deserialize(d).map_err(|_| invalid())? {
+            ToolChoiceJson::Mode(ToolMode::Auto) => ToolChoice::Auto,
+            ToolChoiceJson::Mode(ToolMode::None) => ToolChoice::None,
+            ToolChoiceJson::Mode(ToolMode::Required) => ToolChoice::Required,
+            ToolChoiceJson::Named(NamedTool { name }) => ToolChoice::Named(name),
+        })
+    }
+}
+
+impl JsonSchema for ToolChoice {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ToolChoice".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        ToolChoiceJson::json_schema(generator)
     }
 }
 

@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
@@ -15,7 +16,7 @@ use crate::message::{AssistantMessage, Part, StopReason, ToolCall, Usage};
 use crate::BoxFuture;
 
 /// One scripted model response.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptTurn {
     /// Answer text.
@@ -51,9 +52,9 @@ fn one() -> u32 {
     1
 }
 
-/// A scripted tool call. `arguments` may be a JSON object (sent as its JSON text) or
-/// a string (sent as raw text, which need not be valid JSON).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// A scripted tool call. `arguments` may be a JSON string (sent as it is, which
+/// need not be valid JSON) or any other JSON value (sent as its JSON text).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptCall {
     /// The call id; empty to test calls without one.
@@ -64,6 +65,7 @@ pub struct ScriptCall {
     pub name: String,
     /// The argument text.
     #[serde(default = "empty_object", deserialize_with = "deserialize_arguments")]
+    #[schemars(with = "Value")]
     pub arguments: String,
 }
 
@@ -79,7 +81,7 @@ fn deserialize_arguments<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::E
 }
 
 /// A scripted request failure, classified like an HTTP error of that status.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptError {
     /// The HTTP status to act as.

@@ -71,7 +71,7 @@ pub(crate) struct Threads {
 }
 
 /// Thread sizes (`ferrule_runtime_configure`). Absent fields keep the defaults.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeConfig {
     /// Async worker threads (default: one per core; at most 1024).

@@ -14,7 +14,7 @@ use serde_json::Value;
 pub use invocation::{Invocation, UpdateReceiver, UpdateSink};
 pub use options::{Execution, OnError, ToolOptions};
 pub(crate) use result::json_kind;
-pub use result::ToolResult;
+pub use result::{ToolCompletion, ToolResult};
 pub use schema::InputSchema;
 
 use crate::error::{Error, ErrorCode, Result};

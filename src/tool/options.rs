@@ -1,11 +1,12 @@
 //! Per-tool options: how a tool runs and what its failures mean.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 use crate::error::Result;
 
 /// Whether calls may run alongside others.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Execution {
     /// Calls run concurrently with the rest of their batch.
@@ -16,7 +17,7 @@ pub enum Execution {
 }
 
 /// What a failure of the tool's function means for the run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum OnError {
     /// The error goes back to the model as an error result; the run goes on.
@@ -28,7 +29,7 @@ pub enum OnError {
 
 /// The options JSON given with a tool (`ferrule_tool_spec.options`).
 /// Unknown fields are rejected.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolOptions {
     /// Parallel (default) or sequential.

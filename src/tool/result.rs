@@ -1,21 +1,23 @@
 //! What a tool returns: model-visible content plus host-only presentation fields.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, ErrorCode};
 use crate::json::JsonError;
-use crate::message::{deserialize_content, Part, Usage};
+use crate::message::{deserialize_content, Content, Part, Usage};
 
 /// A tool's result (final, or provisional in an update).
 ///
 /// `content` and `is_error` reach the model; `details`, `display`, `title` and
 /// `summary` are for the host's UI only.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolResult {
     /// What the model sees.
     #[serde(default, deserialize_with = "deserialize_content")]
+    #[schemars(with = "Content")]
     pub content: Vec<Part>,
     /// The call failed; the content says why, for the model.
     #[serde(default)]
@@ -41,6 +43,18 @@ pub struct ToolResult {
     /// Deferred tools this result discloses to the model for the rest of the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub added_tools: Vec<String>,
+}
+
+/// What a tool gives `ferrule_tool_call_complete` and `ferrule_tool_call_update`
+/// (and a `tool_result` hook's `result` decision): a JSON string, which is a text
+/// result, or a [`ToolResult`] object.
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
+#[serde(untagged)]
+pub enum ToolCompletion {
+    /// A successful text result.
+    Text(String),
+    /// A result with more than text.
+    Result(ToolResult),
 }
 
 impl ToolResult {
@@ -69,15 +83,21 @@ impl ToolResult {
     /// Reads a result from a JSON value: a string (a text result) or an object of
     /// this shape. `INVALID_ARG` saying what is wrong otherwise.
     pub fn from_value(value: Value) -> Result<Self, Error> {
-        let result = match value {
-            Value::String(text) => ToolResult::text(text),
-            Value::Object(_) => serde_json::from_value(value).map_err(|e| Error::invalid_arg(e.to_string()))?,
+        let completion = match value {
+            Value::String(text) => ToolCompletion::Text(text),
+            Value::Object(_) => {
+                ToolCompletion::Result(serde_json::from_value(value).map_err(|e| Error::invalid_arg(e.to_string()))?)
+            }
             other => {
                 return Err(Error::invalid_arg(format!(
                     "expected a string or an object with \"content\", got {}",
                     json_kind(&other)
                 )))
             }
+        };
+        let result = match completion {
+            ToolCompletion::Text(text) => ToolResult::text(text),
+            ToolCompletion::Result(result) => result,
         };
         result.check().map_err(Error::invalid_arg)?;
         Ok(result)

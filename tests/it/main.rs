@@ -15,6 +15,7 @@ mod ffi_providers;
 mod hooks;
 mod host_json;
 mod invocation;
+mod module_graph;
 mod provider_http;
 mod provider_replay;
 mod version;

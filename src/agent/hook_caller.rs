@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::next_step::Ending;
 use crate::error::{Error, ErrorCode};
 use crate::hook::{Hook, HookDecision, HookRequest, HookStage};
 
@@ -41,8 +41,8 @@ impl HookCaller<'_> {
     }
 
     /// Consults the hooks of `stage` about `subject`, in order: `payload` writes
-    /// each one's payload, a JSON object, from the subject as it is then
-    /// (`run_id` is added), and
+    /// each one's payload (the stage's payload type, as JSON) from the subject as
+    /// it is then and the run's id, and
     /// `apply` takes each decision other than `{}` and abort, returning whether
     /// the later hooks are consulted or the problem that makes the decision
     /// invalid (which fails the run with it).
@@ -50,15 +50,13 @@ impl HookCaller<'_> {
         &self,
         stage: HookStage,
         subject: &mut S,
-        payload: impl Fn(&S) -> String,
+        payload: impl Fn(&S, &str) -> serde_json::Result<String>,
         mut apply: impl FnMut(&mut S, HookDecision) -> Result<Flow, Error>,
     ) -> Result<(), HookStop> {
-        let run_id = Value::String(self.run_id.to_owned()).to_string();
         for hook in self.hooks.iter().filter(|hook| hook.at(stage)) {
-            let fields = payload(subject);
-            let rest = fields.strip_prefix('{').unwrap_or("}").trim_start();
-            let separator = if rest.starts_with('}') { "" } else { "," };
-            let payload = format!("{{\"run_id\":{run_id}{separator}{rest}");
+            let payload = payload(subject, self.run_id).map_err(|e| {
+                HookStop::Failed(Error::invalid_arg(format!("the {} payload could not be written: {e}", stage.name())))
+            })?;
             match self.ask(hook, stage, payload).await? {
                 HookDecision::Continue => {}
                 decision => {
@@ -103,5 +101,15 @@ impl HookCaller<'_> {
             return Err(HookStop::Failed(Error::new(ErrorCode::HookAborted, message)));
         }
         Ok(decision)
+    }
+}
+
+impl HookStop {
+    /// How the run ends.
+    pub(crate) fn ending(self) -> Ending {
+        match self {
+            HookStop::Cancelled => Ending::Cancelled,
+            HookStop::Failed(error) => Ending::Failed(error),
+        }
     }
 }

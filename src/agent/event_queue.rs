@@ -1,4 +1,4 @@
-//! Run events and their delivery.
+//! Delivering a run's events.
 //!
 //! Each run has one dispatcher: events go through a bounded queue and reach the
 //! host's [`EventSink`] one at a time, in order, on ferrule's event threads (a slow
@@ -9,164 +9,16 @@
 
 use std::sync::Arc;
 
-use serde::Serialize;
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
 
-use super::call_updates::CallProgress;
-use super::result::{RunResult, RunStatus};
+use super::call_progress::CallProgress;
+use super::event::{Event, EventKind, EventSink};
 use crate::error::{Error, ErrorCode, Result};
-use crate::message::{AssistantMessage, Message, ToolCall};
 use crate::runtime::{CallbackKind, CallbackPool, CallbackScope};
-use crate::tool::ToolResult;
 
 /// Events a run may have queued before its producer waits for the host.
 const EVENT_QUEUE_CAPACITY: usize = 256;
-
-/// One event of a run, as the host receives it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Event {
-    /// What happened.
-    #[serde(flatten)]
-    pub kind: EventKind,
-    /// The run it belongs to.
-    pub run_id: Arc<str>,
-}
-
-/// What happened. Serialises with a `"type"` tag in snake case.
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum EventKind {
-    /// The run began.
-    RunStart,
-    /// A model request is about to be made.
-    TurnStart {
-        /// The round, from 1.
-        turn: u32,
-    },
-    /// A piece of streamed assistant text or thinking.
-    MessageDelta {
-        /// The round.
-        turn: u32,
-        /// Text, when this delta is answer text.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        text: Option<String>,
-        /// Thinking, when this delta is reasoning.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        thinking: Option<String>,
-    },
-    /// A piece of a streamed tool call. Arguments here may be incomplete; only
-    /// `tool_execution_start` carries a call that will run.
-    ToolCallDelta {
-        /// The round.
-        turn: u32,
-        /// The call's position in the response.
-        index: u32,
-        /// The call id, when this delta carries it.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        id: Option<String>,
-        /// The tool name, when this delta carries it.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        name: Option<String>,
-        /// More argument text.
-        arguments_delta: String,
-    },
-    /// The assistant message is complete.
-    MessageEnd {
-        /// The round.
-        turn: u32,
-        /// The message, as it enters the transcript.
-        #[serde(serialize_with = "serialize_assistant")]
-        message: AssistantMessage,
-    },
-    /// A call begins (invalid calls too: they start and end with an error result).
-    ToolExecutionStart {
-        /// The call as the model made it.
-        call: ToolCall,
-    },
-    /// A provisional result. Never enters the transcript.
-    ToolExecutionUpdate {
-        /// The call's id.
-        call_id: String,
-        /// The tool's name.
-        name: String,
-        /// The provisional result.
-        partial: ToolResult,
-    },
-    /// A call ended; `result` is what the transcript records for it.
-    ToolExecutionEnd {
-        /// The call's id.
-        call_id: String,
-        /// The tool's name.
-        name: String,
-        /// The final result.
-        result: ToolResult,
-        /// Whether the result is an error.
-        is_error: bool,
-    },
-    /// A failed model request is being retried.
-    Retry {
-        /// The attempt about to be made, from 2.
-        attempt: u32,
-        /// Why the previous attempt failed.
-        error: Error,
-        /// How long ferrule waits first.
-        delay_ms: u64,
-    },
-    /// A message entered the transcript from outside the model: injected into
-    /// the live run (`ferrule_run_inject`) or by a `turn_start` hook.
-    MessageInjected {
-        /// The message, marked `"origin": "injection"`.
-        message: Message,
-    },
-    /// A request left out the oldest messages to stay within
-    /// `history.max_input_tokens`; the transcript keeps them.
-    HistoryCompacted {
-        /// The round.
-        turn: u32,
-        /// How many messages the request left out.
-        dropped: usize,
-    },
-    /// A round is over.
-    TurnEnd {
-        /// The round.
-        turn: u32,
-    },
-    /// The run is over. Always the last event.
-    RunEnd {
-        /// How it ended.
-        status: RunStatus,
-        /// The run result, as `ferrule_run_wait` returns it.
-        result: Arc<RunResult>,
-        /// The error, when the run failed.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<Error>,
-    },
-}
-
-fn serialize_assistant<S: serde::Serializer>(message: &AssistantMessage, s: S) -> Result<S::Ok, S::Error> {
-    #[derive(Serialize)]
-    struct Tagged<'a> {
-        role: &'static str,
-        #[serde(flatten)]
-        message: &'a AssistantMessage,
-    }
-    Tagged { role: "assistant", message }.serialize(s)
-}
-
-/// Receives a run's events, one at a time and in order, on one of ferrule's event
-/// threads. Dropped once `run_end` has been delivered, on the thread that
-/// delivered it.
-pub trait EventSink: Send + 'static {
-    /// Handles one event. May block; the run waits for it.
-    fn on_event(&mut self, event: &Event);
-}
-
-impl<F: FnMut(&Event) + Send + 'static> EventSink for F {
-    fn on_event(&mut self, event: &Event) {
-        self(event)
-    }
-}
 
 /// An event on its way to the dispatcher, with the call it concerns when that
 /// decides whether it is delivered.

@@ -1,0 +1,65 @@
+//! A response's batch as a step of the run: it runs, and its outcome goes into
+//! the run's progress (the message, the results in call order, the tools it
+//! disclosed) and says what the run does next.
+
+use super::approval::Approvals;
+use super::batch::{self, BatchContext, ResponseEnd};
+use super::context::RunContext;
+use super::next_step::{Ending, NextStep};
+use super::progress::RunProgress;
+use super::validation::ToolScope;
+use crate::message::{AssistantMessage, Message};
+
+/// Validates and executes `message`'s calls as one batch of `turn` (0 outside
+/// any), with the tool set `turn_tools` a `turn_start` hook chose for it, and
+/// records the message and the results.
+pub(crate) async fn run_batch(
+    run: &RunContext,
+    progress: &mut RunProgress,
+    mut message: AssistantMessage,
+    response: ResponseEnd,
+    turn: u32,
+    turn_tools: Option<Vec<String>>,
+) -> NextStep {
+    let hooks = run.hooks();
+    let context = BatchContext {
+        run,
+        hooks: &hooks,
+        scope: ToolScope { run: progress.tools.as_ref(), turn: turn_tools.as_deref(), disclosed: &progress.disclosed },
+        turn,
+        approvals: Approvals { decided: &progress.decided, standing: &progress.standing },
+    };
+    let outcome = batch::execute(&context, &message.tool_calls, response).await;
+    if !outcome.interruptions.is_empty() {
+        // Nothing of the batch ran: the message waits, whole, for decisions, in
+        // the turn's tool set, and the decisions given so far stay with it.
+        progress.messages.push(Message::Assistant(message));
+        progress.turn_tools = turn_tools;
+        return NextStep::Interrupt(outcome.interruptions);
+    }
+    // Decisions by call id were for this batch, which has run.
+    progress.decided.clear();
+    let agent = run.agent();
+    for added in outcome.added_tools {
+        if agent.tool(&added).is_some_and(|(_, tool)| tool.options().deferred) {
+            progress.disclosed.insert(added);
+        }
+    }
+    // Calls that no result answers (a cancelled batch) leave the transcript, so
+    // it stays replayable.
+    let mut answered = outcome.results.iter().map(Option::is_some);
+    message.tool_calls.retain(|_| answered.next().unwrap_or(false));
+    if !message.tool_calls.is_empty() || !message.content.is_empty() {
+        progress.messages.push(Message::Assistant(message));
+    }
+    progress.messages.extend(outcome.results.into_iter().flatten().map(Message::Tool));
+    if outcome.cancelled {
+        NextStep::End(Ending::Cancelled)
+    } else if let Some(error) = outcome.hook_failure.or(outcome.fatal) {
+        NextStep::End(Ending::Failed(error))
+    } else if outcome.terminate {
+        NextStep::End(Ending::Terminated)
+    } else {
+        NextStep::RunAgain
+    }
+}

@@ -1,0 +1,67 @@
+//! One model request: the generator streams the response, each delta becomes an
+//! event of the turn, and the run's cancellation abandons the request.
+
+use super::context::RunContext;
+use super::event::EventKind;
+use super::event_queue::EventEmitter;
+use super::next_step::Ending;
+use crate::error::Error;
+use crate::message::AssistantMessage;
+use crate::provider::{Delta, DeltaSink, GenerationRequest, WireCache};
+use crate::BoxFuture;
+
+/// The model's response to `request` in `turn`; the run's end when the request
+/// failed or the run was cancelled while it streamed.
+pub(crate) async fn generate(
+    run: &RunContext,
+    request: GenerationRequest<'_>,
+    wire: &mut WireCache,
+    turn: u32,
+) -> Result<AssistantMessage, Ending> {
+    let mut deltas = TurnDeltas { events: &run.events, turn };
+    tokio::select! {
+        biased;
+        _ = run.cancel.cancelled() => Err(Ending::Cancelled),
+        response = run.agent().generator.generate(request, wire, &mut deltas) => response.map_err(Ending::Failed),
+    }
+}
+
+/// Forwards a turn's streamed deltas as events.
+struct TurnDeltas<'a> {
+    events: &'a EventEmitter,
+    turn: u32,
+}
+
+impl DeltaSink for TurnDeltas<'_> {
+    fn retry<'a>(&'a mut self, attempt: u32, error: &'a Error, delay: std::time::Duration) -> BoxFuture<'a, ()> {
+        Box::pin(self.events.emit(EventKind::Retry {
+            attempt,
+            error: error.clone(),
+            delay_ms: delay.as_millis() as u64,
+        }))
+    }
+
+    fn send<'a>(&'a mut self, delta: Delta<'a>) -> BoxFuture<'a, ()> {
+        let turn = self.turn;
+        let events = self.events;
+        Box::pin(async move {
+            if !events.is_enabled() {
+                return;
+            }
+            let kind = match delta {
+                Delta::Text(text) => EventKind::MessageDelta { turn, text: Some(text.to_owned()), thinking: None },
+                Delta::Thinking(thinking) => {
+                    EventKind::MessageDelta { turn, text: None, thinking: Some(thinking.to_owned()) }
+                }
+                Delta::ToolCall { index, id, name, arguments } => EventKind::ToolCallDelta {
+                    turn,
+                    index,
+                    id: id.map(str::to_owned),
+                    name: name.map(str::to_owned),
+                    arguments_delta: arguments.to_owned(),
+                },
+            };
+            events.emit(kind).await;
+        })
+    }
+}

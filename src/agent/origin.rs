@@ -1,0 +1,66 @@
+//! Where a run begins: its input read against the agent, as the progress the run
+//! starts with and the batch it runs first.
+
+use super::built::Agent;
+use super::input::{RunInput, RunSource};
+use super::progress::RunProgress;
+use crate::error::{Error, Result};
+use crate::message::{AssistantMessage, Message, UserMessage};
+use crate::provider::ToolChoice;
+
+/// Where a run begins.
+pub(crate) struct RunOrigin {
+    /// What the run has done before it starts (nothing, unless it resumes).
+    pub(crate) progress: RunProgress,
+    /// An assistant message whose calls run as the first batch, before any model
+    /// request: an execute-only run's, or the one an interrupted run waits on.
+    pub(crate) pending: Option<AssistantMessage>,
+    /// The run goes on from an interrupted one (its `run_start` hooks ran then).
+    pub(crate) resumed: bool,
+}
+
+impl RunOrigin {
+    /// A run that starts from `messages`; with `execute`, an execute-only run.
+    fn fresh(messages: Vec<Message>, execute: Option<AssistantMessage>) -> Self {
+        let progress = RunProgress { execute_only: execute.is_some(), ..RunProgress::from_input(messages) };
+        RunOrigin { progress, pending: execute, resumed: false }
+    }
+}
+
+impl Agent {
+    /// Where a run from `input` begins on this agent; a resume is checked against
+    /// the agent's tools and the decisions here, and so is a run's tool set.
+    pub(crate) fn begin(&self, input: RunInput) -> Result<RunOrigin> {
+        let mut origin = match input.source {
+            RunSource::Prompt(prompt) => RunOrigin::fresh(vec![Message::User(UserMessage::text(prompt))], None),
+            RunSource::Messages(messages) => RunOrigin::fresh(messages, None),
+            RunSource::Execute { messages, execute } => RunOrigin::fresh(messages, Some(execute)),
+            RunSource::Resume { state, decisions } => {
+                let (progress, pending) = state.resume(decisions, self.parts())?;
+                RunOrigin { progress, pending: Some(pending), resumed: true }
+            }
+        };
+        if let Some(tools) = input.tools {
+            if origin.resumed {
+                return Err(Error::invalid_arg(
+                    "run input: \"resume\" takes no \"tools\": the state keeps the run's tool set",
+                ));
+            }
+            if let Some(name) = tools.iter().find(|name| self.parts().tool(name).is_none()) {
+                return Err(Error::invalid_arg(format!(
+                    "run input: tools names \"{name}\", which the agent does not have (it has {})",
+                    self.tool_names().join(", ")
+                )));
+            }
+            if let ToolChoice::Named(name) = &self.config().tool_choice {
+                if !tools.contains(name) {
+                    return Err(Error::invalid_arg(format!(
+                        "run input: tools leaves out \"{name}\", which the agent's tool_choice names"
+                    )));
+                }
+            }
+            origin.progress.tools = Some(tools.into_iter().collect());
+        }
+        Ok(origin)
+    }
+}

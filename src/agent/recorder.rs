@@ -1,0 +1,159 @@
+//! The one place a batch's results are recorded: the size bound, the end event,
+//! the slot in call order, and what the results add up to.
+
+use std::sync::Arc;
+
+use super::approval::Interruption;
+use super::call_progress::CallProgress;
+use super::event::EventKind;
+use super::event_queue::EventEmitter;
+use super::hook_caller::HookStop;
+use crate::error::{Error, ErrorCode};
+use crate::message::{ToolCall, ToolResultMessage};
+use crate::tool::{OnError, ToolResult};
+
+/// How a batch went.
+pub(crate) struct BatchOutcome {
+    /// One entry per call, in call order; `None` for a call that never started.
+    pub(crate) results: Vec<Option<ToolResultMessage>>,
+    /// Every call returned a successful terminating result.
+    pub(crate) terminate: bool,
+    /// A tool with `on_error: fatal` failed.
+    pub(crate) fatal: Option<Error>,
+    /// The run was cancelled during the batch.
+    pub(crate) cancelled: bool,
+    /// A hook aborted the run, gave an invalid decision or none in time.
+    pub(crate) hook_failure: Option<Error>,
+    /// Tools named in `added_tools` of successful results.
+    pub(crate) added_tools: Vec<String>,
+    /// The calls the batch waits on a decision for; when there are any, no call
+    /// ran and `results` are all `None`.
+    pub(crate) interruptions: Vec<Interruption>,
+}
+
+/// A call's result as the batch will record it, and whether it is the tool's
+/// failure (its `on_error` then says what that means for the run).
+pub(crate) struct CallEnd {
+    pub(crate) result: ToolResult,
+    pub(crate) tool_failed: bool,
+}
+
+/// How a batch's recording ends.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BatchEnd {
+    /// Every call that started has its result.
+    Done,
+    /// The run was cancelled: calls never started have none.
+    Cancelled,
+}
+
+/// Records a batch's results as they come.
+pub(crate) struct Recorder<'a> {
+    events: &'a EventEmitter,
+    max_result_bytes: usize,
+    results: Vec<Option<ToolResultMessage>>,
+    terminating: Vec<bool>,
+    fatal: Option<Error>,
+    added_tools: Vec<String>,
+}
+
+impl<'a> Recorder<'a> {
+    /// A recorder for `calls` calls; results longer than `max_result_bytes` (when
+    /// not 0) are cut.
+    pub(crate) fn new(events: &'a EventEmitter, max_result_bytes: usize, calls: usize) -> Self {
+        Recorder {
+            events,
+            max_result_bytes,
+            results: vec![None; calls],
+            terminating: vec![false; calls],
+            fatal: None,
+            added_tools: Vec::new(),
+        }
+    }
+
+    /// Announces that a call begins.
+    pub(crate) async fn start(&self, call: &ToolCall) {
+        if self.events.is_enabled() {
+            self.events.emit(EventKind::ToolExecutionStart { call: call.clone() }).await;
+        }
+    }
+
+    /// Records call `index`'s result. `on_failure` says what the result means
+    /// when it is the tool's failure (`Feed` for a result that is not one);
+    /// `progress` is the call's, when it was launched: its updates stop here.
+    pub(crate) async fn record(
+        &mut self,
+        index: usize,
+        call: &ToolCall,
+        mut result: ToolResult,
+        on_failure: OnError,
+        progress: Option<&Arc<CallProgress>>,
+    ) {
+        if let Some(progress) = progress {
+            progress.finish();
+        }
+        if self.max_result_bytes > 0 {
+            result.truncate_text(self.max_result_bytes);
+        }
+        if on_failure == OnError::Fatal && self.fatal.is_none() {
+            let text = crate::message::text_of(&result.content);
+            self.fatal = Some(Error::new(
+                ErrorCode::ToolFailed,
+                format!("tool \"{}\" (call {}) failed: {text}", call.name, call.id),
+            ));
+        }
+        if !result.is_error {
+            self.added_tools.extend(result.added_tools.iter().cloned());
+        }
+        self.terminating[index] = result.terminate && !result.is_error;
+        let message = ToolResultMessage {
+            tool_call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: if self.events.is_enabled() {
+                result.content.clone()
+            } else {
+                std::mem::take(&mut result.content)
+            },
+            is_error: result.is_error,
+        };
+        if self.events.is_enabled() {
+            let is_error = result.is_error;
+            let end =
+                EventKind::ToolExecutionEnd { call_id: call.id.clone(), name: call.name.clone(), result, is_error };
+            match progress {
+                Some(progress) => self.events.emit_call_end(end, progress).await,
+                None => self.events.emit(end).await,
+            }
+        }
+        self.results[index] = Some(message);
+    }
+
+    /// The outcome of a batch that a hook ended (or the run's cancellation while
+    /// a hook decided).
+    pub(crate) fn stopped(self, stop: HookStop) -> BatchOutcome {
+        match stop {
+            HookStop::Cancelled => self.finish(BatchEnd::Cancelled),
+            HookStop::Failed(error) => BatchOutcome { hook_failure: Some(error), ..self.finish(BatchEnd::Done) },
+        }
+    }
+
+    /// The outcome of a batch that was interrupted before anything ran.
+    pub(crate) fn interrupted(self, interruptions: Vec<Interruption>) -> BatchOutcome {
+        BatchOutcome { interruptions, ..self.finish(BatchEnd::Done) }
+    }
+
+    /// What the recorded results add up to.
+    pub(crate) fn finish(self, end: BatchEnd) -> BatchOutcome {
+        let cancelled = end == BatchEnd::Cancelled;
+        let terminate = !cancelled && !self.terminating.is_empty() && self.terminating.iter().all(|&t| t);
+        BatchOutcome {
+            results: self.results,
+            terminate,
+            fatal: self.fatal,
+            cancelled,
+            added_tools: self.added_tools,
+            interruptions: Vec::new(),
+            hook_failure: None,
+        }
+    }
+}

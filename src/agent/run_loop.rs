@@ -1,0 +1,129 @@
+//! The run loop: the `run_start` hooks, the batch a run may begin with, then one
+//! turn after another until a step ends the run or its rounds run out. Every
+//! step says what comes next as a [`NextStep`]; this is the one place that reads
+//! it.
+
+use super::batch::ResponseEnd;
+use super::batch_step::run_batch;
+use super::context::RunContext;
+use super::event::EventKind;
+use super::final_answer::FinalAnswer;
+use super::hook_stages;
+use super::next_step::{Ending, NextStep, Stop};
+use super::progress::RunProgress;
+use super::request_caches::RequestCaches;
+use super::result::RunResult;
+use super::state::RunState;
+use super::turn::turn;
+use crate::error::Error;
+use crate::message::{AssistantMessage, Message};
+
+/// One run as it goes.
+pub(crate) struct RunLoop {
+    pub(crate) run: RunContext,
+    /// What the run has done; what an interruption writes into the state.
+    pub(crate) progress: RunProgress,
+    /// The assistant message whose batch runs first, until it runs.
+    pub(crate) pending: Option<AssistantMessage>,
+    /// The run goes on from an interrupted one (its `run_start` hooks ran then).
+    pub(crate) resumed: bool,
+    pub(crate) caches: RequestCaches,
+    pub(crate) answer: FinalAnswer,
+    /// The turn between its turn_start and turn_end events, or 0.
+    pub(crate) open_turn: u32,
+}
+
+impl NextStep {
+    /// Where the run stops after this step; `None` when it goes on.
+    fn stop(self) -> Option<Stop> {
+        match self {
+            NextStep::RunAgain => None,
+            NextStep::Interrupt(interruptions) => Some(Stop::Interrupted(interruptions)),
+            NextStep::End(ending) => Some(Stop::Ended(ending)),
+        }
+    }
+}
+
+impl RunLoop {
+    /// Runs until the run stops.
+    pub(crate) async fn drive(&mut self) -> Stop {
+        let run = &self.run;
+        run.events.emit(EventKind::RunStart).await;
+        // A resumed run's run_start hooks ran when it started.
+        if !self.resumed {
+            if let Err(stop) = hook_stages::run_start(&run.hooks(), &mut self.progress.messages).await {
+                return Stop::Ended(stop.ending());
+            }
+            self.progress.input_messages = self.progress.messages.len();
+            self.caches.forget();
+        }
+        if let Some(message) = self.pending.take() {
+            // An execute-only run's message, or the batch an interrupted run
+            // waits on: it runs before any model request, outside any turn.
+            if run.cancel.is_cancelled() {
+                return Stop::Ended(Ending::Cancelled);
+            }
+            let progress = &mut self.progress;
+            let turn = if progress.execute_only { 0 } else { progress.rounds };
+            let turn_tools = progress.turn_tools.take();
+            if let Some(stop) = run_batch(run, progress, message, ResponseEnd::Complete, turn, turn_tools).await.stop()
+            {
+                return stop;
+            }
+            if progress.execute_only {
+                return Stop::Ended(Ending::Completed);
+            }
+        }
+        // Turns continue the count of a resumed run (and so does the scripted model).
+        let Some(first) = self.progress.rounds.checked_add(1) else { return Stop::Ended(Ending::MaxRounds) };
+        for number in first..=run.agent().config.max_rounds {
+            if run.cancel.is_cancelled() {
+                return Stop::Ended(Ending::Cancelled);
+            }
+            run.events.emit(EventKind::TurnStart { turn: number }).await;
+            self.open_turn = number;
+            let step = turn(run, &mut self.progress, &mut self.caches, &mut self.answer, number).await;
+            self.open_turn = 0;
+            run.events.emit(EventKind::TurnEnd { turn: number }).await;
+            if let Some(stop) = step.stop() {
+                return stop;
+            }
+        }
+        Stop::Ended(Ending::MaxRounds)
+    }
+
+    /// The run's result from how it stopped, and what the run worked with (its
+    /// agent, events and handles), which outlives the result.
+    pub(crate) fn finish(self, stop: Stop) -> (RunResult, RunContext) {
+        let status = stop.status();
+        let progress = self.progress;
+        let final_message = match self.answer.withheld {
+            true => None,
+            false => progress.messages[progress.input_messages..]
+                .iter()
+                .rev()
+                .find(|m| matches!(m, Message::Assistant(_)))
+                .cloned(),
+        };
+        let (interruptions, state, error): (_, _, Option<Error>) = match stop {
+            Stop::Interrupted(interruptions) => {
+                let state = RunState::capture(&progress, &interruptions);
+                (interruptions, Some(state), None)
+            }
+            Stop::Ended(Ending::Failed(error)) => (Vec::new(), None, Some(error)),
+            Stop::Ended(_) => (Vec::new(), None, None),
+        };
+        let result = RunResult {
+            status,
+            final_message,
+            messages: progress.messages,
+            usage: progress.usage,
+            rounds: progress.rounds,
+            error,
+            output: self.answer.output,
+            interruptions,
+            state,
+        };
+        (result, self.run)
+    }
+}

@@ -1,0 +1,91 @@
+//! What a hook sees at each stage: one payload type per stage, a JSON object
+//! with the run's id and what the stage decides about (DESIGN section 10). Built
+//! from borrowed parts of the run, so that consulting a hook copies nothing but
+//! the JSON it is given.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::message::Message;
+use crate::tool::ToolResult;
+
+/// What a `run_start` hook sees: the run's input.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct RunStartPayload<'a> {
+    /// The run's id, as in its events.
+    pub run_id: &'a str,
+    /// The messages the run starts from.
+    pub messages: &'a [Message],
+}
+
+/// What a `turn_start` hook sees before each model request: the history and the
+/// tools offered this turn.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct TurnStartPayload<'a> {
+    /// The run's id, as in its events.
+    pub run_id: &'a str,
+    /// The round about to start, from 1.
+    pub turn: u32,
+    /// The whole history, as JSON (kept serialized between turns).
+    #[schemars(with = "Vec<Message>")]
+    pub messages: &'a RawValue,
+    /// The names of the tools visible this turn.
+    pub tools: &'a [String],
+}
+
+/// What a `tool_call` hook sees: a call that passed validation, before any call
+/// of its batch runs.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ToolCallPayload<'a> {
+    /// The run's id, as in its events.
+    pub run_id: &'a str,
+    /// The round of the batch (0 for an execute-only run).
+    pub turn: u32,
+    /// The call.
+    pub call: HookToolCall<'a>,
+    /// Whether the batch would stop for the call: it needs approval and no
+    /// decision covers it yet.
+    pub needs_approval: bool,
+}
+
+/// A call as a hook sees it: its arguments parsed.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HookToolCall<'a> {
+    /// The call's id.
+    pub id: &'a str,
+    /// The tool's name.
+    pub name: &'a str,
+    /// The arguments (a JSON object that satisfies the tool's schema).
+    pub arguments: &'a Value,
+}
+
+/// What a `tool_result` hook sees: the result of a call that ran.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ToolResultPayload<'a> {
+    /// The run's id, as in its events.
+    pub run_id: &'a str,
+    /// The round of the batch (0 for an execute-only run).
+    pub turn: u32,
+    /// The call's id.
+    pub call_id: &'a str,
+    /// The tool's name.
+    pub name: &'a str,
+    /// The result, as the transcript would record it.
+    pub result: &'a ToolResult,
+    /// Whether the result is an error.
+    pub is_error: bool,
+}
+
+/// What a `final_answer` hook sees: an answer without calls that would end the
+/// run.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FinalAnswerPayload<'a> {
+    /// The run's id, as in its events.
+    pub run_id: &'a str,
+    /// The round of the answer.
+    pub turn: u32,
+    /// The answer: an assistant message.
+    pub message: &'a Message,
+}
