@@ -18,6 +18,7 @@ pub mod message;
 mod panic;
 pub mod provider;
 pub mod runtime;
+pub mod schema;
 pub mod tool;
 
 pub use error::{Error, ErrorCode, Result};

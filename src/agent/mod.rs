@@ -53,3 +53,5 @@ pub use input::{RunInput, RunSource};
 pub use progress::RunProgress;
 pub use result::{RunResult, RunStatus};
 pub use state::RunState;
+
+pub(crate) use input::InputRepr;

@@ -18,4 +18,5 @@ mod invocation;
 mod module_graph;
 mod provider_http;
 mod provider_replay;
+mod schema_file;
 mod version;

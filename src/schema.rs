@@ -1,0 +1,110 @@
+//! The one definition of every JSON document that crosses ferrule's boundary,
+//! as a JSON Schema (draft 2020-12) generated from the Rust types that read and
+//! write them. The committed `schema/ferrule.schema.json` is this document; the
+//! bindings' wire types are generated from it (`codegen/`).
+//!
+//! A document the host gives ferrule is described as ferrule reads it (a field
+//! with a default may be left out); one ferrule gives the host, as ferrule
+//! writes it. A type that crosses both ways (a message, a tool result) is
+//! described as ferrule reads it: what ferrule writes always satisfies that.
+
+use schemars::generate::{SchemaGenerator, SchemaSettings};
+use schemars::JsonSchema;
+use serde_json::{json, Map, Value};
+
+use crate::agent::{AgentConfig, Decision, Event, InputRepr, RunResult, RunState};
+use crate::error::{Error, ErrorCode};
+use crate::hook::{
+    FinalAnswerDecision, FinalAnswerPayload, HookStages, RunStartDecision, RunStartPayload, ToolCallDecision,
+    ToolCallPayload, ToolResultDecision, ToolResultPayload, TurnStartDecision, TurnStartPayload,
+};
+use crate::message::Message;
+use crate::runtime::RuntimeConfig;
+use crate::tool::{ToolCompletion, ToolOptions};
+
+/// Which way a document crosses.
+#[derive(Clone, Copy)]
+enum Direction {
+    /// The host gives it to ferrule.
+    In,
+    /// Ferrule gives it to the host.
+    Out,
+}
+
+/// Adds one document to `documents`, its type's schema to the generator's
+/// definitions.
+type Adder = fn(&mut SchemaGenerator) -> Value;
+
+/// Every document: its name, which way it crosses, where it crosses, and its type.
+fn documents() -> Vec<(&'static str, Direction, &'static str, Adder)> {
+    fn of<T: JsonSchema>(generator: &mut SchemaGenerator) -> Value {
+        generator.subschema_for::<T>().to_value()
+    }
+    use Direction::{In, Out};
+    vec![
+        ("agent_config", In, "ferrule_agent_builder_new", of::<AgentConfig>),
+        ("tool_options", In, "ferrule_agent_builder_add_tool (options)", of::<ToolOptions>),
+        ("hook_stages", In, "ferrule_agent_builder_add_hook (stages)", of::<HookStages>),
+        ("runtime_config", In, "ferrule_runtime_configure", of::<RuntimeConfig>),
+        ("run_input", In, "ferrule_agent_start", of::<InputRepr>),
+        ("decision", In, "run input `decisions`", of::<Decision>),
+        ("injected_message", In, "ferrule_run_inject", of::<Message>),
+        ("tool_completion", In, "ferrule_call_complete, ferrule_call_update", of::<ToolCompletion>),
+        ("run_start_decision", In, "ferrule_hook_respond at run_start", of::<RunStartDecision>),
+        ("turn_start_decision", In, "ferrule_hook_respond at turn_start", of::<TurnStartDecision>),
+        ("tool_call_decision", In, "ferrule_hook_respond at tool_call", of::<ToolCallDecision>),
+        ("tool_result_decision", In, "ferrule_hook_respond at tool_result", of::<ToolResultDecision>),
+        ("final_answer_decision", In, "ferrule_hook_respond at final_answer", of::<FinalAnswerDecision>),
+        ("event", Out, "the event callback", of::<Event>),
+        ("run_result", Out, "ferrule_run_wait, ferrule_run_result, run_end", of::<RunResult>),
+        ("run_state", Out, "run result `state`, run input `resume`", of::<RunState>),
+        ("error", Out, "ferrule_last_error_json, events, results", of::<Error>),
+        ("error_code", Out, "every error", of::<ErrorCode>),
+        ("run_start_payload", Out, "ferrule_hook_payload at run_start", of::<RunStartPayload<'static>>),
+        ("turn_start_payload", Out, "ferrule_hook_payload at turn_start", of::<TurnStartPayload<'static>>),
+        ("tool_call_payload", Out, "ferrule_hook_payload at tool_call", of::<ToolCallPayload<'static>>),
+        ("tool_result_payload", Out, "ferrule_hook_payload at tool_result", of::<ToolResultPayload<'static>>),
+        ("final_answer_payload", Out, "ferrule_hook_payload at final_answer", of::<FinalAnswerPayload<'static>>),
+    ]
+}
+
+/// The schema document: `$defs` holds every type, and `x-ferrule-documents`
+/// names each document, which way it crosses (`in`: host to ferrule), where, and
+/// its type.
+pub fn document() -> Value {
+    let settings = |reading: bool| {
+        let settings = SchemaSettings::draft2020_12();
+        let settings = if reading { settings.for_deserialize() } else { settings.for_serialize() };
+        SchemaGenerator::new(settings)
+    };
+    let (mut reading, mut writing) = (settings(true), settings(false));
+    let mut listed = Map::new();
+    for (name, direction, crossing, add) in documents() {
+        let (generator, way) = match direction {
+            Direction::In => (&mut reading, "in"),
+            Direction::Out => (&mut writing, "out"),
+        };
+        let schema = add(generator);
+        listed.insert(name.to_owned(), json!({"direction": way, "crossing": crossing, "schema": schema}));
+    }
+    // Read types win: what ferrule writes satisfies them too.
+    let mut definitions = writing.take_definitions(true);
+    definitions.extend(reading.take_definitions(true));
+    let definitions: Map<String, Value> = definitions.into_iter().collect();
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://ferrule.dev/schema/ferrule.schema.json",
+        "title": "ferrule",
+        "description": "Every JSON document that crosses ferrule's C ABI. Generated from the Rust types; do not edit.",
+        "x-ferrule-version": env!("CARGO_PKG_VERSION"),
+        "x-ferrule-documents": listed,
+        "$defs": definitions,
+    })
+}
+
+/// The schema document as the committed file has it: pretty, with a newline.
+pub fn document_text() -> String {
+    let mut text = serde_json::to_string_pretty(&document()).unwrap_or_default();
+    text.push('\n');
+    text
+}
