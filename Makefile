@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check clean
+.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema clean
 
 all: lib
 
@@ -67,9 +67,14 @@ setup:
 	./scripts/setup.sh
 
 test-rust:
-	$(CARGO) fmt --check
-	$(CARGO) clippy --release --all-targets -- -D warnings
-	$(CARGO) test --release
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
+	$(CARGO) test --release --workspace
+
+# Writes schema/ferrule.schema.json anew from the Rust types (make test fails
+# while the committed one differs).
+schema:
+	FERRULE_BLESS=1 $(CARGO) test --release --test it schema_file
 
 # The committed header must be what cbindgen makes of the sources, and it must
 # compile as C11 and C++17 with every warning an error.
@@ -89,9 +94,15 @@ header-check:
 	$(CBINDGEN) --quiet --config cbindgen.toml --crate ferrule --output $(BUILD)/ferrule.h
 	@diff -u include/ferrule.h $(BUILD)/ferrule.h || { echo "include/ferrule.h is stale: run make header and commit it"; exit 1; }
 
+# The one judge of the conformance observations every runner writes
+# (tests/conformance/README.md).
+JUDGE = target/release/ferrule-conformance
+judge:
+	$(CARGO) build --release -p ferrule-conformance
+
 # C tests: each linked once against the shared and once against the static
 # library, under AddressSanitizer with leak detection.
-test-c: lib
+test-c: lib judge
 	cmake -S tests/c -B $(BUILD)/c -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFERRULE_ROOT=$(CURDIR) > /dev/null
 	cmake --build $(BUILD)/c -j 2
 	cd $(BUILD)/c && ctest --output-on-failure

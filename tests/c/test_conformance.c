@@ -1,6 +1,11 @@
 /*
- * Runs every scenario in tests/conformance/ with tools implemented in C from their
- * declarative behaviours, and checks the expectations and event invariants.
+ * The C runner of the conformance scenarios: runs every scenario in
+ * tests/conformance/ with tools and hooks implemented in C from their declared
+ * behaviours, and writes what it observed (events, result, hook consultations,
+ * cancel handlers, refused starts) to OUT_DIR/<scenario>.json for the one judge,
+ * ferrule-conformance (tests/conformance/README.md).
+ *
+ * Usage: test_conformance OUT_DIR [SCENARIOS_DIR]
  */
 #include <dirent.h>
 
@@ -165,181 +170,16 @@ static void decide(void *user_data, ferrule_hook *hook) {
     pthread_detach(thread);
 }
 
-/* Whether `got` has everything `want` has: objects by key (more keys allowed),
- * arrays element by element, other values equal. */
-static int json_contains(const cJSON *want, const cJSON *got) {
-    if (cJSON_IsObject(want)) {
-        if (!cJSON_IsObject(got)) return 0;
-        const cJSON *field;
-        cJSON_ArrayForEach(field, want) {
-            if (!json_contains(field, cJSON_GetObjectItem(got, field->string))) return 0;
-        }
-        return 1;
-    }
-    if (cJSON_IsArray(want)) {
-        if (!cJSON_IsArray(got) || cJSON_GetArraySize(want) != cJSON_GetArraySize(got)) return 0;
-        for (int i = 0; i < cJSON_GetArraySize(want); i++) {
-            if (!json_contains(cJSON_GetArrayItem(want, i), cJSON_GetArrayItem(got, i))) return 0;
-        }
-        return 1;
-    }
-    return got && cJSON_Compare(want, got, 1);
-}
+/* ---- observing ---------------------------------------------------------------- */
 
-/* ---- checking ---------------------------------------------------------------- */
-
-static int failures;
-
-#define EXPECT(cond, ...)                                   \
-    do {                                                    \
-        if (!(cond)) {                                      \
-            fprintf(stderr, "  %s: ", scenario);            \
-            fprintf(stderr, __VA_ARGS__);                   \
-            fprintf(stderr, "\n");                          \
-            failures++;                                     \
-        }                                                   \
-    } while (0)
-
-static const char *event_type(const char *json, char *buf, size_t size) {
-    cJSON *event = cJSON_Parse(json);
-    const char *type = cJSON_GetStringValue(cJSON_GetObjectItem(event, "type"));
-    snprintf(buf, size, "%s", type ? type : "?");
-    cJSON_Delete(event);
-    return buf;
-}
-
-static size_t count_type(event_log *log, const char *type) {
-    char needle[96];
-    snprintf(needle, sizeof needle, "\"type\":\"%s\"", type);
-    return event_log_count(log, needle);
-}
-
-static void check_invariants(const char *scenario, event_log *log) {
-    char type[64];
-    EXPECT(log->count > 0 && strcmp(event_type(log->events[0], type, sizeof type), "run_start") == 0,
-           "the first event is not run_start");
-    EXPECT(log->count > 0 && strcmp(event_type(log->events[log->count - 1], type, sizeof type), "run_end") == 0,
-           "the last event is not run_end");
-    EXPECT(count_type(log, "run_end") == 1, "%zu run_end events", count_type(log, "run_end"));
-    EXPECT(count_type(log, "tool_execution_start") == count_type(log, "tool_execution_end"),
-           "%zu tool_execution_start but %zu tool_execution_end", count_type(log, "tool_execution_start"),
-           count_type(log, "tool_execution_end"));
-    EXPECT(count_type(log, "turn_start") == count_type(log, "turn_end"), "unbalanced turns");
-}
-
-static char *tool_text(const cJSON *message) {
-    size_t size = 1;
-    char *text = calloc(1, size);
-    cJSON *part;
-    cJSON_ArrayForEach(part, cJSON_GetObjectItem(message, "content")) {
-        const char *piece = cJSON_GetStringValue(cJSON_GetObjectItem(part, "text"));
-        if (!piece) continue;
-        size += strlen(piece);
-        text = realloc(text, size);
-        strcat(text, piece);
-    }
-    return text;
-}
-
-static void check_expectations(const char *scenario, const cJSON *expect, const cJSON *result, event_log *log) {
-    const char *status = cJSON_GetStringValue(cJSON_GetObjectItem(result, "status"));
-    const char *wanted = cJSON_GetStringValue(cJSON_GetObjectItem(expect, "status"));
-    EXPECT(status && wanted && strcmp(status, wanted) == 0, "status %s, expected %s", status, wanted);
-
-    const char *code = cJSON_GetStringValue(cJSON_GetObjectItem(expect, "error_code"));
-    if (code) {
-        const char *got = cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(result, "error"), "code"));
-        EXPECT(got && strcmp(got, code) == 0, "error code %s, expected %s", got, code);
-    }
-
-    const cJSON *events = cJSON_GetObjectItem(expect, "events");
-    if (events) {
-        int i = 0;
-        const cJSON *type;
-        char got[64];
-        EXPECT((size_t)cJSON_GetArraySize(events) == log->count, "%zu events, expected %d", log->count,
-               cJSON_GetArraySize(events));
-        cJSON_ArrayForEach(type, events) {
-            if ((size_t)i >= log->count) break;
-            event_type(log->events[i], got, sizeof got);
-            EXPECT(strcmp(got, type->valuestring) == 0, "event %d is %s, expected %s", i, got, type->valuestring);
-            i++;
-        }
-    }
-
-    const cJSON *count;
-    cJSON_ArrayForEach(count, cJSON_GetObjectItem(expect, "event_counts")) {
-        size_t got = count_type(log, count->string);
-        EXPECT(got == (size_t)count->valuedouble, "%zu %s events, expected %d", got, count->string, count->valueint);
-    }
-
-    const cJSON *messages = cJSON_GetObjectItem(result, "messages");
-    const cJSON *transcript = cJSON_GetObjectItem(expect, "transcript");
-    if (transcript) {
-        char *got = print_json(messages);
-        EXPECT(cJSON_Compare(transcript, messages, 1), "transcript differs; got %s", got);
-        free(got);
-    }
-
-    const cJSON *results = cJSON_GetObjectItem(expect, "results");
-    if (results) {
-        const cJSON *message, *want = results->child;
-        int index = 0;
-        cJSON_ArrayForEach(message, messages) {
-            const char *role = cJSON_GetStringValue(cJSON_GetObjectItem(message, "role"));
-            if (!role || strcmp(role, "tool") != 0) continue;
-            if (!want) {
-                EXPECT(0, "more tool results than expected");
-                break;
-            }
-            const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(message, "tool_call_id"));
-            const char *want_id = cJSON_GetStringValue(cJSON_GetObjectItem(want, "tool_call_id"));
-            char *text = tool_text(message);
-            const char *needle = cJSON_GetStringValue(cJSON_GetObjectItem(want, "text_contains"));
-            EXPECT(id && want_id && strcmp(id, want_id) == 0, "result %d has id %s, expected %s", index, id, want_id);
-            EXPECT(cJSON_IsTrue(cJSON_GetObjectItem(message, "is_error")) ==
-                       cJSON_IsTrue(cJSON_GetObjectItem(want, "is_error")),
-                   "result %d error flag differs (text: %s)", index, text);
-            EXPECT(!needle || strstr(text, needle), "result %d text \"%s\" lacks \"%s\"", index, text, needle);
-            free(text);
-            want = want->next;
-            index++;
-        }
-        EXPECT(want == NULL, "fewer tool results than expected");
-    }
-
-    static const char *const exact[] = {"interruptions", "usage", "rounds"};
-    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
-        const cJSON *want = cJSON_GetObjectItem(expect, exact[i]);
-        if (!want) continue;
-        const cJSON *got = cJSON_GetObjectItem(result, exact[i]);
-        char *text = got ? print_json(got) : NULL;
-        EXPECT(got && cJSON_Compare(want, got, 1), "%s differs; got %s", exact[i], text ? text : "(none)");
-        free(text);
-    }
-
-    const cJSON *output = cJSON_GetObjectItem(expect, "output");
-    if (output) {
-        const cJSON *got = cJSON_GetObjectItem(result, "output");
-        char *text = got ? print_json(got) : NULL;
-        EXPECT(got && cJSON_Compare(output, got, 1), "output differs; got %s", text ? text : "(none)");
-        free(text);
-    }
-    const cJSON *hook_calls = cJSON_GetObjectItem(expect, "hook_calls");
-    if (hook_calls) {
-        pthread_mutex_lock(&hook_log_lock);
-        char *got = print_json(hook_log);
-        EXPECT(json_contains(hook_calls, hook_log), "hook calls differ; got %s", got);
-        free(got);
-        pthread_mutex_unlock(&hook_log_lock);
-    }
-
-    const cJSON *handlers = cJSON_GetObjectItem(expect, "cancel_handlers");
-    if (cJSON_IsNumber(handlers)) {
-        wait_for_count(&cancel_handlers, handlers->valueint, 10000);
-        EXPECT(atomic_load(&cancel_handlers) == handlers->valueint, "%d cancel handlers ran, expected %d",
-               atomic_load(&cancel_handlers), handlers->valueint);
-    }
+/* A problem of the runner itself (the scenario could not be set up), recorded
+ * in the step so that the judge reports it. */
+static cJSON *runner_error(const char *what, const ferrule_error *err) {
+    char text[1024];
+    snprintf(text, sizeof text, "%s: %s", what, err ? ferrule_error_message(err).ptr : "");
+    cJSON *step = cJSON_CreateObject();
+    cJSON_AddStringToObject(step, "runner_error", text);
+    return step;
 }
 
 /* ---- running one scenario ----------------------------------------------------- */
@@ -358,14 +198,15 @@ static char *read_file(const char *path) {
 }
 
 /* Builds the scenario's agent from its config and `tools` (the scenario's own
- * unless a resume step gives others); NULL on failure (reported). */
-static ferrule_agent *build_agent(const char *scenario, const cJSON *doc, const cJSON *tools) {
+ * unless a resume step gives others); NULL on failure, with `*problem` the step
+ * that says why. */
+static ferrule_agent *build_agent(const cJSON *doc, const cJSON *tools, cJSON **problem) {
     char *config = print_json(cJSON_GetObjectItem(doc, "config"));
     ferrule_agent_builder *builder = NULL;
     ferrule_error *err = ferrule_agent_builder_new(STR(config), &builder);
     free(config);
-    EXPECT(err == NULL, "config rejected: %s", ferrule_error_message(err).ptr);
     if (err) {
+        *problem = runner_error("config rejected", err);
         ferrule_error_free(err);
         return NULL;
     }
@@ -386,7 +227,7 @@ static ferrule_agent *build_agent(const char *scenario, const cJSON *doc, const 
             spec.input_schema_len = strlen(schema_text);
         }
         err = ferrule_agent_builder_add_tool(builder, &spec);
-        EXPECT(err == NULL, "tool %s rejected: %s", name, ferrule_error_message(err).ptr);
+        if (err && !*problem) *problem = runner_error("a tool was rejected", err);
         ferrule_error_free(err);
         free(schema_text);
         free(options_text);
@@ -397,35 +238,34 @@ static ferrule_agent *build_agent(const char *scenario, const cJSON *doc, const 
         hook_state *state = calloc(1, sizeof *state);
         state->spec = hook;
         err = ferrule_agent_builder_add_hook(builder, STR(stages), decide, state, free);
-        EXPECT(err == NULL, "hook %s rejected: %s", stages, ferrule_error_message(err).ptr);
+        if (err && !*problem) *problem = runner_error("a hook was rejected", err);
         if (err) free(state);
         ferrule_error_free(err);
         free(stages);
     }
     ferrule_agent *agent = NULL;
     err = ferrule_agent_build(builder, &agent);
-    EXPECT(err == NULL, "build failed: %s", ferrule_error_message(err).ptr);
+    if (err && !*problem) *problem = runner_error("the build failed", err);
     ferrule_error_free(err);
+    if (agent && *problem) {
+        ferrule_agent_free(agent);
+        agent = NULL;
+    }
     return agent;
 }
 
-/* The codes a start can fail with, by the names scenarios use. */
-static const char *start_code_name(uint32_t code) {
-    switch (code) {
-    case FERRULE_ERROR_NULL_ARG: return "NULL_ARG";
-    case FERRULE_ERROR_INVALID_UTF8: return "INVALID_UTF8";
-    case FERRULE_ERROR_INVALID_JSON: return "INVALID_JSON";
-    case FERRULE_ERROR_INVALID_ARG: return "INVALID_ARG";
-    case FERRULE_ERROR_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
-    default: return "another code";
-    }
+/* The events of a run, parsed, in the order the callback got them. */
+static cJSON *parsed_events(const event_log *log) {
+    cJSON *events = cJSON_CreateArray();
+    for (size_t i = 0; i < log->count; i++) cJSON_AddItemToArray(events, cJSON_Parse(log->events[i]));
+    return events;
 }
 
-/* Starts `input` on `agent` and checks the run against `expect`, or, with
- * `start_error`, that the start is refused with that code and text. Returns the
- * run result (the caller deletes it), or NULL. */
-static cJSON *run_step(const char *scenario, ferrule_agent *agent, const cJSON *input, const cJSON *expect,
-                       const cJSON *start_error) {
+/* Starts `input` on `agent` and observes the run (its events, result, hook
+ * consultations and cancel handlers) or the refusal of its start (code and
+ * message). `expect.cancel_handlers`, when given, is how many handlers to wait
+ * for before counting them. */
+static cJSON *run_step(ferrule_agent *agent, const cJSON *input, const cJSON *expect) {
     event_log log;
     event_log_init(&log);
     atomic_store(&cancel_handlers, 0);
@@ -437,43 +277,34 @@ static cJSON *run_step(const char *scenario, ferrule_agent *agent, const cJSON *
     ferrule_run *run = NULL;
     ferrule_error *err = ferrule_agent_start(agent, STR(input_text), event_log_on_event, &log, event_log_free, &run);
     free(input_text);
-    cJSON *result = NULL;
-    if (start_error) {
-        const char *code = cJSON_GetStringValue(cJSON_GetObjectItem(start_error, "code"));
-        const char *needle = cJSON_GetStringValue(cJSON_GetObjectItem(start_error, "contains"));
-        const char *message = err ? ferrule_error_message(err).ptr : "";
-        const char *got = err ? start_code_name(ferrule_error_code(err)) : "success";
-        EXPECT(code && strcmp(got, code) == 0, "start gave %s (%s), expected %s", got, message, code);
-        EXPECT(!needle || strstr(message, needle), "start error \"%s\" lacks \"%s\"", message, needle);
-        if (err) {
-            /* A refused start leaves the user data with the host. */
-            EXPECT(atomic_load(&log.freed) == 0, "a refused start freed the event user data");
-        } else {
-            ferrule_string_free(harness_wait(run));
-            ferrule_run_free(run);
-        }
+    cJSON *step = cJSON_CreateObject();
+    if (err) {
+        cJSON *error = cJSON_AddObjectToObject(step, "start_error");
+        cJSON_AddNumberToObject(error, "code", ferrule_error_code(err));
+        cJSON_AddStringToObject(error, "message", ferrule_error_message(err).ptr);
+        /* A refused start leaves the user data with the host. */
+        if (atomic_load(&log.freed) != 0) cJSON_AddStringToObject(step, "runner_error", "a refused start freed the event user data");
+        ferrule_error_free(err);
     } else {
-        EXPECT(err == NULL, "start failed: %s", ferrule_error_message(err).ptr);
-        if (!err) {
-            atomic_store(&current_run, run);
-            char *result_text = harness_wait(run);
-            atomic_store(&current_run, NULL);
-            result = cJSON_Parse(result_text);
-            EXPECT(result != NULL, "the run result is not JSON");
-            if (result) {
-                check_invariants(scenario, &log);
-                check_expectations(scenario, expect, result, &log);
-            }
-            ferrule_string_free(result_text);
-            ferrule_run_free(run);
-        }
+        atomic_store(&current_run, run);
+        char *result_text = harness_wait(run);
+        atomic_store(&current_run, NULL);
+        cJSON_AddItemToObject(step, "result", cJSON_Parse(result_text));
+        ferrule_string_free(result_text);
+        ferrule_run_free(run);
+        const cJSON *handlers = cJSON_GetObjectItem(expect, "cancel_handlers");
+        if (cJSON_IsNumber(handlers)) wait_for_count(&cancel_handlers, handlers->valueint, 10000);
+        cJSON_AddItemToObject(step, "events", parsed_events(&log));
+        pthread_mutex_lock(&hook_log_lock);
+        cJSON_AddItemToObject(step, "hook_calls", cJSON_Duplicate(hook_log, 1));
+        pthread_mutex_unlock(&hook_log_lock);
+        cJSON_AddNumberToObject(step, "cancel_handlers", atomic_load(&cancel_handlers));
     }
-    ferrule_error_free(err);
     /* Tools that completed after a timeout may still run; wait for their threads
      * to finish with the behaviour before the document goes. */
     harness_sleep_ms(20);
     event_log_destroy(&log);
-    return result;
+    return step;
 }
 
 /* The input that resumes from `state` with the step's decisions; the step's
@@ -492,44 +323,42 @@ static cJSON *resume_input(const cJSON *state, const cJSON *step) {
     return input;
 }
 
-static void run_scenario(const char *scenario, const char *path) {
-    char *text = read_file(path);
-    cJSON *doc = cJSON_Parse(text);
-    free(text);
-    EXPECT(doc != NULL, "not valid JSON");
-    if (!doc) return;
+/* Runs one scenario (its first run, then each resume from the last state) and
+ * returns the observation. */
+static cJSON *run_scenario(const char *name, const cJSON *doc) {
+    cJSON *observation = cJSON_CreateObject();
+    cJSON_AddStringToObject(observation, "runner", "c");
+    cJSON_AddStringToObject(observation, "scenario", name);
+    cJSON *steps = cJSON_AddArrayToObject(observation, "steps");
     const cJSON *tools = cJSON_GetObjectItem(doc, "tools");
-    ferrule_agent *agent = build_agent(scenario, doc, tools);
+    cJSON *problem = NULL;
+    ferrule_agent *agent = build_agent(doc, tools, &problem);
     if (!agent) {
-        cJSON_Delete(doc);
-        return;
+        cJSON_AddItemToArray(steps, problem);
+        return observation;
     }
-    cJSON *result = run_step(scenario, agent, cJSON_GetObjectItem(doc, "input"), cJSON_GetObjectItem(doc, "expect"), NULL);
-    /* Each resume step goes on from the last state a run gave. */
-    const cJSON *step;
-    cJSON_ArrayForEach(step, cJSON_GetObjectItem(doc, "resumes")) {
-        const cJSON *state = cJSON_GetObjectItem(result, "state");
-        EXPECT(cJSON_IsObject(state), "no state to resume from");
+    cJSON *last = run_step(agent, cJSON_GetObjectItem(doc, "input"), cJSON_GetObjectItem(doc, "expect"));
+    cJSON_AddItemToArray(steps, last);
+    const cJSON *state = cJSON_GetObjectItem(cJSON_GetObjectItem(last, "result"), "state");
+    const cJSON *resume;
+    cJSON_ArrayForEach(resume, cJSON_GetObjectItem(doc, "resumes")) {
         if (!cJSON_IsObject(state)) break;
-        cJSON *input = resume_input(state, step);
+        cJSON *input = resume_input(state, resume);
         ferrule_agent *on = agent;
-        if (cJSON_IsTrue(cJSON_GetObjectItem(step, "new_agent"))) {
-            const cJSON *step_tools = cJSON_GetObjectItem(step, "tools");
-            on = build_agent(scenario, doc, step_tools ? step_tools : tools);
+        cJSON *step = NULL;
+        if (cJSON_IsTrue(cJSON_GetObjectItem(resume, "new_agent"))) {
+            const cJSON *resume_tools = cJSON_GetObjectItem(resume, "tools");
+            on = build_agent(doc, resume_tools ? resume_tools : tools, &step);
         }
-        cJSON *next = on ? run_step(scenario, on, input, cJSON_GetObjectItem(step, "expect"),
-                                    cJSON_GetObjectItem(step, "start_error"))
-                         : NULL;
+        if (on) step = run_step(on, input, cJSON_GetObjectItem(resume, "expect"));
         if (on && on != agent) ferrule_agent_free(on);
         cJSON_Delete(input);
-        if (next) {
-            cJSON_Delete(result);
-            result = next;
-        }
+        cJSON_AddItemToArray(steps, step);
+        const cJSON *next = cJSON_GetObjectItem(cJSON_GetObjectItem(step, "result"), "state");
+        if (next) state = next;
     }
-    cJSON_Delete(result);
     ferrule_agent_free(agent);
-    cJSON_Delete(doc);
+    return observation;
 }
 
 static int by_name(const void *a, const void *b) {
@@ -537,7 +366,12 @@ static int by_name(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-    const char *dir_path = argc > 1 ? argv[1] : FERRULE_CONFORMANCE_DIR;
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s OUT_DIR [SCENARIOS_DIR]\n", argv[0]);
+        return 2;
+    }
+    const char *out_dir = argv[1];
+    const char *dir_path = argc > 2 ? argv[2] : FERRULE_CONFORMANCE_DIR;
     DIR *dir = opendir(dir_path);
     if (!dir) {
         fprintf(stderr, "cannot open %s\n", dir_path);
@@ -548,24 +382,35 @@ int main(int argc, char **argv) {
     struct dirent *entry;
     while ((entry = readdir(dir)) != NULL && count < 256) {
         size_t len = strlen(entry->d_name);
-        if (len > 5 && strcmp(entry->d_name + len - 5, ".json") == 0) names[count++] = strdup(entry->d_name);
+        if (len > 5 && strcmp(entry->d_name + len - 5, ".json") == 0) names[count++] = strndup(entry->d_name, len - 5);
     }
     closedir(dir);
     qsort(names, count, sizeof names[0], by_name);
 
-    size_t passed = 0, failed = 0;
+    int written = 0;
     for (size_t i = 0; i < count; i++) {
         char path[1024];
-        snprintf(path, sizeof path, "%s/%s", dir_path, names[i]);
-        int before = failures;
-        run_scenario(names[i], path);
-        int ok = failures == before;
-        printf("%s %s\n", ok ? "ok  " : "FAIL", names[i]);
-        fflush(stdout);
-        if (ok) passed++; else failed++;
+        snprintf(path, sizeof path, "%s/%s.json", dir_path, names[i]);
+        char *text = read_file(path);
+        cJSON *doc = text ? cJSON_Parse(text) : NULL;
+        free(text);
+        cJSON *observation = doc ? run_scenario(names[i], doc) : NULL;
+        char *json = observation ? cJSON_PrintUnformatted(observation) : NULL;
+        snprintf(path, sizeof path, "%s/%s.json", out_dir, names[i]);
+        FILE *out = json ? fopen(path, "wb") : NULL;
+        if (out) {
+            fputs(json, out);
+            fclose(out);
+            written++;
+        } else {
+            fprintf(stderr, "%s: no observation written (%s)\n", names[i], doc ? path : "the scenario is not JSON");
+        }
+        free(json);
+        cJSON_Delete(observation);
+        cJSON_Delete(doc);
         free(names[i]);
     }
-    printf("%zu passed, %zu failed\n", passed, failed);
+    printf("%d observations written to %s\n", written, out_dir);
     cJSON_Delete(hook_log);
-    return failed == 0 && passed > 0 ? 0 : 1;
+    return 0;
 }

@@ -10,6 +10,7 @@ mod builtin_bash;
 mod builtin_bash_env;
 mod builtin_hostile;
 mod builtin_tools;
+mod conformance;
 mod events;
 mod ffi_providers;
 mod hooks;

@@ -1,0 +1,139 @@
+//! The one judge of ferrule's conformance scenarios.
+//!
+//! Every runner (C, Rust, Go, Swift, Kotlin) drives the scenarios of
+//! `tests/conformance/` with tools written in its own language and writes what it
+//! observed, one [observation](#observations) per scenario. This crate judges each
+//! observation against its scenario with one set of [matching rules](matching),
+//! so that a scenario passes or fails in every language for the same reason.
+//!
+//! # Observations
+//!
+//! ```json
+//! {"runner": "go", "scenario": "020_approval_interrupts_the_batch",
+//!  "steps": [
+//!    {"events": [{"type": "run_start", ...}, ...], "result": {"status": ...},
+//!     "hook_calls": [{"stage": "tool_call", "payload": {...}}], "cancel_handlers": 0},
+//!    {"start_error": {"code": "INVALID_ARG", "message": "..."}}
+//!  ]}
+//! ```
+//!
+//! One step per run: the scenario's first run, then one per entry of its
+//! `resumes`. A run that started has its events (as the binding gave them, in
+//! order), its result, the hook consultations and how many cancel handlers ran;
+//! a start that was refused has its error (the code by name, or by number). A
+//! step the runner could not set up (a tool it could not register) has its
+//! `runner_error` instead, which fails the step.
+
+pub mod matching;
+mod scenario;
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+pub use scenario::Scenario;
+
+/// Judges observations. Knows the error codes by number, for runners that
+/// observe codes as numbers (C).
+#[derive(Debug, Default, Clone)]
+pub struct Judge {
+    code_names: HashMap<u64, String>,
+}
+
+impl Judge {
+    /// A judge that reads numeric error codes with the `ErrorCode` definition of
+    /// ferrule's schema (`schema/ferrule.schema.json`): each variant's `const`
+    /// name and its `x-ferrule-code` number.
+    pub fn with_schema(schema: &Value) -> Self {
+        let variants = schema.pointer("/$defs/ErrorCode/oneOf").and_then(Value::as_array);
+        let code_names = variants
+            .into_iter()
+            .flatten()
+            .filter_map(|variant| {
+                let name = variant.get("const")?.as_str()?;
+                let code = variant.get("x-ferrule-code")?.as_u64()?;
+                Some((code, name.to_owned()))
+            })
+            .collect();
+        Judge { code_names }
+    }
+
+    /// What is wrong with `observation` of `scenario`; empty when it passes.
+    pub fn judge(&self, scenario: &Scenario, observation: &Value) -> Vec<String> {
+        let mut failures = Vec::new();
+        if observation.get("scenario").and_then(Value::as_str) != Some(scenario.name()) {
+            failures.push(format!(
+                "the observation is of scenario {}",
+                observation.get("scenario").unwrap_or(&Value::Null)
+            ));
+            return failures;
+        }
+        let observed: &[Value] = observation.get("steps").and_then(Value::as_array).map_or(&[], Vec::as_slice);
+        for (index, step) in scenario.steps().enumerate() {
+            let name = if index == 0 { "the first run".to_owned() } else { format!("resume {index}") };
+            let Some(got) = observed.get(index) else {
+                failures.push(format!("{name} was not observed"));
+                continue;
+            };
+            for problem in self.judge_step(step, got) {
+                failures.push(format!("{name}: {problem}"));
+            }
+        }
+        if observed.len() > scenario.steps().count() {
+            failures.push(format!(
+                "{} runs were observed, the scenario has {}",
+                observed.len(),
+                scenario.steps().count()
+            ));
+        }
+        failures
+    }
+
+    fn judge_step(&self, step: scenario::Step<'_>, got: &Value) -> Vec<String> {
+        if let Some(problem) = got.get("runner_error") {
+            return vec![format!("the runner could not run it: {problem}")];
+        }
+        match step {
+            scenario::Step::Refused(want) => self.judge_refusal(want, got),
+            scenario::Step::Run(expect) => {
+                let Some(result) = got.get("result").filter(|r| r.is_object()) else {
+                    return vec![match got.get("start_error") {
+                        Some(error) => format!("the start was refused: {error}"),
+                        None => "no run result".to_owned(),
+                    }];
+                };
+                let events: &[Value] = got.get("events").and_then(Value::as_array).map_or(&[], Vec::as_slice);
+                let mut problems = scenario::check_invariants(events);
+                problems.extend(scenario::check_expectations(expect, result, events, got));
+                problems
+            }
+        }
+    }
+
+    fn judge_refusal(&self, want: &Value, got: &Value) -> Vec<String> {
+        let Some(error) = got.get("start_error") else {
+            return vec!["the start was not refused".to_owned()];
+        };
+        let code = match error.get("code") {
+            Some(Value::String(name)) => name.clone(),
+            Some(Value::Number(number)) => number
+                .as_u64()
+                .and_then(|number| self.code_names.get(&number).cloned())
+                .unwrap_or_else(|| format!("code {number}")),
+            other => format!("{}", other.unwrap_or(&Value::Null)),
+        };
+        let message = error.get("message").and_then(Value::as_str).unwrap_or_default();
+        let mut problems = Vec::new();
+        if let Some(wanted) = want.get("code").and_then(Value::as_str) {
+            if code != wanted {
+                problems.push(format!("the start was refused with {code} ({message}), expected {wanted}"));
+            }
+        }
+        if let Some(needle) = want.get("contains").and_then(Value::as_str) {
+            if !message.contains(needle) {
+                problems.push(format!("the start error \"{message}\" lacks \"{needle}\""));
+            }
+        }
+        problems
+    }
+}

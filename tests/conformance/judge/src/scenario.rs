@@ -1,0 +1,197 @@
+//! A scenario's runs and what each must show: its `expect` (or, for a resume
+//! that must be refused, its `start_error`), and the event invariants every run
+//! holds to.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::matching::{contains, equal};
+
+/// One scenario of `tests/conformance/`: its name (the file name without
+/// `.json`) and its document.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    name: String,
+    doc: Value,
+}
+
+/// One run of a scenario, as the scenario expects it.
+#[derive(Clone, Copy)]
+pub(crate) enum Step<'a> {
+    /// The run starts; its `expect`.
+    Run(&'a Value),
+    /// The start is refused; its `start_error` (`code`, `contains`).
+    Refused(&'a Value),
+}
+
+impl Scenario {
+    /// Reads the scenario file at `path`.
+    pub fn read(path: &Path) -> Result<Self, String> {
+        let name = path.file_stem().and_then(|s| s.to_str()).ok_or("a scenario file needs a name")?.to_owned();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        if !doc.get("expect").is_some_and(Value::is_object) {
+            return Err(format!("{}: the scenario has no \"expect\"", path.display()));
+        }
+        Ok(Scenario { name, doc })
+    }
+
+    /// Every scenario in `dir`, sorted by name.
+    pub fn read_all(dir: &Path) -> Result<Vec<Self>, String> {
+        let mut paths: Vec<_> = std::fs::read_dir(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+            .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+            .collect();
+        paths.sort();
+        paths.iter().map(|path| Scenario::read(path)).collect()
+    }
+
+    /// The scenario's name, such as `001_plain_answer`.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The scenario document.
+    pub fn document(&self) -> &Value {
+        &self.doc
+    }
+
+    /// The runs: the first, then one per resume step.
+    pub(crate) fn steps(&self) -> impl Iterator<Item = Step<'_>> {
+        let resumes = self.doc.get("resumes").and_then(Value::as_array).into_iter().flatten();
+        std::iter::once(Step::Run(&self.doc["expect"])).chain(resumes.map(|step| match step.get("start_error") {
+            Some(refusal) => Step::Refused(refusal),
+            None => Step::Run(step.get("expect").unwrap_or(&Value::Null)),
+        }))
+    }
+}
+
+fn event_type(event: &Value) -> &str {
+    event.get("type").and_then(Value::as_str).unwrap_or("?")
+}
+
+fn count(events: &[Value], kind: &str) -> usize {
+    events.iter().filter(|event| event_type(event) == kind).count()
+}
+
+/// What every run shows: `run_start` first, exactly one `run_end` and it last, a
+/// `tool_execution_end` for every `tool_execution_start`, a `turn_end` for every
+/// `turn_start`.
+pub(crate) fn check_invariants(events: &[Value]) -> Vec<String> {
+    let mut problems = Vec::new();
+    if events.first().map(event_type) != Some("run_start") {
+        problems.push("the first event is not run_start".to_owned());
+    }
+    if events.last().map(event_type) != Some("run_end") {
+        problems.push("the last event is not run_end".to_owned());
+    }
+    if count(events, "run_end") != 1 {
+        problems.push(format!("{} run_end events", count(events, "run_end")));
+    }
+    let (starts, ends) = (count(events, "tool_execution_start"), count(events, "tool_execution_end"));
+    if starts != ends {
+        problems.push(format!("{starts} tool_execution_start but {ends} tool_execution_end"));
+    }
+    let (starts, ends) = (count(events, "turn_start"), count(events, "turn_end"));
+    if starts != ends {
+        problems.push(format!("{starts} turn_start but {ends} turn_end"));
+    }
+    problems
+}
+
+/// The text parts of a message's content, joined.
+fn text_of(message: &Value) -> String {
+    let parts = message.get("content").and_then(Value::as_array).into_iter().flatten();
+    parts.filter_map(|part| part.get("text").and_then(Value::as_str)).collect()
+}
+
+/// Checks each field of `expect` (tests/conformance/README.md) against a run's
+/// `result`, `events` and the rest of its observed `step`.
+pub(crate) fn check_expectations(expect: &Value, result: &Value, events: &[Value], step: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    let status = &result["status"];
+    if !equal(&expect["status"], status) {
+        problems.push(format!("status {status}, expected {}", expect["status"]));
+    }
+    if let Some(code) = expect.get("error_code") {
+        let got = result.pointer("/error/code").unwrap_or(&Value::Null);
+        if !equal(code, got) {
+            problems.push(format!("error code {got}, expected {code}"));
+        }
+    }
+    if let Some(types) = expect.get("events").and_then(Value::as_array) {
+        let got: Vec<&str> = events.iter().map(event_type).collect();
+        let want: Vec<&str> = types.iter().map(|t| t.as_str().unwrap_or("?")).collect();
+        if got != want {
+            problems.push(format!("events {got:?}, expected {want:?}"));
+        }
+    }
+    for (kind, want) in expect.get("event_counts").and_then(Value::as_object).into_iter().flatten() {
+        let got = count(events, kind);
+        if !equal(want, &got.into()) {
+            problems.push(format!("{got} {kind} events, expected {want}"));
+        }
+    }
+    let messages = result.get("messages").unwrap_or(&Value::Null);
+    if let Some(transcript) = expect.get("transcript") {
+        if !equal(transcript, messages) {
+            problems.push(format!("the transcript differs; got {messages}"));
+        }
+    }
+    if let Some(results) = expect.get("results").and_then(Value::as_array) {
+        problems.extend(check_results(results, messages));
+    }
+    for field in ["interruptions", "usage", "rounds", "output"] {
+        if let Some(want) = expect.get(field) {
+            let got = result.get(field).unwrap_or(&Value::Null);
+            if !equal(want, got) {
+                problems.push(format!("{field} differs; got {got}"));
+            }
+        }
+    }
+    if let Some(want) = expect.get("hook_calls") {
+        let got = step.get("hook_calls").unwrap_or(&Value::Null);
+        if !contains(want, got) {
+            problems.push(format!("the hook calls differ; got {got}"));
+        }
+    }
+    if let Some(want) = expect.get("cancel_handlers") {
+        let got = step.get("cancel_handlers").unwrap_or(&Value::Null);
+        if !equal(want, got) {
+            problems.push(format!("{got} cancel handlers ran, expected {want}"));
+        }
+    }
+    problems
+}
+
+/// The transcript's tool results, in order: each with the expected call id and
+/// error flag, its text containing `text_contains`.
+fn check_results(want: &[Value], messages: &Value) -> Vec<String> {
+    let results: Vec<&Value> = messages
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|message| message.get("role").and_then(Value::as_str) == Some("tool"))
+        .collect();
+    let mut problems = Vec::new();
+    if results.len() != want.len() {
+        problems.push(format!("{} tool results, expected {}", results.len(), want.len()));
+    }
+    for (index, (want, got)) in want.iter().zip(&results).enumerate() {
+        let text = text_of(got);
+        for field in ["tool_call_id", "is_error"] {
+            let (want, got) = (want.get(field).unwrap_or(&Value::Null), got.get(field).unwrap_or(&Value::Null));
+            if !equal(want, got) {
+                problems.push(format!("result {index}: {field} {got}, expected {want} (text: {text})"));
+            }
+        }
+        if let Some(needle) = want.get("text_contains").and_then(Value::as_str) {
+            if !text.contains(needle) {
+                problems.push(format!("result {index}: the text \"{text}\" lacks \"{needle}\""));
+            }
+        }
+    }
+    problems
+}

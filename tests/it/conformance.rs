@@ -1,0 +1,228 @@
+//! The Rust runner of the conformance scenarios (`tests/conformance/`): each
+//! scenario's tools and hooks are Rust functions made from their declared
+//! behaviours, each run is observed through the Rust API, and the one judge
+//! (`ferrule-conformance`) decides, as it does for every other runner.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ferrule::agent::{Agent, AgentBuilder, Event, Run, RunInput};
+use ferrule::hook::{Hook, HookDecision, HookOptions, HookRequest};
+use ferrule::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
+use ferrule_conformance::{Judge, Scenario};
+use serde_json::{json, Value};
+
+/// What the tools and hooks of one scenario share with its runner.
+#[derive(Default)]
+struct Shared {
+    /// The run being observed, once it started (tools that inject wait for it).
+    run: Mutex<Option<Run>>,
+    /// Cancel handlers (token watchers) that ran in the current step.
+    cancel_handlers: AtomicUsize,
+    /// Every hook consultation of the current step: `{"stage", "payload"}`.
+    hook_calls: Mutex<Vec<Value>>,
+}
+
+fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance")
+}
+
+/// A tool's result from a behaviour's `result`: a string is a text result.
+fn result_of(value: &Value) -> ToolOutcome {
+    match ToolResult::from_value(value.clone()) {
+        Ok(result) => ToolOutcome::Completed(result),
+        Err(problem) => ToolOutcome::Invalid(problem.message),
+    }
+}
+
+/// Counts one cancel handler when `token` is cancelled (as the C runner's
+/// `ferrule_tool_call_on_cancel` handler does): a task of its own, since ferrule
+/// drops a cancelled call's future.
+fn on_cancel(token: tokio_util::sync::CancellationToken, shared: &Arc<Shared>) {
+    let shared = shared.clone();
+    tokio::spawn(async move {
+        token.cancelled().await;
+        shared.cancel_handlers.fetch_add(1, Ordering::SeqCst);
+    });
+}
+
+/// Does what `behaviour` says with one call.
+async fn behave(behaviour: Value, call: Invocation, shared: Arc<Shared>) -> ToolOutcome {
+    if let Some(message) = behaviour.get("inject") {
+        let run = loop {
+            if let Some(run) = shared.run.lock().unwrap().clone() {
+                break run;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
+        let message = serde_json::from_value(message.clone()).expect("an injectable message");
+        if let Err(e) = run.inject(message) {
+            eprintln!("inject failed: {e}");
+        }
+    }
+    if behaviour["complete_on_cancel"] == true {
+        on_cancel(call.cancellation().clone(), &shared);
+        std::future::pending::<()>().await;
+    }
+    if behaviour["never_complete"] == true {
+        call.cancellation().cancelled().await;
+        return ToolOutcome::Completed(ToolResult::text("completed after cancellation"));
+    }
+    if let Some(ms) = behaviour["sleep_ms"].as_u64() {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+    }
+    for update in behaviour["updates"].as_array().into_iter().flatten() {
+        match ToolResult::from_value(update.clone()) {
+            Ok(partial) => call.updates().send(partial).await,
+            Err(problem) => return ToolOutcome::Invalid(problem.message),
+        }
+    }
+    if let Some(message) = behaviour["fail"].as_str() {
+        return ToolOutcome::Failed(message.to_owned());
+    }
+    if let Some(raw) = behaviour["result_json"].as_str() {
+        return match ToolResult::from_json(raw) {
+            Ok(result) => ToolOutcome::Completed(result),
+            Err(problem) => ToolOutcome::Invalid(problem.message),
+        };
+    }
+    if behaviour["echo"] == true {
+        return ToolOutcome::Completed(ToolResult::text(call.arguments_json()));
+    }
+    result_of(&behaviour["result"])
+}
+
+/// A scenario tool as a Rust function.
+fn tool(spec: &Value, shared: &Arc<Shared>) -> ferrule::Result<Tool> {
+    let options = match spec.get("options") {
+        Some(options) => ToolOptions::from_json(&options.to_string())?,
+        None => ToolOptions::default(),
+    };
+    let behaviour = spec["behaviour"].clone();
+    let shared = shared.clone();
+    Tool::new(
+        spec["name"].as_str().unwrap_or_default(),
+        spec["description"].as_str().unwrap_or_default(),
+        spec.get("input_schema").cloned().unwrap_or_else(|| json!({"type": "object"})),
+        options,
+        move |call: Invocation| behave(behaviour.clone(), call, shared.clone()),
+    )
+}
+
+/// A scenario hook: its decisions in turn, recorded consultations.
+fn hook(spec: &Value, shared: &Arc<Shared>) -> ferrule::Result<Hook> {
+    let stages = HookOptions::from_json(&spec["stages"].to_string())?.stages;
+    let (spec, shared, next) = (spec.clone(), shared.clone(), Arc::new(AtomicUsize::new(0)));
+    Hook::new(stages, move |request: HookRequest| {
+        let (spec, shared) = (spec.clone(), shared.clone());
+        let decision = spec["decisions"].get(next.fetch_add(1, Ordering::SeqCst)).cloned().unwrap_or(json!({}));
+        async move {
+            let payload: Value = serde_json::from_str(request.payload()).expect("a JSON payload");
+            shared.hook_calls.lock().unwrap().push(json!({"stage": request.stage().name(), "payload": payload}));
+            if spec["never_respond"] == true {
+                on_cancel(request.cancellation().clone(), &shared);
+                std::future::pending::<()>().await;
+            }
+            if spec["async"] == true {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            HookDecision::from_value(request.stage(), decision)
+        }
+    })
+}
+
+/// The scenario's agent with `tools`.
+fn agent(document: &Value, tools: &Value, shared: &Arc<Shared>) -> ferrule::Result<Agent> {
+    let mut builder = AgentBuilder::from_json(&document["config"].to_string())?;
+    for spec in tools.as_array().into_iter().flatten() {
+        builder.add_tool(tool(spec, shared)?)?;
+    }
+    for spec in document["hooks"].as_array().into_iter().flatten() {
+        builder.add_hook(hook(spec, shared)?);
+    }
+    builder.build()
+}
+
+/// Starts `input` and observes the run, or its refusal.
+fn observe(agent: &Agent, input: &Value, expect: &Value, shared: &Arc<Shared>) -> Value {
+    shared.cancel_handlers.store(0, Ordering::SeqCst);
+    shared.hook_calls.lock().unwrap().clear();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let on_event = move |event: &Event| sink.lock().unwrap().push(serde_json::to_value(event).unwrap());
+    let started =
+        RunInput::from_json(&input.to_string()).and_then(|input| agent.start(input, Some(Box::new(on_event))));
+    let run = match started {
+        Ok(run) => run,
+        Err(error) => return json!({"start_error": error}),
+    };
+    *shared.run.lock().unwrap() = Some(run.clone());
+    let result = run.wait_blocking().expect("the run ends");
+    *shared.run.lock().unwrap() = None;
+    // Handlers may run a moment after the run ends: wait for what is expected.
+    if let Some(want) = expect["cancel_handlers"].as_u64() {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while (shared.cancel_handlers.load(Ordering::SeqCst) as u64) < want && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let events = events.lock().unwrap().clone();
+    json!({
+        "events": events,
+        "result": serde_json::to_value(&*result).unwrap(),
+        "hook_calls": shared.hook_calls.lock().unwrap().clone(),
+        "cancel_handlers": shared.cancel_handlers.load(Ordering::SeqCst),
+    })
+}
+
+/// Runs one scenario: its first run, then each resume from the last state.
+fn run_scenario(scenario: &Scenario) -> Value {
+    let document = scenario.document();
+    let shared = Arc::new(Shared::default());
+    let mut steps = Vec::new();
+    let agent = match agent(document, &document["tools"], &shared) {
+        Ok(agent) => agent,
+        Err(error) => return json!({"runner": "rust", "scenario": scenario.name(), "steps": [{"runner_error": error}]}),
+    };
+    let first = observe(&agent, &document["input"], &document["expect"], &shared);
+    let mut state = first.pointer("/result/state").cloned();
+    steps.push(first);
+    for resume in document["resumes"].as_array().into_iter().flatten() {
+        let Some(mut from) = state.clone().filter(Value::is_object) else { break };
+        for (key, value) in resume["state_patch"].as_object().into_iter().flatten() {
+            from[key] = value.clone();
+        }
+        let input = json!({"resume": from, "decisions": resume.get("decisions").cloned().unwrap_or(json!({}))});
+        let step = if resume["new_agent"] == true {
+            let tools = resume.get("tools").unwrap_or(&document["tools"]);
+            match self::agent(document, tools, &shared) {
+                Ok(other) => observe(&other, &input, &resume["expect"], &shared),
+                Err(error) => json!({"runner_error": error}),
+            }
+        } else {
+            observe(&agent, &input, &resume["expect"], &shared)
+        };
+        if let Some(next) = step.pointer("/result/state") {
+            state = Some(next.clone());
+        }
+        steps.push(step);
+    }
+    json!({"runner": "rust", "scenario": scenario.name(), "steps": steps})
+}
+
+#[test]
+fn every_conformance_scenario_passes_the_judge() {
+    let judge = Judge::with_schema(&ferrule::schema::document());
+    let scenarios = Scenario::read_all(&scenarios_dir()).expect("the scenarios read");
+    assert!(scenarios.len() >= 38, "the scenarios are there: {}", scenarios.len());
+    let failures: Vec<String> = scenarios
+        .iter()
+        .flat_map(|scenario| {
+            let observation = run_scenario(scenario);
+            judge.judge(scenario, &observation).into_iter().map(|problem| format!("{}: {problem}", scenario.name()))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{} problems:\n{}", failures.len(), failures.join("\n"));
+}
