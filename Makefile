@@ -108,14 +108,17 @@ test-c: lib judge
 	cd $(BUILD)/c && ctest --output-on-failure
 
 # The Go binding links target/release/libferrule.a (see bindings/go/ffi.go).
-test-go: lib
-	cd bindings/go && go vet ./... && go test -race -count=1 ./...
+# Its conformance runner hands its observations to the judge.
+test-go: lib judge
+	test -z "$$(gofmt -l bindings/go examples/go bench/go)" || { gofmt -l bindings/go examples/go bench/go; echo "gofmt: the files above are not formatted"; exit 1; }
+	cd bindings/go && go vet ./... && FERRULE_OBSERVATIONS=$(CURDIR)/$(BUILD)/conformance/go go test -race -count=1 ./...
 	cd examples/go && go vet ./...
 	cd bench/go && go vet ./...
 	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(BUILD)/prefix
 	readelf -d $(BUILD)/prefix/lib/libferrule.so | grep -q 'SONAME.*libferrule.so.$(ABI_VERSION)'
 	cd bindings/go && PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/prefix/lib/pkgconfig \
-		LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/prefix/lib go test -tags ferrule_system -count=1 -run Conformance ./...
+		LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/prefix/lib FERRULE_OBSERVATIONS=$(CURDIR)/$(BUILD)/conformance/go-system \
+		go test -tags ferrule_system -count=1 -run Conformance ./...
 
 # The Swift binding, built and tested inside a Debian trixie root (scripts/swift.sh):
 # its tests, the same under the thread sanitizer (a build directory of its own;

@@ -7,15 +7,23 @@
 //! - Numbers are equal when they are the same number (`1` and `1.0` are).
 //! - Strings and booleans are equal when they are the same; arrays when they have
 //!   the same length and are equal element by element.
+//! - A message's `content` given as a string is the same as one text part with
+//!   that text (`[{"type": "text", "text": ...}]`): the schema allows both forms,
+//!   ferrule keeps the form it was given and a binding may write either.
 
-use serde_json::{Map, Number, Value};
+use std::borrow::Cow;
+
+use serde_json::{json, Map, Number, Value};
 
 /// Whether `got` is `want` under the rules above.
 pub fn equal(want: &Value, got: &Value) -> bool {
     match (want, got) {
         (Value::Object(want), Value::Object(got)) => {
             let keys = want.keys().chain(got.keys().filter(|key| !want.contains_key(*key)));
-            keys.into_iter().all(|key| equal(field(want, key), field(got, key)))
+            keys.into_iter().all(|key| match key.as_str() {
+                "content" => equal(&as_parts(field(want, key)), &as_parts(field(got, key))),
+                _ => equal(field(want, key), field(got, key)),
+            })
         }
         (Value::Array(want), Value::Array(got)) => {
             want.len() == got.len() && want.iter().zip(got).all(|(want, got)| equal(want, got))
@@ -30,12 +38,23 @@ pub fn equal(want: &Value, got: &Value) -> bool {
 /// [`equal`].
 pub fn contains(want: &Value, got: &Value) -> bool {
     match (want, got) {
-        (Value::Object(want), Value::Object(got)) => want.iter().all(|(key, want)| contains(want, field(got, key))),
+        (Value::Object(want), Value::Object(got)) => want.iter().all(|(key, want)| match key.as_str() {
+            "content" => contains(&as_parts(want), &as_parts(field(got, key))),
+            _ => contains(want, field(got, key)),
+        }),
         (Value::Object(_), _) => false,
         (Value::Array(want), Value::Array(got)) => {
             want.len() == got.len() && want.iter().zip(got).all(|(want, got)| contains(want, got))
         }
         (want, got) => equal(want, got),
+    }
+}
+
+/// A message content in its parts form: a string becomes one text part.
+fn as_parts(content: &Value) -> Cow<'_, Value> {
+    match content {
+        Value::String(text) => Cow::Owned(json!([{"type": "text", "text": text}])),
+        other => Cow::Borrowed(other),
     }
 }
 
@@ -82,6 +101,19 @@ mod tests {
         assert!(equal(&json!(18446744073709551615u64), &json!(18446744073709551615u64)));
         assert!(!equal(&json!(1), &json!("1")));
         assert!(!equal(&json!(-1), &json!(18446744073709551615u64)));
+    }
+
+    #[test]
+    fn content_as_a_string_is_one_text_part() {
+        let parts = json!({"role": "user", "content": [{"type": "text", "text": "hi"}]});
+        assert!(equal(&json!({"role": "user", "content": "hi"}), &parts));
+        assert!(contains(&json!({"content": "hi"}), &parts));
+        assert!(!equal(&json!({"role": "user", "content": "hello"}), &parts));
+        assert!(!equal(
+            &json!({"content": "hi"}),
+            &json!({"content": [{"type": "text", "text": "hi"}, {"type": "text", "text": ""}]})
+        ));
+        assert!(!equal(&json!({"text": "hi"}), &json!({"text": [{"type": "text", "text": "hi"}]})));
     }
 
     #[test]
