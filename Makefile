@@ -137,7 +137,7 @@ test-swift: lib
 # nowhere), and the README's quick start compiles beside it against the public API.
 KOTLIN_MVN = mvn -q -B -Dstyle.color=never
 KOTLIN_README = examples/kotlin/target/readme/QuickStart.kt
-test-kotlin: kotlin-native
+test-kotlin: kotlin-native judge
 	cd bindings/kotlin && $(KOTLIN_MVN) install
 	@mkdir -p $(dir $(KOTLIN_README))
 	{ echo 'package readme'; awk '/^## Kotlin quick start/ { found = 1 } found && /^```kotlin/ { code = 1; next } \

@@ -1,5 +1,7 @@
 package dev.ferrule
 
+import kotlinx.serialization.EncodeDefault
+import kotlinx.serialization.ExperimentalSerializationApi
 import kotlinx.serialization.KSerializer
 import kotlinx.serialization.SerialName
 import kotlinx.serialization.Serializable
@@ -28,18 +30,19 @@ data class RunError(@SerialName("code") val codeName: String, val message: Strin
 @Serializable
 data class Interruption(@SerialName("call_id") val callId: String, val name: String, val arguments: JsonElement)
 
-/** A run's outcome, for every status. [messages] is the whole transcript, replayable. */
+/** A run's outcome, for every status. [messages] is the whole transcript, replayable. Written as ferrule writes it. */
+@OptIn(ExperimentalSerializationApi::class)
 @Serializable
 data class RunResult(
     val status: Status,
     val final: Message? = null,
-    val messages: List<Message> = emptyList(),
-    val usage: Usage = Usage(),
-    val rounds: Int = 0,
+    @EncodeDefault val messages: List<Message> = emptyList(),
+    @EncodeDefault val usage: Usage = Usage(),
+    @EncodeDefault val rounds: Int = 0,
     val error: RunError? = null,
     /** The structured answer (with an `output_schema`), else null. */
     val output: JsonElement? = null,
-    val interruptions: List<Interruption> = emptyList(),
+    @EncodeDefault val interruptions: List<Interruption> = emptyList(),
     /** What an interrupted run needs to go on; null unless interrupted. */
     val state: JsonElement? = null,
 ) {
