@@ -371,10 +371,10 @@ func runStep(t *testing.T, agent *Agent, input Input, expect expectation, s *sce
 }
 
 // written is an event as this package writes it, with its type; an event the
-// package does not know is written as it came.
+// package does not know is marked as such.
 func written(t *testing.T, event Event) any {
 	if unknown, ok := event.(*UnknownEvent); ok {
-		return unknown.Raw
+		return map[string]any{"type": "unknown", "json": unknown.Raw}
 	}
 	data, err := json.Marshal(event)
 	if err != nil {

@@ -64,14 +64,27 @@ extension Event {
     }
 }
 
-/// The event JSON, decoded by its type.
-private struct WireEvent: Decodable {
+extension Event: Encodable {
+    /// Writes the event JSON as ferrule does (without the run's id, which the
+    /// event does not keep); an unknown event writes the JSON it came with.
+    public func encode(to encoder: Encoder) throws {
+        if case .unknown(_, let json) = self { return try json.encode(to: encoder) }
+        try WireEvent(event: self).encode(to: encoder)
+    }
+}
+
+/// The event JSON, by its type.
+private struct WireEvent: Codable {
     let event: Event
 
     private enum Keys: String, CodingKey {
         case type, turn, text, thinking, index, id, name, message, call, partial, result, attempt, error, status
         case dropped
         case argumentsDelta = "arguments_delta", callID = "call_id", isError = "is_error", delayMs = "delay_ms"
+    }
+
+    init(event: Event) {
+        self.event = event
     }
 
     init(from decoder: Decoder) throws {
@@ -119,6 +132,55 @@ private struct WireEvent: Decodable {
                             result: try c.decode(RunResult.self, forKey: .result))
         default:
             event = .unknown(type: type, json: try JSONValue(from: decoder))
+        }
+    }
+}
+
+extension WireEvent {
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(event.type, forKey: .type)
+        switch event {
+        case .runStart, .unknown:
+            break
+        case .turnStart(let turn), .turnEnd(let turn):
+            try c.encode(turn, forKey: .turn)
+        case .messageDelta(let turn, let text, let thinking):
+            try c.encode(turn, forKey: .turn)
+            if !text.isEmpty { try c.encode(text, forKey: .text) }
+            if !thinking.isEmpty { try c.encode(thinking, forKey: .thinking) }
+        case .toolCallDelta(let turn, let index, let id, let name, let argumentsDelta):
+            try c.encode(turn, forKey: .turn)
+            try c.encode(index, forKey: .index)
+            try c.encodeIfPresent(id, forKey: .id)
+            try c.encodeIfPresent(name, forKey: .name)
+            try c.encode(argumentsDelta, forKey: .argumentsDelta)
+        case .messageEnd(let turn, let message):
+            try c.encode(turn, forKey: .turn)
+            try c.encode(message, forKey: .message)
+        case .toolExecutionStart(let call):
+            try c.encode(call, forKey: .call)
+        case .toolExecutionUpdate(let callID, let name, let partial):
+            try c.encode(callID, forKey: .callID)
+            try c.encode(name, forKey: .name)
+            try c.encode(partial, forKey: .partial)
+        case .toolExecutionEnd(let callID, let name, let result, let isError):
+            try c.encode(callID, forKey: .callID)
+            try c.encode(name, forKey: .name)
+            try c.encode(result, forKey: .result)
+            try c.encode(isError, forKey: .isError)
+        case .retry(let attempt, let error, let delayMs):
+            try c.encode(attempt, forKey: .attempt)
+            try c.encode(error, forKey: .error)
+            try c.encode(delayMs, forKey: .delayMs)
+        case .messageInjected(let message):
+            try c.encode(message, forKey: .message)
+        case .historyCompacted(let turn, let dropped):
+            try c.encode(turn, forKey: .turn)
+            try c.encode(dropped, forKey: .dropped)
+        case .runEnd(let status, let result):
+            try c.encode(status, forKey: .status)
+            try c.encode(result, forKey: .result)
         }
     }
 }

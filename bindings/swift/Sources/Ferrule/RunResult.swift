@@ -8,8 +8,8 @@ public enum Status: String, Sendable, Codable {
 
 /// A run's outcome, for every status. `messages` is the whole transcript,
 /// replayable: `.messages(result.messages + [.user("...")])` continues the
-/// conversation.
-public struct RunResult: Sendable, Decodable {
+/// conversation. Encodes as ferrule writes it (the `state` as its JSON).
+public struct RunResult: Sendable, Codable {
     public let status: Status
     /// The last assistant message.
     public let final: Message?
@@ -45,6 +45,19 @@ public struct RunResult: Sendable, Decodable {
         interruptions = try container.decodeIfPresent([Interruption].self, forKey: .interruptions) ?? []
         let state = try container.decodeIfPresent(JSONValue.self, forKey: .state)
         self.state = state.flatMap { $0 == .null ? nil : try? JSONCoding.encode($0) }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(status, forKey: .status)
+        try container.encodeIfPresent(final, forKey: .final)
+        try container.encode(messages, forKey: .messages)
+        try container.encode(usage, forKey: .usage)
+        try container.encode(rounds, forKey: .rounds)
+        try container.encodeIfPresent(error, forKey: .error)
+        try container.encodeIfPresent(output, forKey: .output)
+        try container.encode(interruptions, forKey: .interruptions)
+        try container.encodeIfPresent(try state.map { try JSONCoding.decode(JSONValue.self, from: $0) }, forKey: .state)
     }
 
     /// The structured output decoded into `T`. Throws `invalidOutput` when the

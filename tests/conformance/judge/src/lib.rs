@@ -137,3 +137,52 @@ impl Judge {
         problems
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn scenario() -> Scenario {
+        let doc = json!({
+            "expect": {"status": "interrupted", "event_counts": {"tool_execution_start": 0}},
+            "resumes": [{"start_error": {"code": "INVALID_ARG", "contains": "version"}}]
+        });
+        Scenario::from_document("020_x", doc).unwrap()
+    }
+
+    fn run(events: Value) -> Value {
+        json!({"events": events, "result": {"status": "interrupted"}, "hook_calls": [], "cancel_handlers": 0})
+    }
+
+    fn judge(steps: Value) -> Vec<String> {
+        let schema = json!({"$defs": {"ErrorCode": {"oneOf": [{"const": "INVALID_ARG", "x-ferrule-code": 4}]}}});
+        Judge::with_schema(&schema).judge(&scenario(), &json!({"runner": "t", "scenario": "020_x", "steps": steps}))
+    }
+
+    fn events() -> Value {
+        json!([{"type": "run_start", "run_id": "run-1"}, {"type": "run_end", "run_id": "run-1"}])
+    }
+
+    #[test]
+    fn a_faithful_observation_passes_with_the_code_by_name_or_number() {
+        let refused = |code: Value| json!({"start_error": {"code": code, "message": "state version 9"}});
+        assert_eq!(judge(json!([run(events()), refused(json!("INVALID_ARG"))])), Vec::<String>::new());
+        assert_eq!(judge(json!([run(events()), refused(json!(4))])), Vec::<String>::new());
+        let wrong = judge(json!([run(events()), refused(json!(5))]));
+        assert!(wrong[0].contains("code 5"), "{wrong:?}");
+    }
+
+    #[test]
+    fn a_missing_step_a_runner_error_and_a_bad_invariant_fail() {
+        assert_eq!(judge(json!([run(events())])), vec!["resume 1 was not observed"]);
+        let failed = judge(json!([{"runner_error": "no tool"}, {"start_error": {"code": 4, "message": "version"}}]));
+        assert!(failed[0].contains("could not run it"), "{failed:?}");
+        let other_run = json!([{"type": "run_start", "run_id": "run-1"}, {"type": "run_end", "run_id": "run-2"}]);
+        let failed = judge(json!([run(other_run), {"start_error": {"code": 4, "message": "version"}}]));
+        assert!(failed[0].contains("more than one run"), "{failed:?}");
+        let unknown = json!([{"type": "run_start"}, {"type": "unknown", "json": {"type": "new"}}, {"type": "run_end"}]);
+        let failed = judge(json!([run(unknown), {"start_error": {"code": 4, "message": "version"}}]));
+        assert!(failed[0].contains("does not know"), "{failed:?}");
+    }
+}

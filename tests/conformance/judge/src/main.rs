@@ -1,7 +1,8 @@
 //! `ferrule-conformance [--scenarios DIR] [--schema FILE] OBSERVATIONS_DIR...`:
 //! judges every runner's observations (one `<scenario>.json` per scenario in
 //! each directory) against the scenarios, printing one line per scenario and
-//! runner. Fails when any observation fails or is missing.
+//! runner. Fails when any observation fails or is missing. The scenarios and the
+//! schema are by default those of the checkout the judge was built in.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,7 +21,7 @@ fn main() -> ExitCode {
 }
 
 fn run(args: Vec<String>) -> Result<bool, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../..");
+    let root = checkout();
     let mut scenarios_dir = root.join("tests/conformance");
     let mut schema_path = root.join("schema/ferrule.schema.json");
     let mut dirs: Vec<PathBuf> = Vec::new();
@@ -63,6 +64,17 @@ fn run(args: Vec<String>) -> Result<bool, String> {
         all_passed &= failed == 0;
     }
     Ok(all_passed)
+}
+
+/// The checkout the judge belongs to: the one its executable was built in
+/// (`target/release/ferrule-conformance`), so that it also works where the
+/// checkout is mounted elsewhere (the Swift root); else where it was compiled.
+fn checkout() -> PathBuf {
+    let built_in = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.parent()?.parent()?.to_path_buf()));
+    match built_in {
+        Some(root) if root.join("schema/ferrule.schema.json").is_file() => root,
+        _ => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../.."),
+    }
 }
 
 /// What is wrong with the observation in `path`, a missing file included.

@@ -31,10 +31,15 @@ impl Scenario {
         let name = path.file_stem().and_then(|s| s.to_str()).ok_or("a scenario file needs a name")?.to_owned();
         let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        Scenario::from_document(name, doc).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// A scenario from its name and document.
+    pub fn from_document(name: impl Into<String>, doc: Value) -> Result<Self, String> {
         if !doc.get("expect").is_some_and(Value::is_object) {
-            return Err(format!("{}: the scenario has no \"expect\"", path.display()));
+            return Err("the scenario has no \"expect\"".to_owned());
         }
-        Ok(Scenario { name, doc })
+        Ok(Scenario { name: name.into(), doc })
     }
 
     /// Every scenario in `dir`, sorted by name.
@@ -78,7 +83,8 @@ fn count(events: &[Value], kind: &str) -> usize {
 
 /// What every run shows: `run_start` first, exactly one `run_end` and it last, a
 /// `tool_execution_end` for every `tool_execution_start`, a `turn_end` for every
-/// `turn_start`.
+/// `turn_start`, one `run_id` in all the events that carry one, and no event the
+/// binding did not know (written as `{"type": "unknown", "json": ...}`).
 pub(crate) fn check_invariants(events: &[Value]) -> Vec<String> {
     let mut problems = Vec::new();
     if events.first().map(event_type) != Some("run_start") {
@@ -97,6 +103,13 @@ pub(crate) fn check_invariants(events: &[Value]) -> Vec<String> {
     let (starts, ends) = (count(events, "turn_start"), count(events, "turn_end"));
     if starts != ends {
         problems.push(format!("{starts} turn_start but {ends} turn_end"));
+    }
+    let run_ids: Vec<&Value> = events.iter().filter_map(|event| event.get("run_id")).collect();
+    if run_ids.windows(2).any(|pair| pair[0] != pair[1]) {
+        problems.push(format!("the events name more than one run: {run_ids:?}"));
+    }
+    for event in events.iter().filter(|event| event_type(event) == "unknown") {
+        problems.push(format!("an event the binding does not know: {}", event.get("json").unwrap_or(&Value::Null)));
     }
     problems
 }

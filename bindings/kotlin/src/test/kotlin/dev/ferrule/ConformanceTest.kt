@@ -212,7 +212,7 @@ private class Scenario(val name: String, val spec: JsonObject) {
     }
 }
 
-/** An event as this package writes it, with its type; one it does not know, as it came. */
+/** An event as this package writes it, with its type; one it does not know, marked as such. */
 private fun written(event: Event): JsonElement {
     fun <T : Event> encode(serializer: KSerializer<T>, event: T) =
         JsonObject(FerruleJson.encodeToJsonElement(serializer, event).jsonObject + ("type" to JsonPrimitive(event.type)))
@@ -230,6 +230,6 @@ private fun written(event: Event): JsonElement {
         is Event.HistoryCompacted -> encode(Event.HistoryCompacted.serializer(), event)
         is Event.TurnEnd -> encode(Event.TurnEnd.serializer(), event)
         is Event.RunEnd -> encode(Event.RunEnd.serializer(), event)
-        is Event.Unknown -> event.json
+        is Event.Unknown -> JsonObject(mapOf("type" to JsonPrimitive("unknown"), "json" to event.json))
     }
 }
