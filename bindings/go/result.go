@@ -2,19 +2,6 @@ package ferrule
 
 import "encoding/json"
 
-// Status is how a run ended.
-type Status string
-
-// The statuses.
-const (
-	StatusCompleted   Status = "completed"
-	StatusTerminated  Status = "terminated"
-	StatusInterrupted Status = "interrupted"
-	StatusCancelled   Status = "cancelled"
-	StatusFailed      Status = "failed"
-	StatusMaxRounds   Status = "max_rounds"
-)
-
 // Result is a run's outcome. Messages is the whole transcript, replayable:
 // Messages(res.Messages...) continues the conversation.
 type Result struct {

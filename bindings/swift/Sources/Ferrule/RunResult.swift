@@ -1,11 +1,5 @@
 import Foundation
 
-/// How a run ended.
-public enum Status: String, Sendable, Codable {
-    case completed, terminated, interrupted, cancelled, failed
-    case maxRounds = "max_rounds"
-}
-
 /// A run's outcome, for every status. `messages` is the whole transcript,
 /// replayable: `.messages(result.messages + [.user("...")])` continues the
 /// conversation. Encodes as ferrule writes it (the `state` as its JSON).

@@ -8,17 +8,6 @@ import kotlinx.serialization.Serializable
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonNull
 
-/** How a run ended. */
-@Serializable
-enum class Status {
-    @SerialName("completed") COMPLETED,
-    @SerialName("terminated") TERMINATED,
-    @SerialName("interrupted") INTERRUPTED,
-    @SerialName("cancelled") CANCELLED,
-    @SerialName("failed") FAILED,
-    @SerialName("max_rounds") MAX_ROUNDS,
-}
-
 /** A failed run's error, as the result JSON names it. */
 @Serializable
 data class RunError(@SerialName("code") val codeName: String, val message: String) {

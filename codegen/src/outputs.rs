@@ -1,0 +1,59 @@
+//! Every file the generator writes: where it goes, the template that makes it
+//! (one per language and concept), and the schema definition it is made of.
+
+/// What a generated file is made of.
+#[derive(Debug, Clone, Copy)]
+pub enum Concept {
+    /// The error codes (`$defs/ErrorCode`).
+    ErrorCodes,
+    /// A string enum of the schema, as the binding names it.
+    StringEnum { definition: &'static str, type_name: &'static str },
+}
+
+/// One generated file.
+#[derive(Debug, Clone, Copy)]
+pub struct Output {
+    /// Its path in the checkout.
+    pub path: &'static str,
+    /// Its template's name (a file under `codegen/templates`).
+    pub template: &'static str,
+    pub concept: Concept,
+}
+
+const STATUS: Concept = Concept::StringEnum { definition: "RunStatus", type_name: "Status" };
+
+/// Every generated file.
+pub const OUTPUTS: &[Output] = &[
+    Output { path: "bindings/go/error_codes_gen.go", template: "go/error_codes.go.j2", concept: Concept::ErrorCodes },
+    Output { path: "bindings/go/status_gen.go", template: "go/string_enum.go.j2", concept: STATUS },
+    Output {
+        path: "bindings/swift/Sources/Ferrule/ErrorCodes_gen.swift",
+        template: "swift/error_codes.swift.j2",
+        concept: Concept::ErrorCodes,
+    },
+    Output {
+        path: "bindings/swift/Sources/Ferrule/Status_gen.swift",
+        template: "swift/string_enum.swift.j2",
+        concept: STATUS,
+    },
+    Output {
+        path: "bindings/kotlin/src/main/kotlin/dev/ferrule/ErrorCode_gen.kt",
+        template: "kotlin/error_codes.kt.j2",
+        concept: Concept::ErrorCodes,
+    },
+    Output {
+        path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Status_gen.kt",
+        template: "kotlin/string_enum.kt.j2",
+        concept: STATUS,
+    },
+];
+
+/// The templates, by name, built into the generator.
+pub const TEMPLATES: &[(&str, &str)] = &[
+    ("go/error_codes.go.j2", include_str!("../templates/go/error_codes.go.j2")),
+    ("go/string_enum.go.j2", include_str!("../templates/go/string_enum.go.j2")),
+    ("swift/error_codes.swift.j2", include_str!("../templates/swift/error_codes.swift.j2")),
+    ("swift/string_enum.swift.j2", include_str!("../templates/swift/string_enum.swift.j2")),
+    ("kotlin/error_codes.kt.j2", include_str!("../templates/kotlin/error_codes.kt.j2")),
+    ("kotlin/string_enum.kt.j2", include_str!("../templates/kotlin/string_enum.kt.j2")),
+];
