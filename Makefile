@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema clean
+.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
 
 all: lib
 
@@ -70,6 +70,12 @@ test-rust:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	$(CARGO) test --release --workspace
+	$(CARGO) run --release -q -p ferrule-codegen -- --check
+
+# The bindings' generated files (codegen/, listed in codegen/src/outputs.rs),
+# written anew from schema/ferrule.schema.json; make test fails while any is stale.
+generate:
+	$(CARGO) run --release -q -p ferrule-codegen
 
 # Writes schema/ferrule.schema.json anew from the Rust types (make test fails
 # while the committed one differs).
@@ -134,14 +140,14 @@ test-swift: lib
 # tests (JNA finds the library through jna.library.path, set to target/release by
 # the pom), then the JAR with the library bundled goes into the local Maven
 # repository; the example runs on that JAR alone (jna.library.path pointing
-# nowhere), and the README's quick start compiles beside it against the public API.
+# nowhere), and the quick start of docs/kotlin.md compiles beside it against the public API.
 KOTLIN_MVN = mvn -q -B -Dstyle.color=never
 KOTLIN_README = examples/kotlin/target/readme/QuickStart.kt
 test-kotlin: kotlin-native judge
 	cd bindings/kotlin && $(KOTLIN_MVN) install
 	@mkdir -p $(dir $(KOTLIN_README))
-	{ echo 'package readme'; awk '/^## Kotlin quick start/ { found = 1 } found && /^```kotlin/ { code = 1; next } \
-		code && /^```/ { exit } code' README.md; } > $(KOTLIN_README)
+	{ echo 'package readme'; awk '/^# Kotlin quick start$$/ { found = 1 } found && /^```kotlin/ { code = 1; next } \
+		code && /^```/ { exit } code' docs/kotlin.md; } > $(KOTLIN_README)
 	out=$$(cd examples/kotlin && $(KOTLIN_MVN) compile exec:java -Dferrule.library.path=$(CURDIR)/$(BUILD)/no-library) && \
 		echo "$$out" && echo "$$out" | grep -q "answer: C-100 is on the Gold plan."
 
@@ -174,7 +180,7 @@ bench-swift: lib
 	$(SWIFT) run -c release --package-path /ferrule/bench/swift/workloads
 
 # An XCFramework of the static library and the header for Apple platforms
-# (macOS with Xcode only: README "Swift on Apple platforms").
+# (macOS with Xcode only: docs/swift.md, "Swift on Apple platforms").
 XCFRAMEWORK_TARGETS = aarch64-apple-darwin x86_64-apple-darwin aarch64-apple-ios aarch64-apple-ios-sim
 xcframework:
 	@[ "$$(uname)" = Darwin ] || { echo "make xcframework needs macOS with Xcode" >&2; exit 1; }

@@ -7,7 +7,7 @@
  * Borrowed strings out are `ferrule_str` (NUL at ptr[len]); owned strings out are
  * freed with `ferrule_string_free`. Structured data crosses as JSON, and unknown
  * fields in JSON from the host are errors. `_free(NULL)` is a no-op. Callbacks
- * must not unwind into ferrule. See README.md for ownership and threads.
+ * must not unwind into ferrule. See docs/c.md for ownership and threads.
  */
 
 #ifndef FERRULE_H

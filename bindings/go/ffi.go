@@ -29,7 +29,7 @@ func Version() string {
 }
 
 // ConfigureRuntime sizes ferrule's threads before its first run, from JSON such
-// as {"worker_threads": 2, "max_callback_threads": 256} (README "Ownership and
+// as {"worker_threads": 2, "max_callback_threads": 256} (docs/c.md, "Ownership and
 // threads"). ErrAlreadyInitialized once a run has started or after an earlier
 // call; ErrInvalidArg for an unknown field or a size out of range.
 func ConfigureRuntime(config []byte) error {

@@ -183,7 +183,7 @@ func TestALiveRunDroppedWithoutCloseIsCancelled(t *testing.T) {
 	select {
 	case <-cancelled:
 	case <-time.After(2 * time.Second):
-		t.Fatal("a Run dropped without Close was never cancelled: its tool still runs (README: cleanups free handles dropped without Close)")
+		t.Fatal("a Run dropped without Close was never cancelled: its tool still runs (docs/go.md: cleanups free handles dropped without Close)")
 	}
 }
 

@@ -2,7 +2,7 @@
 //! make of it, and what ferrule writes satisfies it. `FERRULE_BLESS=1` writes the
 //! file anew.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use ferrule::tool::ToolResult;
 use serde_json::{json, Value};
@@ -50,9 +50,17 @@ fn the_schema_is_draft_2020_12_with_every_document_resolved() {
     let schema = ferrule::schema::document();
     assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
     let documents = schema["x-ferrule-documents"].as_object().unwrap();
+    let header = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("include/ferrule.h")).unwrap();
     for (name, document) in documents {
         assert!(matches!(document["direction"].as_str(), Some("in" | "out")), "{name}");
         validator(name);
+        // Every function a crossing names is one of the header's.
+        let crossing = document["crossing"].as_str().unwrap();
+        for function in
+            crossing.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| w.starts_with("ferrule_"))
+        {
+            assert!(header.contains(&format!("{function}(")), "{name}: ferrule.h has no {function}");
+        }
     }
     let codes = &schema["$defs"]["ErrorCode"]["oneOf"];
     let numbered: Vec<(String, u64)> = codes

@@ -20,8 +20,8 @@ public final class Agent: Sendable {
         try self.init(configJSON: String(decoding: json, as: UTF8.self), tools: tools, hooks: hooks)
     }
 
-    /// Builds an agent from the configuration JSON of the C ABI (README
-    /// "Configuration"), for fields `AgentConfig` does not have yet.
+    /// Builds an agent from the configuration JSON of the C ABI (docs/json.md,
+    /// "Agent config"), for fields `AgentConfig` does not have yet.
     public init(configJSON: String, tools: [Tool] = [], hooks: [Hook] = []) throws {
         try Library.checkABI()
         var builder: OpaquePointer?

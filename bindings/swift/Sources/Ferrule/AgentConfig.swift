@@ -1,5 +1,5 @@
 /// An agent's configuration: the configuration JSON of ferrule's C ABI, field
-/// for field (README "Configuration"). A nil field is left out and takes
+/// for field (docs/json.md, "Agent config"). A nil field is left out and takes
 /// ferrule's default.
 public struct AgentConfig: Sendable, Hashable, Codable {
     public var model: ModelConfig

@@ -1,6 +1,6 @@
 import Foundation
 
-/// One event of a run, in order (README "Events"). Types added to ferrule later
+/// One event of a run, in order (docs/json.md, "Events"). Types added to ferrule later
 /// arrive as `.unknown`.
 public enum Event: Sendable {
     case runStart

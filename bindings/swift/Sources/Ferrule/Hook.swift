@@ -38,7 +38,7 @@ public struct Hook: Sendable {
     }
 
     /// Consulted at `stage` with the payload JSON, answering with decision JSON
-    /// as the C ABI does (README "Hooks").
+    /// as the C ABI does (docs/hooks.md).
     public static func raw(stage: String, _ body: @escaping @Sendable (String) async throws -> String) -> Hook {
         Hook(stage: stage) { payload in try await body(String(decoding: payload, as: UTF8.self)) }
     }

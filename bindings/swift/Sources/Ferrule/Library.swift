@@ -18,7 +18,7 @@ public enum Library {
     }
 
     /// Sets ferrule's thread sizes before first use (`{"worker_threads": 2, ...}`,
-    /// README "Runtime"). Throws `alreadyInitialized` once a run has started.
+    /// docs/c.md, "Runtime configuration"). Throws `alreadyInitialized` once a run has started.
     public static func configureRuntime(_ json: String) throws {
         try withUTF8Arg(json) { try FerruleError.check(ferrule_runtime_configure($0, $1)) }
     }

@@ -6,7 +6,7 @@ import kotlinx.serialization.json.JsonElement
 
 /**
  * An agent's configuration: the configuration JSON of the C ABI, field for
- * field (README "Configuration"). A null field is left out and takes ferrule's
+ * field (docs/json.md, "Agent config"). A null field is left out and takes ferrule's
  * default.
  */
 @Serializable

@@ -6,7 +6,7 @@ import kotlinx.serialization.json.JsonPrimitive
 
 /**
  * A function ferrule consults at one stage of every run of an agent: "run_start",
- * "turn_start", "tool_call", "tool_result" or "final_answer" (README "Hooks"). It
+ * "turn_start", "tool_call", "tool_result" or "final_answer" (docs/hooks.md). It
  * runs in a coroutine, gets the payload JSON and gives the decision JSON (`{}` to
  * go on). An exception it throws aborts the run (`HOOK_ABORTED`, with its
  * message). The coroutine is cancelled when the run stops waiting for it.

@@ -41,7 +41,7 @@ data class ToolResultPayload(
 @Serializable
 data class FinalAnswerPayload(@SerialName("run_id") val runId: String, val turn: Int, val message: Message)
 
-/** A hook's decision: `{}` ([Proceed]) or one of its stage's (README "Hooks"). */
+/** A hook's decision: `{}` ([Proceed]) or one of its stage's (docs/hooks.md). */
 sealed class HookDecision {
     internal abstract val json: String
 

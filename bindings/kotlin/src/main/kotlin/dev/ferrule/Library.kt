@@ -13,7 +13,7 @@ object Library {
 
     /**
      * Sets ferrule's thread sizes before its first run, from JSON such as
-     * `{"worker_threads": 2, "max_callback_threads": 256}` (README "Runtime").
+     * `{"worker_threads": 2, "max_callback_threads": 256}` (docs/c.md, "Runtime configuration").
      * `ALREADY_INITIALIZED` once a run has started or after an earlier call;
      * `INVALID_ARG` for an unknown field or a size out of range.
      */

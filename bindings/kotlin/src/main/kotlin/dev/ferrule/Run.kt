@@ -113,7 +113,7 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
         handle.use { Native.lib.ferrule_run_cancel(it) }
     }
 
-    /** Queues a user or system message into the live run (README "Injection"). */
+    /** Queues a user or system message into the live run (docs/hooks.md, "Injection"). */
     fun inject(message: Message) {
         val bytes = FerruleJson.encodeToString(Message.serializer(), message).utf8()
         handle.use { FerruleException.check(Native.lib.ferrule_run_inject(it, bytes, bytes.length)) }

@@ -8,7 +8,7 @@ import kotlinx.serialization.json.jsonObject
 
 /**
  * How ferrule runs a tool: the tool options JSON of the C ABI, field for field
- * (README "Tools"); a null field takes ferrule's default. Every Kotlin tool is
+ * (docs/json.md, "Tool options"); a null field takes ferrule's default. Every Kotlin tool is
  * registered `nonblocking`, so that option is not here.
  */
 @Serializable

@@ -5,7 +5,7 @@ import kotlinx.serialization.Serializable
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonObject
 
-/** A tool's result with more than text: content for the model, and what never reaches it (README "Tool results"). */
+/** A tool's result with more than text: content for the model, and what never reaches it (docs/json.md, "Tool result"). */
 @Serializable
 data class ToolResult(
     val content: List<Part>,

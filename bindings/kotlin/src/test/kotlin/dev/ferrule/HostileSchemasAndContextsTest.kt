@@ -172,7 +172,7 @@ class RejectingDispatcher : CoroutineDispatcher() {
 /**
  * Hostile tests of events' hand-over between collectors, await, coroutine
  * contexts, UTF-8, derived schemas and results, each asserting what the header
- * or README promises.
+ * or docs/kotlin.md promises.
  */
 @Timeout(value = 120, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class HostileSchemasAndContextsTest {
@@ -296,7 +296,7 @@ class HostileSchemasAndContextsTest {
         assertEquals(before, keysAfterSettling(before))
     }
 
-    /** README: close() lets go of events nobody collects; here a collector under way at the close then stops early. */
+    /** docs/kotlin.md: close() lets go of events nobody collects; here a collector under way at the close then stops early. */
     @Test
     fun eventsLeftByACollectorThatWasUnderWayAtCloseAreLetGo() = runBlocking {
         val before = settledKeys()
@@ -463,7 +463,7 @@ class HostileSchemasAndContextsTest {
         assertEquals(before, keysAfterSettling(before, 3_000))
     }
 
-    /** README: bodies run on Dispatchers.IO unless the context says otherwise; a CoroutineName alone names no dispatcher. */
+    /** docs/kotlin.md: bodies run on Dispatchers.IO unless the context says otherwise; a CoroutineName alone names no dispatcher. */
     @Test
     fun aContextWithoutADispatcherStillRunsBodiesOnIo() = runBlocking {
         val dispatcher = AtomicReference<Any?>()
@@ -494,7 +494,7 @@ class HostileSchemasAndContextsTest {
     @Serializable
     data class UsesDescribed(val plan: DescribedPlan, val id: DescribedId)
 
-    /** README: @Description on a property or class. An enum's or value class's own description is dropped. */
+    /** docs/kotlin.md: @Description on a property or class. An enum's or value class's own description is dropped. */
     @Test
     fun classDescriptionsOfEnumsAndValueClasses() {
         val properties = schema<UsesDescribed>()["properties"]!!.jsonObject

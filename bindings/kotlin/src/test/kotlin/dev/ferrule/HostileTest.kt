@@ -59,7 +59,7 @@ class UnreadableException : RuntimeException() {
 
 /**
  * Hostile tests: races, misuse, odd types and odd data, each asserting what the
- * header and README promise. Keys C holds are counted against a baseline taken
+ * header and docs/kotlin.md promise. Keys C holds are counted against a baseline taken
  * once earlier tests' keys have settled.
  */
 @OptIn(DelicateCoroutinesApi::class)
@@ -317,7 +317,7 @@ class HostileTest {
             val awaiting = async(Dispatchers.Default) { runCatching { run.await() } }
             started.await()
             delay(50)
-            run.close() // README: "close() ... cancelling a live run (it still ends properly)"
+            run.close() // docs/kotlin.md: "close() ... cancelling a live run (it still ends properly)"
             val outcome = withTimeout(10_000) { awaiting.await() }
             assertEquals(Status.CANCELLED, outcome.getOrNull()?.status,
                 "an await already waiting lost the result: ${outcome.exceptionOrNull()}")
