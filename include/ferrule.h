@@ -24,7 +24,9 @@
 #define FERRULE_ABI_VERSION 0
 
 // A stable error code. The numeric values are part of the C ABI
-// (`FERRULE_ERROR_*` in `ferrule.h`) and never change.
+// (`FERRULE_ERROR_*` in `ferrule.h`) and never change; JSON names each code
+// (`"INVALID_ARG"`), and the schema gives each name its number
+// (`x-ferrule-code`).
 enum FERRULE_ERROR
 #if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
   : uint32_t
