@@ -4,8 +4,6 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use serde_json::value::RawValue;
-
 use super::approval::{Approvals, Verdict};
 use super::built::AgentInner;
 use super::hook_caller::{Flow, HookCaller, HookStop};
@@ -77,8 +75,8 @@ pub(crate) async fn turn_start(
     json.sync(messages);
     let mut state = TurnStart { messages, json, tools: offered, effect };
     let payload = |state: &TurnStart<'_>, run_id: &str| {
-        let messages = RawValue::from_string(state.json.array())?;
-        serde_json::to_string(&TurnStartPayload { run_id, turn, messages: &messages, tools: &state.tools })
+        let messages = state.json.messages();
+        serde_json::to_string(&TurnStartPayload { run_id, turn, messages, tools: &state.tools })
     };
     let apply = |state: &mut TurnStart<'_>, decision: HookDecision| {
         match decision {

@@ -26,11 +26,11 @@ impl RequestCaches {
         }
     }
 
-    /// Forgets everything: a hook replaced the transcript, so nothing encoded
-    /// before is a prefix of it.
+    /// Forgets what was sent: a hook replaced the transcript, so nothing
+    /// encoded for the wire before is a prefix of it. (The transcript JSON is
+    /// reset where the transcript is replaced, by whoever replaces it.)
     pub(crate) fn forget(&mut self) {
         self.wire = WireCache::default();
-        self.transcript_json.reset();
         if let Some(budget) = &mut self.history {
             budget.forget();
         }

@@ -54,8 +54,8 @@ impl RunLoop {
             if let Err(stop) = hook_stages::run_start(&run.hooks(), &mut self.progress.messages).await {
                 return Stop::Ended(stop.ending());
             }
+            // The hooks may have replaced the input; nothing was encoded yet.
             self.progress.input_messages = self.progress.messages.len();
-            self.caches.forget();
         }
         if let Some(message) = self.pending.take() {
             // An execute-only run's message, or the batch an interrupted run

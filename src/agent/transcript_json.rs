@@ -2,21 +2,23 @@
 //! payloads and the history budget's byte counts are made of, so that a long run
 //! does not serialize its whole history again every round.
 
+use serde_json::value::RawValue;
+
 use crate::message::Message;
 
 /// The JSON of a transcript's messages, in order. It follows a transcript that
 /// only grows; one that was replaced must be [`reset`](Self::reset).
 #[derive(Default)]
 pub(crate) struct TranscriptJson {
-    items: Vec<Box<str>>,
+    items: Vec<Box<RawValue>>,
 }
 
 impl TranscriptJson {
     /// Serializes the messages added since the last call.
     pub(crate) fn sync(&mut self, messages: &[Message]) {
         for message in &messages[self.items.len().min(messages.len())..] {
-            let json = serde_json::to_string(message).unwrap_or_else(|_| "null".to_owned());
-            self.items.push(json.into_boxed_str());
+            let json = serde_json::value::to_raw_value(message).unwrap_or_else(|_| RawValue::NULL.to_owned());
+            self.items.push(json);
         }
     }
 
@@ -27,25 +29,16 @@ impl TranscriptJson {
 
     /// The JSON size of message `index` (synced).
     pub(crate) fn size(&self, index: usize) -> usize {
-        self.items[index].len()
+        self.items[index].get().len()
     }
 
     /// The JSON sizes of the synced messages.
     pub(crate) fn sizes(&self) -> impl Iterator<Item = usize> + '_ {
-        self.items.iter().map(|item| item.len())
+        self.items.iter().map(|item| item.get().len())
     }
 
-    /// The synced messages as a JSON array.
-    pub(crate) fn array(&self) -> String {
-        let mut array = String::with_capacity(self.sizes().sum::<usize>() + self.items.len() + 2);
-        array.push('[');
-        for (i, item) in self.items.iter().enumerate() {
-            if i > 0 {
-                array.push(',');
-            }
-            array.push_str(item);
-        }
-        array.push(']');
-        array
+    /// The synced messages' JSON, each written as it is when serialized.
+    pub(crate) fn messages(&self) -> &[Box<RawValue>] {
+        &self.items
     }
 }

@@ -28,9 +28,9 @@ pub struct TurnStartPayload<'a> {
     pub run_id: &'a str,
     /// The round about to start, from 1.
     pub turn: u32,
-    /// The whole history, as JSON (kept serialized between turns).
+    /// The whole history, each message as JSON (kept serialized between turns).
     #[schemars(with = "Vec<Message>")]
-    pub messages: &'a RawValue,
+    pub messages: &'a [Box<RawValue>],
     /// The names of the tools visible this turn.
     pub tools: &'a [String],
 }
