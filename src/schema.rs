@@ -7,6 +7,13 @@
 //! with a default may be left out); one ferrule gives the host, as ferrule
 //! writes it. A type that crosses both ways (a message, a tool result) is
 //! described as ferrule reads it: what ferrule writes always satisfies that.
+//!
+//! The schema gives each document's shape. Two things it leaves to ferrule: the
+//! checks across fields (run input names exactly one of its sources, a hook
+//! names each stage once), which fail with `INVALID_ARG`; and results that
+//! ferrule turns into an error result for the model rather than refusing them
+//! (a tool's completion, a `tool_result` hook's `result`), described here in
+//! their valid form.
 
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use schemars::JsonSchema;

@@ -28,6 +28,7 @@ pub struct AgentConfig {
     pub tool_choice: ToolChoice,
     /// Model requests per run before it ends with `max_rounds`.
     #[serde(default = "default_max_rounds")]
+    #[schemars(range(min = 1))]
     pub max_rounds: u32,
     /// Calls of one parallel batch running at once.
     #[serde(default = "default_max_concurrent_tools")]

@@ -68,7 +68,7 @@ pub(crate) struct InputRepr {
     /// An assistant message (its `role` may be left out) whose calls are
     /// validated and executed as one batch, with no model request.
     #[serde(default, deserialize_with = "given")]
-    #[schemars(with = "Message")]
+    #[schemars(schema_with = "execute_schema")]
     execute: Option<serde_json::Value>,
     /// An interrupted run's `state`, as its result gave it.
     #[serde(default, deserialize_with = "given")]
@@ -153,6 +153,17 @@ impl RunSource {
 }
 
 /// The `execute` message: an assistant message whose `role` may be left out.
+/// `execute` as [`assistant_message`] reads it: an assistant message whose
+/// `role`, when given, is `"assistant"`.
+fn execute_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut schema = AssistantMessage::json_schema(generator);
+    if let Some(properties) = schema.get_mut("properties").and_then(serde_json::Value::as_object_mut) {
+        let role = serde_json::json!({"const": "assistant", "description": "May be left out."});
+        properties.insert("role".to_owned(), role);
+    }
+    schema
+}
+
 fn assistant_message(mut value: serde_json::Value) -> Result<AssistantMessage> {
     if let Some(object) = value.as_object_mut() {
         match object.remove("role") {

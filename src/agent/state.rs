@@ -65,7 +65,7 @@ impl JsonSchema for RunState {
         if let Some(properties) = properties.as_object_mut() {
             properties.insert(
                 "version".to_owned(),
-                serde_json::json!({"const": STATE_VERSION, "description": "The state format's version."}),
+                serde_json::json!({"type": "integer", "const": STATE_VERSION, "description": "The state format's version."}),
             );
             properties.insert(
                 "awaiting".to_owned(),

@@ -113,6 +113,8 @@ fn the_schema_refuses_what_ferrule_refuses() {
         ("tool_call_decision", json!({"deny": "no", "approve": true})),
         ("turn_start_decision", json!({"deny": "no"})),
         ("decision", json!({"approve": "yes"})),
+        ("run_input", json!({"execute": {"role": "user", "content": "x"}})),
+        ("agent_config", json!({"model": {"provider": "scripted", "script": []}, "max_rounds": 0})),
     ];
     for (name, value) in refused {
         assert!(!validator(name).is_valid(&value), "{name} accepts {value}");
@@ -120,6 +122,10 @@ fn the_schema_refuses_what_ferrule_refuses() {
     let accepted = [
         ("agent_config", json!({"model": {"provider": "scripted", "script": []}})),
         ("run_input", json!({"prompt": "hi", "tools": ["echo"]})),
+        (
+            "run_input",
+            json!({"messages": [], "execute": {"content": [], "tool_calls": [{"id": "c1", "name": "echo", "arguments": "{}"}]}}),
+        ),
         ("tool_call_decision", json!({})),
         ("tool_call_decision", json!({"deny": "no"})),
         ("tool_completion", json!("a text result")),
@@ -130,4 +136,37 @@ fn the_schema_refuses_what_ferrule_refuses() {
     for (name, value) in accepted {
         assert_valid(name, &value);
     }
+}
+
+#[test]
+fn every_conformance_scenario_gives_documents_the_schema_accepts() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance");
+    let mut checked = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|ext| ext != "json") {
+            continue;
+        }
+        let scenario: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy();
+        let valid = |document: &str, value: &Value| {
+            let problems: Vec<String> = validator(document).iter_errors(value).map(|e| e.to_string()).collect();
+            assert!(problems.is_empty(), "{name}: its {document} {value} does not satisfy the schema: {problems:?}");
+        };
+        valid("agent_config", &scenario["config"]);
+        valid("run_input", &scenario["input"]);
+        for tool in scenario["tools"].as_array().into_iter().flatten() {
+            valid("tool_options", tool.get("options").unwrap_or(&json!({})));
+        }
+        for hook in scenario["hooks"].as_array().into_iter().flatten() {
+            valid("hook_stages", &hook["stages"]);
+        }
+        for resume in scenario["resumes"].as_array().into_iter().flatten() {
+            for decision in resume["decisions"].as_object().into_iter().flatten().map(|(_, d)| d) {
+                valid("decision", decision);
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked >= 38, "{checked} scenarios");
 }
