@@ -1,43 +1,122 @@
 //! The modules of `src/agent` form no cycle: a module that another one uses does
-//! not use it back, directly or through others. Read from the `super::` paths of
-//! each file's code (comments aside).
+//! not use it back, directly or through others. Read from the paths of each
+//! file's code (comments aside): `super::` and `crate::agent::`, and the names
+//! `mod.rs` re-exports.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Each module of `dir` (a file other than `mod.rs`) and the sibling modules its
-/// code names as `super::<module>`.
+/// code names: as `super::<module>`, as `crate::agent::<module>`, or through a
+/// name `mod.rs` re-exports from one.
 fn sibling_uses(dir: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let files: BTreeMap<String, String> = std::fs::read_dir(dir)
-        .expect("src/agent is readable")
-        .map(|entry| entry.expect("a directory entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "rs") && !path.ends_with("mod.rs"))
-        .map(|path| {
+    let mut files = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).expect("src/agent is readable") {
+        let path = entry.expect("a directory entry").path();
+        assert!(!path.is_dir(), "{} is a directory: the check reads only the files of src/agent", path.display());
+        if path.extension().is_some_and(|ext| ext == "rs") {
             let name = path.file_stem().unwrap().to_string_lossy().into_owned();
-            (name, std::fs::read_to_string(&path).expect("a readable source file"))
-        })
-        .collect();
+            files.insert(name, code_of(&std::fs::read_to_string(&path).expect("a readable source file")));
+        }
+    }
+    let reexported = reexports(files.get("mod").map_or("", String::as_str));
     files
         .iter()
-        .map(|(name, text)| (name.clone(), names_used(text).into_iter().filter(|n| files.contains_key(n)).collect()))
+        .filter(|(name, _)| name.as_str() != "mod")
+        .map(|(name, text)| {
+            let used = names_used(text)
+                .into_iter()
+                .filter_map(|used| match files.contains_key(&used) {
+                    true => Some(used),
+                    false => reexported.get(&used).cloned(),
+                })
+                .filter(|module| module != "mod")
+                .collect();
+            (name.clone(), used)
+        })
         .collect()
 }
 
-/// The names after `super::` in the code of `text`, one level deep: from
-/// `super::a::B` and from each item of `super::{a, b::C}`.
-fn names_used(text: &str) -> BTreeSet<String> {
-    let ident = |s: &str| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
+/// `text` without its `//` comments (doc comments included) and without its
+/// unit tests (from `#[cfg(test)]` on, where `super::` is the file itself).
+fn code_of(text: &str) -> String {
+    let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+    text.lines().map(|line| line.find("//").map_or(line, |at| &line[..at])).collect::<Vec<_>>().join("\n")
+}
+
+/// The names `mod.rs` re-exports (`pub use module::{A, B};`), each with the
+/// module it comes from.
+fn reexports(code: &str) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    for statement in code.split(';').map(str::trim) {
+        let Some(rest) = statement.strip_prefix("pub use ").or_else(|| statement.strip_prefix("pub(crate) use "))
+        else {
+            continue;
+        };
+        let (module, items) = rest.split_once("::").unwrap_or((rest, ""));
+        for item in top_level_items(items.trim_start_matches('{').trim_end_matches('}')) {
+            names.insert(ident(&item), module.trim().to_owned());
+        }
+    }
+    names
+}
+
+/// The leading identifier of `text`.
+fn ident(text: &str) -> String {
+    text.trim_start().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect()
+}
+
+/// The items of a `{...}` group's inside, split at its own commas (not at those
+/// of nested groups).
+fn top_level_items(inside: &str) -> Vec<String> {
+    let (mut items, mut depth, mut item) = (Vec::new(), 0, String::new());
+    for c in inside.chars() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(std::mem::take(&mut item));
+                continue;
+            }
+            _ => {}
+        }
+        item.push(c);
+    }
+    items.push(item);
+    items.into_iter().map(|item| item.trim().to_owned()).filter(|item| !item.is_empty()).collect()
+}
+
+/// The names right after `super::` or `crate::agent::` in `code`: from
+/// `super::a::B`, and from each item of `super::{a, b::{C, D}}` (over several
+/// lines too). A glob (`super::*`) hides what it uses, so it is refused.
+fn names_used(code: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    for line in text.lines().map(str::trim_start).filter(|line| !line.starts_with("//")) {
-        for (at, _) in line.match_indices("super::") {
-            let rest = &line[at + "super::".len()..];
-            match rest.strip_prefix('{') {
+    for prefix in ["super::", "crate::agent::"] {
+        for (at, _) in code.match_indices(prefix) {
+            let rest = code[at + prefix.len()..].trim_start();
+            let items = match rest.strip_prefix('{') {
                 Some(group) => {
-                    let group = &group[..group.find('}').unwrap_or(group.len())];
-                    names.extend(group.split(',').map(|item| ident(item.trim())));
+                    let mut depth = 1;
+                    let end = group
+                        .char_indices()
+                        .find(|&(_, c)| {
+                            depth += match c {
+                                '{' => 1,
+                                '}' => -1,
+                                _ => 0,
+                            };
+                            depth == 0
+                        })
+                        .map_or(group.len(), |(end, _)| end);
+                    top_level_items(&group[..end])
                 }
-                None => {
-                    names.insert(ident(rest));
+                None => vec![rest.to_owned()],
+            };
+            for item in items {
+                assert!(!item.starts_with('*'), "a glob import ({prefix}*) hides which modules it uses");
+                let name = ident(&item);
+                if !name.is_empty() && name != "self" {
+                    names.insert(name);
                 }
             }
         }
@@ -87,14 +166,20 @@ fn agent_modules_use_each_other_without_a_cycle() {
 }
 
 #[test]
-fn the_cycle_check_finds_a_cycle_through_grouped_uses() {
-    let uses = |text: &str| names_used(text).into_iter().collect::<BTreeSet<_>>();
+fn the_cycle_check_reads_groups_over_lines_nested_groups_paths_and_reexports() {
+    let uses = |text: &str| names_used(&code_of(text));
+    assert_eq!(
+        uses("use super::{\n    b::B, // not super::d\n    c::{C, D},\n    e,\n};\nfn f() { crate::agent::g::h() }"),
+        BTreeSet::from(["b".to_owned(), "c".to_owned(), "e".to_owned(), "g".to_owned()])
+    );
+    let exported = reexports("mod a;\npub use a::{A, B};\npub(crate) use c::C;");
+    assert_eq!(exported.get("B").map(String::as_str), Some("a"));
+    assert_eq!(exported.get("C").map(String::as_str), Some("c"));
     let graph = BTreeMap::from([
-        ("a".to_owned(), uses("use super::{b::B, c};\n// use super::d;")),
+        ("a".to_owned(), uses("use super::{b::B, c};")),
         ("b".to_owned(), uses("fn f() { super::c::g() }")),
         ("c".to_owned(), uses("use super::a::A;")),
         ("d".to_owned(), BTreeSet::new()),
     ]);
-    assert_eq!(graph["a"], BTreeSet::from(["b".to_owned(), "c".to_owned()]));
     assert_eq!(find_cycle(&graph), Some(vec!["a".to_owned(), "b".to_owned(), "c".to_owned(), "a".to_owned()]));
 }
