@@ -130,7 +130,7 @@ test-go: lib judge
 # its tests, the same under the thread sanitizer (a build directory of its own;
 # FERRULE_TSAN makes hand-offs through ferrule visible to it), and the example.
 SWIFT = bash scripts/swift.sh swift
-test-swift: lib
+test-swift: lib judge
 	$(SWIFT) test
 	$(SWIFT) test --sanitize=thread -Xswiftc -DFERRULE_TSAN --scratch-path .build/tsan
 	out=$$($(SWIFT) run --package-path /ferrule/examples/swift/lookup) && echo "$$out" && \

@@ -104,6 +104,7 @@ impl Judge {
                 };
                 let events: &[Value] = got.get("events").and_then(Value::as_array).map_or(&[], Vec::as_slice);
                 let mut problems = scenario::check_invariants(events);
+                problems.extend(scenario::check_consistency(result, events, got));
                 problems.extend(scenario::check_expectations(expect, result, events, got));
                 problems
             }
@@ -184,5 +185,29 @@ mod tests {
         let unknown = json!([{"type": "run_start"}, {"type": "unknown", "json": {"type": "new"}}, {"type": "run_end"}]);
         let failed = judge(json!([run(unknown), {"start_error": {"code": 4, "message": "version"}}]));
         assert!(failed[0].contains("does not know"), "{failed:?}");
+    }
+
+    #[test]
+    fn events_out_of_order_and_a_run_end_with_another_result_fail() {
+        let refused = json!({"start_error": {"code": 4, "message": "version"}});
+        let judged = |events: Value| judge(json!([run(events), refused]));
+        let swapped = json!([{"type": "run_start"}, {"type": "turn_end", "turn": 1}, {"type": "turn_start", "turn": 1},
+                              {"type": "run_end"}]);
+        assert!(judged(swapped).iter().any(|p| p.contains("without its turn_start")));
+        let call_first = json!([{"type": "run_start"}, {"type": "tool_execution_end", "call_id": "c1"},
+                                 {"type": "tool_execution_start", "call": {"id": "c1"}}, {"type": "run_end"}]);
+        assert!(judged(call_first).iter().any(|p| p.contains("did not start")));
+        let other = json!([{"type": "run_start"}, {"type": "run_end", "result": {"status": "completed"}}]);
+        assert!(judged(other).iter().any(|p| p.contains("another result")));
+        let same = json!([{"type": "run_start"}, {"type": "run_end", "result": {"status": "interrupted"}}]);
+        assert_eq!(judged(same), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_hook_payload_of_another_run_fails() {
+        let mut step = run(events());
+        step["hook_calls"] = json!([{"stage": "tool_call", "payload": {"run_id": "run-9"}}]);
+        let failed = judge(json!([step, {"start_error": {"code": 4, "message": "version"}}]));
+        assert!(failed[0].contains("names run \"run-9\""), "{failed:?}");
     }
 }

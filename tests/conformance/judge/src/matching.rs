@@ -53,6 +53,8 @@ pub fn contains(want: &Value, got: &Value) -> bool {
 /// A message content in its parts form: a string becomes one text part.
 fn as_parts(content: &Value) -> Cow<'_, Value> {
     match content {
+        // ferrule reads "" as no parts at all.
+        Value::String(text) if text.is_empty() => Cow::Owned(json!([])),
         Value::String(text) => Cow::Owned(json!([{"type": "text", "text": text}])),
         other => Cow::Borrowed(other),
     }

@@ -96,14 +96,7 @@ pub(crate) fn check_invariants(events: &[Value]) -> Vec<String> {
     if count(events, "run_end") != 1 {
         problems.push(format!("{} run_end events", count(events, "run_end")));
     }
-    let (starts, ends) = (count(events, "tool_execution_start"), count(events, "tool_execution_end"));
-    if starts != ends {
-        problems.push(format!("{starts} tool_execution_start but {ends} tool_execution_end"));
-    }
-    let (starts, ends) = (count(events, "turn_start"), count(events, "turn_end"));
-    if starts != ends {
-        problems.push(format!("{starts} turn_start but {ends} turn_end"));
-    }
+    problems.extend(check_nesting(events));
     let run_ids: Vec<&Value> = events.iter().filter_map(|event| event.get("run_id")).collect();
     if run_ids.windows(2).any(|pair| pair[0] != pair[1]) {
         problems.push(format!("the events name more than one run: {run_ids:?}"));
@@ -114,10 +107,73 @@ pub(crate) fn check_invariants(events: &[Value]) -> Vec<String> {
     problems
 }
 
+/// Turns and calls open and close in order: a turn ends before the next one
+/// starts (with its number), a call's `tool_execution_end` follows its start, and
+/// nothing is left open at the end.
+fn check_nesting(events: &[Value]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut turn: Option<&Value> = None;
+    let mut calls: Vec<&Value> = Vec::new();
+    for (index, event) in events.iter().enumerate() {
+        match event_type(event) {
+            "turn_start" if turn.is_some() => problems.push(format!("event {index}: a turn starts inside another")),
+            "turn_start" => turn = Some(event.get("turn").unwrap_or(&Value::Null)),
+            "turn_end" => match turn.take() {
+                Some(open) if open == event.get("turn").unwrap_or(&Value::Null) => {}
+                Some(open) => problems.push(format!("event {index}: turn_end {} ends turn {open}", event["turn"])),
+                None => problems.push(format!("event {index}: turn_end without its turn_start")),
+            },
+            "tool_execution_start" => calls.push(event.pointer("/call/id").unwrap_or(&Value::Null)),
+            "tool_execution_end" => {
+                let id = event.get("call_id").unwrap_or(&Value::Null);
+                match calls.iter().position(|open| *open == id) {
+                    Some(at) => {
+                        calls.remove(at);
+                    }
+                    None => problems.push(format!("event {index}: tool_execution_end of {id}, which did not start")),
+                }
+            }
+            _ => {}
+        }
+    }
+    if turn.is_some() {
+        problems.push("a turn never ended".to_owned());
+    }
+    if !calls.is_empty() {
+        problems.push(format!("calls never ended: {calls:?}"));
+    }
+    problems
+}
+
+/// What ties a run's parts together: the result `run_end` carries is the run's
+/// result, and every hook consulted saw the run's id.
+pub(crate) fn check_consistency(result: &Value, events: &[Value], step: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    if let Some(carried) =
+        events.last().filter(|event| event_type(event) == "run_end").and_then(|end| end.get("result"))
+    {
+        if !equal(carried, result) {
+            problems.push(format!("run_end carries another result than the run's: {carried}"));
+        }
+    }
+    let run_id = events.iter().find_map(|event| event.get("run_id"));
+    let hook_calls = step.get("hook_calls").and_then(Value::as_array).into_iter().flatten();
+    for call in hook_calls {
+        let seen = call.pointer("/payload/run_id");
+        if seen.is_none() || run_id.is_some_and(|id| Some(id) != seen) {
+            problems.push(format!("a hook payload names run {}, not the run's", seen.unwrap_or(&Value::Null)));
+        }
+    }
+    problems
+}
+
 /// The text parts of a message's content, joined.
 fn text_of(message: &Value) -> String {
-    let parts = message.get("content").and_then(Value::as_array).into_iter().flatten();
-    parts.filter_map(|part| part.get("text").and_then(Value::as_str)).collect()
+    match message.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts.iter().filter_map(|part| part.get("text").and_then(Value::as_str)).collect(),
+        _ => String::new(),
+    }
 }
 
 /// Checks each field of `expect` (tests/conformance/README.md) against a run's
