@@ -127,10 +127,13 @@ test-go: lib judge
 		go test -tags ferrule_system -count=1 -run Conformance ./...
 
 # The Swift binding, built and tested inside a Debian trixie root (scripts/swift.sh):
-# its tests, the same under the thread sanitizer (a build directory of its own;
-# FERRULE_TSAN makes hand-offs through ferrule visible to it), and the example.
+# swift-format's lint (bindings/swift/.swift-format), its tests, the same under
+# the thread sanitizer (a build directory of its own; FERRULE_TSAN makes hand-offs
+# through ferrule visible to it), and the example.
 SWIFT = bash scripts/swift.sh swift
 test-swift: lib judge
+	$(SWIFT) format lint --strict --recursive --configuration /ferrule/bindings/swift/.swift-format \
+		/ferrule/bindings/swift/Sources /ferrule/bindings/swift/Tests /ferrule/bindings/swift/Package.swift
 	$(SWIFT) test
 	$(SWIFT) test --sanitize=thread -Xswiftc -DFERRULE_TSAN --scratch-path .build/tsan
 	out=$$($(SWIFT) run --package-path /ferrule/examples/swift/lookup) && echo "$$out" && \

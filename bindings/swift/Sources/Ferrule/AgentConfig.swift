@@ -24,11 +24,13 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     public var maxToolResultBytes: Int?
     public var builtinTools: BuiltinTools?
 
-    public init(model: ModelConfig, system: String? = nil, toolExecution: String? = nil,
-                toolChoice: ToolChoice? = nil, maxRounds: Int? = nil, maxConcurrentTools: Int? = nil,
-                toolTimeoutMs: Int? = nil, runTimeoutMs: Int? = nil, outputSchema: JSONValue? = nil,
-                outputRetries: Int? = nil, history: History? = nil, hookTimeoutMs: Int? = nil,
-                maxToolResultBytes: Int? = nil, builtinTools: BuiltinTools? = nil) {
+    public init(
+        model: ModelConfig, system: String? = nil, toolExecution: String? = nil,
+        toolChoice: ToolChoice? = nil, maxRounds: Int? = nil, maxConcurrentTools: Int? = nil,
+        toolTimeoutMs: Int? = nil, runTimeoutMs: Int? = nil, outputSchema: JSONValue? = nil,
+        outputRetries: Int? = nil, history: History? = nil, hookTimeoutMs: Int? = nil,
+        maxToolResultBytes: Int? = nil, builtinTools: BuiltinTools? = nil
+    ) {
         self.model = model
         self.system = system
         self.toolExecution = toolExecution
@@ -78,11 +80,13 @@ public struct ModelConfig: Sendable, Hashable, Codable {
     public var encryptedReasoning: Bool?
     public var serverHistory: Bool?
 
-    public init(provider: String, name: String? = nil, baseURL: String? = nil, apiKeyEnv: String? = nil,
-                headers: [String: String]? = nil, script: [JSONValue]? = nil, stream: Bool? = nil,
-                maxTokens: Int? = nil, maxRetries: Int? = nil, retryBackoffMs: Int? = nil,
-                timeouts: Timeouts? = nil, imageInput: Bool? = nil, strictTools: Bool? = nil,
-                encryptedReasoning: Bool? = nil, serverHistory: Bool? = nil) {
+    public init(
+        provider: String, name: String? = nil, baseURL: String? = nil, apiKeyEnv: String? = nil,
+        headers: [String: String]? = nil, script: [JSONValue]? = nil, stream: Bool? = nil,
+        maxTokens: Int? = nil, maxRetries: Int? = nil, retryBackoffMs: Int? = nil,
+        timeouts: Timeouts? = nil, imageInput: Bool? = nil, strictTools: Bool? = nil,
+        encryptedReasoning: Bool? = nil, serverHistory: Bool? = nil
+    ) {
         self.provider = provider
         self.name = name
         self.baseURL = baseURL
@@ -101,7 +105,9 @@ public struct ModelConfig: Sendable, Hashable, Codable {
     }
 
     /// The offline scripted model, answering with `turns` in order.
-    public static func scripted(_ turns: [JSONValue]) -> ModelConfig { ModelConfig(provider: "scripted", script: turns) }
+    public static func scripted(_ turns: [JSONValue]) -> ModelConfig {
+        ModelConfig(provider: "scripted", script: turns)
+    }
 
     enum CodingKeys: String, CodingKey {
         case provider, name, headers, script, stream, timeouts
@@ -149,8 +155,10 @@ public enum ToolChoice: Sendable, Hashable, Codable {
         case "none": self = .none
         case "required": self = .required
         default:
-            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath,
-                                                    debugDescription: "unknown tool_choice \(mode)"))
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "unknown tool_choice \(mode)"))
         }
     }
 
@@ -189,9 +197,11 @@ public struct BuiltinTools: Sendable, Hashable, Codable {
     /// Built-ins whose calls wait for the host's decision.
     public var needsApproval: [String]?
 
-    public init(workingDirectory: String? = nil, allowed: [String]? = nil, excluded: [String]? = nil,
-                disable: Bool? = nil, confine: Bool? = nil, bashTimeoutS: Int? = nil, bashPassEnv: [String]? = nil,
-                needsApproval: [String]? = nil) {
+    public init(
+        workingDirectory: String? = nil, allowed: [String]? = nil, excluded: [String]? = nil,
+        disable: Bool? = nil, confine: Bool? = nil, bashTimeoutS: Int? = nil, bashPassEnv: [String]? = nil,
+        needsApproval: [String]? = nil
+    ) {
         self.workingDirectory = workingDirectory
         self.allowed = allowed
         self.excluded = excluded

@@ -39,17 +39,17 @@ func unbox<T: AnyObject>(_ userData: UnsafeMutableRawPointer?, as type: T.Type) 
 /// (`-Xswiftc -DFERRULE_TSAN`, as `make test` passes); otherwise these are empty.
 enum HandOff {
     #if FERRULE_TSAN
-    private static let lock = NSLock()
+        private static let lock = NSLock()
 
-    static func publish() {
-        lock.lock()
-        lock.unlock()
-    }
+        static func publish() {
+            lock.lock()
+            lock.unlock()
+        }
 
-    static func receive() { publish() }
+        static func receive() { publish() }
     #else
-    @inline(__always) static func publish() {}
-    @inline(__always) static func receive() {}
+        @inline(__always) static func publish() {}
+        @inline(__always) static func receive() {}
     #endif
 }
 

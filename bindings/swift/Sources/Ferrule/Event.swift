@@ -97,30 +97,35 @@ private struct WireEvent: Codable {
         case "turn_start":
             event = .turnStart(turn: try turn())
         case "message_delta":
-            event = .messageDelta(turn: try turn(), text: try c.decodeIfPresent(String.self, forKey: .text) ?? "",
-                                  thinking: try c.decodeIfPresent(String.self, forKey: .thinking) ?? "")
+            event = .messageDelta(
+                turn: try turn(), text: try c.decodeIfPresent(String.self, forKey: .text) ?? "",
+                thinking: try c.decodeIfPresent(String.self, forKey: .thinking) ?? "")
         case "tool_call_delta":
-            event = .toolCallDelta(turn: try turn(), index: try c.decode(Int.self, forKey: .index),
-                                   id: try c.decodeIfPresent(String.self, forKey: .id),
-                                   name: try c.decodeIfPresent(String.self, forKey: .name),
-                                   argumentsDelta: try c.decodeIfPresent(String.self, forKey: .argumentsDelta) ?? "")
+            event = .toolCallDelta(
+                turn: try turn(), index: try c.decode(Int.self, forKey: .index),
+                id: try c.decodeIfPresent(String.self, forKey: .id),
+                name: try c.decodeIfPresent(String.self, forKey: .name),
+                argumentsDelta: try c.decodeIfPresent(String.self, forKey: .argumentsDelta) ?? "")
         case "message_end":
             event = .messageEnd(turn: try turn(), message: try c.decode(Message.self, forKey: .message))
         case "tool_execution_start":
             event = .toolExecutionStart(call: try c.decode(ToolCallRequest.self, forKey: .call))
         case "tool_execution_update":
-            event = .toolExecutionUpdate(callID: try c.decode(String.self, forKey: .callID),
-                                         name: try c.decode(String.self, forKey: .name),
-                                         partial: try c.decode(ToolResult.self, forKey: .partial))
+            event = .toolExecutionUpdate(
+                callID: try c.decode(String.self, forKey: .callID),
+                name: try c.decode(String.self, forKey: .name),
+                partial: try c.decode(ToolResult.self, forKey: .partial))
         case "tool_execution_end":
-            event = .toolExecutionEnd(callID: try c.decode(String.self, forKey: .callID),
-                                      name: try c.decode(String.self, forKey: .name),
-                                      result: try c.decode(ToolResult.self, forKey: .result),
-                                      isError: try c.decodeIfPresent(Bool.self, forKey: .isError) ?? false)
+            event = .toolExecutionEnd(
+                callID: try c.decode(String.self, forKey: .callID),
+                name: try c.decode(String.self, forKey: .name),
+                result: try c.decode(ToolResult.self, forKey: .result),
+                isError: try c.decodeIfPresent(Bool.self, forKey: .isError) ?? false)
         case "retry":
-            event = .retry(attempt: try c.decode(Int.self, forKey: .attempt),
-                           error: try c.decode(FerruleError.self, forKey: .error),
-                           delayMs: try c.decodeIfPresent(Int.self, forKey: .delayMs) ?? 0)
+            event = .retry(
+                attempt: try c.decode(Int.self, forKey: .attempt),
+                error: try c.decode(FerruleError.self, forKey: .error),
+                delayMs: try c.decodeIfPresent(Int.self, forKey: .delayMs) ?? 0)
         case "message_injected":
             event = .messageInjected(message: try c.decode(Message.self, forKey: .message))
         case "history_compacted":
@@ -128,8 +133,9 @@ private struct WireEvent: Codable {
         case "turn_end":
             event = .turnEnd(turn: try turn())
         case "run_end":
-            event = .runEnd(status: try c.decode(Status.self, forKey: .status),
-                            result: try c.decode(RunResult.self, forKey: .result))
+            event = .runEnd(
+                status: try c.decode(Status.self, forKey: .status),
+                result: try c.decode(RunResult.self, forKey: .result))
         default:
             event = .unknown(type: type, json: try JSONValue(from: decoder))
         }

@@ -57,8 +57,9 @@ public struct FerruleError: Error, Sendable, Hashable, CustomStringConvertible, 
     static func take(_ error: OpaquePointer?) -> FerruleError? {
         guard let error else { return nil }
         defer { ferrule_error_free(error) }
-        return FerruleError(code: Code(rawValue: ferrule_error_code(error)),
-                            message: String(borrowed: ferrule_error_message(error)))
+        return FerruleError(
+            code: Code(rawValue: ferrule_error_code(error)),
+            message: String(borrowed: ferrule_error_message(error)))
     }
 
     /// Throws the error a C function returned, if any.

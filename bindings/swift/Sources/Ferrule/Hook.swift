@@ -13,27 +13,37 @@ public struct Hook: Sendable {
     let decide: @Sendable (Data) async throws -> String
 
     /// Consulted once, before anything else.
-    public static func onRunStart(_ body: @escaping @Sendable (RunStartPayload) async throws -> RunStartDecision) -> Hook {
+    public static func onRunStart(_ body: @escaping @Sendable (RunStartPayload) async throws -> RunStartDecision)
+        -> Hook
+    {
         typed("run_start", body)
     }
 
     /// Consulted before each model request.
-    public static func onTurnStart(_ body: @escaping @Sendable (TurnStartPayload) async throws -> TurnStartDecision) -> Hook {
+    public static func onTurnStart(_ body: @escaping @Sendable (TurnStartPayload) async throws -> TurnStartDecision)
+        -> Hook
+    {
         typed("turn_start", body)
     }
 
     /// Consulted for every valid call of a batch, before any runs.
-    public static func onToolCall(_ body: @escaping @Sendable (ToolCallPayload) async throws -> ToolCallDecision) -> Hook {
+    public static func onToolCall(_ body: @escaping @Sendable (ToolCallPayload) async throws -> ToolCallDecision)
+        -> Hook
+    {
         typed("tool_call", body)
     }
 
     /// Consulted for the result of each call that ran.
-    public static func onToolResult(_ body: @escaping @Sendable (ToolResultPayload) async throws -> ToolResultDecision) -> Hook {
+    public static func onToolResult(_ body: @escaping @Sendable (ToolResultPayload) async throws -> ToolResultDecision)
+        -> Hook
+    {
         typed("tool_result", body)
     }
 
     /// Consulted for an answer that would end the run.
-    public static func onFinalAnswer(_ body: @escaping @Sendable (FinalAnswerPayload) async throws -> FinalAnswerDecision) -> Hook {
+    public static func onFinalAnswer(
+        _ body: @escaping @Sendable (FinalAnswerPayload) async throws -> FinalAnswerDecision
+    ) -> Hook {
         typed("final_answer", body)
     }
 
@@ -78,9 +88,14 @@ final class HookBox: Sendable {
     /// Adds the hook to a builder; the builder owns the box from then on.
     func register(with builder: OpaquePointer) throws {
         let stages: JSONValue = ["stages": [.string(hook.stage)], "nonblocking": true]
-        if let error = withUTF8Arg(stages.json, { stages, length in
-            handOver(self) { ferrule_agent_builder_add_hook(builder, stages, length, HookBox.consult, $0, releaseBox) }
-        }) {
+        if let error = withUTF8Arg(
+            stages.json,
+            { stages, length in
+                handOver(self) {
+                    ferrule_agent_builder_add_hook(builder, stages, length, HookBox.consult, $0, releaseBox)
+                }
+            })
+        {
             throw error
         }
     }

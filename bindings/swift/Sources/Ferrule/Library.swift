@@ -9,9 +9,14 @@ public enum Library {
     public static var abiMatches: Bool { ferrule_abi_version() == UInt32(FERRULE_ABI_VERSION) }
 
     /// Checked once, when the first agent is made.
-    private static let abiError: FerruleError? = abiMatches ? nil : FerruleError(
-        code: .invalidArg,
-        message: "libferrule \(version) speaks ABI \(ferrule_abi_version()); this package needs ABI \(FERRULE_ABI_VERSION)")
+    private static let abiError: FerruleError? =
+        abiMatches
+        ? nil
+        : FerruleError(
+            code: .invalidArg,
+            message:
+                "libferrule \(version) speaks ABI \(ferrule_abi_version()); this package needs ABI \(FERRULE_ABI_VERSION)"
+        )
 
     static func checkABI() throws {
         if let abiError { throw abiError }

@@ -24,9 +24,11 @@ public struct Message: Sendable, Hashable, Codable {
     /// "injection" (`Run.inject`, or a turn start hook).
     public var origin: String?
 
-    public init(role: Role, content: [Part], toolCalls: [ToolCallRequest] = [], toolCallID: String? = nil,
-                name: String? = nil, isError: Bool = false, stopReason: String? = nil, usage: Usage? = nil,
-                origin: String? = nil) {
+    public init(
+        role: Role, content: [Part], toolCalls: [ToolCallRequest] = [], toolCallID: String? = nil,
+        name: String? = nil, isError: Bool = false, stopReason: String? = nil, usage: Usage? = nil,
+        origin: String? = nil
+    ) {
         self.role = role
         self.content = content
         self.toolCalls = toolCalls

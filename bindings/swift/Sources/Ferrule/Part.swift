@@ -46,17 +46,20 @@ public enum Part: Sendable, Hashable, Codable {
         case "text":
             self = .text(try container.decode(String.self, forKey: .text))
         case "image":
-            self = .image(mediaType: try container.decodeIfPresent(String.self, forKey: .mediaType),
-                          base64: try container.decodeIfPresent(String.self, forKey: .data),
-                          url: try container.decodeIfPresent(String.self, forKey: .url))
+            self = .image(
+                mediaType: try container.decodeIfPresent(String.self, forKey: .mediaType),
+                base64: try container.decodeIfPresent(String.self, forKey: .data),
+                url: try container.decodeIfPresent(String.self, forKey: .url))
         case "file":
-            self = .file(mediaType: try container.decodeIfPresent(String.self, forKey: .mediaType) ?? "",
-                         base64: try container.decodeIfPresent(String.self, forKey: .data) ?? "",
-                         name: try container.decodeIfPresent(String.self, forKey: .name))
+            self = .file(
+                mediaType: try container.decodeIfPresent(String.self, forKey: .mediaType) ?? "",
+                base64: try container.decodeIfPresent(String.self, forKey: .data) ?? "",
+                name: try container.decodeIfPresent(String.self, forKey: .name))
         case "thinking":
-            self = .thinking(try container.decodeIfPresent(String.self, forKey: .thinking) ?? "",
-                             signature: try container.decodeIfPresent(String.self, forKey: .signature),
-                             id: try container.decodeIfPresent(String.self, forKey: .id))
+            self = .thinking(
+                try container.decodeIfPresent(String.self, forKey: .thinking) ?? "",
+                signature: try container.decodeIfPresent(String.self, forKey: .signature),
+                id: try container.decodeIfPresent(String.self, forKey: .id))
         case "redacted_thinking":
             self = .redactedThinking(try container.decode(String.self, forKey: .data))
         default:

@@ -33,7 +33,8 @@ public struct RunInput: Sendable {
     /// naming the call id, version or tool (`invalidArg`). Rounds, usage and
     /// `maxRounds` count across resumes.
     public static func resume(state: Data, decisions: [String: Decision]) -> RunInput {
-        let state = (try? JSONCoding.decode(JSONValue.self, from: state)) ?? .string(String(decoding: state, as: UTF8.self))
+        let state =
+            (try? JSONCoding.decode(JSONValue.self, from: state)) ?? .string(String(decoding: state, as: UTF8.self))
         return RunInput(["resume": state, "decisions": JSONValue(encoding: decisions)])
     }
 

@@ -99,9 +99,10 @@ public struct Decision: Sendable, Hashable, Codable {
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: Keys.self)
-        self.init(approve: try container.decode(Bool.self, forKey: .approve),
-                  message: try container.decodeIfPresent(String.self, forKey: .message),
-                  always: try container.decodeIfPresent(Bool.self, forKey: .always) ?? false)
+        self.init(
+            approve: try container.decode(Bool.self, forKey: .approve),
+            message: try container.decodeIfPresent(String.self, forKey: .message),
+            always: try container.decodeIfPresent(Bool.self, forKey: .always) ?? false)
     }
 
     public func encode(to encoder: Encoder) throws {

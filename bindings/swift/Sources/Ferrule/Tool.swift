@@ -15,8 +15,10 @@ public struct Tool: Sendable {
     /// A tool whose body gets the arguments through `call` (`call.arguments`,
     /// `call.decodeArguments(_:)`). `schema` is a JSON Schema (Draft 2020-12) the
     /// arguments must satisfy before the body runs; nil allows any object.
-    public init(name: String, description: String, schema: JSONValue? = nil, options: ToolOptions = ToolOptions(),
-                _ body: @escaping @Sendable (ToolCall) async throws -> ToolResult) {
+    public init(
+        name: String, description: String, schema: JSONValue? = nil, options: ToolOptions = ToolOptions(),
+        _ body: @escaping @Sendable (ToolCall) async throws -> ToolResult
+    ) {
         self.name = name
         self.description = description
         self.schema = schema
@@ -26,9 +28,11 @@ public struct Tool: Sendable {
 
     /// A tool whose body gets the arguments decoded into `Args`. The schema
     /// must describe `Args` (ferrule validates the arguments against it first).
-    public init<Args: Decodable>(name: String, description: String, schema: JSONValue, arguments: Args.Type,
-                                 options: ToolOptions = ToolOptions(),
-                                 _ body: @escaping @Sendable (ToolCall, Args) async throws -> ToolResult) {
+    public init<Args: Decodable>(
+        name: String, description: String, schema: JSONValue, arguments: Args.Type,
+        options: ToolOptions = ToolOptions(),
+        _ body: @escaping @Sendable (ToolCall, Args) async throws -> ToolResult
+    ) {
         self.init(name: name, description: description, schema: schema, options: options) { call in
             try await body(call, try call.decodeArguments(Args.self))
         }
@@ -50,8 +54,10 @@ public struct ToolOptions: Sendable, Hashable, Codable {
     /// "fatal": an error of the tool ends the run (`toolFailed`).
     public var onError: String?
 
-    public init(execution: String? = nil, timeoutMs: Int? = nil, deferred: Bool? = nil, needsApproval: Bool? = nil,
-                strict: Bool? = nil, onError: String? = nil) {
+    public init(
+        execution: String? = nil, timeoutMs: Int? = nil, deferred: Bool? = nil, needsApproval: Bool? = nil,
+        strict: Bool? = nil, onError: String? = nil
+    ) {
         self.execution = execution
         self.timeoutMs = timeoutMs
         self.deferred = deferred

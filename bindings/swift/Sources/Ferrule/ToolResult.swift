@@ -18,9 +18,11 @@ public struct ToolResult: Sendable, Hashable, Codable, ExpressibleByStringLitera
     /// Result JSON sent as it is, in place of the fields above.
     private var rawJSON: String?
 
-    public init(content: [Part], isError: Bool = false, terminate: Bool = false, details: JSONValue? = nil,
-                display: String? = nil, title: String? = nil, summary: String? = nil, usage: Usage? = nil,
-                addedTools: [String] = []) {
+    public init(
+        content: [Part], isError: Bool = false, terminate: Bool = false, details: JSONValue? = nil,
+        display: String? = nil, title: String? = nil, summary: String? = nil, usage: Usage? = nil,
+        addedTools: [String] = []
+    ) {
         self.content = content
         self.isError = isError
         self.terminate = terminate
@@ -72,14 +74,15 @@ public struct ToolResult: Sendable, Hashable, Codable, ExpressibleByStringLitera
         } else {
             content = try c.decodeIfPresent([Part].self, forKey: .content) ?? []
         }
-        self.init(content: content, isError: try c.decodeIfPresent(Bool.self, forKey: .isError) ?? false,
-                  terminate: try c.decodeIfPresent(Bool.self, forKey: .terminate) ?? false,
-                  details: try c.decodeIfPresent(JSONValue.self, forKey: .details),
-                  display: try c.decodeIfPresent(String.self, forKey: .display),
-                  title: try c.decodeIfPresent(String.self, forKey: .title),
-                  summary: try c.decodeIfPresent(String.self, forKey: .summary),
-                  usage: try c.decodeIfPresent(Usage.self, forKey: .usage),
-                  addedTools: try c.decodeIfPresent([String].self, forKey: .addedTools) ?? [])
+        self.init(
+            content: content, isError: try c.decodeIfPresent(Bool.self, forKey: .isError) ?? false,
+            terminate: try c.decodeIfPresent(Bool.self, forKey: .terminate) ?? false,
+            details: try c.decodeIfPresent(JSONValue.self, forKey: .details),
+            display: try c.decodeIfPresent(String.self, forKey: .display),
+            title: try c.decodeIfPresent(String.self, forKey: .title),
+            summary: try c.decodeIfPresent(String.self, forKey: .summary),
+            usage: try c.decodeIfPresent(Usage.self, forKey: .usage),
+            addedTools: try c.decodeIfPresent([String].self, forKey: .addedTools) ?? [])
     }
 
     public func encode(to encoder: Encoder) throws {

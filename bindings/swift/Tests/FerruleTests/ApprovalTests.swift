@@ -7,18 +7,22 @@ final class ApprovalTests: XCTestCase {
     func testInterruptResumeInANewAgentAndAlways() async throws {
         let ran = Locked<[String]>([])
         let makeAgent = {
-            try Agent(config: scripted([
-                callTurn([("c1", "delete", ["text": "a"]), ("c2", "echo", ["text": "b"])]),
-                callTurn([("c3", "delete", ["text": "c"])]),
-                answerTurn("Done."),
-            ]), tools: [
-                Tool(name: "delete", description: "Deletes.", schema: echoSchema,
-                     options: ToolOptions(needsApproval: true)) { call in
-                    ran.withLock { $0.append(call.id) }
-                    return "deleted"
-                },
-                echoTool(),
-            ])
+            try Agent(
+                config: scripted([
+                    callTurn([("c1", "delete", ["text": "a"]), ("c2", "echo", ["text": "b"])]),
+                    callTurn([("c3", "delete", ["text": "c"])]),
+                    answerTurn("Done."),
+                ]),
+                tools: [
+                    Tool(
+                        name: "delete", description: "Deletes.", schema: echoSchema,
+                        options: ToolOptions(needsApproval: true)
+                    ) { call in
+                        ran.withLock { $0.append(call.id) }
+                        return "deleted"
+                    },
+                    echoTool(),
+                ])
         }
         let first = try await makeAgent().run(.prompt("Delete a."))
         XCTAssertEqual(first.status, .interrupted)
@@ -35,8 +39,10 @@ final class ApprovalTests: XCTestCase {
             XCTAssertEqual((error as? FerruleError)?.code, .invalidArg)
             XCTAssertTrue((error as? FerruleError)?.message.contains("c1") ?? false, "\(error)")
         }
-        let resumed = try await makeAgent().run(.resume(state: try Data(contentsOf: file),
-                                                        decisions: ["c1": .approved(always: true)]))
+        let resumed = try await makeAgent().run(
+            .resume(
+                state: try Data(contentsOf: file),
+                decisions: ["c1": .approved(always: true)]))
         XCTAssertEqual(resumed.status, .completed, "\(String(describing: resumed.error))")
         XCTAssertNil(resumed.state)
         XCTAssertEqual(ran.withLock { $0 }, ["c1", "c3"], "always approved the later call too")
@@ -44,11 +50,14 @@ final class ApprovalTests: XCTestCase {
     }
 
     func testARejectedCallTellsTheModelWhy() async throws {
-        let agent = try Agent(config: scripted([callTurn([("c1", "echo", ["text": "x"])]), answerTurn("OK.")]),
-                              tools: [echoTool(options: ToolOptions(needsApproval: true))])
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "echo", ["text": "x"])]), answerTurn("OK.")]),
+            tools: [echoTool(options: ToolOptions(needsApproval: true))])
         let first = try await agent.run(.prompt("Echo."))
-        let second = try await agent.run(.resume(state: try XCTUnwrap(first.state),
-                                                 decisions: ["c1": .rejected("Not today.")]))
+        let second = try await agent.run(
+            .resume(
+                state: try XCTUnwrap(first.state),
+                decisions: ["c1": .rejected("Not today.")]))
         let toolMessage = try XCTUnwrap(second.messages.first { $0.role == .tool })
         XCTAssertTrue(toolMessage.isError)
         XCTAssertEqual(toolMessage.text, "Not today.")

@@ -12,9 +12,9 @@ final class ConformanceTests: XCTestCase {
         .appendingPathComponent("../../../..").standardized
     static let directory = root.appendingPathComponent("tests/conformance")
     #if FERRULE_TSAN
-    static let observations = root.appendingPathComponent("build/conformance/swift-tsan")
+        static let observations = root.appendingPathComponent("build/conformance/swift-tsan")
     #else
-    static let observations = root.appendingPathComponent("build/conformance/swift")
+        static let observations = root.appendingPathComponent("build/conformance/swift")
     #endif
 
     func testEveryScenario() async throws {
@@ -27,8 +27,9 @@ final class ConformanceTests: XCTestCase {
             for name in names {
                 group.addTask {
                     let data = try Data(contentsOf: Self.directory.appendingPathComponent(name))
-                    let scenario = Scenario(name: String(name.dropLast(5)),
-                                            json: try JSONCoding.decode(JSONValue.self, from: data))
+                    let scenario = Scenario(
+                        name: String(name.dropLast(5)),
+                        json: try JSONCoding.decode(JSONValue.self, from: data))
                     let observation = await scenario.observe()
                     try JSONCoding.encode(observation).write(to: Self.observations.appendingPathComponent(name))
                 }
@@ -93,12 +94,14 @@ private final class Scenario: Sendable {
         // Each resume step goes on from the last state a run gave.
         for resume in spec["resumes"]?.arrayValue ?? [] {
             guard let stateData = result?.state,
-                  case .object(var state) = try JSONCoding.decode(JSONValue.self, from: stateData) else { break }
+                case .object(var state) = try JSONCoding.decode(JSONValue.self, from: stateData)
+            else { break }
             if case .object(let patch) = resume["state_patch"] {
                 state.merge(patch) { _, new in new }
             }
-            let decisions = try JSONCoding.decode([String: Decision].self,
-                                                  from: JSONCoding.encode(resume["decisions"] ?? [:]))
+            let decisions = try JSONCoding.decode(
+                [String: Decision].self,
+                from: JSONCoding.encode(resume["decisions"] ?? [:]))
             let on = resume["new_agent"] == true ? try build(config, tools: resume["tools"] ?? spec["tools"]) : agent
             let input = RunInput.resume(state: try JSONCoding.encode(JSONValue.object(state)), decisions: decisions)
             let (next, nextResult) = try await self.step(on, input: input, expect: resume["expect"])
@@ -117,9 +120,12 @@ private final class Scenario: Sendable {
                 members["nonblocking"] = nonblocking
                 known = .object(members)
             }
-            if known != spec["options"] ?? [:] { throw RunnerError(why: "ToolOptions loses fields of \(spec["options"]!.json)") }
-            return Tool(name: spec["name"]?.stringValue ?? "", description: spec["description"]?.stringValue ?? "",
-                        schema: spec["input_schema"], options: options, behaviour(spec["behaviour"] ?? [:]))
+            if known != spec["options"] ?? [:] {
+                throw RunnerError(why: "ToolOptions loses fields of \(spec["options"]!.json)")
+            }
+            return Tool(
+                name: spec["name"]?.stringValue ?? "", description: spec["description"]?.stringValue ?? "",
+                schema: spec["input_schema"], options: options, behaviour(spec["behaviour"] ?? [:]))
         }
         return try Agent(config: config, tools: tools, hooks: hooks())
     }
@@ -153,7 +159,8 @@ private final class Scenario: Sendable {
     private func behaviour(_ behaviour: JSONValue) -> @Sendable (ToolCall) async throws -> ToolResult {
         { call in
             if let message = behaviour["inject"] {
-                try await self.currentRun().inject(try JSONCoding.decode(Message.self, from: JSONCoding.encode(message)))
+                try await self.currentRun().inject(
+                    try JSONCoding.decode(Message.self, from: JSONCoding.encode(message)))
             }
             if behaviour["complete_on_cancel"] == true {
                 await waitForCancellation()
@@ -193,9 +200,10 @@ private final class Scenario: Sendable {
         let messages = try JSONCoding.decode([Message].self, from: JSONCoding.encode(input["messages"] ?? []))
         if let prompt = input["prompt"]?.stringValue { return .prompt(prompt, tools: tools) }
         if case .object(var execute) = input["execute"] {
-            execute["role"] = "assistant" // as ferrule fills it in
-            return .execute(try JSONCoding.decode(Message.self, from: JSONCoding.encode(JSONValue.object(execute))),
-                            context: messages, tools: tools)
+            execute["role"] = "assistant"  // as ferrule fills it in
+            return .execute(
+                try JSONCoding.decode(Message.self, from: JSONCoding.encode(JSONValue.object(execute))),
+                context: messages, tools: tools)
         }
         return .messages(messages, tools: tools)
     }

@@ -31,10 +31,13 @@ final class HookTests: XCTestCase {
                 }
             },
         ]
-        let agent = try Agent(config: scripted([
-            callTurn([("c1", "echo", ["text": "one"]), ("c2", "echo", ["text": "two"]), ("c3", "echo", ["text": "three"])]),
-            answerTurn("First."), answerTurn("Second."),
-        ]), tools: [echoTool()], hooks: hooks)
+        let agent = try Agent(
+            config: scripted([
+                callTurn([
+                    ("c1", "echo", ["text": "one"]), ("c2", "echo", ["text": "two"]), ("c3", "echo", ["text": "three"]),
+                ]),
+                answerTurn("First."), answerTurn("Second."),
+            ]), tools: [echoTool()], hooks: hooks)
         let run = try agent.start(.prompt("Original."))
         var injected: [Message] = []
         for await event in run.events {
@@ -45,32 +48,42 @@ final class HookTests: XCTestCase {
         XCTAssertEqual(injected.map(\.text), ["Be terse."])
         XCTAssertEqual(injected.first?.origin, "injection")
         let texts = result.messages.map { "\($0.role.rawValue): \($0.text)" }
-        XCTAssertEqual(texts, ["user: Replaced.", "system: Be terse.", "assistant: ", "tool: Not this one.",
-                               "tool: changed", "tool: redacted", "assistant: First.", "user: Say it again.",
-                               "assistant: Second."])
+        XCTAssertEqual(
+            texts,
+            [
+                "user: Replaced.", "system: Be terse.", "assistant: ", "tool: Not this one.",
+                "tool: changed", "tool: redacted", "assistant: First.", "user: Say it again.",
+                "assistant: Second.",
+            ])
         XCTAssertEqual(result.final?.text, "Second.")
     }
 
     struct Veto: Error, CustomStringConvertible { var description: String { "vetoed by policy" } }
 
     func testAThrowingHookAbortsTheRun() async throws {
-        let agent = try Agent(config: scripted([callTurn([("c1", "echo", ["text": "x"])]), answerTurn("Done.")]),
-                              tools: [echoTool()], hooks: [.onToolCall { _ in throw Veto() }])
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "echo", ["text": "x"])]), answerTurn("Done.")]),
+            tools: [echoTool()], hooks: [.onToolCall { _ in throw Veto() }])
         let result = try await agent.run(.prompt("Go."))
         XCTAssertEqual(result.status, .failed)
         XCTAssertEqual(result.error?.code, .hookAborted)
-        XCTAssertTrue(result.error?.message.contains("vetoed by policy") ?? false, "\(String(describing: result.error))")
+        XCTAssertTrue(
+            result.error?.message.contains("vetoed by policy") ?? false, "\(String(describing: result.error))")
     }
 
     func testAHookThatTakesTooLongIsCancelled() async throws {
         let cancelled = Flag()
         var config = scripted([answerTurn("Done.")])
         config.hookTimeoutMs = 50
-        let agent = try Agent(config: config, hooks: [.onRunStart { _ in
-            await waitForCancellation()
-            cancelled.raise()
-            return .proceed
-        }])
+        let agent = try Agent(
+            config: config,
+            hooks: [
+                .onRunStart { _ in
+                    await waitForCancellation()
+                    cancelled.raise()
+                    return .proceed
+                }
+            ])
         let result = try await agent.run(.prompt("Go."))
         XCTAssertEqual(result.status, .failed)
         XCTAssertEqual(result.error?.code, .timeout)
@@ -86,12 +99,15 @@ final class HookTests: XCTestCase {
             return "injected"
         }
         let offered = Locked<[String]>([])
-        let agent = try Agent(config: scripted([callTurn([("c1", "inject", [:])]), answerTurn("Noted.")]),
-                              tools: [injecting, echoTool()],
-                              hooks: [.onTurnStart { payload in
-                                  offered.withLock { $0 = payload.tools }
-                                  return .proceed
-                              }])
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "inject", [:])]), answerTurn("Noted.")]),
+            tools: [injecting, echoTool()],
+            hooks: [
+                .onTurnStart { payload in
+                    offered.withLock { $0 = payload.tools }
+                    return .proceed
+                }
+            ])
         let run = try agent.start(.prompt("Go.", tools: ["inject"]))
         runs.withLock { $0 = run }
         let result = try await run.result

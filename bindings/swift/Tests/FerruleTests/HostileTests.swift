@@ -35,7 +35,8 @@ final class HostileTests: XCTestCase {
     /// A transcript with every kind of part goes through Swift's types and back
     /// to ferrule unchanged.
     func testResultMessagesRoundTripThroughSwift() async throws {
-        let config = #"{"model": {"provider": "scripted", "script": [{"text": "Again.", "usage": {"input_tokens": 5, "output_tokens": 2, "cached_tokens": 3}}, {"text": "Third."}]}, "builtin_tools": {"disable": true}}"#
+        let config =
+            #"{"model": {"provider": "scripted", "script": [{"text": "Again.", "usage": {"input_tokens": 5, "output_tokens": 2, "cached_tokens": 3}}, {"text": "Third."}]}, "builtin_tools": {"disable": true}}"#
         let messages = #"""
             [{"role": "system", "content": "Be brief."},
              {"role": "user", "content": [{"type": "text", "text": "Look:"},
@@ -115,8 +116,11 @@ final class HostileTests: XCTestCase {
                 if Bool.random() { try await Task.sleep(nanoseconds: UInt64.random(in: 0...1_000_000)) }
                 return .proceed
             }
-            let agent = try Agent(config: scripted([callTurn([("c1", "t", [:]), ("c2", "t", [:]), ("c3", "t", [:])]),
-                                                    answerTurn("Done.")]), tools: [tool], hooks: [hook])
+            let agent = try Agent(
+                config: scripted([
+                    callTurn([("c1", "t", [:]), ("c2", "t", [:]), ("c3", "t", [:])]),
+                    answerTurn("Done."),
+                ]), tools: [tool], hooks: [hook])
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for index in 0..<iterations {
                     if index >= 32 { try await group.next() }
@@ -163,7 +167,6 @@ final class HostileTests: XCTestCase {
         XCTAssertNil(watched, "the tool's closure was released")
     }
 
-
     /// `run.cancel()` racing the end of a run that never waits.
     func testCancelRacingTheEnd() async throws {
         let agent = try Agent(config: scripted([answerTurn("Hi.")]))
@@ -181,8 +184,9 @@ final class HostileTests: XCTestCase {
     /// Many tasks await one result; some are cancelled (which cancels the run).
     func testManyAwaitersSomeCancelled() async throws {
         let started = Flag(), cancelled = Flag()
-        let agent = try Agent(config: scripted([callTurn([("c1", "wait", [:])]), answerTurn("Never.")]),
-                              tools: [waitingTool(started: started, cancelled: cancelled)])
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "wait", [:])]), answerTurn("Never.")]),
+            tools: [waitingTool(started: started, cancelled: cancelled)])
         let run = try agent.start(.prompt("Wait."))
         let waiters = (0..<100).map { _ in Task { try await run.result.status } }
         await started.wait()

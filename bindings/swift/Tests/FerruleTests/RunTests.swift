@@ -5,15 +5,22 @@ import XCTest
 
 final class RunTests: XCTestCase {
     func testEventsComeInOrderAndTheStreamEndsAfterRunEnd() async throws {
-        let agent = try Agent(config: scripted([callTurn([("c1", "echo", ["text": "hi"])], text: "Echoing."),
-                                                answerTurn("Done.")]), tools: [echoTool()])
+        let agent = try Agent(
+            config: scripted([
+                callTurn([("c1", "echo", ["text": "hi"])], text: "Echoing."),
+                answerTurn("Done."),
+            ]), tools: [echoTool()])
         let run = try agent.start(.prompt("Echo hi."))
         XCTAssertTrue(run.id.hasPrefix("run-"), run.id)
         var types: [String] = []
         for await event in run.events { types.append(event.type) }
-        XCTAssertEqual(types, ["run_start", "turn_start", "message_delta", "tool_call_delta", "message_end",
-                               "tool_execution_start", "tool_execution_end", "turn_end", "turn_start",
-                               "message_delta", "message_end", "turn_end", "run_end"].filter { types.contains($0) })
+        XCTAssertEqual(
+            types,
+            [
+                "run_start", "turn_start", "message_delta", "tool_call_delta", "message_end",
+                "tool_execution_start", "tool_execution_end", "turn_end", "turn_start",
+                "message_delta", "message_end", "turn_end", "run_end",
+            ].filter { types.contains($0) })
         XCTAssertEqual(types.first, "run_start")
         XCTAssertEqual(types.last, "run_end")
         let result = try await run.result
@@ -30,8 +37,9 @@ final class RunTests: XCTestCase {
 
     func testCancellingTheAwaitingTaskCancelsTheRunAndReachesTheTool() async throws {
         let started = Flag(), cancelled = Flag()
-        let agent = try Agent(config: scripted([callTurn([("c1", "wait", [:])]), answerTurn("Never.")]),
-                              tools: [waitingTool(started: started, cancelled: cancelled)])
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "wait", [:])]), answerTurn("Never.")]),
+            tools: [waitingTool(started: started, cancelled: cancelled)])
         let task = Task { try await agent.run(.prompt("Wait.")) }
         await started.wait()
         task.cancel()
@@ -44,8 +52,9 @@ final class RunTests: XCTestCase {
     func testRunCancelAndCancellingTheEventReaderBothCancel() async throws {
         for viaReader in [false, true] {
             let started = Flag(), cancelled = Flag()
-            let agent = try Agent(config: scripted([callTurn([("c1", "wait", [:])]), answerTurn("Never.")]),
-                                  tools: [waitingTool(started: started, cancelled: cancelled)])
+            let agent = try Agent(
+                config: scripted([callTurn([("c1", "wait", [:])]), answerTurn("Never.")]),
+                tools: [waitingTool(started: started, cancelled: cancelled)])
             let run = try agent.start(.prompt("Wait."))
             let reader = Task { for await _ in run.events {} }
             await started.wait()
@@ -58,8 +67,9 @@ final class RunTests: XCTestCase {
     }
 
     func testBreakingOutOfTheEventsLetsTheRunGoOn() async throws {
-        let agent = try Agent(config: scripted([callTurn([("c1", "echo", ["text": "hi"])]), answerTurn("Done.")]),
-                              tools: [echoTool()])
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "echo", ["text": "hi"])]), answerTurn("Done.")]),
+            tools: [echoTool()])
         let run = try agent.start(.prompt("Echo."))
         for await event in run.events {
             if case .toolExecutionStart = event { break }
@@ -73,8 +83,9 @@ final class RunTests: XCTestCase {
 
     func testReleasingALiveRunCancelsIt() async throws {
         let started = Flag(), cancelled = Flag()
-        let agent = try Agent(config: scripted([callTurn([("c1", "wait", [:])]), answerTurn("Never.")]),
-                              tools: [waitingTool(started: started, cancelled: cancelled)])
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "wait", [:])]), answerTurn("Never.")]),
+            tools: [waitingTool(started: started, cancelled: cancelled)])
         do {
             let run = try agent.start(.prompt("Wait."))
             await started.wait()
@@ -85,8 +96,9 @@ final class RunTests: XCTestCase {
     }
 
     func testTwoHundredConcurrentRuns() async throws {
-        let agent = try Agent(config: scripted([callTurn([("c1", "echo", ["text": "ping"])]), answerTurn("pong")]),
-                              tools: [echoTool()])
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "echo", ["text": "ping"])]), answerTurn("pong")]),
+            tools: [echoTool()])
         let results = try await withThrowingTaskGroup(of: RunResult.self) { group in
             for _ in 0..<200 { group.addTask { try await agent.run(.prompt("Ping.")) } }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -108,14 +120,21 @@ final class RunTests: XCTestCase {
                 return (error as? FerruleError)?.code
             }
         }
-        XCTAssertEqual(code { try Agent(configJSON: #"{"model": {"provider": "scripted"}, "colour": 1}"#) }, .invalidArg)
+        XCTAssertEqual(
+            code { try Agent(configJSON: #"{"model": {"provider": "scripted"}, "colour": 1}"#) }, .invalidArg)
         XCTAssertEqual(code { try Agent(configJSON: "{not json") }, .invalidJSON)
         XCTAssertEqual(code { try Agent(config: AgentConfig(model: ModelConfig(provider: "telepathy"))) }, .invalidArg)
-        XCTAssertEqual(code { try Agent(config: scripted([]), tools: [Tool(name: "bad name!", description: "") { _ in "" }]) },
-                       .invalidArg)
-        XCTAssertEqual(code { try Agent(config: scripted([]), tools: [Tool(name: "t", description: "", schema: ["type": 7]) { _ in "" }]) },
-                       .invalidSchema)
-        XCTAssertEqual(code { try Agent(config: scripted([]), hooks: [.raw(stage: "lunch") { _ in "{}" }]) }, .invalidArg)
+        XCTAssertEqual(
+            code { try Agent(config: scripted([]), tools: [Tool(name: "bad name!", description: "") { _ in "" }]) },
+            .invalidArg)
+        XCTAssertEqual(
+            code {
+                try Agent(
+                    config: scripted([]), tools: [Tool(name: "t", description: "", schema: ["type": 7]) { _ in "" }])
+            },
+            .invalidSchema)
+        XCTAssertEqual(
+            code { try Agent(config: scripted([]), hooks: [.raw(stage: "lunch") { _ in "{}" }]) }, .invalidArg)
         let agent = try Agent(config: scripted([answerTurn("Hi.")]))
         XCTAssertEqual(code { try agent.start(.prompt("x", tools: ["missing"])) }, .invalidArg)
         XCTAssertEqual(code { try agent.start(.resume(state: Data("not json".utf8), decisions: [:])) }, .invalidArg)
@@ -129,21 +148,23 @@ final class RunTests: XCTestCase {
 
     func testTheConfigEncodesToTheConfigurationJSON() throws {
         let config = AgentConfig(
-            model: ModelConfig(provider: "openai", name: "gpt-4.1-mini", baseURL: "http://127.0.0.1:1/v1",
-                               apiKeyEnv: "HOME", stream: true, maxRetries: 0,
-                               timeouts: Timeouts(connectMs: 100, totalMs: 2000)),
+            model: ModelConfig(
+                provider: "openai", name: "gpt-4.1-mini", baseURL: "http://127.0.0.1:1/v1",
+                apiKeyEnv: "HOME", stream: true, maxRetries: 0,
+                timeouts: Timeouts(connectMs: 100, totalMs: 2000)),
             system: "Be brief.", toolExecution: "sequential", toolChoice: .tool("echo"), maxRounds: 3,
             runTimeoutMs: 5000, outputRetries: 1, history: History(maxInputTokens: 1000), hookTimeoutMs: 0,
             builtinTools: BuiltinTools(allowed: ["echo", "bash"], needsApproval: ["bash"]))
-        let expected = try JSONValue(json: """
-            {"model": {"provider": "openai", "name": "gpt-4.1-mini", "base_url": "http://127.0.0.1:1/v1",
-              "api_key_env": "HOME", "stream": true, "max_retries": 0,
-              "timeouts": {"connect_ms": 100, "total_ms": 2000}},
-             "system": "Be brief.", "tool_execution": "sequential", "tool_choice": {"name": "echo"},
-             "max_rounds": 3, "run_timeout_ms": 5000, "output_retries": 1,
-             "history": {"max_input_tokens": 1000}, "hook_timeout_ms": 0,
-             "builtin_tools": {"allowed": ["echo", "bash"], "needs_approval": ["bash"]}}
-            """)
+        let expected = try JSONValue(
+            json: """
+                {"model": {"provider": "openai", "name": "gpt-4.1-mini", "base_url": "http://127.0.0.1:1/v1",
+                  "api_key_env": "HOME", "stream": true, "max_retries": 0,
+                  "timeouts": {"connect_ms": 100, "total_ms": 2000}},
+                 "system": "Be brief.", "tool_execution": "sequential", "tool_choice": {"name": "echo"},
+                 "max_rounds": 3, "run_timeout_ms": 5000, "output_retries": 1,
+                 "history": {"max_input_tokens": 1000}, "hook_timeout_ms": 0,
+                 "builtin_tools": {"allowed": ["echo", "bash"], "needs_approval": ["bash"]}}
+                """)
         XCTAssertEqual(JSONValue(encoding: config), expected)
         XCTAssertEqual(try JSONCoding.decode(AgentConfig.self, from: JSONCoding.encode(expected)), config)
         // ferrule takes it.
@@ -154,8 +175,10 @@ final class RunTests: XCTestCase {
 
     func testStructuredOutputDecodesIntoASwiftType() async throws {
         var config = scripted([answerTurn(#"{"customer": "C-1", "plan": "gold"}"#)])
-        config.outputSchema = ["type": "object", "required": ["customer", "plan"],
-                               "properties": ["customer": ["type": "string"], "plan": ["type": "string"]]]
+        config.outputSchema = [
+            "type": "object", "required": ["customer", "plan"],
+            "properties": ["customer": ["type": "string"], "plan": ["type": "string"]],
+        ]
         let result = try await Agent(config: config).run(.prompt("Plan?"))
         XCTAssertEqual(try result.output(as: Plan.self), Plan(customer: "C-1", plan: "gold"))
         let plain = try await Agent(config: scripted([answerTurn("gold")])).run(.prompt("Plan?"))
@@ -191,7 +214,8 @@ final class RunTests: XCTestCase {
     }
 
     func testUnpaddedAndURLSafeBase64ImagesDecode() throws {
-        let part = try JSONCoding.decode(Part.self, from: Data(#"{"type": "image", "media_type": "image/png", "data": "-_8"}"#.utf8))
+        let part = try JSONCoding.decode(
+            Part.self, from: Data(#"{"type": "image", "media_type": "image/png", "data": "-_8"}"#.utf8))
         XCTAssertEqual(part.data, Data([0xfb, 0xff]))
         // The text is kept as it came, so it goes back unchanged.
         XCTAssertEqual(JSONValue(encoding: part), ["type": "image", "media_type": "image/png", "data": "-_8"])
@@ -201,8 +225,9 @@ final class RunTests: XCTestCase {
         let shot = Tool(name: "shot", description: "An image with wrapped base64.") { _ in
             .json(#"{"content": [{"type": "image", "media_type": "image/png", "data": "iVBORw0K\nGgoAAAAN"}]}"#)
         }
-        let agent = try Agent(config: scripted([callTurn([("c1", "shot", [:])]), answerTurn("Seen.")]), tools: [shot],
-                              hooks: [.onToolResult { _ in .proceed }])
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "shot", [:])]), answerTurn("Seen.")]), tools: [shot],
+            hooks: [.onToolResult { _ in .proceed }])
         let run = try agent.start(.prompt("Look."))
         var unknown: [String] = []
         for await event in run.events {
@@ -215,13 +240,15 @@ final class RunTests: XCTestCase {
         XCTAssertEqual(image, .image(mediaType: "image/png", base64: "iVBORw0K\nGgoAAAAN", url: nil))
         XCTAssertNil(image.data)
         // Fed back, the transcript is taken as it is.
-        let again = try await Agent(config: scripted([answerTurn("Again.")])).run(.messages(result.messages + [.user("More.")]))
+        let again = try await Agent(config: scripted([answerTurn("Again.")])).run(
+            .messages(result.messages + [.user("More.")]))
         XCTAssertEqual(again.status, .completed)
         XCTAssertEqual(Array(again.messages.prefix(result.messages.count)), result.messages)
     }
 
     func testCountsBeyondIntMaxAndNumbers() throws {
-        let usage = try JSONCoding.decode(Usage.self, from: Data(#"{"input_tokens": 18446744073709551615, "output_tokens": 3}"#.utf8))
+        let usage = try JSONCoding.decode(
+            Usage.self, from: Data(#"{"input_tokens": 18446744073709551615, "output_tokens": 3}"#.utf8))
         XCTAssertEqual(usage.inputTokens, Int.max)
         XCTAssertEqual(usage.outputTokens, 3)
         XCTAssertEqual(try JSONValue(json: "[1, 2.5, 9007199254740993]"), [1, 2.5, .integer(9_007_199_254_740_993)])
@@ -257,16 +284,19 @@ final class RaceTests: XCTestCase {
     /// every call's task ends.
     func testCompletionTimeoutAndCancelRace() async throws {
         let started = Locked(0), finished = Locked(0)
-        let racer = Tool(name: "race", description: "Sleeps about as long as its timeout.",
-                         options: ToolOptions(timeoutMs: 1)) { call in
+        let racer = Tool(
+            name: "race", description: "Sleeps about as long as its timeout.",
+            options: ToolOptions(timeoutMs: 1)
+        ) { call in
             started.withLock { $0 += 1 }
             defer { finished.withLock { $0 += 1 } }
             try? await Task.sleep(nanoseconds: UInt64.random(in: 0...2_000_000))
             try? call.update("almost")
             return "made it"
         }
-        let agent = try Agent(config: scripted([callTurn([("c1", "race", [:]), ("c2", "race", [:])]), answerTurn("Done.")]),
-                              tools: [racer])
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "race", [:]), ("c2", "race", [:])]), answerTurn("Done.")]),
+            tools: [racer])
         let statuses = try await withThrowingTaskGroup(of: Status.self) { group in
             for index in 0..<1000 {
                 group.addTask {

@@ -4,19 +4,27 @@ import XCTest
 @testable import Ferrule
 
 final class ToolTests: XCTestCase {
-    struct Lookup: Decodable { let customerID: String; enum CodingKeys: String, CodingKey { case customerID = "customer_id" } }
+    struct Lookup: Decodable {
+        let customerID: String; enum CodingKeys: String, CodingKey { case customerID = "customer_id" }
+    }
 
     func testATypedToolGetsItsArgumentsAndEveryKindOfResultArrives() async throws {
-        let schema: JSONValue = ["type": "object", "properties": ["customer_id": ["type": "string"]],
-                                 "required": ["customer_id"], "additionalProperties": false]
+        let schema: JSONValue = [
+            "type": "object", "properties": ["customer_id": ["type": "string"]],
+            "required": ["customer_id"], "additionalProperties": false,
+        ]
         let png = Data([0x89, 0x50, 0x4e, 0x47])
-        let lookup = Tool(name: "lookup", description: "Looks a customer up.", schema: schema,
-                          arguments: Lookup.self) { _, args in
-            ToolResult(content: [.text("\(args.customerID) is gold"), .image(mediaType: "image/png", data: png)],
-                       details: ["plan": "gold", "since": 2019], title: "Lookup")
+        let lookup = Tool(
+            name: "lookup", description: "Looks a customer up.", schema: schema,
+            arguments: Lookup.self
+        ) { _, args in
+            ToolResult(
+                content: [.text("\(args.customerID) is gold"), .image(mediaType: "image/png", data: png)],
+                details: ["plan": "gold", "since": 2019], title: "Lookup")
         }
-        let agent = try Agent(config: scripted([callTurn([("c1", "lookup", ["customer_id": "C-1"])]), answerTurn("Gold.")]),
-                              tools: [lookup])
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "lookup", ["customer_id": "C-1"])]), answerTurn("Gold.")]),
+            tools: [lookup])
         let run = try agent.start(.prompt("Plan of C-1?"))
         var ends: [(ToolResult, Bool)] = []
         for await event in run.events {
@@ -40,11 +48,14 @@ final class ToolTests: XCTestCase {
 
     func testAThrownErrorAndArgumentsThatDoNotFitBecomeErrorResults() async throws {
         let throwing = Tool(name: "ledger", description: "Fails.") { _ in throw Refusal() }
-        let strictType = Tool(name: "lookup", description: "Typed.", schema: ["type": "object"],
-                              arguments: Lookup.self) { _, _ in "unreachable" }
-        let agent = try Agent(config: scripted([
-            callTurn([("c1", "ledger", [:]), ("c2", "lookup", ["id": 7])]), answerTurn("Sorry."),
-        ]), tools: [throwing, strictType])
+        let strictType = Tool(
+            name: "lookup", description: "Typed.", schema: ["type": "object"],
+            arguments: Lookup.self
+        ) { _, _ in "unreachable" }
+        let agent = try Agent(
+            config: scripted([
+                callTurn([("c1", "ledger", [:]), ("c2", "lookup", ["id": 7])]), answerTurn("Sorry."),
+            ]), tools: [throwing, strictType])
         let result = try await agent.run(.prompt("Go."))
         let results = result.messages.filter { $0.role == .tool }
         XCTAssertEqual(results.map(\.isError), [true, true])
@@ -59,7 +70,8 @@ final class ToolTests: XCTestCase {
             calls.withLock { $0 = call }
             return "done"
         }
-        let agent = try Agent(config: scripted([callTurn([("c1", "work", [:])]), answerTurn("OK.")]), tools: [progress])
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "work", [:])]), answerTurn("OK.")]), tools: [progress])
         let run = try agent.start(.prompt("Work."))
         var updates: [String] = []
         for await event in run.events {
@@ -86,7 +98,8 @@ final class ToolTests: XCTestCase {
             }
             return "woke up"
         }
-        let agent = try Agent(config: scripted([callTurn([("c1", "slow", [:])]), answerTurn("Too slow.")]), tools: [slow])
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "slow", [:])]), answerTurn("Too slow.")]), tools: [slow])
         let result = try await agent.run(.prompt("Sleep."))
         XCTAssertEqual(result.status, .completed)
         let toolMessage = try XCTUnwrap(result.messages.first { $0.role == .tool })
@@ -115,8 +128,9 @@ final class ToolTests: XCTestCase {
             XCTAssertThrowsError(try Agent(config: scripted([]), tools: [echoTool(), duplicate])) { error in
                 XCTAssertEqual((error as? FerruleError)?.code, .duplicateTool)
             }
-            let agent = try Agent(config: scripted([callTurn([("c1", "echo", ["text": "hi"])]), answerTurn("Done.")]),
-                                  tools: [tool])
+            let agent = try Agent(
+                config: scripted([callTurn([("c1", "echo", ["text": "hi"])]), answerTurn("Done.")]),
+                tools: [tool])
             let result = try await agent.run(.prompt("Echo."))
             XCTAssertEqual(result.status, .completed)
         }()
