@@ -139,7 +139,8 @@ test-swift: lib judge
 	out=$$($(SWIFT) run --package-path /ferrule/examples/swift/lookup) && echo "$$out" && \
 		echo "$$out" | grep -q "answer: C-100 is on the Gold plan."
 
-# The Kotlin/JVM binding (Maven with the Kotlin plugin on JDK 17): its JUnit
+# The Kotlin/JVM binding (Maven with the Kotlin plugin on JDK 17): ktlint
+# (bindings/kotlin/.editorconfig), its JUnit
 # tests (JNA finds the library through jna.library.path, set to target/release by
 # the pom), then the JAR with the library bundled goes into the local Maven
 # repository; the example runs on that JAR alone (jna.library.path pointing

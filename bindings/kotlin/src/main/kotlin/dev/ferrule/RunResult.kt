@@ -45,7 +45,8 @@ data class RunResult(
         return try {
             FerruleJson.decodeFromJsonElement(serializer, output)
         } catch (error: IllegalArgumentException) {
-            throw FerruleException(ErrorCode.INVALID_OUTPUT, "the output does not fit ${serializer.descriptor.serialName}: ${error.message}")
+            val why = "the output does not fit ${serializer.descriptor.serialName}: ${error.message}"
+            throw FerruleException(ErrorCode.INVALID_OUTPUT, why)
         }
     }
 }

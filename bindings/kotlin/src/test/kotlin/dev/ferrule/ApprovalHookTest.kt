@@ -66,7 +66,12 @@ class ApprovalHookTest {
         var finals = 0
         val hooks = listOf(
             onRunStart { HookDecision.ReplaceMessages(listOf(Message.user("Replaced."))) },
-            onTurnStart { payload -> if (payload.turn == 1) HookDecision.Inject(listOf(Message.system("Be terse."))) else HookDecision.Proceed },
+            onTurnStart { payload -> if (payload.turn ==
+                1) {
+                HookDecision.Inject(listOf(Message.system("Be terse.")))
+            } else {
+                HookDecision.Proceed
+            } },
             onToolCall { payload ->
                 when (payload.call.id) {
                     "c1" -> HookDecision.Deny("Not this one.")

@@ -163,8 +163,11 @@ private class Scenario(val name: String, val spec: JsonObject) {
                 behaviour["updates"]?.jsonArray?.forEach { call.update(it.toString()) }
                 behaviour["fail"].text?.let { throw IllegalStateException(it) }
                 behaviour["result_json"].text
-                    ?: if (behaviour["echo"].isTrue) JsonPrimitive(call.arguments).toString()
-                    else (behaviour["result"] ?: JsonNull).toString()
+                    ?: if (behaviour["echo"].isTrue) {
+                        JsonPrimitive(call.arguments).toString()
+                    } else {
+                        (behaviour["result"] ?: JsonNull).toString()
+                    }
             }
         }
     }

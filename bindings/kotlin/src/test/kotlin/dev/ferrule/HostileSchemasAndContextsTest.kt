@@ -10,11 +10,9 @@ import kotlinx.coroutines.ThreadContextElement
 import kotlinx.coroutines.asCoroutineDispatcher
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll
-import kotlinx.coroutines.awaitCancellation
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.buffer
 import kotlinx.coroutines.flow.first
-import kotlinx.coroutines.flow.flowOn
 import kotlinx.coroutines.flow.map
 import kotlinx.coroutines.flow.take
 import kotlinx.coroutines.flow.toList
@@ -34,7 +32,6 @@ import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.jsonPrimitive
 import kotlinx.serialization.serializer
 import org.junit.jupiter.api.Assertions.assertEquals
-import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
@@ -44,7 +41,6 @@ import java.nio.CharBuffer
 import java.nio.charset.CharacterCodingException
 import java.nio.charset.CodingErrorAction
 import java.util.Collections
-import java.util.concurrent.Executor
 import java.util.concurrent.Executors
 import java.util.concurrent.RejectedExecutionException
 import java.util.concurrent.atomic.AtomicInteger
@@ -309,8 +305,8 @@ class HostileSchemasAndContextsTest {
                 run.events.first { inside.complete(Unit); gate.await(); true }
             }
             inside.await()
-            run.close()                   // a collector is under way: it goes on
-            gate.complete(Unit)           // ...and stops early on its own
+            run.close() // a collector is under way: it goes on
+            gate.complete(Unit) // ...and stops early on its own
             collector.join()
             // Nobody collects now, and the run was closed: its events should be let go.
             val kept = sinkOf(run).channel.let { ch -> generateSequence { ch.tryReceive().getOrNull() }.count() }
@@ -332,11 +328,15 @@ class HostileSchemasAndContextsTest {
             val threads = (1..4).map {
                 Thread {
                     repeat(50) {
-                        val flow = agent.start(prompt).events   // the Run itself is dropped here
+                        val flow = agent.start(prompt).events // the Run itself is dropped here
                         val types = runBlocking { withTimeoutOrNull(10_000) { flow.map { it.type }.toList() } }
-                        if (types == null) failures += "hung"
-                        else if (types.lastOrNull() != "run_end") failures += "$types"
-                        else if (types.contains("run_end") && !types.contains("tool_execution_end")) failures += "$types"
+                        if (types == null) {
+                            failures += "hung"
+                        } else if (types.lastOrNull() != "run_end") {
+                            failures += "$types"
+                        } else if (types.contains("run_end") && !types.contains("tool_execution_end")) {
+                            failures += "$types"
+                        }
                     }
                 }.apply { start() }
             }
@@ -531,8 +531,11 @@ class HostileSchemasAndContextsTest {
         for (s in cases) {
             val expected = strict(s)
             val actual = ours(s)
-            if (expected == null) assertNull(actual, "accepted ${s.map { it.code.toString(16) }}")
-            else assertTrue(expected.contentEquals(actual), "differs on ${s.map { it.code.toString(16) }}")
+            if (expected == null) {
+                assertNull(actual, "accepted ${s.map { it.code.toString(16) }}")
+            } else {
+                assertTrue(expected.contentEquals(actual), "differs on ${s.map { it.code.toString(16) }}")
+            }
         }
     }
 
@@ -654,8 +657,11 @@ class HostileSchemasAndContextsTest {
                     val end = events.filterIsInstance<Event.ToolExecutionEnd>().single()
                     val update = events.filterIsInstance<Event.ToolExecutionUpdate>().singleOrNull()
                     runCatching { end.toolResult }.onFailure { problems += "end of $shape: $it; result=${end.result}" }
-                    if (update == null) problems += "no update for $shape"
-                    else runCatching { update.partialResult }.onFailure { problems += "update of $shape: $it; partial=${update.partial}" }
+                    if (update == null) {
+                        problems += "no update for $shape"
+                    } else {
+                        runCatching { update.partialResult }.onFailure { problems += "update of $shape: $it; partial=${update.partial}" }
+                    }
                 }
             }
         }
@@ -694,7 +700,8 @@ class HostileSchemasAndContextsTest {
         assertEquals(emptyList<Part>(), message.content)
         assertEquals("", message.text)
         // A count as a string (some providers do this) or as 5.0.
-        assertEquals(5L, runCatching { FerruleJson.decodeFromString(Usage.serializer(), """{"input_tokens": "5"}""").inputTokens }.getOrNull())
+        val read = runCatching { FerruleJson.decodeFromString(Usage.serializer(), """{"input_tokens": "5"}""").inputTokens }
+        assertEquals(5L, read.getOrNull())
     }
 
     @Test

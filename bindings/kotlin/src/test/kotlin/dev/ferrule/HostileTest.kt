@@ -19,20 +19,13 @@ import kotlinx.coroutines.withTimeout
 import kotlinx.coroutines.withTimeoutOrNull
 import kotlinx.serialization.SerialName
 import kotlinx.serialization.Serializable
-import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
-import kotlinx.serialization.json.buildJsonObject
-import kotlinx.serialization.json.jsonObject
-import kotlinx.serialization.json.jsonPrimitive
-import kotlinx.serialization.json.put
 import org.junit.jupiter.api.Assertions.assertEquals
-import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNotNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
 import java.util.Collections
-import java.util.concurrent.atomic.AtomicInteger
 import java.util.concurrent.atomic.AtomicReference
 
 // ---- types for the schema tests ----
@@ -44,7 +37,10 @@ data class Counted(val n: UInt)
 data class IntKeyed(val m: Map<Int, String>)
 
 @Serializable
-enum class Colour { @SerialName("red") RED, BLUE }
+enum class Colour {
+    @SerialName("red") RED,
+    BLUE
+}
 
 @Serializable
 data class Painted(val colour: Colour, val note: String? = null, val inner: Inner? = null) {
@@ -167,7 +163,7 @@ class HostileTest {
         // ferrule refuses invalid UTF-8 rather than decoding it lossily; the JVM's encoder would write '?'.
         assertTrue(m.isError, "lone surrogate silently became '?': ${m.text}")
         assertEquals(ErrorCode.INVALID_UTF8,
-            assertThrows<FerruleException> { Agent(scripted(), listOf(Tool("t", "x\uDC00")  { "\"\"" })) }.code)
+            assertThrows<FerruleException> { Agent(scripted(), listOf(Tool("t", "x\uDC00") { "\"\"" })) }.code)
     }
 
     @Test
@@ -202,8 +198,11 @@ class HostileTest {
         assertEquals(ErrorCode.ALREADY_COMPLETED, error.code)
         // From a coroutine and a plain thread, many times.
         val fromThread = AtomicReference<Throwable?>()
-        Thread { fromThread.set(runCatching { repeat(1000) { runCatching { call.update("\"late\"") }; call.isCancelled } }.exceptionOrNull()) }
-            .apply { start(); join() }
+        val updater = Thread {
+            fromThread.set(runCatching { repeat(1000) { runCatching { call.update("\"late\"") }; call.isCancelled } }.exceptionOrNull())
+        }
+        updater.start()
+        updater.join()
         assertEquals(null, fromThread.get())
         assertEquals(before, keysAfterSettling(before))
     }
@@ -646,6 +645,4 @@ class HostileTest {
         withTimeoutOrNull(20_000) { while (Handles.count > before) { System.gc(); delay(20) } }
         assertEquals(before, Handles.count)
     }
-
-
 }

@@ -220,7 +220,7 @@ class CollectionTest {
 
 @kotlinx.serialization.Serializable
 data class Lookup(@kotlinx.serialization.SerialName("customer_id") val customerId: String, val limit: Int = 10,
-                  val tags: List<String>? = null)
+    val tags: List<String>? = null)
 
 class TypedToolTest {
     @Test

@@ -25,7 +25,10 @@ data class Drive(val label: String, val root: Folder, val backup: Folder? = null
 value class CustomerId(val value: String)
 
 @Serializable
-enum class Plan { @SerialName("gold") GOLD, @SerialName("silver") SILVER }
+enum class Plan {
+    @SerialName("gold") GOLD,
+    @SerialName("silver") SILVER
+}
 
 @Serializable
 data class Box<T>(val content: T)

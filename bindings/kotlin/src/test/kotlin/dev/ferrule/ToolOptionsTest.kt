@@ -31,7 +31,8 @@ class ToolOptionsTest {
     fun aTimeoutCancelsTheToolsCoroutineAndTheModelSeesIt() = runBlocking {
         val started = CompletableDeferred<Unit>()
         val cancelled = CompletableDeferred<Unit>()
-        val slow = waitingTool(started, cancelled).let { Tool(it.name, it.description, options = ToolOptions(timeoutMs = 50), body = it.body) }
+        val slow = waitingTool(started, cancelled)
+            .let { Tool(it.name, it.description, options = ToolOptions(timeoutMs = 50), body = it.body) }
         val result = Agent(scripted(callTurn("c1", "wait"), answerTurn("Too slow.")), listOf(slow)).use {
             it.run(RunInput.prompt("Wait."))
         }
