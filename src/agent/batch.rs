@@ -25,7 +25,8 @@ use super::eager::eager_next;
 use super::hook_caller::{HookCaller, HookStop};
 use super::hook_stages;
 use super::recorder::{BatchEnd, BatchOutcome, CallEnd, Recorder};
-use super::validation::{check_calls, ToolScope, ValidCall};
+use super::tool_scope::ToolScope;
+use super::validation::{check_calls, ValidCall};
 use crate::message::ToolCall;
 use crate::tool::{Execution, Invocation, OnError, ToolOutcome, ToolResult, UpdateSink};
 

@@ -7,7 +7,7 @@ use super::batch::{self, BatchContext, ResponseEnd};
 use super::context::RunContext;
 use super::next_step::{Ending, NextStep};
 use super::progress::RunProgress;
-use super::validation::ToolScope;
+use super::tool_scope::ToolScope;
 use crate::message::{AssistantMessage, Message};
 
 /// Validates and executes `message`'s calls as one batch of `turn` (0 outside

@@ -37,6 +37,7 @@ mod result;
 mod run_loop;
 mod run_task;
 mod state;
+mod tool_scope;
 mod transcript;
 mod transcript_json;
 mod turn;

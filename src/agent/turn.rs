@@ -12,7 +12,7 @@ use super::model_request;
 use super::next_step::{Ending, NextStep};
 use super::progress::RunProgress;
 use super::request_caches::RequestCaches;
-use super::validation::ToolScope;
+use super::tool_scope::ToolScope;
 use crate::error::{Error, ErrorCode};
 use crate::message::{Message, StopReason};
 use crate::provider::{GenerationRequest, ToolChoice, WireCache};
