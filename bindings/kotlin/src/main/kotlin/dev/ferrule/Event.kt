@@ -1,5 +1,6 @@
 package dev.ferrule
 
+import kotlinx.serialization.KSerializer
 import kotlinx.serialization.SerialName
 import kotlinx.serialization.Serializable
 import kotlinx.serialization.json.JsonObject
@@ -112,26 +113,28 @@ sealed class Event {
     data class Unknown(override val runId: String, override val type: String, val json: JsonObject) : Event()
 
     internal companion object {
+        /** Each known event type's serializer, by the type's JSON name. */
+        val serializers: Map<String, KSerializer<out Event>> = mapOf(
+            "run_start" to RunStart.serializer(),
+            "turn_start" to TurnStart.serializer(),
+            "message_delta" to MessageDelta.serializer(),
+            "tool_call_delta" to ToolCallDelta.serializer(),
+            "message_end" to MessageEnd.serializer(),
+            "tool_execution_start" to ToolExecutionStart.serializer(),
+            "tool_execution_update" to ToolExecutionUpdate.serializer(),
+            "tool_execution_end" to ToolExecutionEnd.serializer(),
+            "retry" to Retry.serializer(),
+            "message_injected" to MessageInjected.serializer(),
+            "history_compacted" to HistoryCompacted.serializer(),
+            "turn_end" to TurnEnd.serializer(),
+            "run_end" to RunEnd.serializer(),
+        )
+
         /** Reads one event's JSON; one that does not decode is [Unknown]. */
         fun decode(text: String): Event {
             val json = FerruleJson.parseToJsonElement(text).jsonObject
             val type = json["type"]?.jsonPrimitive?.content ?: ""
-            val serializer = when (type) {
-                "run_start" -> RunStart.serializer()
-                "turn_start" -> TurnStart.serializer()
-                "message_delta" -> MessageDelta.serializer()
-                "tool_call_delta" -> ToolCallDelta.serializer()
-                "message_end" -> MessageEnd.serializer()
-                "tool_execution_start" -> ToolExecutionStart.serializer()
-                "tool_execution_update" -> ToolExecutionUpdate.serializer()
-                "tool_execution_end" -> ToolExecutionEnd.serializer()
-                "retry" -> Retry.serializer()
-                "message_injected" -> MessageInjected.serializer()
-                "history_compacted" -> HistoryCompacted.serializer()
-                "turn_end" -> TurnEnd.serializer()
-                "run_end" -> RunEnd.serializer()
-                else -> null
-            }
+            val serializer = serializers[type]
             val runId = json["run_id"]?.jsonPrimitive?.content ?: ""
             return serializer?.let { runCatching { FerruleJson.decodeFromJsonElement(it, json) }.getOrNull() }
                 ?: Unknown(runId, type, json)

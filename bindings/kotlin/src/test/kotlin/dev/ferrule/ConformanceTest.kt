@@ -217,22 +217,9 @@ private class Scenario(val name: String, val spec: JsonObject) {
 
 /** An event as this package writes it, with its type; one it does not know, marked as such. */
 private fun written(event: Event): JsonElement {
-    fun <T : Event> encode(serializer: KSerializer<T>, event: T) =
-        JsonObject(FerruleJson.encodeToJsonElement(serializer, event).jsonObject + ("type" to JsonPrimitive(event.type)))
-    return when (event) {
-        is Event.RunStart -> encode(Event.RunStart.serializer(), event)
-        is Event.TurnStart -> encode(Event.TurnStart.serializer(), event)
-        is Event.MessageDelta -> encode(Event.MessageDelta.serializer(), event)
-        is Event.ToolCallDelta -> encode(Event.ToolCallDelta.serializer(), event)
-        is Event.MessageEnd -> encode(Event.MessageEnd.serializer(), event)
-        is Event.ToolExecutionStart -> encode(Event.ToolExecutionStart.serializer(), event)
-        is Event.ToolExecutionUpdate -> encode(Event.ToolExecutionUpdate.serializer(), event)
-        is Event.ToolExecutionEnd -> encode(Event.ToolExecutionEnd.serializer(), event)
-        is Event.Retry -> encode(Event.Retry.serializer(), event)
-        is Event.MessageInjected -> encode(Event.MessageInjected.serializer(), event)
-        is Event.HistoryCompacted -> encode(Event.HistoryCompacted.serializer(), event)
-        is Event.TurnEnd -> encode(Event.TurnEnd.serializer(), event)
-        is Event.RunEnd -> encode(Event.RunEnd.serializer(), event)
-        is Event.Unknown -> JsonObject(mapOf("type" to JsonPrimitive("unknown"), "json" to event.json))
-    }
+    if (event is Event.Unknown) return JsonObject(mapOf("type" to JsonPrimitive("unknown"), "json" to event.json))
+
+    @Suppress("UNCHECKED_CAST")
+    val serializer = Event.serializers.getValue(event.type) as KSerializer<Event>
+    return JsonObject(FerruleJson.encodeToJsonElement(serializer, event).jsonObject + ("type" to JsonPrimitive(event.type)))
 }
