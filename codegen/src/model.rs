@@ -1,7 +1,8 @@
 //! What the generator makes code of, read from the schema: the error codes
-//! (`ErrorCode`, with each code's number in `x-ferrule-code`) and the string
-//! enums (a `oneOf` of string constants), each with the descriptions the Rust
-//! doc comments gave them.
+//! (`ErrorCode`, with each code's number in `x-ferrule-code`), the string enums
+//! (a `oneOf` of string constants) and the tagged unions (a `oneOf` of objects
+//! told apart by a constant `type`, such as the events), each with the
+//! descriptions the Rust doc comments gave them.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -48,6 +49,104 @@ pub fn read_enum(schema: &Value, name: &str, numbered: bool) -> Result<Enum, Str
     Ok(Enum { name: name.to_owned(), doc: doc_of(definition), variants })
 }
 
+/// A field of an object: its JSON name, description and type, and whether the
+/// JSON always has it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Field {
+    pub json: String,
+    pub doc: String,
+    pub ty: FieldType,
+    pub required: bool,
+}
+
+/// A field's type: a JSON scalar or another definition of the schema, perhaps
+/// null as well.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FieldType {
+    /// `string`, `integer`, `boolean` or `ref`.
+    pub kind: String,
+    /// The definition, for a `ref`.
+    pub name: Option<String>,
+    pub nullable: bool,
+}
+
+/// One object type of a union: its tag's value, description and fields
+/// (the tag aside).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct UnionVariant {
+    pub tag: String,
+    pub doc: String,
+    pub fields: Vec<Field>,
+}
+
+/// A union of object types told apart by the constant `type`, with the fields
+/// every variant carries besides (`common`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Union {
+    pub name: String,
+    pub doc: String,
+    pub common: Vec<Field>,
+    pub variants: Vec<UnionVariant>,
+}
+
+/// The union the schema defines as `$defs/<name>`.
+pub fn read_union(schema: &Value, name: &str) -> Result<Union, String> {
+    let definition =
+        schema.pointer(&format!("/$defs/{name}")).ok_or_else(|| format!("the schema defines no {name}"))?;
+    let branches = definition["oneOf"].as_array().ok_or_else(|| format!("{name} is not a oneOf of objects"))?;
+    let variants = branches
+        .iter()
+        .map(|branch| {
+            let tag = branch.pointer("/properties/type/const").and_then(Value::as_str);
+            let tag = tag.ok_or_else(|| format!("{name}: a variant has no constant type"))?;
+            let fields = fields_of(branch).map_err(|e| format!("{name} {tag}: {e}"))?;
+            Ok(UnionVariant { tag: tag.to_owned(), doc: doc_of(branch), fields })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let common = fields_of(definition).map_err(|e| format!("{name}: {e}"))?;
+    Ok(Union { name: name.to_owned(), doc: doc_of(definition), common, variants })
+}
+
+/// The fields of an object's schema but its tag: those it requires first, in
+/// the order it requires them (the order the Rust type declares them), then the
+/// others by name.
+fn fields_of(object: &Value) -> Result<Vec<Field>, String> {
+    let required: Vec<&str> = object["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let properties = object["properties"].as_object().into_iter().flatten().filter(|(key, _)| key.as_str() != "type");
+    let mut fields = properties
+        .map(|(key, property)| {
+            let ty = field_type(property).map_err(|e| format!("{key}: {e}"))?;
+            Ok(Field { json: key.clone(), doc: doc_of(property), ty, required: required.contains(&key.as_str()) })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let place = |field: &Field| required.iter().position(|r| *r == field.json).unwrap_or(usize::MAX);
+    fields.sort_by(|a, b| place(a).cmp(&place(b)).then_with(|| a.json.cmp(&b.json)));
+    Ok(fields)
+}
+
+/// A property's type: `{"type": T}` or `{"type": [T, "null"]}` for a scalar,
+/// `{"$ref": ...}` or `{"anyOf": [{"$ref": ...}, {"type": "null"}]}` for a
+/// definition. Any other shape is refused, so that a new one is noticed.
+fn field_type(property: &Value) -> Result<FieldType, String> {
+    let reference = |value: &Value| value["$ref"].as_str().and_then(|r| r.strip_prefix("#/$defs/")).map(str::to_owned);
+    if let Some(name) = reference(property) {
+        return Ok(FieldType { kind: "ref".into(), name: Some(name), nullable: false });
+    }
+    if let Some([first, second]) = property["anyOf"].as_array().map(Vec::as_slice) {
+        if let (Some(name), true) = (reference(first), second["type"] == "null") {
+            return Ok(FieldType { kind: "ref".into(), name: Some(name), nullable: true });
+        }
+    }
+    let scalar = |kind: &str| matches!(kind, "string" | "integer" | "boolean");
+    match &property["type"] {
+        Value::String(kind) if scalar(kind) => Ok(FieldType { kind: kind.clone(), name: None, nullable: false }),
+        Value::Array(kinds) if kinds.len() == 2 && kinds[1] == "null" && kinds[0].as_str().is_some_and(scalar) => {
+            Ok(FieldType { kind: kinds[0].as_str().unwrap_or_default().to_owned(), name: None, nullable: true })
+        }
+        other => Err(format!("a type the generator does not know: {other}")),
+    }
+}
+
 /// A definition's description, on one line per paragraph.
 fn doc_of(definition: &Value) -> String {
     let text = definition["description"].as_str().unwrap_or_default();
@@ -61,6 +160,25 @@ fn doc_of(definition: &Value) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_union_reads_its_variants_fields_in_declared_order_then_by_name() {
+        let schema = json!({"$defs": {"Event": {"properties": {"run_id": {"type": "string"}}, "required": ["run_id"],
+            "oneOf": [{"description": "A delta.", "required": ["type", "turn", "index"], "properties": {
+                "type": {"const": "delta"}, "name": {"type": ["string", "null"]}, "index": {"type": "integer"},
+                "turn": {"type": "integer"}, "error": {"anyOf": [{"$ref": "#/$defs/Error"}, {"type": "null"}]}}}]}}});
+        let union = read_union(&schema, "Event").unwrap();
+        assert_eq!(union.common[0].json, "run_id");
+        let fields: Vec<&str> = union.variants[0].fields.iter().map(|f| f.json.as_str()).collect();
+        assert_eq!(fields, ["turn", "index", "error", "name"]);
+        assert_eq!(
+            union.variants[0].fields[2].ty,
+            FieldType { kind: "ref".into(), name: Some("Error".into()), nullable: true }
+        );
+        let odd =
+            json!({"$defs": {"E": {"oneOf": [{"properties": {"type": {"const": "x"}, "n": {"type": "number"}}}]}}});
+        assert!(read_union(&odd, "E").unwrap_err().contains("does not know"));
+    }
 
     #[test]
     fn an_enum_reads_with_its_numbers_and_docs() {

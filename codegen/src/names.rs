@@ -5,11 +5,12 @@
 /// Words that Go and Swift write in capitals inside an identifier.
 const INITIALISMS: &[&str] = &["UTF8", "JSON", "ID", "URL"];
 
-fn words(name: &str) -> impl Iterator<Item = String> + '_ {
+pub(crate) fn words(name: &str) -> impl Iterator<Item = String> + '_ {
     name.split('_').filter(|word| !word.is_empty()).map(str::to_ascii_uppercase)
 }
 
-fn capitalized(word: &str) -> String {
+/// A word with its first letter in capitals, or all of it for an initialism.
+pub(crate) fn capitalized(word: &str) -> String {
     if INITIALISMS.contains(&word) {
         return word.to_owned();
     }

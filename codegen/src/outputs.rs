@@ -8,6 +8,8 @@ pub enum Concept {
     ErrorCodes,
     /// A string enum of the schema, as the binding names it.
     StringEnum { definition: &'static str, type_name: &'static str },
+    /// The events (`$defs/Event`): a union by `type`, with `run_id` in each.
+    Events,
 }
 
 /// One generated file.
@@ -26,6 +28,7 @@ const STATUS: Concept = Concept::StringEnum { definition: "RunStatus", type_name
 pub const OUTPUTS: &[Output] = &[
     Output { path: "bindings/go/error_codes_gen.go", template: "go/error_codes.go.j2", concept: Concept::ErrorCodes },
     Output { path: "bindings/go/status_gen.go", template: "go/string_enum.go.j2", concept: STATUS },
+    Output { path: "bindings/go/events_gen.go", template: "go/events.go.j2", concept: Concept::Events },
     Output {
         path: "bindings/swift/Sources/Ferrule/ErrorCodes_gen.swift",
         template: "swift/error_codes.swift.j2",
@@ -52,6 +55,7 @@ pub const OUTPUTS: &[Output] = &[
 pub const TEMPLATES: &[(&str, &str)] = &[
     ("go/error_codes.go.j2", include_str!("../templates/go/error_codes.go.j2")),
     ("go/string_enum.go.j2", include_str!("../templates/go/string_enum.go.j2")),
+    ("go/events.go.j2", include_str!("../templates/go/events.go.j2")),
     ("swift/error_codes.swift.j2", include_str!("../templates/swift/error_codes.swift.j2")),
     ("swift/string_enum.swift.j2", include_str!("../templates/swift/string_enum.swift.j2")),
     ("kotlin/error_codes.kt.j2", include_str!("../templates/kotlin/error_codes.kt.j2")),

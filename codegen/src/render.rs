@@ -10,7 +10,7 @@ use minijinja::value::Serde;
 use minijinja::Environment;
 use serde_json::Value;
 
-use crate::model::read_enum;
+use crate::model::{read_enum, read_union};
 use crate::names::{camel, pascal, screaming};
 use crate::outputs::{Concept, Output, TEMPLATES};
 
@@ -31,6 +31,11 @@ pub fn environment() -> Result<Environment<'static>, String> {
     env.add_filter("pascal", |name: String| pascal(&name));
     env.add_filter("camel", |name: String| camel(&name));
     env.add_filter("screaming", |name: String| screaming(&name));
+    env.add_filter("go_field", |json: String| crate::go::field_name(&json));
+    env.add_filter("go_type", |kind: String, name: Option<String>, nullable: bool| {
+        crate::go::type_of(&kind, name.as_deref(), nullable)
+            .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e))
+    });
     env.add_filter("comment", |text: String, prefix: String, suffix: Option<String>| {
         comment(&text, &prefix, suffix.as_deref())
     });
@@ -43,6 +48,10 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
         Concept::ErrorCodes => {
             let codes = read_enum(schema, "ErrorCode", true)?;
             minijinja::context! { header => HEADER, enum => Serde(&codes) }
+        }
+        Concept::Events => {
+            let events = read_union(schema, "Event")?;
+            minijinja::context! { header => HEADER, union => Serde(&events) }
         }
         Concept::StringEnum { definition, type_name } => {
             let values = read_enum(schema, definition, false)?;
