@@ -4,6 +4,7 @@
 //! (`make test` runs it so).
 
 mod go;
+mod kotlin;
 mod model;
 mod names;
 mod outputs;

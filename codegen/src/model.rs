@@ -67,6 +67,8 @@ pub struct FieldType {
     pub kind: String,
     /// The definition, for a `ref`.
     pub name: Option<String>,
+    /// The schema's `format` of an integer (`uint32`, `uint64`, `uint`).
+    pub format: Option<String>,
     pub nullable: bool,
 }
 
@@ -130,18 +132,22 @@ fn fields_of(object: &Value) -> Result<Vec<Field>, String> {
 fn field_type(property: &Value) -> Result<FieldType, String> {
     let reference = |value: &Value| value["$ref"].as_str().and_then(|r| r.strip_prefix("#/$defs/")).map(str::to_owned);
     if let Some(name) = reference(property) {
-        return Ok(FieldType { kind: "ref".into(), name: Some(name), nullable: false });
+        return Ok(FieldType { kind: "ref".into(), name: Some(name), format: None, nullable: false });
     }
     if let Some([first, second]) = property["anyOf"].as_array().map(Vec::as_slice) {
         if let (Some(name), true) = (reference(first), second["type"] == "null") {
-            return Ok(FieldType { kind: "ref".into(), name: Some(name), nullable: true });
+            return Ok(FieldType { kind: "ref".into(), name: Some(name), format: None, nullable: true });
         }
     }
     let scalar = |kind: &str| matches!(kind, "string" | "integer" | "boolean");
+    let format = property["format"].as_str().map(str::to_owned);
     match &property["type"] {
-        Value::String(kind) if scalar(kind) => Ok(FieldType { kind: kind.clone(), name: None, nullable: false }),
+        Value::String(kind) if scalar(kind) => {
+            Ok(FieldType { kind: kind.clone(), name: None, format, nullable: false })
+        }
         Value::Array(kinds) if kinds.len() == 2 && kinds[1] == "null" && kinds[0].as_str().is_some_and(scalar) => {
-            Ok(FieldType { kind: kinds[0].as_str().unwrap_or_default().to_owned(), name: None, nullable: true })
+            let kind = kinds[0].as_str().unwrap_or_default().to_owned();
+            Ok(FieldType { kind, name: None, format, nullable: true })
         }
         other => Err(format!("a type the generator does not know: {other}")),
     }
@@ -173,7 +179,7 @@ mod tests {
         assert_eq!(fields, ["turn", "index", "error", "name"]);
         assert_eq!(
             union.variants[0].fields[2].ty,
-            FieldType { kind: "ref".into(), name: Some("Error".into()), nullable: true }
+            FieldType { kind: "ref".into(), name: Some("Error".into()), format: None, nullable: true }
         );
         let odd =
             json!({"$defs": {"E": {"oneOf": [{"properties": {"type": {"const": "x"}, "n": {"type": "number"}}}]}}});

@@ -45,6 +45,11 @@ pub const OUTPUTS: &[Output] = &[
         concept: Concept::ErrorCodes,
     },
     Output {
+        path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Event_gen.kt",
+        template: "kotlin/events.kt.j2",
+        concept: Concept::Events,
+    },
+    Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Status_gen.kt",
         template: "kotlin/string_enum.kt.j2",
         concept: STATUS,
@@ -60,4 +65,5 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("swift/string_enum.swift.j2", include_str!("../templates/swift/string_enum.swift.j2")),
     ("kotlin/error_codes.kt.j2", include_str!("../templates/kotlin/error_codes.kt.j2")),
     ("kotlin/string_enum.kt.j2", include_str!("../templates/kotlin/string_enum.kt.j2")),
+    ("kotlin/events.kt.j2", include_str!("../templates/kotlin/events.kt.j2")),
 ];

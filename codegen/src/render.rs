@@ -36,6 +36,11 @@ pub fn environment() -> Result<Environment<'static>, String> {
         crate::go::type_of(&kind, name.as_deref(), nullable)
             .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e))
     });
+    env.add_filter("kotlin_property", |json: String| crate::kotlin::property_name(&json));
+    env.add_filter("kotlin_type", |kind: String, name: Option<String>, format: Option<String>, nullable: bool| {
+        crate::kotlin::type_of(&kind, name.as_deref(), format.as_deref(), nullable)
+            .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e))
+    });
     env.add_filter("comment", |text: String, prefix: String, suffix: Option<String>| {
         comment(&text, &prefix, suffix.as_deref())
     });

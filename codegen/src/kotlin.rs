@@ -1,0 +1,62 @@
+//! Kotlin's names and types for the schema's: properties in lower camel case
+//! (`call_id` → `callId`), and the Kotlin type and default of each field.
+
+use crate::names::words;
+
+/// The Kotlin type of each definition a field may refer to.
+const REFERENCES: &[(&str, &str)] = &[
+    ("Message", "Message"),
+    ("ToolCall", "ToolCallRequest"),
+    ("ToolResult", "JsonObject"),
+    ("Error", "RunError"),
+    ("RunResult", "RunResult"),
+    ("RunStatus", "Status"),
+];
+
+/// A JSON field name as a Kotlin property name: initialisms too are words
+/// (`callId`, as Kotlin writes them).
+pub fn property_name(json: &str) -> String {
+    let mut words = words(json).map(|word| word.to_ascii_lowercase());
+    let first = words.next().unwrap_or_default();
+    let rest = words.map(|word| {
+        let mut chars = word.chars();
+        chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
+    });
+    first + &rest.collect::<String>()
+}
+
+/// The Kotlin type of a field of `kind` (`string`, `integer` of `format`,
+/// `boolean`, or `ref` to the definition `name`), with `?` when it may be null.
+pub fn type_of(kind: &str, name: Option<&str>, format: Option<&str>, nullable: bool) -> Result<String, String> {
+    let base = match kind {
+        "string" => "String".to_owned(),
+        "integer" if format == Some("uint64") || format == Some("int64") => "Long".to_owned(),
+        "integer" => "Int".to_owned(),
+        "boolean" => "Boolean".to_owned(),
+        "ref" => {
+            let name = name.ok_or("a reference without its definition")?;
+            let kotlin = REFERENCES.iter().find(|(schema, _)| *schema == name).map(|(_, kotlin)| *kotlin);
+            kotlin
+                .ok_or_else(|| format!("no Kotlin type for the definition {name} (codegen/src/kotlin.rs)"))?
+                .to_owned()
+        }
+        other => return Err(format!("no Kotlin type for {other}")),
+    };
+    Ok(if nullable { format!("{base}?") } else { base })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kotlin_names_and_types() {
+        assert_eq!(property_name("call_id"), "callId");
+        assert_eq!(property_name("delay_ms"), "delayMs");
+        assert_eq!(property_name("is_error"), "isError");
+        assert_eq!(type_of("integer", None, Some("uint64"), false).unwrap(), "Long");
+        assert_eq!(type_of("integer", None, Some("uint32"), false).unwrap(), "Int");
+        assert_eq!(type_of("string", None, None, true).unwrap(), "String?");
+        assert_eq!(type_of("ref", Some("ToolCall"), None, false).unwrap(), "ToolCallRequest");
+    }
+}
