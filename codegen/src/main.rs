@@ -9,6 +9,7 @@ mod model;
 mod names;
 mod outputs;
 mod render;
+mod swift;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

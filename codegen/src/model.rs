@@ -89,6 +89,8 @@ pub struct Union {
     pub doc: String,
     pub common: Vec<Field>,
     pub variants: Vec<UnionVariant>,
+    /// The names of every variant's fields, each once, sorted.
+    pub field_names: Vec<String>,
 }
 
 /// The union the schema defines as `$defs/<name>`.
@@ -106,7 +108,10 @@ pub fn read_union(schema: &Value, name: &str) -> Result<Union, String> {
         })
         .collect::<Result<Vec<_>, String>>()?;
     let common = fields_of(definition).map_err(|e| format!("{name}: {e}"))?;
-    Ok(Union { name: name.to_owned(), doc: doc_of(definition), common, variants })
+    let names: std::collections::BTreeSet<String> =
+        variants.iter().flat_map(|v| v.fields.iter().map(|f| f.json.clone())).collect();
+    let field_names = names.into_iter().collect();
+    Ok(Union { name: name.to_owned(), doc: doc_of(definition), common, variants, field_names })
 }
 
 /// The fields of an object's schema but its tag: those it requires first, in

@@ -40,6 +40,11 @@ pub const OUTPUTS: &[Output] = &[
         concept: STATUS,
     },
     Output {
+        path: "bindings/swift/Sources/Ferrule/Event_gen.swift",
+        template: "swift/events.swift.j2",
+        concept: Concept::Events,
+    },
+    Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/ErrorCode_gen.kt",
         template: "kotlin/error_codes.kt.j2",
         concept: Concept::ErrorCodes,
@@ -63,6 +68,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("go/events.go.j2", include_str!("../templates/go/events.go.j2")),
     ("swift/error_codes.swift.j2", include_str!("../templates/swift/error_codes.swift.j2")),
     ("swift/string_enum.swift.j2", include_str!("../templates/swift/string_enum.swift.j2")),
+    ("swift/events.swift.j2", include_str!("../templates/swift/events.swift.j2")),
     ("kotlin/error_codes.kt.j2", include_str!("../templates/kotlin/error_codes.kt.j2")),
     ("kotlin/string_enum.kt.j2", include_str!("../templates/kotlin/string_enum.kt.j2")),
     ("kotlin/events.kt.j2", include_str!("../templates/kotlin/events.kt.j2")),

@@ -41,6 +41,11 @@ pub fn environment() -> Result<Environment<'static>, String> {
         crate::kotlin::type_of(&kind, name.as_deref(), format.as_deref(), nullable)
             .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e))
     });
+    env.add_filter("swift_label", |json: String| crate::swift::label(&json));
+    env.add_filter("swift_type", |kind: String, name: Option<String>, nullable: bool| {
+        crate::swift::type_of(&kind, name.as_deref(), nullable)
+            .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e))
+    });
     env.add_filter("comment", |text: String, prefix: String, suffix: Option<String>| {
         comment(&text, &prefix, suffix.as_deref())
     });

@@ -132,7 +132,7 @@ final class EventSink: Sendable {
             return
         }
         let event = Event(json: json)
-        if case .runEnd(_, let result) = event { state.withLock { $0.ended = result } }
+        if case .runEnd(_, let result, _) = event { state.withLock { $0.ended = result } }
         continuation.yield(.decoded(event))
     }
 

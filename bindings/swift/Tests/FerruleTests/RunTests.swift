@@ -259,7 +259,7 @@ final class RunTests: XCTestCase {
         let agent = try Agent(config: scripted([answerTurn("Hi.")]))
         var ending: Status?
         for await event in try agent.start(.prompt("Hello.")).events {
-            if case .runEnd(let status, _) = event { ending = status }
+            if case .runEnd(let status, _, _) = event { ending = status }
         }
         XCTAssertEqual(ending, .completed)
     }

@@ -54,7 +54,7 @@ do {
             print("tool \(call.name)(\(call.arguments))")
         case .toolExecutionEnd(_, _, let result, let isError):
             print("  -> \(result.text) (error: \(isError))")
-        case .runEnd(let status, _):
+        case .runEnd(let status, _, _):
             print("run ended: \(status.rawValue)")
         default:
             break
