@@ -103,7 +103,20 @@ pub fn read_union(schema: &Value, name: &str) -> Result<Union, String> {
         .map(|branch| {
             let tag = branch.pointer("/properties/type/const").and_then(Value::as_str);
             let tag = tag.ok_or_else(|| format!("{name}: a variant has no constant type"))?;
+            // Fields anywhere but in `properties` (a newtype variant's `$ref`, an
+            // `allOf`, a map) would be lost: refused instead.
+            let known = ["type", "description", "properties", "required", "additionalProperties"];
+            if let Some(key) =
+                branch.as_object().into_iter().flatten().map(|(k, _)| k).find(|k| !known.contains(&k.as_str()))
+            {
+                return Err(format!("{name} {tag}: the generator reads fields only from properties, not {key}"));
+            }
             let fields = fields_of(branch).map_err(|e| format!("{name} {tag}: {e}"))?;
+            // A field ferrule may leave out must say so by being nullable: the
+            // bindings make exactly those optional.
+            if let Some(field) = fields.iter().find(|f| !f.required && !f.ty.nullable) {
+                return Err(format!("{name} {tag}: {} may be absent but is not nullable", field.json));
+            }
             Ok(UnionVariant { tag: tag.to_owned(), doc: doc_of(branch), fields })
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -116,7 +129,9 @@ pub fn read_union(schema: &Value, name: &str) -> Result<Union, String> {
 
 /// The fields of an object's schema but its tag: those it requires first, in
 /// the order it requires them (the order the Rust type declares them), then the
-/// others by name.
+/// others by name. (The schema keeps its properties sorted by name, so the
+/// declared place of a field that is not required is not known: a field added
+/// that way lands among the optional ones by its name.)
 fn fields_of(object: &Value) -> Result<Vec<Field>, String> {
     let required: Vec<&str> = object["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     let properties = object["properties"].as_object().into_iter().flatten().filter(|(key, _)| key.as_str() != "type");

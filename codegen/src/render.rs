@@ -23,6 +23,7 @@ const WIDTH: usize = 100;
 /// The template environment: every template and filter.
 pub fn environment() -> Result<Environment<'static>, String> {
     let mut env = Environment::new();
+    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     let syntax = SyntaxConfig::builder().trim_blocks(true).keep_trailing_newline(true).build();
     env.set_syntax(syntax.map_err(|e| e.to_string())?);
     for (name, source) in TEMPLATES {
@@ -61,6 +62,10 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
         }
         Concept::Events => {
             let events = read_union(schema, "Event")?;
+            let common: Vec<&str> = events.common.iter().map(|f| f.json.as_str()).collect();
+            if common != ["run_id"] {
+                return Err(format!("the event templates know run_id as the one field of every event, not {common:?}"));
+            }
             minijinja::context! { header => HEADER, union => Serde(&events) }
         }
         Concept::StringEnum { definition, type_name } => {
@@ -85,6 +90,8 @@ fn comment(text: &str, prefix: &str, suffix: Option<&str>) -> String {
         return String::new();
     }
     if let Some(suffix) = suffix {
+        // Nothing in the text may end or open a block comment (Kotlin nests them).
+        let text = &text.replace("*/", "*&#47;").replace("/*", "&#47;*");
         if prefix.len() + text.len() + suffix.len() <= WIDTH && !text.contains('\n') {
             return format!("{prefix}{text}{suffix}");
         }
@@ -145,5 +152,8 @@ mod tests {
         assert!(comment(&long, "    /** ", Some(" */")).starts_with("    /**\n     * word"));
         assert_eq!(comment("  ", "// ", None), "");
         assert_eq!(comment("One.\n\nTwo.", "/// ", None), "/// One.\n///\n/// Two.");
+        let closing = comment("Matches image/* and ends */ here.", "/** ", Some(" */"));
+        assert_eq!(closing.matches("*/").count(), 1, "{closing}");
+        assert!(!closing.contains("/*") || closing.find("/*") == Some(0), "{closing}");
     }
 }
