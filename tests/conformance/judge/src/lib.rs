@@ -162,7 +162,8 @@ mod tests {
     }
 
     fn events() -> Value {
-        json!([{"type": "run_start", "run_id": "run-1"}, {"type": "run_end", "run_id": "run-1"}])
+        json!([{"type": "run_start", "run_id": "run-1"},
+               {"type": "run_end", "run_id": "run-1", "result": {"status": "interrupted"}}])
     }
 
     #[test]
@@ -179,10 +180,12 @@ mod tests {
         assert_eq!(judge(json!([run(events())])), vec!["resume 1 was not observed"]);
         let failed = judge(json!([{"runner_error": "no tool"}, {"start_error": {"code": 4, "message": "version"}}]));
         assert!(failed[0].contains("could not run it"), "{failed:?}");
-        let other_run = json!([{"type": "run_start", "run_id": "run-1"}, {"type": "run_end", "run_id": "run-2"}]);
+        let other_run = json!([{"type": "run_start", "run_id": "run-1"},
+                                {"type": "run_end", "run_id": "run-2", "result": {"status": "interrupted"}}]);
         let failed = judge(json!([run(other_run), {"start_error": {"code": 4, "message": "version"}}]));
         assert!(failed[0].contains("more than one run"), "{failed:?}");
-        let unknown = json!([{"type": "run_start"}, {"type": "unknown", "json": {"type": "new"}}, {"type": "run_end"}]);
+        let unknown = json!([{"type": "run_start"}, {"type": "unknown", "json": {"type": "new"}},
+                              {"type": "run_end", "result": {"status": "interrupted"}}]);
         let failed = judge(json!([run(unknown), {"start_error": {"code": 4, "message": "version"}}]));
         assert!(failed[0].contains("does not know"), "{failed:?}");
     }
@@ -192,11 +195,17 @@ mod tests {
         let refused = json!({"start_error": {"code": 4, "message": "version"}});
         let judged = |events: Value| judge(json!([run(events), refused]));
         let swapped = json!([{"type": "run_start"}, {"type": "turn_end", "turn": 1}, {"type": "turn_start", "turn": 1},
-                              {"type": "run_end"}]);
+                              {"type": "run_end", "result": {"status": "interrupted"}}]);
         assert!(judged(swapped).iter().any(|p| p.contains("without its turn_start")));
         let call_first = json!([{"type": "run_start"}, {"type": "tool_execution_end", "call_id": "c1"},
-                                 {"type": "tool_execution_start", "call": {"id": "c1"}}, {"type": "run_end"}]);
+                                 {"type": "tool_execution_start", "call": {"id": "c1"}},
+                                 {"type": "run_end", "result": {"status": "interrupted"}}]);
         assert!(judged(call_first).iter().any(|p| p.contains("did not start")));
+        let unnumbered = json!([{"type": "run_start"}, {"type": "turn_start"}, {"type": "turn_end"},
+                                 {"type": "run_end", "result": {"status": "interrupted"}}]);
+        assert!(judged(unnumbered).iter().any(|p| p.contains("without its turn number")));
+        let no_result = json!([{"type": "run_start"}, {"type": "run_end"}]);
+        assert!(judged(no_result).iter().any(|p| p.contains("carries no result")));
         let other = json!([{"type": "run_start"}, {"type": "run_end", "result": {"status": "completed"}}]);
         assert!(judged(other).iter().any(|p| p.contains("another result")));
         let same = json!([{"type": "run_start"}, {"type": "run_end", "result": {"status": "interrupted"}}]);

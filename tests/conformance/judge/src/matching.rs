@@ -116,6 +116,8 @@ mod tests {
             &json!({"content": [{"type": "text", "text": "hi"}, {"type": "text", "text": ""}]})
         ));
         assert!(!equal(&json!({"text": "hi"}), &json!({"text": [{"type": "text", "text": "hi"}]})));
+        assert!(equal(&json!({"content": ""}), &json!({"content": []})));
+        assert!(!equal(&json!({"content": ""}), &json!({"content": [{"type": "text", "text": ""}]})));
     }
 
     #[test]

@@ -116,6 +116,15 @@ fn check_nesting(events: &[Value]) -> Vec<String> {
     let mut calls: Vec<&Value> = Vec::new();
     for (index, event) in events.iter().enumerate() {
         match event_type(event) {
+            "turn_start" | "turn_end" if !event.get("turn").is_some_and(Value::is_u64) => {
+                problems.push(format!("event {index}: a {} without its turn number", event_type(event)))
+            }
+            "tool_execution_start" if !event.pointer("/call/id").is_some_and(Value::is_string) => {
+                problems.push(format!("event {index}: a tool_execution_start without its call id"))
+            }
+            "tool_execution_end" if !event.get("call_id").is_some_and(Value::is_string) => {
+                problems.push(format!("event {index}: a tool_execution_end without its call id"))
+            }
             "turn_start" if turn.is_some() => problems.push(format!("event {index}: a turn starts inside another")),
             "turn_start" => turn = Some(event.get("turn").unwrap_or(&Value::Null)),
             "turn_end" => match turn.take() {
@@ -149,11 +158,13 @@ fn check_nesting(events: &[Value]) -> Vec<String> {
 /// result, and every hook consulted saw the run's id.
 pub(crate) fn check_consistency(result: &Value, events: &[Value], step: &Value) -> Vec<String> {
     let mut problems = Vec::new();
-    if let Some(carried) =
-        events.last().filter(|event| event_type(event) == "run_end").and_then(|end| end.get("result"))
-    {
-        if !equal(carried, result) {
-            problems.push(format!("run_end carries another result than the run's: {carried}"));
+    if let Some(end) = events.last().filter(|event| event_type(event) == "run_end") {
+        match end.get("result") {
+            Some(carried) if !equal(carried, result) => {
+                problems.push(format!("run_end carries another result than the run's: {carried}"))
+            }
+            Some(_) => {}
+            None => problems.push("run_end carries no result".to_owned()),
         }
     }
     let run_id = events.iter().find_map(|event| event.get("run_id"));
