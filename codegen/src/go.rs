@@ -2,7 +2,7 @@
 //! initialisms (`call_id` → `CallID`, `delay_ms` → `DelayMS`), and the Go type of
 //! each field.
 
-use crate::names::{capitalized, words};
+use crate::names::{pascal_with, reference, INITIALISMS};
 
 /// The Go type of each definition a field may refer to.
 const REFERENCES: &[(&str, &str)] = &[
@@ -16,7 +16,9 @@ const REFERENCES: &[(&str, &str)] = &[
 
 /// A JSON field name as an exported Go field name.
 pub fn field_name(json: &str) -> String {
-    words(json).map(|word| if word == "MS" { word } else { capitalized(&word) }).collect()
+    let mut initialisms = INITIALISMS.to_vec();
+    initialisms.push("MS");
+    pascal_with(json, &initialisms)
 }
 
 /// The Go type of a field of `kind` (`string`, `integer`, `boolean`, or `ref`
@@ -28,9 +30,7 @@ pub fn type_of(kind: &str, name: Option<&str>, nullable: bool) -> Result<String,
         "integer" => Ok("int".to_owned()),
         "boolean" => Ok("bool".to_owned()),
         "ref" => {
-            let name = name.ok_or("a reference without its definition")?;
-            let go = REFERENCES.iter().find(|(schema, _)| *schema == name).map(|(_, go)| *go);
-            let go = go.ok_or_else(|| format!("no Go type for the definition {name} (codegen/src/go.rs)"))?;
+            let go = reference(name, REFERENCES, "Go")?;
             Ok(if nullable && !go.starts_with('*') { format!("*{go}") } else { go.to_owned() })
         }
         other => Err(format!("no Go type for {other}")),

@@ -1,7 +1,7 @@
 //! Kotlin's names and types for the schema's: properties in lower camel case
 //! (`call_id` → `callId`), and the Kotlin type and default of each field.
 
-use crate::names::words;
+use crate::names::{camel_with, reference};
 
 /// The Kotlin type of each definition a field may refer to.
 const REFERENCES: &[(&str, &str)] = &[
@@ -16,13 +16,7 @@ const REFERENCES: &[(&str, &str)] = &[
 /// A JSON field name as a Kotlin property name: initialisms too are words
 /// (`callId`, as Kotlin writes them).
 pub fn property_name(json: &str) -> String {
-    let mut words = words(json).map(|word| word.to_ascii_lowercase());
-    let first = words.next().unwrap_or_default();
-    let rest = words.map(|word| {
-        let mut chars = word.chars();
-        chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
-    });
-    first + &rest.collect::<String>()
+    camel_with(json, &[])
 }
 
 /// The Kotlin type of a field of `kind` (`string`, `integer` of `format`,
@@ -33,13 +27,7 @@ pub fn type_of(kind: &str, name: Option<&str>, format: Option<&str>, nullable: b
         "integer" if format == Some("uint64") || format == Some("int64") => "Long".to_owned(),
         "integer" => "Int".to_owned(),
         "boolean" => "Boolean".to_owned(),
-        "ref" => {
-            let name = name.ok_or("a reference without its definition")?;
-            let kotlin = REFERENCES.iter().find(|(schema, _)| *schema == name).map(|(_, kotlin)| *kotlin);
-            kotlin
-                .ok_or_else(|| format!("no Kotlin type for the definition {name} (codegen/src/kotlin.rs)"))?
-                .to_owned()
-        }
+        "ref" => reference(name, REFERENCES, "Kotlin")?.to_owned(),
         other => return Err(format!("no Kotlin type for {other}")),
     };
     Ok(if nullable { format!("{base}?") } else { base })

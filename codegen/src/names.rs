@@ -3,15 +3,16 @@
 //! initialisms Go and Swift spell in capitals kept so (`InvalidUTF8`).
 
 /// Words that Go and Swift write in capitals inside an identifier.
-const INITIALISMS: &[&str] = &["UTF8", "JSON", "ID", "URL"];
+pub(crate) const INITIALISMS: &[&str] = &["UTF8", "JSON", "ID", "URL"];
 
-pub(crate) fn words(name: &str) -> impl Iterator<Item = String> + '_ {
+fn words(name: &str) -> impl Iterator<Item = String> + '_ {
     name.split('_').filter(|word| !word.is_empty()).map(str::to_ascii_uppercase)
 }
 
-/// A word with its first letter in capitals, or all of it for an initialism.
-pub(crate) fn capitalized(word: &str) -> String {
-    if INITIALISMS.contains(&word) {
+/// A word with its first letter in capitals, or all of it for one of
+/// `initialisms`.
+fn capitalized(word: &str, initialisms: &[&str]) -> String {
+    if initialisms.contains(&word) {
         return word.to_owned();
     }
     let lower = word.to_ascii_lowercase();
@@ -19,16 +20,36 @@ pub(crate) fn capitalized(word: &str) -> String {
     chars.next().map(|first| first.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
 }
 
+/// Upper camel case, keeping `initialisms` in capitals.
+pub(crate) fn pascal_with(name: &str, initialisms: &[&str]) -> String {
+    words(name).map(|word| capitalized(&word, initialisms)).collect()
+}
+
+/// Lower camel case, keeping `initialisms` in capitals after the first word.
+pub(crate) fn camel_with(name: &str, initialisms: &[&str]) -> String {
+    let mut words = words(name);
+    let first = words.next().map(|word| word.to_ascii_lowercase());
+    first.into_iter().chain(words.map(|word| capitalized(&word, initialisms))).collect()
+}
+
 /// `INVALID_UTF8` → `InvalidUTF8` (Go names, Swift and Kotlin types).
 pub fn pascal(name: &str) -> String {
-    words(name).map(|word| capitalized(&word)).collect()
+    pascal_with(name, INITIALISMS)
 }
 
 /// `INVALID_UTF8` → `invalidUTF8`, `max_rounds` → `maxRounds` (Swift cases).
 pub fn camel(name: &str) -> String {
-    let mut words = words(name);
-    let first = words.next().map(|word| word.to_ascii_lowercase());
-    first.into_iter().chain(words.map(|word| capitalized(&word))).collect()
+    camel_with(name, INITIALISMS)
+}
+
+/// The binding's type for the schema definition `name`, from `table` (pairs of
+/// schema and binding names, in `codegen/src/<language>.rs`).
+pub(crate) fn reference<'a>(name: Option<&str>, table: &[(&str, &'a str)], language: &str) -> Result<&'a str, String> {
+    let name = name.ok_or("a reference without its definition")?;
+    let found = table.iter().find(|(schema, _)| *schema == name).map(|(_, binding)| *binding);
+    found.ok_or_else(|| {
+        format!("no {language} type for the definition {name} (codegen/src/{}.rs)", language.to_lowercase())
+    })
 }
 
 /// `max_rounds` → `MAX_ROUNDS` (Kotlin enum entries).

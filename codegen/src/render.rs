@@ -34,23 +34,25 @@ pub fn environment() -> Result<Environment<'static>, String> {
     env.add_filter("screaming", |name: String| screaming(&name));
     env.add_filter("go_field", |json: String| crate::go::field_name(&json));
     env.add_filter("go_type", |kind: String, name: Option<String>, nullable: bool| {
-        crate::go::type_of(&kind, name.as_deref(), nullable)
-            .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e))
+        crate::go::type_of(&kind, name.as_deref(), nullable).map_err(template_error)
     });
     env.add_filter("kotlin_property", |json: String| crate::kotlin::property_name(&json));
     env.add_filter("kotlin_type", |kind: String, name: Option<String>, format: Option<String>, nullable: bool| {
-        crate::kotlin::type_of(&kind, name.as_deref(), format.as_deref(), nullable)
-            .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e))
+        crate::kotlin::type_of(&kind, name.as_deref(), format.as_deref(), nullable).map_err(template_error)
     });
     env.add_filter("swift_label", |json: String| crate::swift::label(&json));
     env.add_filter("swift_type", |kind: String, name: Option<String>, nullable: bool| {
-        crate::swift::type_of(&kind, name.as_deref(), nullable)
-            .map_err(|e| minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e))
+        crate::swift::type_of(&kind, name.as_deref(), nullable).map_err(template_error)
     });
     env.add_filter("comment", |text: String, prefix: String, suffix: Option<String>| {
         comment(&text, &prefix, suffix.as_deref())
     });
     Ok(env)
+}
+
+/// A filter's refusal, as the template's error.
+fn template_error(problem: String) -> minijinja::Error {
+    minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, problem)
 }
 
 /// The text of `output` from `schema`.

@@ -1,7 +1,7 @@
 //! Swift's names and types for the schema's: labels in lower camel case with
 //! Swift's initialisms (`call_id` → `callID`), and the Swift type of each field.
 
-use crate::names::camel;
+use crate::names::{camel, reference};
 
 /// The Swift type of each definition a field may refer to.
 const REFERENCES: &[(&str, &str)] = &[
@@ -25,11 +25,7 @@ pub fn type_of(kind: &str, name: Option<&str>, nullable: bool) -> Result<String,
         "string" => "String",
         "integer" => "Int",
         "boolean" => "Bool",
-        "ref" => {
-            let name = name.ok_or("a reference without its definition")?;
-            let swift = REFERENCES.iter().find(|(schema, _)| *schema == name).map(|(_, swift)| *swift);
-            swift.ok_or_else(|| format!("no Swift type for the definition {name} (codegen/src/swift.rs)"))?
-        }
+        "ref" => reference(name, REFERENCES, "Swift")?,
         other => return Err(format!("no Swift type for {other}")),
     };
     Ok(if nullable { format!("{base}?") } else { base.to_owned() })
