@@ -123,10 +123,11 @@ func (s *eventSink) deliver(data []byte) {
 func (s *eventSink) drop()    { s.dropOnce.Do(func() { close(s.dropped) }) }
 func (s *eventSink) abandon() { s.abandonOnce.Do(func() { close(s.abandoned) }) }
 
-// release runs once, after run_end.
+// release runs once, after run_end. ended closes before the channel, so a
+// reader that saw the channel close also sees the run ended (and its result).
 func (s *eventSink) release() {
-	close(s.ch)
 	close(s.ended)
+	close(s.ch)
 	s.reader.Store(nil)
 }
 
