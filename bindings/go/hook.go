@@ -28,24 +28,9 @@ type Hook struct {
 	decide func(ctx context.Context, payload json.RawMessage) (any, error)
 }
 
-// RunStartPayload is what a run start hook sees: the run's input.
-type RunStartPayload struct {
-	RunID    string    `json:"run_id"`
-	Messages []Message `json:"messages"`
-}
-
 // RunStartDecision replaces the input when Messages is not nil.
 type RunStartDecision struct {
 	Messages []Message `json:"messages,omitempty"`
-}
-
-// TurnStartPayload is what a turn start hook sees before each model request:
-// the history and the tools offered this turn.
-type TurnStartPayload struct {
-	RunID    string    `json:"run_id"`
-	Turn     int       `json:"turn"`
-	Messages []Message `json:"messages"`
-	Tools    []string  `json:"tools"`
 }
 
 // TurnStartDecision sets at most one of: Tools, this turn's tool set (a non-nil
@@ -73,22 +58,6 @@ func (d TurnStartDecision) MarshalJSON() ([]byte, error) {
 	return json.Marshal(decision)
 }
 
-// ToolCallPayload is what a tool call hook sees: a call that passed validation,
-// before any call of its batch runs, and whether it needs approval.
-type ToolCallPayload struct {
-	RunID         string      `json:"run_id"`
-	Turn          int         `json:"turn"`
-	Call          PayloadCall `json:"call"`
-	NeedsApproval bool        `json:"needs_approval"`
-}
-
-// PayloadCall is a call as hooks see it: its arguments parsed.
-type PayloadCall struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
-
 // ToolCallDecision sets at most one of: Deny, the text of an error result (the
 // tool does not run); Arguments, replaced arguments (any value that marshals to
 // a JSON object; they are validated again); Approve, approving a call that
@@ -98,17 +67,6 @@ type ToolCallDecision struct {
 	Arguments any    `json:"arguments,omitempty"`
 	Approve   bool   `json:"approve,omitempty"`
 	Interrupt bool   `json:"interrupt,omitempty"`
-}
-
-// ToolResultPayload is what a tool result hook sees: the result of a call that
-// ran.
-type ToolResultPayload struct {
-	RunID   string     `json:"run_id"`
-	Turn    int        `json:"turn"`
-	CallID  string     `json:"call_id"`
-	Name    string     `json:"name"`
-	Result  ToolResult `json:"result"`
-	IsError bool       `json:"is_error"`
 }
 
 // ToolResultDecision replaces the result when Result is not nil (a string, a
@@ -127,14 +85,6 @@ func (d ToolResultDecision) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return json.Marshal(map[string]json.RawMessage{"result": result})
-}
-
-// FinalAnswerPayload is what a final answer hook sees: an answer without calls
-// that would end the run.
-type FinalAnswerPayload struct {
-	RunID   string  `json:"run_id"`
-	Turn    int     `json:"turn"`
-	Message Message `json:"message"`
 }
 
 // FinalAnswerDecision sends the answer back when Retry is set: the text goes

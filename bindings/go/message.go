@@ -41,21 +41,6 @@ type Part struct {
 	Thinking, Signature, ID, Redacted string
 }
 
-// ToolCall is a call the model asked for. Arguments is the raw text the model
-// wrote (it may be invalid JSON).
-type ToolCall struct {
-	ID        string `json:"id"`
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// Usage counts tokens.
-type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
-	CachedTokens int `json:"cached_tokens,omitempty"`
-}
-
 // Text is a text part.
 func Text(s string) Part { return Part{Type: "text", Text: s} }
 

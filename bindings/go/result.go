@@ -2,58 +2,6 @@ package ferrule
 
 import "encoding/json"
 
-// Result is a run's outcome. Messages is the whole transcript, replayable:
-// Messages(res.Messages...) continues the conversation.
-type Result struct {
-	Status   Status    `json:"status"`
-	Final    *Message  `json:"final"`
-	Messages []Message `json:"messages"`
-	Usage    Usage     `json:"usage"`
-	Rounds   int       `json:"rounds"`
-	// Error says why a failed run failed.
-	Error *Error `json:"error"`
-	// Output is the final answer as JSON when the agent has an OutputSchema and
-	// the answer satisfied it; nil otherwise. See Output.
-	Output json.RawMessage `json:"output"`
-	// Interruptions are the calls an interrupted run waits on a decision for.
-	Interruptions []Interruption `json:"interruptions"`
-	// State is what an interrupted run needs to go on: store it as it is (it is
-	// plain JSON, portable to another process) and give it to Resume. Nil
-	// unless the run was interrupted.
-	State json.RawMessage `json:"state"`
-}
-
-// UnmarshalJSON reads a run result; a null Output or State becomes nil.
-func (r *Result) UnmarshalJSON(data []byte) error {
-	type plain Result
-	if err := json.Unmarshal(data, (*plain)(r)); err != nil {
-		return err
-	}
-	for _, field := range []*json.RawMessage{&r.Output, &r.State} {
-		if string(*field) == "null" {
-			*field = nil
-		}
-	}
-	return nil
-}
-
-// Interruption is a call that needs the host's decision before it can run.
-type Interruption struct {
-	CallID    string          `json:"call_id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments"`
-}
-
-// Decision is the host's answer for one interrupted call. A rejected call gets
-// an error result whose text is Message (by default, that the user rejected
-// it). Always makes the decision stand for every later call of the same tool in
-// the run.
-type Decision struct {
-	Approve bool   `json:"approve"`
-	Message string `json:"message,omitempty"`
-	Always  bool   `json:"always,omitempty"`
-}
-
 // Output decodes a run's structured output (Config.OutputSchema) into T. An
 // error when the run has none (it failed, or the agent has no schema) or when
 // it does not fit T.

@@ -2,6 +2,7 @@
 //! initialisms (`call_id` → `CallID`, `delay_ms` → `DelayMS`), and the Go type of
 //! each field.
 
+use crate::model::FieldType;
 use crate::names::{pascal_with, reference, INITIALISMS};
 
 /// The Go type of each definition a field may refer to.
@@ -12,7 +13,22 @@ const REFERENCES: &[(&str, &str)] = &[
     ("Error", "Error"),
     ("RunResult", "*Result"),
     ("RunStatus", "Status"),
+    ("RunState", "json.RawMessage"),
+    ("Interruption", "Interruption"),
+    ("Decision", "Decision"),
+    ("Usage", "Usage"),
+    ("HookToolCall", "PayloadCall"),
+    ("RunStartPayload", "RunStartPayload"),
+    ("TurnStartPayload", "TurnStartPayload"),
+    ("ToolCallPayload", "ToolCallPayload"),
+    ("ToolResultPayload", "ToolResultPayload"),
+    ("FinalAnswerPayload", "FinalAnswerPayload"),
 ];
+
+/// The name of the Go type generated for the schema definition `definition` (a pointer's, for Go, without its `*`).
+pub fn type_name(definition: &str) -> Result<String, String> {
+    Ok(reference(Some(definition), REFERENCES, "Go")?.trim_start_matches('*').to_owned())
+}
 
 /// A JSON field name as an exported Go field name.
 pub fn field_name(json: &str) -> String {
@@ -21,20 +37,30 @@ pub fn field_name(json: &str) -> String {
     pascal_with(json, &initialisms)
 }
 
-/// The Go type of a field of `kind` (`string`, `integer`, `boolean`, or `ref`
-/// to the definition `name`); a nullable definition is a pointer. A nullable
-/// scalar is the scalar itself (written with `omitempty`).
-pub fn type_of(kind: &str, name: Option<&str>, nullable: bool) -> Result<String, String> {
-    match kind {
-        "string" => Ok("string".to_owned()),
-        "integer" => Ok("int".to_owned()),
-        "boolean" => Ok("bool".to_owned()),
+/// The Go type of a field: a nullable definition is a pointer, any JSON value
+/// a `json.RawMessage`; a nullable scalar, list or map is the value itself
+/// (written with `omitempty`).
+pub fn type_of(ty: &FieldType) -> Result<String, String> {
+    let item = || ty.items.as_deref().ok_or_else(|| format!("a {} without its item type", ty.kind)).and_then(type_of);
+    Ok(match ty.kind.as_str() {
+        "string" => "string".to_owned(),
+        "integer" => "int".to_owned(),
+        "number" => "float64".to_owned(),
+        "boolean" => "bool".to_owned(),
+        "array" => format!("[]{}", item()?),
+        "map" => format!("map[string]{}", item()?),
+        "object" | "any" => "json.RawMessage".to_owned(),
         "ref" => {
-            let go = reference(name, REFERENCES, "Go")?;
-            Ok(if nullable && !go.starts_with('*') { format!("*{go}") } else { go.to_owned() })
+            let go = reference(ty.name.as_deref(), REFERENCES, "Go")?;
+            let by_reference = go.starts_with('*') || go.starts_with("[]") || go.starts_with("json.");
+            if ty.nullable && !by_reference {
+                format!("*{go}")
+            } else {
+                go.to_owned()
+            }
         }
-        other => Err(format!("no Go type for {other}")),
-    }
+        other => return Err(format!("no Go type for {other}")),
+    })
 }
 
 #[cfg(test)]
@@ -46,9 +72,13 @@ mod tests {
         assert_eq!(field_name("call_id"), "CallID");
         assert_eq!(field_name("delay_ms"), "DelayMS");
         assert_eq!(field_name("arguments_delta"), "ArgumentsDelta");
-        assert_eq!(type_of("ref", Some("Error"), true).unwrap(), "*Error");
-        assert_eq!(type_of("ref", Some("RunResult"), false).unwrap(), "*Result");
-        assert_eq!(type_of("integer", None, false).unwrap(), "int");
-        assert!(type_of("ref", Some("Nothing"), false).unwrap_err().contains("Nothing"));
+        let reference = |name: &str, nullable| FieldType { name: Some(name.into()), nullable, ..FieldType::of("ref") };
+        assert_eq!(type_of(&reference("Error", true)).unwrap(), "*Error");
+        assert_eq!(type_of(&reference("RunResult", false)).unwrap(), "*Result");
+        assert_eq!(type_of(&FieldType::of("integer")).unwrap(), "int");
+        let messages = FieldType { items: Some(Box::new(reference("Message", false))), ..FieldType::of("array") };
+        assert_eq!(type_of(&messages).unwrap(), "[]Message");
+        assert_eq!(type_of(&FieldType::of("any")).unwrap(), "json.RawMessage");
+        assert!(type_of(&reference("Nothing", false)).unwrap_err().contains("Nothing"));
     }
 }

@@ -4,7 +4,7 @@
 //! told apart by a constant `type`, such as the events), each with the
 //! descriptions the Rust doc comments gave them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One value of an enum: its JSON spelling, its number (error codes only) and
@@ -57,19 +57,32 @@ pub struct Field {
     pub doc: String,
     pub ty: FieldType,
     pub required: bool,
+    /// The schema's `default`, for a field the JSON may leave out.
+    pub default: Option<Value>,
 }
 
-/// A field's type: a JSON scalar or another definition of the schema, perhaps
-/// null as well.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// A field's type: a JSON scalar, a list or map of another type, any JSON
+/// value, or another definition of the schema; perhaps null as well.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FieldType {
-    /// `string`, `integer`, `boolean` or `ref`.
+    /// `string`, `integer`, `number`, `boolean`, `ref`, `array` (of `items`),
+    /// `map` (string keys, values of `items`), `object` (any JSON object) or
+    /// `any` (any JSON value).
     pub kind: String,
     /// The definition, for a `ref`.
     pub name: Option<String>,
     /// The schema's `format` of an integer (`uint32`, `uint64`, `uint`).
     pub format: Option<String>,
+    /// The element type of an `array`, the value type of a `map`.
+    pub items: Option<Box<FieldType>>,
     pub nullable: bool,
+}
+
+impl FieldType {
+    /// A type of `kind`, not nullable, without a name, format or items.
+    pub fn of(kind: &str) -> Self {
+        FieldType { kind: kind.to_owned(), name: None, format: None, items: None, nullable: false }
+    }
 }
 
 /// One object type of a union: its tag's value, description and fields
@@ -127,6 +140,26 @@ pub fn read_union(schema: &Value, name: &str) -> Result<Union, String> {
     Ok(Union { name: name.to_owned(), doc: doc_of(definition), common, variants, field_names })
 }
 
+/// An object type of the schema: its definition's name, description and
+/// fields.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Record {
+    pub name: String,
+    pub doc: String,
+    pub fields: Vec<Field>,
+}
+
+/// The object type the schema defines as `$defs/<name>`.
+pub fn read_record(schema: &Value, name: &str) -> Result<Record, String> {
+    let definition =
+        schema.pointer(&format!("/$defs/{name}")).ok_or_else(|| format!("the schema defines no {name}"))?;
+    if definition["type"] != "object" || definition.get("oneOf").is_some() {
+        return Err(format!("{name} is not an object type"));
+    }
+    let fields = fields_of(definition).map_err(|e| format!("{name}: {e}"))?;
+    Ok(Record { name: name.to_owned(), doc: doc_of(definition), fields })
+}
+
 /// The fields of an object's schema but its tag: those it requires first, in
 /// the order it requires them (the order the Rust type declares them), then the
 /// others by name. (The schema keeps its properties sorted by name, so the
@@ -138,7 +171,14 @@ fn fields_of(object: &Value) -> Result<Vec<Field>, String> {
     let mut fields = properties
         .map(|(key, property)| {
             let ty = field_type(property).map_err(|e| format!("{key}: {e}"))?;
-            Ok(Field { json: key.clone(), doc: doc_of(property), ty, required: required.contains(&key.as_str()) })
+            let required = required.contains(&key.as_str());
+            Ok(Field {
+                json: key.clone(),
+                doc: doc_of(property),
+                ty,
+                required,
+                default: property.get("default").cloned(),
+            })
         })
         .collect::<Result<Vec<_>, String>>()?;
     let place = |field: &Field| required.iter().position(|r| *r == field.json).unwrap_or(usize::MAX);
@@ -146,31 +186,43 @@ fn fields_of(object: &Value) -> Result<Vec<Field>, String> {
     Ok(fields)
 }
 
-/// A property's type: `{"type": T}` or `{"type": [T, "null"]}` for a scalar,
-/// `{"$ref": ...}` or `{"anyOf": [{"$ref": ...}, {"type": "null"}]}` for a
-/// definition. Any other shape is refused, so that a new one is noticed.
+/// A property's type: `{"type": T}` or `{"type": [T, "null"]}` for a scalar, a
+/// list (`items`) or a map (`additionalProperties`); `{"$ref": ...}` or
+/// `{"anyOf": [{"$ref": ...}, {"type": "null"}]}` for a definition; no type at
+/// all for any value. Any other shape is refused, so that a new one is noticed.
 fn field_type(property: &Value) -> Result<FieldType, String> {
     let reference = |value: &Value| value["$ref"].as_str().and_then(|r| r.strip_prefix("#/$defs/")).map(str::to_owned);
     if let Some(name) = reference(property) {
-        return Ok(FieldType { kind: "ref".into(), name: Some(name), format: None, nullable: false });
+        return Ok(FieldType { name: Some(name), ..FieldType::of("ref") });
     }
     if let Some([first, second]) = property["anyOf"].as_array().map(Vec::as_slice) {
         if let (Some(name), true) = (reference(first), second["type"] == "null") {
-            return Ok(FieldType { kind: "ref".into(), name: Some(name), format: None, nullable: true });
+            return Ok(FieldType { name: Some(name), nullable: true, ..FieldType::of("ref") });
         }
+        return Err("an anyOf other than a definition or null".to_owned());
     }
-    let scalar = |kind: &str| matches!(kind, "string" | "integer" | "boolean");
+    let (kind, nullable) = match &property["type"] {
+        Value::String(kind) => (kind.as_str(), false),
+        Value::Array(kinds) if kinds.len() == 2 && kinds[1] == "null" => (kinds[0].as_str().unwrap_or_default(), true),
+        Value::Null if ["oneOf", "allOf", "const", "enum"].iter().all(|key| property.get(key).is_none()) => {
+            return Ok(FieldType::of("any"));
+        }
+        other => return Err(format!("a type the generator does not know: {other}")),
+    };
     let format = property["format"].as_str().map(str::to_owned);
-    match &property["type"] {
-        Value::String(kind) if scalar(kind) => {
-            Ok(FieldType { kind: kind.clone(), name: None, format, nullable: false })
-        }
-        Value::Array(kinds) if kinds.len() == 2 && kinds[1] == "null" && kinds[0].as_str().is_some_and(scalar) => {
-            let kind = kinds[0].as_str().unwrap_or_default().to_owned();
-            Ok(FieldType { kind, name: None, format, nullable: true })
-        }
-        other => Err(format!("a type the generator does not know: {other}")),
-    }
+    let ty = match kind {
+        "string" | "integer" | "number" | "boolean" => FieldType { format, ..FieldType::of(kind) },
+        "array" => FieldType { items: Some(Box::new(field_type(&property["items"])?)), ..FieldType::of("array") },
+        "object" => match property.get("additionalProperties") {
+            Some(values) if values.is_object() => {
+                FieldType { items: Some(Box::new(field_type(values)?)), ..FieldType::of("map") }
+            }
+            _ if property.get("properties").is_some() => return Err("an object declared in place".to_owned()),
+            _ => FieldType::of("object"),
+        },
+        other => return Err(format!("a type the generator does not know: {other}")),
+    };
+    Ok(FieldType { nullable, ..ty })
 }
 
 /// A definition's description, on one line per paragraph.
@@ -199,10 +251,9 @@ mod tests {
         assert_eq!(fields, ["turn", "index", "error", "name"]);
         assert_eq!(
             union.variants[0].fields[2].ty,
-            FieldType { kind: "ref".into(), name: Some("Error".into()), format: None, nullable: true }
+            FieldType { name: Some("Error".into()), nullable: true, ..FieldType::of("ref") }
         );
-        let odd =
-            json!({"$defs": {"E": {"oneOf": [{"properties": {"type": {"const": "x"}, "n": {"type": "number"}}}]}}});
+        let odd = json!({"$defs": {"E": {"oneOf": [{"properties": {"type": {"const": "x"}, "n": {"const": 1}}}]}}});
         assert!(read_union(&odd, "E").unwrap_err().contains("does not know"));
     }
 

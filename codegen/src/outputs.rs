@@ -10,6 +10,9 @@ pub enum Concept {
     StringEnum { definition: &'static str, type_name: &'static str },
     /// The events (`$defs/Event`): a union by `type`, with `run_id` in each.
     Events,
+    /// Object types of the schema (these definitions), each named as the
+    /// language's table in `codegen/src/<language>.rs` names it.
+    Records(&'static [&'static str]),
 }
 
 /// One generated file.
@@ -22,6 +25,21 @@ pub struct Output {
     pub concept: Concept,
 }
 
+/// The object types every binding generates as plain records.
+const RECORDS: Concept = Concept::Records(&[
+    "RunResult",
+    "Interruption",
+    "Decision",
+    "Usage",
+    "ToolCall",
+    "HookToolCall",
+    "RunStartPayload",
+    "TurnStartPayload",
+    "ToolCallPayload",
+    "ToolResultPayload",
+    "FinalAnswerPayload",
+]);
+
 const STATUS: Concept = Concept::StringEnum { definition: "RunStatus", type_name: "Status" };
 
 /// Every generated file.
@@ -29,6 +47,7 @@ pub const OUTPUTS: &[Output] = &[
     Output { path: "bindings/go/error_codes_gen.go", template: "go/error_codes.go.j2", concept: Concept::ErrorCodes },
     Output { path: "bindings/go/status_gen.go", template: "go/string_enum.go.j2", concept: STATUS },
     Output { path: "bindings/go/events_gen.go", template: "go/events.go.j2", concept: Concept::Events },
+    Output { path: "bindings/go/records_gen.go", template: "go/records.go.j2", concept: RECORDS },
     Output {
         path: "bindings/swift/Sources/Ferrule/ErrorCodes_gen.swift",
         template: "swift/error_codes.swift.j2",
@@ -66,6 +85,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("go/error_codes.go.j2", include_str!("../templates/go/error_codes.go.j2")),
     ("go/string_enum.go.j2", include_str!("../templates/go/string_enum.go.j2")),
     ("go/events.go.j2", include_str!("../templates/go/events.go.j2")),
+    ("go/records.go.j2", include_str!("../templates/go/records.go.j2")),
     ("swift/error_codes.swift.j2", include_str!("../templates/swift/error_codes.swift.j2")),
     ("swift/string_enum.swift.j2", include_str!("../templates/swift/string_enum.swift.j2")),
     ("swift/events.swift.j2", include_str!("../templates/swift/events.swift.j2")),

@@ -10,7 +10,7 @@ use minijinja::value::Serde;
 use minijinja::Environment;
 use serde_json::Value;
 
-use crate::model::{read_enum, read_union};
+use crate::model::{read_enum, read_record, read_union, FieldType};
 use crate::names::{camel, pascal, screaming};
 use crate::outputs::{Concept, Output, TEMPLATES};
 
@@ -32,22 +32,37 @@ pub fn environment() -> Result<Environment<'static>, String> {
     env.add_filter("pascal", |name: String| pascal(&name));
     env.add_filter("camel", |name: String| camel(&name));
     env.add_filter("screaming", |name: String| screaming(&name));
-    env.add_filter("go_field", |json: String| crate::go::field_name(&json));
-    env.add_filter("go_type", |kind: String, name: Option<String>, nullable: bool| {
-        crate::go::type_of(&kind, name.as_deref(), nullable).map_err(template_error)
+    env.add_filter("go_name", |definition: String| crate::go::type_name(&definition).map_err(template_error));
+    env.add_filter("swift_name", |definition: String| crate::swift::type_name(&definition).map_err(template_error));
+    env.add_filter("kotlin_name", |definition: String| crate::kotlin::type_name(&definition).map_err(template_error));
+    // A field Go holds as raw JSON (any value, or a document Go does not decode).
+    env.add_test("go_raw", |ty: minijinja::Value| {
+        Ok::<_, minijinja::Error>(crate::go::type_of(&field_type(ty)?).map_err(template_error)? == "json.RawMessage")
     });
+    env.add_filter("lower_first", |text: String| lower_first(&text));
+    env.add_filter("go_field", |json: String| crate::go::field_name(&json));
+    env.add_filter("go_type", |ty: minijinja::Value| crate::go::type_of(&field_type(ty)?).map_err(template_error));
     env.add_filter("kotlin_property", |json: String| crate::kotlin::property_name(&json));
-    env.add_filter("kotlin_type", |kind: String, name: Option<String>, format: Option<String>, nullable: bool| {
-        crate::kotlin::type_of(&kind, name.as_deref(), format.as_deref(), nullable).map_err(template_error)
+    env.add_filter("kotlin_type", |ty: minijinja::Value| {
+        crate::kotlin::type_of(&field_type(ty)?).map_err(template_error)
     });
     env.add_filter("swift_label", |json: String| crate::swift::label(&json));
-    env.add_filter("swift_type", |kind: String, name: Option<String>, nullable: bool| {
-        crate::swift::type_of(&kind, name.as_deref(), nullable).map_err(template_error)
+    // `swift_type(false)`: the type without its `?` (for `decodeIfPresent`).
+    env.add_filter("swift_type", |ty: minijinja::Value, optional: Option<bool>| {
+        let ty = field_type(ty)?;
+        let nullable = ty.nullable && optional.unwrap_or(true);
+        crate::swift::type_of(&FieldType { nullable, ..ty }).map_err(template_error)
     });
     env.add_filter("comment", |text: String, prefix: String, suffix: Option<String>| {
         comment(&text, &prefix, suffix.as_deref())
     });
     Ok(env)
+}
+
+/// A field's type as a template holds it, read back.
+fn field_type(value: minijinja::Value) -> Result<FieldType, minijinja::Error> {
+    let json = serde_json::to_value(&value).map_err(|e| template_error(e.to_string()))?;
+    serde_json::from_value(json).map_err(|e| template_error(format!("not a field type: {e}")))
 }
 
 /// A filter's refusal, as the template's error.
@@ -69,6 +84,10 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
                 return Err(format!("the event templates know run_id as the one field of every event, not {common:?}"));
             }
             minijinja::context! { header => HEADER, union => Serde(&events) }
+        }
+        Concept::Records(definitions) => {
+            let records = definitions.iter().map(|name| read_record(schema, name)).collect::<Result<Vec<_>, _>>()?;
+            minijinja::context! { header => HEADER, records => Serde(&records) }
         }
         Concept::StringEnum { definition, type_name } => {
             let values = read_enum(schema, definition, false)?;
@@ -123,6 +142,19 @@ fn comment(text: &str, prefix: &str, suffix: Option<&str>) -> String {
     lines.join("\n")
 }
 
+/// `text` with its first letter in lower case, unless its first word is an
+/// initialism or a name (`RunResult`), to follow a type's name in a sentence.
+fn lower_first(text: &str) -> String {
+    let word = text.split_whitespace().next().unwrap_or_default();
+    match word.chars().skip(1).any(|c| c.is_ascii_uppercase()) {
+        true => text.to_owned(),
+        false => {
+            let mut chars = text.chars();
+            chars.next().map(|first| first.to_lowercase().collect::<String>() + chars.as_str()).unwrap_or_default()
+        }
+    }
+}
+
 /// Go source as gofmt writes it.
 fn gofmt(source: &str) -> Result<String, String> {
     let mut child = Command::new("gofmt")
@@ -153,6 +185,8 @@ mod tests {
         assert_eq!(comment("Short.", "    /** ", Some(" */")), "    /** Short. */");
         assert!(comment(&long, "    /** ", Some(" */")).starts_with("    /**\n     * word"));
         assert_eq!(comment("  ", "// ", None), "");
+        assert_eq!(lower_first("The outcome."), "the outcome.");
+        assert_eq!(lower_first("JSON text."), "JSON text.");
         assert_eq!(comment("One.\n\nTwo.", "/// ", None), "/// One.\n///\n/// Two.");
         let closing = comment("Matches image/* and ends */ here.", "/** ", Some(" */"));
         assert_eq!(closing.matches("*/").count(), 1, "{closing}");
