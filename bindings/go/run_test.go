@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -254,7 +255,7 @@ func TestConfigMarshalsToTheConfigurationJSON(t *testing.T) {
 	config := Config{
 		Model:       Model{Provider: "openai", Name: "gpt", Stream: &stream, MaxRetries: &retries, Timeouts: &Timeouts{Idle: time.Second}},
 		ToolChoice:  ToolChoiceName{Name: "lookup"},
-		ToolTimeout: 1500 * time.Millisecond, BuiltinTools: &BuiltinTools{Allowed: []string{}, Confine: true},
+		ToolTimeout: 1500 * time.Millisecond, BuiltinTools: &BuiltinTools{Allowed: []string{}, Confine: true, BashTimeout: 1500 * time.Millisecond},
 		HookTimeout: 2 * time.Second, History: &History{MaxInputTokens: 8000},
 		Hooks: []Hook{OnRunStart(func(context.Context, RunStartPayload) (RunStartDecision, error) { return RunStartDecision{}, nil })},
 	}
@@ -263,9 +264,16 @@ func TestConfigMarshalsToTheConfigurationJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"model":{"provider":"openai","name":"gpt","stream":false,"max_retries":0,"timeouts":{"idle_ms":1000}},` +
-		`"tool_choice":{"name":"lookup"},"tool_timeout_ms":1500,"builtin_tools":{"allowed":[],"confine":true},` +
+		`"tool_choice":{"name":"lookup"},"tool_timeout_ms":1500,"builtin_tools":{"allowed":[],"confine":true,"bash_timeout_s":2},` +
 		`"hook_timeout_ms":2000,"history":{"max_input_tokens":8000}}`
-	if string(data) != want {
+	var got, wanted any
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(want), &wanted); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, wanted) {
 		t.Errorf("got  %s\nwant %s", data, want)
 	}
 }

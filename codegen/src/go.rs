@@ -2,7 +2,10 @@
 //! initialisms (`call_id` → `CallID`, `delay_ms` → `DelayMS`), and the Go type of
 //! each field.
 
-use crate::model::FieldType;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::model::{Field, FieldType};
 use crate::names::{pascal_with, reference, INITIALISMS};
 
 /// The Go type of each definition a field may refer to.
@@ -23,7 +26,39 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ToolCallPayload", "ToolCallPayload"),
     ("ToolResultPayload", "ToolResultPayload"),
     ("FinalAnswerPayload", "FinalAnswerPayload"),
+    ("AgentConfig", "Config"),
+    ("ModelConfig", "Model"),
+    ("Timeouts", "Timeouts"),
+    ("HistoryConfig", "History"),
+    ("BuiltinToolsConfig", "BuiltinTools"),
+    ("NamedTool", "ToolChoiceName"),
+    ("ToolChoice", "any"),
+    ("Execution", "string"),
+    ("ProviderKind", "string"),
+    ("ScriptTurn", "json.RawMessage"),
 ];
+
+/// Fields a Go document has beyond its JSON (never written): the document's
+/// definition, the field's name and type, and its doc comment.
+const HOST_FIELDS: &[(&str, &str, &str, &str)] =
+    &[("AgentConfig", "Hooks", "[]Hook", "Hooks are consulted at their stages of every run (see Hook).")];
+
+/// A field of a document the host writes, as Go declares it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct InputField {
+    /// The Go field's name.
+    pub name: String,
+    /// Its Go type.
+    pub ty: String,
+    /// Its JSON name (empty for a field beyond the JSON).
+    pub json: String,
+    /// Its JSON name and `omitempty` when the JSON may leave it out.
+    pub tag: String,
+    /// `millis` or `seconds` for a duration (a JSON count of milliseconds or
+    /// seconds), which the wire form converts.
+    pub unit: Option<&'static str>,
+    pub doc: String,
+}
 
 /// The name of the Go type generated for the schema definition `definition` (a pointer's, for Go, without its `*`).
 pub fn type_name(definition: &str) -> Result<String, String> {
@@ -33,7 +68,7 @@ pub fn type_name(definition: &str) -> Result<String, String> {
 /// A JSON field name as an exported Go field name.
 pub fn field_name(json: &str) -> String {
     let mut initialisms = INITIALISMS.to_vec();
-    initialisms.push("MS");
+    initialisms.extend(["MS", "API"]);
     pascal_with(json, &initialisms)
 }
 
@@ -47,6 +82,8 @@ pub fn type_of(ty: &FieldType) -> Result<String, String> {
         "integer" => "int".to_owned(),
         "number" => "float64".to_owned(),
         "boolean" => "bool".to_owned(),
+        // A list of documents Go does not decode is one document.
+        "array" if item()? == "json.RawMessage" => "json.RawMessage".to_owned(),
         "array" => format!("[]{}", item()?),
         "map" => format!("map[string]{}", item()?),
         "object" | "any" => "json.RawMessage".to_owned(),
@@ -61,6 +98,63 @@ pub fn type_of(ty: &FieldType) -> Result<String, String> {
         }
         other => return Err(format!("no Go type for {other}")),
     })
+}
+
+/// A field of a document the host writes (a configuration), as Go declares
+/// it: the zero value is the default and is left out, so a field is a pointer
+/// only where zero is a setting of its own that differs from the default (a
+/// count that defaults to 2, a flag that defaults to true or to "not said");
+/// a count of milliseconds or seconds (`*_ms`, `*_s`) is a `time.Duration`; a
+/// document the JSON may leave out is a pointer; a list that may be null keeps
+/// null (the default) apart from empty.
+pub fn input_field(field: &Field) -> Result<InputField, String> {
+    let ty = &field.ty;
+    let unit = match ty.kind.as_str() {
+        "integer" if field.json.ends_with("_ms") => Some(("_ms", "millis")),
+        "integer" if field.json.ends_with("_s") => Some(("_s", "seconds")),
+        _ => None,
+    };
+    let name = field_name(unit.map_or(&field.json[..], |(suffix, _)| field.json.trim_end_matches(suffix)));
+    let zero_is_default = match &field.default {
+        None | Some(Value::Null) => ty.kind != "boolean" || !ty.nullable,
+        Some(Value::Bool(on)) => !on,
+        Some(Value::Number(n)) => n.as_f64() == Some(0.0) || field.minimum.is_some_and(|min| min >= 1.0),
+        Some(_) => true,
+    };
+    let go = type_of(&FieldType { nullable: false, ..ty.clone() })?;
+    let scalar = matches!(ty.kind.as_str(), "integer" | "number" | "boolean");
+    let document = go.starts_with(|c: char| c.is_ascii_uppercase());
+    let go = match unit {
+        Some(_) => "time.Duration".to_owned(),
+        None if !field.required && ((scalar && !zero_is_default) || document) => format!("*{go}"),
+        None => go,
+    };
+    let keeps_null = ty.nullable && matches!(ty.kind.as_str(), "array" | "map");
+    let omit = if field.required || keeps_null { "" } else { ",omitempty" };
+    Ok(InputField {
+        name,
+        ty: go,
+        json: field.json.clone(),
+        tag: format!("{}{omit}", field.json),
+        unit: unit.map(|(_, convert)| convert),
+        doc: field.doc.clone(),
+    })
+}
+
+/// The fields a Go document has beyond the JSON of `definition`, as a Go
+/// struct declares them (`json:"-"`).
+pub fn host_fields(definition: &str) -> Vec<InputField> {
+    let fields = HOST_FIELDS.iter().filter(|(of, ..)| *of == definition);
+    fields
+        .map(|(_, name, ty, doc)| InputField {
+            name: (*name).to_owned(),
+            ty: (*ty).to_owned(),
+            json: String::new(),
+            tag: "-".to_owned(),
+            unit: None,
+            doc: (*doc).to_owned(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ pub fn read_enum(schema: &Value, name: &str, numbered: bool) -> Result<Enum, Str
 
 /// A field of an object: its JSON name, description and type, and whether the
 /// JSON always has it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Field {
     pub json: String,
     pub doc: String,
@@ -59,6 +59,8 @@ pub struct Field {
     pub required: bool,
     /// The schema's `default`, for a field the JSON may leave out.
     pub default: Option<Value>,
+    /// The schema's `minimum`, for a number.
+    pub minimum: Option<f64>,
 }
 
 /// A field's type: a JSON scalar, a list or map of another type, any JSON
@@ -178,6 +180,7 @@ fn fields_of(object: &Value) -> Result<Vec<Field>, String> {
                 ty,
                 required,
                 default: property.get("default").cloned(),
+                minimum: property["minimum"].as_f64(),
             })
         })
         .collect::<Result<Vec<_>, String>>()?;

@@ -13,6 +13,9 @@ pub enum Concept {
     /// Object types of the schema (these definitions), each named as the
     /// language's table in `codegen/src/<language>.rs` names it.
     Records(&'static [&'static str]),
+    /// Object types the host writes (these definitions): every field the
+    /// schema does not require may be left out, for ferrule's default.
+    Inputs(&'static [&'static str]),
 }
 
 /// One generated file.
@@ -40,6 +43,11 @@ const RECORDS: Concept = Concept::Records(&[
     "FinalAnswerPayload",
 ]);
 
+/// The documents the host writes that every binding generates: the agent
+/// configuration.
+const INPUTS: Concept =
+    Concept::Inputs(&["AgentConfig", "ModelConfig", "Timeouts", "HistoryConfig", "BuiltinToolsConfig"]);
+
 const STATUS: Concept = Concept::StringEnum { definition: "RunStatus", type_name: "Status" };
 
 /// Every generated file.
@@ -48,6 +56,7 @@ pub const OUTPUTS: &[Output] = &[
     Output { path: "bindings/go/status_gen.go", template: "go/string_enum.go.j2", concept: STATUS },
     Output { path: "bindings/go/events_gen.go", template: "go/events.go.j2", concept: Concept::Events },
     Output { path: "bindings/go/records_gen.go", template: "go/records.go.j2", concept: RECORDS },
+    Output { path: "bindings/go/inputs_gen.go", template: "go/inputs.go.j2", concept: INPUTS },
     Output {
         path: "bindings/swift/Sources/Ferrule/ErrorCodes_gen.swift",
         template: "swift/error_codes.swift.j2",
@@ -86,6 +95,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("go/string_enum.go.j2", include_str!("../templates/go/string_enum.go.j2")),
     ("go/events.go.j2", include_str!("../templates/go/events.go.j2")),
     ("go/records.go.j2", include_str!("../templates/go/records.go.j2")),
+    ("go/inputs.go.j2", include_str!("../templates/go/inputs.go.j2")),
     ("swift/error_codes.swift.j2", include_str!("../templates/swift/error_codes.swift.j2")),
     ("swift/string_enum.swift.j2", include_str!("../templates/swift/string_enum.swift.j2")),
     ("swift/events.swift.j2", include_str!("../templates/swift/events.swift.j2")),

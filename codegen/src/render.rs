@@ -10,7 +10,7 @@ use minijinja::value::Serde;
 use minijinja::Environment;
 use serde_json::Value;
 
-use crate::model::{read_enum, read_record, read_union, FieldType};
+use crate::model::{read_enum, read_record, read_union, Field, FieldType};
 use crate::names::{camel, pascal, screaming};
 use crate::outputs::{Concept, Output, TEMPLATES};
 
@@ -42,6 +42,11 @@ pub fn environment() -> Result<Environment<'static>, String> {
     env.add_filter("lower_first", |text: String| lower_first(&text));
     env.add_filter("go_field", |json: String| crate::go::field_name(&json));
     env.add_filter("go_type", |ty: minijinja::Value| crate::go::type_of(&field_type(ty)?).map_err(template_error));
+    env.add_filter("go_input", |field: minijinja::Value| {
+        let field: Field = read_back(field, "field")?;
+        crate::go::input_field(&field).map(Serde).map_err(template_error)
+    });
+    env.add_function("go_host_fields", |definition: String| Serde(crate::go::host_fields(&definition)));
     env.add_filter("kotlin_property", |json: String| crate::kotlin::property_name(&json));
     env.add_filter("kotlin_type", |ty: minijinja::Value| {
         crate::kotlin::type_of(&field_type(ty)?).map_err(template_error)
@@ -61,8 +66,13 @@ pub fn environment() -> Result<Environment<'static>, String> {
 
 /// A field's type as a template holds it, read back.
 fn field_type(value: minijinja::Value) -> Result<FieldType, minijinja::Error> {
+    read_back(value, "field type")
+}
+
+/// A value of the model (`what`) as a template holds it, read back.
+fn read_back<T: serde::de::DeserializeOwned>(value: minijinja::Value, what: &str) -> Result<T, minijinja::Error> {
     let json = serde_json::to_value(&value).map_err(|e| template_error(e.to_string()))?;
-    serde_json::from_value(json).map_err(|e| template_error(format!("not a field type: {e}")))
+    serde_json::from_value(json).map_err(|e| template_error(format!("not a {what}: {e}")))
 }
 
 /// A filter's refusal, as the template's error.
@@ -85,7 +95,7 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
             }
             minijinja::context! { header => HEADER, union => Serde(&events) }
         }
-        Concept::Records(definitions) => {
+        Concept::Records(definitions) | Concept::Inputs(definitions) => {
             let records = definitions.iter().map(|name| read_record(schema, name)).collect::<Result<Vec<_>, _>>()?;
             minijinja::context! { header => HEADER, records => Serde(&records) }
         }

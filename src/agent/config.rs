@@ -32,6 +32,7 @@ pub struct AgentConfig {
     pub max_rounds: u32,
     /// Calls of one parallel batch running at once.
     #[serde(default = "default_max_concurrent_tools")]
+    #[schemars(range(min = 1))]
     pub max_concurrent_tools: usize,
     /// Default bound on one tool call in milliseconds; 0 means none.
     #[serde(default)]
