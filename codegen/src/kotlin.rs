@@ -1,7 +1,9 @@
 //! Kotlin's names and types for the schema's: properties in lower camel case
 //! (`call_id` → `callId`), and the Kotlin type and default of each field.
 
-use crate::model::FieldType;
+use serde_json::Value;
+
+use crate::model::{Field, FieldType};
 use crate::names::{camel_with, reference};
 
 /// The Kotlin type of each definition a field may refer to.
@@ -12,6 +14,25 @@ const REFERENCES: &[(&str, &str)] = &[
     ("Error", "RunError"),
     ("RunResult", "RunResult"),
     ("RunStatus", "Status"),
+    ("RunState", "JsonElement"),
+    ("Interruption", "Interruption"),
+    ("Decision", "Decision"),
+    ("Usage", "Usage"),
+    ("HookToolCall", "PayloadCall"),
+    ("RunStartPayload", "RunStartPayload"),
+    ("TurnStartPayload", "TurnStartPayload"),
+    ("ToolCallPayload", "ToolCallPayload"),
+    ("ToolResultPayload", "ToolResultPayload"),
+    ("FinalAnswerPayload", "FinalAnswerPayload"),
+    ("AgentConfig", "AgentConfig"),
+    ("ModelConfig", "ModelConfig"),
+    ("Timeouts", "Timeouts"),
+    ("HistoryConfig", "History"),
+    ("BuiltinToolsConfig", "BuiltinTools"),
+    ("ToolChoice", "JsonElement"),
+    ("Execution", "String"),
+    ("ProviderKind", "String"),
+    ("ScriptTurn", "JsonElement"),
 ];
 
 /// The name of the Kotlin type generated for the schema definition `definition`.
@@ -31,7 +52,7 @@ pub fn type_of(ty: &FieldType) -> Result<String, String> {
     let item = || ty.items.as_deref().ok_or_else(|| format!("a {} without its item type", ty.kind)).and_then(type_of);
     let base = match ty.kind.as_str() {
         "string" => "String".to_owned(),
-        "integer" if matches!(ty.format.as_deref(), Some("uint64" | "int64")) => "Long".to_owned(),
+        "integer" if matches!(ty.format.as_deref(), Some("uint64" | "int64" | "uint")) => "Long".to_owned(),
         "integer" => "Int".to_owned(),
         "number" => "Double".to_owned(),
         "boolean" => "Boolean".to_owned(),
@@ -43,6 +64,60 @@ pub fn type_of(ty: &FieldType) -> Result<String, String> {
         other => return Err(format!("no Kotlin type for {other}")),
     };
     Ok(if ty.nullable { format!("{base}?") } else { base })
+}
+
+/// A field as a constructor parameter of a `@Serializable` data class, with
+/// its annotations and default. In a document the host writes (`input`),
+/// every field the schema does not require is nullable and null by default
+/// (left out, for ferrule's default). In one ferrule writes, a field takes
+/// the schema's default, written out (`@EncodeDefault`), or else its type's
+/// empty value, which ferrule leaves out and so Kotlin does too; an unsigned
+/// 64-bit count saturates at `Long.MAX_VALUE`.
+pub fn parameter(field: &Field, input: bool) -> Result<String, String> {
+    let name = property_name(&field.json);
+    let mut annotations = String::new();
+    let optional = !field.required;
+    let ty = FieldType { nullable: field.ty.nullable || (input && optional), ..field.ty.clone() };
+    let default = match (&field.default, optional) {
+        (_, false) => None,
+        _ if ty.nullable => Some("null".to_owned()),
+        (Some(value), true) if !value.is_null() => {
+            annotations.push_str("@EncodeDefault ");
+            Some(literal(value, &ty)?)
+        }
+        _ => Some(empty(&ty)?),
+    };
+    if !input && ty.format.as_deref() == Some("uint64") {
+        annotations.push_str("@Serializable(with = SaturatingCount::class) ");
+    }
+    if name != field.json {
+        annotations.push_str(&format!("@SerialName(\"{}\") ", field.json));
+    }
+    let default = default.map(|value| format!(" = {value}")).unwrap_or_default();
+    Ok(format!("{annotations}val {name}: {}{default}", type_of(&ty)?))
+}
+
+/// The Kotlin expression of the schema default `value` of a field of type `ty`.
+fn literal(value: &Value, ty: &FieldType) -> Result<String, String> {
+    match value {
+        Value::Bool(_) | Value::Number(_) => Ok(value.to_string()),
+        Value::String(_) => Ok(value.to_string()),
+        Value::Array(items) if items.is_empty() => Ok("emptyList()".to_owned()),
+        Value::Object(fields) if fields.is_empty() && ty.kind == "map" => Ok("emptyMap()".to_owned()),
+        _ => Err(format!("no Kotlin literal for the default {value}")),
+    }
+}
+
+/// The empty value of a Kotlin type: what a field ferrule leaves out when empty holds.
+fn empty(ty: &FieldType) -> Result<String, String> {
+    Ok(match ty.kind.as_str() {
+        "string" => "\"\"".to_owned(),
+        "integer" | "number" => "0".to_owned(),
+        "boolean" => "false".to_owned(),
+        "array" => "emptyList()".to_owned(),
+        "map" => "emptyMap()".to_owned(),
+        other => return Err(format!("no empty Kotlin value for a {other}")),
+    })
 }
 
 #[cfg(test)]

@@ -83,6 +83,16 @@ pub const OUTPUTS: &[Output] = &[
         concept: Concept::Events,
     },
     Output {
+        path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Records_gen.kt",
+        template: "kotlin/records.kt.j2",
+        concept: RECORDS,
+    },
+    Output {
+        path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Inputs_gen.kt",
+        template: "kotlin/records.kt.j2",
+        concept: INPUTS,
+    },
+    Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Status_gen.kt",
         template: "kotlin/string_enum.kt.j2",
         concept: STATUS,
@@ -102,4 +112,5 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("kotlin/error_codes.kt.j2", include_str!("../templates/kotlin/error_codes.kt.j2")),
     ("kotlin/string_enum.kt.j2", include_str!("../templates/kotlin/string_enum.kt.j2")),
     ("kotlin/events.kt.j2", include_str!("../templates/kotlin/events.kt.j2")),
+    ("kotlin/records.kt.j2", include_str!("../templates/kotlin/records.kt.j2")),
 ];

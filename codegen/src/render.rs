@@ -47,6 +47,9 @@ pub fn environment() -> Result<Environment<'static>, String> {
         crate::go::input_field(&field).map(Serde).map_err(template_error)
     });
     env.add_function("go_host_fields", |definition: String| Serde(crate::go::host_fields(&definition)));
+    env.add_filter("kotlin_parameter", |field: minijinja::Value, input: bool| {
+        crate::kotlin::parameter(&read_back(field, "field")?, input).map_err(template_error)
+    });
     env.add_filter("kotlin_property", |json: String| crate::kotlin::property_name(&json));
     env.add_filter("kotlin_type", |ty: minijinja::Value| {
         crate::kotlin::type_of(&field_type(ty)?).map_err(template_error)
@@ -97,7 +100,8 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
         }
         Concept::Records(definitions) | Concept::Inputs(definitions) => {
             let records = definitions.iter().map(|name| read_record(schema, name)).collect::<Result<Vec<_>, _>>()?;
-            minijinja::context! { header => HEADER, records => Serde(&records) }
+            let input = matches!(output.concept, Concept::Inputs(_));
+            minijinja::context! { header => HEADER, records => Serde(&records), input => input }
         }
         Concept::StringEnum { definition, type_name } => {
             let values = read_enum(schema, definition, false)?;

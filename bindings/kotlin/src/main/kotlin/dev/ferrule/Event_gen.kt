@@ -158,7 +158,7 @@ sealed class Event {
         /** The round. */
         val turn: Int,
         /** How many messages the request left out. */
-        val dropped: Int,
+        val dropped: Long,
     ) : Event() {
         override val type get() = "history_compacted"
     }

@@ -1,45 +1,11 @@
 package dev.ferrule
 
 import kotlinx.serialization.KSerializer
-import kotlinx.serialization.SerialName
-import kotlinx.serialization.Serializable
 import kotlinx.serialization.builtins.ListSerializer
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
-
-/** What a run start hook sees: the run's input. */
-@Serializable
-data class RunStartPayload(@SerialName("run_id") val runId: String, val messages: List<Message>)
-
-/** What a turn start hook sees before each model request. */
-@Serializable
-data class TurnStartPayload(
-    @SerialName("run_id") val runId: String, val turn: Int, val messages: List<Message>, val tools: List<String>,
-)
-
-/** A call as a tool call hook sees it: its arguments parsed. */
-@Serializable
-data class PayloadCall(val id: String, val name: String, val arguments: JsonElement)
-
-/** What a tool call hook sees: a valid call, before any call of its batch runs. */
-@Serializable
-data class ToolCallPayload(
-    @SerialName("run_id") val runId: String, val turn: Int, val call: PayloadCall,
-    @SerialName("needs_approval") val needsApproval: Boolean,
-)
-
-/** What a tool result hook sees: the result of a call that ran. */
-@Serializable
-data class ToolResultPayload(
-    @SerialName("run_id") val runId: String, val turn: Int, @SerialName("call_id") val callId: String,
-    val name: String, val result: JsonObject, @SerialName("is_error") val isError: Boolean,
-)
-
-/** What a final answer hook sees: an answer without calls that would end the run. */
-@Serializable
-data class FinalAnswerPayload(@SerialName("run_id") val runId: String, val turn: Int, val message: Message)
 
 /** A hook's decision: `{}` ([Proceed]) or one of its stage's (docs/hooks.md). */
 sealed class HookDecision {

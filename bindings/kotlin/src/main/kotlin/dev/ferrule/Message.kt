@@ -1,6 +1,5 @@
 package dev.ferrule
 
-import kotlinx.serialization.EncodeDefault
 import kotlinx.serialization.ExperimentalSerializationApi
 import kotlinx.serialization.KSerializer
 import kotlinx.serialization.KeepGeneratedSerializer
@@ -76,22 +75,6 @@ data class Part(
 
 /** The text parts, joined. */
 internal val List<Part>.joinedText: String get() = filter { it.type == "text" }.joinToString("") { it.text ?: "" }
-
-/** A call the model asked for; `arguments` is the text it wrote. */
-@Serializable
-data class ToolCallRequest(val id: String, val name: String, val arguments: String)
-
-/**
- * Token counts; ferrule's are unsigned 64-bit, so one above [Long.MAX_VALUE] reads as [Long.MAX_VALUE]. Written as
- * ferrule writes them: input and output always, cached when there are some.
- */
-@OptIn(ExperimentalSerializationApi::class)
-@Serializable
-data class Usage(
-    @EncodeDefault @Serializable(with = SaturatingCount::class) @SerialName("input_tokens") val inputTokens: Long = 0,
-    @EncodeDefault @Serializable(with = SaturatingCount::class) @SerialName("output_tokens") val outputTokens: Long = 0,
-    @Serializable(with = SaturatingCount::class) @SerialName("cached_tokens") val cachedTokens: Long = 0,
-)
 
 /** An unsigned count read into a [Long], saturating. */
 internal object SaturatingCount : KSerializer<Long> {

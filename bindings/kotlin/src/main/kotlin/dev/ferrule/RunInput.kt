@@ -1,6 +1,5 @@
 package dev.ferrule
 
-import kotlinx.serialization.Serializable
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonObject
@@ -31,7 +30,3 @@ class RunInput private constructor(private val fields: Map<String, JsonElement>)
             "decisions" to FerruleJson.encodeToJsonElement(decisions)))
     }
 }
-
-/** The host's answer for one interrupted call; [always] stands for later calls of its tool in the run. */
-@Serializable
-data class Decision(val approve: Boolean, val message: String? = null, val always: Boolean = false)

@@ -676,7 +676,7 @@ class HostileSchemasAndContextsTest {
         Agent(scripted(callTurn("c1", "usage"), answerTurn("Done.")), listOf(t)).use { agent ->
             agent.start(prompt).use { run ->
                 val end = run.events.toList().filterIsInstance<Event.ToolExecutionEnd>().single()
-                assertEquals(Usage(7, 3, 1), end.toolResult.usage, "${end.result}")
+                assertEquals(Usage(inputTokens = 7, outputTokens = 3, cachedTokens = 1), end.toolResult.usage, "${end.result}")
                 assertEquals("spent", end.toolResult.text)
             }
         }
@@ -693,7 +693,7 @@ class HostileSchemasAndContextsTest {
         val max = "18446744073709551615"
         val decoded = FerruleJson.decodeFromString(Usage.serializer(),
             """{"input_tokens": $max, "output_tokens": 99999999999999999999999, "cached_tokens": 9223372036854775807}""")
-        assertEquals(Usage(Long.MAX_VALUE, Long.MAX_VALUE, Long.MAX_VALUE), decoded)
+        assertEquals(Usage(inputTokens = Long.MAX_VALUE, outputTokens = Long.MAX_VALUE, cachedTokens = Long.MAX_VALUE), decoded)
         val message = FerruleJson.decodeFromString(Message.serializer(),
             """{"role": "assistant", "content": null, "usage": {"input_tokens": $max}}""")
         assertEquals(Long.MAX_VALUE, message.usage?.inputTokens)

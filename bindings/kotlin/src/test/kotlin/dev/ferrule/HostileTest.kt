@@ -428,7 +428,7 @@ class HostileTest {
                 val events = run.events.toList()
                 val result = runCatching { run.await() }
                 assertTrue(result.isSuccess, "await threw: ${result.exceptionOrNull()}")
-                assertEquals(Usage(Long.MAX_VALUE, 1), result.getOrThrow().usage)
+                assertEquals(Usage(inputTokens = Long.MAX_VALUE, outputTokens = 1), result.getOrThrow().usage)
                 assertTrue(events.last() is Event.RunEnd, "run_end decoded as ${events.last()}")
             }
         }
