@@ -8,13 +8,17 @@ import (
 )
 
 // Config is the whole agent configuration. Unknown fields are rejected by name.
+//
+// A zero field is left out of the JSON, so ferrule's default applies (a
+// setting whose zero differs from its default is a pointer); a duration is
+// sent as the JSON's whole count of milliseconds (or seconds), rounded up.
 type Config struct {
 	// Which model, and how to reach it.
 	Model Model `json:"model"`
 	// The built-in tools (read, bash, edit, write, apply_patch, list_files); absent means none.
 	BuiltinTools *BuiltinTools `json:"builtin_tools,omitempty"`
-	// The history budget: requests leave out the oldest messages to stay within it (see
-	// [`HistoryConfig`]); absent means none.
+	// The history budget: requests leave out the oldest messages to stay within it; absent means
+	// none.
 	History *History `json:"history,omitempty"`
 	// Bound on one hook's decision in milliseconds; 0 means none. A hook that does not decide in
 	// time ends the run `failed` with `TIMEOUT`.
@@ -61,6 +65,10 @@ func (v Config) MarshalJSON() ([]byte, error) {
 }
 
 // Model is the `model` object.
+//
+// A zero field is left out of the JSON, so ferrule's default applies (a
+// setting whose zero differs from its default is a pointer); a duration is
+// sent as the JSON's whole count of milliseconds (or seconds), rounded up.
 type Model struct {
 	// The provider.
 	Provider string `json:"provider"`
@@ -112,6 +120,10 @@ func (v Model) MarshalJSON() ([]byte, error) {
 
 // Timeouts is request timeouts in milliseconds; 0 means none. The defaults keep a dead connection
 // from holding a run forever while leaving slow reasoning models room.
+//
+// A zero field is left out of the JSON, so ferrule's default applies (a
+// setting whose zero differs from its default is a pointer); a duration is
+// sent as the JSON's whole count of milliseconds (or seconds), rounded up.
 type Timeouts struct {
 	// Establishing the connection (default 30 s).
 	Connect time.Duration `json:"-"`
@@ -136,12 +148,20 @@ func (v Timeouts) MarshalJSON() ([]byte, error) {
 }
 
 // History is the `history` configuration.
+//
+// A zero field is left out of the JSON, so ferrule's default applies (a
+// setting whose zero differs from its default is a pointer); a duration is
+// sent as the JSON's whole count of milliseconds (or seconds), rounded up.
 type History struct {
 	// The estimated input tokens a request may reach before old messages are left out of it.
 	MaxInputTokens int `json:"max_input_tokens"`
 }
 
 // BuiltinTools is the `builtin_tools` configuration. Unknown fields are rejected.
+//
+// A zero field is left out of the JSON, so ferrule's default applies (a
+// setting whose zero differs from its default is a pointer); a duration is
+// sent as the JSON's whole count of milliseconds (or seconds), rounded up.
 type BuiltinTools struct {
 	// The tools to offer, built-in and host alike; absent selects every candidate, an empty list
 	// none.

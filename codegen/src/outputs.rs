@@ -73,6 +73,16 @@ pub const OUTPUTS: &[Output] = &[
         concept: Concept::Events,
     },
     Output {
+        path: "bindings/swift/Sources/Ferrule/Records_gen.swift",
+        template: "swift/records.swift.j2",
+        concept: RECORDS,
+    },
+    Output {
+        path: "bindings/swift/Sources/Ferrule/Inputs_gen.swift",
+        template: "swift/records.swift.j2",
+        concept: INPUTS,
+    },
+    Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/ErrorCode_gen.kt",
         template: "kotlin/error_codes.kt.j2",
         concept: Concept::ErrorCodes,
@@ -109,6 +119,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("swift/error_codes.swift.j2", include_str!("../templates/swift/error_codes.swift.j2")),
     ("swift/string_enum.swift.j2", include_str!("../templates/swift/string_enum.swift.j2")),
     ("swift/events.swift.j2", include_str!("../templates/swift/events.swift.j2")),
+    ("swift/records.swift.j2", include_str!("../templates/swift/records.swift.j2")),
     ("kotlin/error_codes.kt.j2", include_str!("../templates/kotlin/error_codes.kt.j2")),
     ("kotlin/string_enum.kt.j2", include_str!("../templates/kotlin/string_enum.kt.j2")),
     ("kotlin/events.kt.j2", include_str!("../templates/kotlin/events.kt.j2")),

@@ -54,6 +54,9 @@ pub fn environment() -> Result<Environment<'static>, String> {
     env.add_filter("kotlin_type", |ty: minijinja::Value| {
         crate::kotlin::type_of(&field_type(ty)?).map_err(template_error)
     });
+    env.add_filter("swift_member", |field: minijinja::Value, input: bool| {
+        crate::swift::member(&read_back(field, "field")?, input).map(Serde).map_err(template_error)
+    });
     env.add_filter("swift_label", |json: String| crate::swift::label(&json));
     // `swift_type(false)`: the type without its `?` (for `decodeIfPresent`).
     env.add_filter("swift_type", |ty: minijinja::Value, optional: Option<bool>| {

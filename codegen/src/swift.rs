@@ -1,7 +1,10 @@
 //! Swift's names and types for the schema's: labels in lower camel case with
 //! Swift's initialisms (`call_id` → `callID`), and the Swift type of each field.
 
-use crate::model::FieldType;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::model::{Field, FieldType};
 use crate::names::{camel, reference};
 
 /// The Swift type of each definition a field may refer to.
@@ -12,7 +15,42 @@ const REFERENCES: &[(&str, &str)] = &[
     ("Error", "FerruleError"),
     ("RunResult", "RunResult"),
     ("RunStatus", "Status"),
+    ("RunState", "JSONValue"),
+    ("Interruption", "Interruption"),
+    ("Decision", "Decision"),
+    ("Usage", "Usage"),
+    ("HookToolCall", "PayloadCall"),
+    ("RunStartPayload", "RunStartPayload"),
+    ("TurnStartPayload", "TurnStartPayload"),
+    ("ToolCallPayload", "ToolCallPayload"),
+    ("ToolResultPayload", "ToolResultPayload"),
+    ("FinalAnswerPayload", "FinalAnswerPayload"),
+    ("AgentConfig", "AgentConfig"),
+    ("ModelConfig", "ModelConfig"),
+    ("Timeouts", "Timeouts"),
+    ("HistoryConfig", "History"),
+    ("BuiltinToolsConfig", "BuiltinTools"),
+    ("ToolChoice", "ToolChoice"),
+    ("Execution", "String"),
+    ("ProviderKind", "String"),
+    ("ScriptTurn", "JSONValue"),
 ];
+
+/// A field as a stored property of a Swift struct.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Member {
+    pub label: String,
+    /// Its type, with `?` when it may be nil.
+    pub ty: String,
+    /// ` = <value>` for the memberwise initialiser, when it may be left out.
+    pub default: String,
+    /// The statement of `init(from:)` that reads it.
+    pub decode: String,
+    /// The statement of `encode(to:)` that writes it: as ferrule does, a field
+    /// the schema neither requires nor gives a default is left out when empty.
+    pub encode: String,
+    pub doc: String,
+}
 
 /// The name of the Swift type generated for the schema definition `definition`.
 pub fn type_name(definition: &str) -> Result<String, String> {
@@ -40,6 +78,70 @@ pub fn type_of(ty: &FieldType) -> Result<String, String> {
         other => return Err(format!("no Swift type for {other}")),
     };
     Ok(if ty.nullable { format!("{base}?") } else { base })
+}
+
+/// A field as a Swift struct stores it. In a document the host writes
+/// (`input`), every field the schema does not require is optional and nil
+/// by default (left out, for ferrule's default). In one ferrule writes, a
+/// field it may leave out reads as the schema's default, or else as its
+/// type's empty value; an unsigned 64-bit count saturates at `Int.max`.
+pub fn member(field: &Field, input: bool) -> Result<Member, String> {
+    let label = label(&field.json);
+    let optional = !field.required;
+    let ty = FieldType { nullable: field.ty.nullable || (input && optional), ..field.ty.clone() };
+    let swift = type_of(&ty)?;
+    let bare = type_of(&FieldType { nullable: false, ..ty.clone() })?;
+    let fallback = match (&field.default, optional) {
+        (_, false) => None,
+        _ if ty.nullable => None,
+        (Some(value), true) if !value.is_null() => Some(literal(value)?),
+        _ => Some(empty(&ty)?),
+    };
+    let default = match (&fallback, ty.nullable && optional) {
+        (Some(value), _) => format!(" = {value}"),
+        (None, true) => " = nil".to_owned(),
+        (None, false) => String::new(),
+    };
+    let clamped = ty.format.as_deref() == Some("uint64") && ty.kind == "integer";
+    let read = if clamped { "UInt64".to_owned() } else { bare };
+    let method = if ty.nullable || fallback.is_some() { "decodeIfPresent" } else { "decode" };
+    let mut value = format!("try container.{method}({read}.self, forKey: .{label})");
+    if let Some(fallback) = &fallback {
+        value = format!("{value} ?? {fallback}");
+    }
+    if clamped {
+        value = format!("{}(clamping: {value})", if ty.nullable { "Int?" } else { "Int" });
+    }
+    let write = |method: &str| format!("try container.{method}({label}, forKey: .{label})");
+    let encode = match (&field.default, optional) {
+        _ if ty.nullable => write("encodeIfPresent"),
+        (None, true) if ty.kind == "boolean" => format!("if {label} {{ {} }}", write("encode")),
+        (None, true) => format!("if {label} != {} {{ {} }}", empty(&ty)?, write("encode")),
+        _ => write("encode"),
+    };
+    Ok(Member { label: label.clone(), ty: swift, default, decode: format!("{label} = {value}"), encode, doc: field.doc.clone() })
+}
+
+/// The Swift expression of the schema default `value`.
+fn literal(value: &Value) -> Result<String, String> {
+    match value {
+        Value::Bool(_) | Value::Number(_) | Value::String(_) => Ok(value.to_string()),
+        Value::Array(items) if items.is_empty() => Ok("[]".to_owned()),
+        Value::Object(fields) if fields.is_empty() => Ok("[:]".to_owned()),
+        _ => Err(format!("no Swift literal for the default {value}")),
+    }
+}
+
+/// The empty value of a Swift type: what a field ferrule leaves out when empty holds.
+fn empty(ty: &FieldType) -> Result<String, String> {
+    Ok(match ty.kind.as_str() {
+        "string" => "\"\"".to_owned(),
+        "integer" | "number" => "0".to_owned(),
+        "boolean" => "false".to_owned(),
+        "array" => "[]".to_owned(),
+        "map" => "[:]".to_owned(),
+        other => return Err(format!("no empty Swift value for a {other}")),
+    })
 }
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ pub struct AgentConfig {
     #[serde(default = "default_output_retries")]
     pub output_retries: u32,
     /// The history budget: requests leave out the oldest messages to stay within
-    /// it (see [`HistoryConfig`]); absent means none.
+    /// it; absent means none.
     #[serde(default)]
     pub history: Option<HistoryConfig>,
     /// Bound on one hook's decision in milliseconds; 0 means none. A hook that

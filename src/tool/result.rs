@@ -47,7 +47,7 @@ pub struct ToolResult {
 
 /// What a tool gives `ferrule_tool_call_complete` and `ferrule_tool_call_update`
 /// (and a `tool_result` hook's `result` decision): a JSON string, which is a text
-/// result, or a [`ToolResult`] object.
+/// result, or a `ToolResult` object.
 #[derive(Debug, Clone, PartialEq, JsonSchema)]
 #[serde(untagged)]
 pub enum ToolCompletion {

@@ -1,27 +1,8 @@
-/// What a run start hook sees: the run's input.
-public struct RunStartPayload: Sendable, Decodable {
-    public let runID: String
-    public let messages: [Message]
-
-    enum CodingKeys: String, CodingKey { case messages, runID = "run_id" }
-}
-
 /// A run start hook's decision.
 public enum RunStartDecision: Sendable {
     case proceed
     /// Replaces the run's input.
     case replaceMessages([Message])
-}
-
-/// What a turn start hook sees before each model request: the history and the
-/// tools offered this turn.
-public struct TurnStartPayload: Sendable, Decodable {
-    public let runID: String
-    public let turn: Int
-    public let messages: [Message]
-    public let tools: [String]
-
-    enum CodingKeys: String, CodingKey { case turn, messages, tools, runID = "run_id" }
 }
 
 /// A turn start hook's decision.
@@ -34,24 +15,6 @@ public enum TurnStartDecision: Sendable {
     /// A history that replaces the run's from now on (it must pair every call
     /// with its result).
     case replaceMessages([Message])
-}
-
-/// What a tool call hook sees: a call that passed validation, before any call
-/// of its batch runs, and whether it needs approval.
-public struct ToolCallPayload: Sendable, Decodable {
-    public let runID: String
-    public let turn: Int
-    public let call: Call
-    public let needsApproval: Bool
-
-    /// The call, its arguments parsed.
-    public struct Call: Sendable, Decodable {
-        public let id: String
-        public let name: String
-        public let arguments: JSONValue
-    }
-
-    enum CodingKeys: String, CodingKey { case turn, call, runID = "run_id", needsApproval = "needs_approval" }
 }
 
 /// A tool call hook's decision.
@@ -67,36 +30,12 @@ public enum ToolCallDecision: Sendable {
     case interrupt
 }
 
-/// What a tool result hook sees: the result of a call that ran.
-public struct ToolResultPayload: Sendable, Decodable {
-    public let runID: String
-    public let turn: Int
-    public let callID: String
-    public let name: String
-    public let result: ToolResult
-    public let isError: Bool
-
-    enum CodingKeys: String, CodingKey {
-        case turn, name, result
-        case runID = "run_id", callID = "call_id", isError = "is_error"
-    }
-}
-
 /// A tool result hook's decision.
 public enum ToolResultDecision: Sendable {
     case proceed
     /// Replaces the result: checked as a tool's (one of the wrong shape becomes
     /// an error result; `.json` text that is not JSON fails the run, `invalidJSON`).
     case replace(ToolResult)
-}
-
-/// What a final answer hook sees: an answer without calls that would end the run.
-public struct FinalAnswerPayload: Sendable, Decodable {
-    public let runID: String
-    public let turn: Int
-    public let message: Message
-
-    enum CodingKeys: String, CodingKey { case turn, message, runID = "run_id" }
 }
 
 /// A final answer hook's decision.

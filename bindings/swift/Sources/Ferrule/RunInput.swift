@@ -32,10 +32,18 @@ public struct RunInput: Sendable {
     /// tools the state names; `Agent.start` refuses a state that does not fit,
     /// naming the call id, version or tool (`invalidArg`). Rounds, usage and
     /// `maxRounds` count across resumes.
-    public static func resume(state: Data, decisions: [String: Decision]) -> RunInput {
+    public static func resume(state: JSONValue, decisions: [String: Decision]) -> RunInput {
+        RunInput(["resume": state, "decisions": JSONValue(encoding: decisions)])
+    }
+
+    /// Goes on with an interrupted run from its state as stored
+    /// (`RunResult.stateJSON`); bytes that are not JSON reach ferrule as a
+    /// string, which it refuses.
+    public static func resume(stateJSON: Data, decisions: [String: Decision]) -> RunInput {
         let state =
-            (try? JSONCoding.decode(JSONValue.self, from: state)) ?? .string(String(decoding: state, as: UTF8.self))
-        return RunInput(["resume": state, "decisions": JSONValue(encoding: decisions)])
+            (try? JSONCoding.decode(JSONValue.self, from: stateJSON))
+            ?? .string(String(decoding: stateJSON, as: UTF8.self))
+        return resume(state: state, decisions: decisions)
     }
 
     /// The input with `tools` limiting the run to these tools (host and built-in):

@@ -29,19 +29,20 @@ final class ApprovalTests: XCTestCase {
         XCTAssertEqual(first.interruptions.map(\.callID), ["c1"])
         XCTAssertEqual(first.interruptions.first?.arguments, ["text": "a"])
         XCTAssertTrue(ran.withLock { $0 }.isEmpty, "nothing of the batch ran")
-        let state = try XCTUnwrap(first.state)
+        let state = try XCTUnwrap(first.stateJSON)
         // The state is plain JSON: it goes to a file and back, and on to another agent.
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("ferrule-state-\(UUID()).json")
         try state.write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
         let missing = try makeAgent()
-        XCTAssertThrowsError(try missing.start(.resume(state: try Data(contentsOf: file), decisions: [:]))) { error in
+        XCTAssertThrowsError(try missing.start(.resume(stateJSON: try Data(contentsOf: file), decisions: [:]))) {
+            error in
             XCTAssertEqual((error as? FerruleError)?.code, .invalidArg)
             XCTAssertTrue((error as? FerruleError)?.message.contains("c1") ?? false, "\(error)")
         }
         let resumed = try await makeAgent().run(
             .resume(
-                state: try Data(contentsOf: file),
+                stateJSON: try Data(contentsOf: file),
                 decisions: ["c1": .approved(always: true)]))
         XCTAssertEqual(resumed.status, .completed, "\(String(describing: resumed.error))")
         XCTAssertNil(resumed.state)

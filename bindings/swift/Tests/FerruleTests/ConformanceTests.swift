@@ -93,9 +93,7 @@ private final class Scenario: Sendable {
         var steps = [step]
         // Each resume step goes on from the last state a run gave.
         for resume in spec["resumes"]?.arrayValue ?? [] {
-            guard let stateData = result?.state,
-                case .object(var state) = try JSONCoding.decode(JSONValue.self, from: stateData)
-            else { break }
+            guard case .object(var state) = result?.state else { break }
             if case .object(let patch) = resume["state_patch"] {
                 state.merge(patch) { _, new in new }
             }
@@ -103,7 +101,7 @@ private final class Scenario: Sendable {
                 [String: Decision].self,
                 from: JSONCoding.encode(resume["decisions"] ?? [:]))
             let on = resume["new_agent"] == true ? try build(config, tools: resume["tools"] ?? spec["tools"]) : agent
-            let input = RunInput.resume(state: try JSONCoding.encode(JSONValue.object(state)), decisions: decisions)
+            let input = RunInput.resume(state: .object(state), decisions: decisions)
             let (next, nextResult) = try await self.step(on, input: input, expect: resume["expect"])
             steps.append(next)
             if let nextResult { result = nextResult }

@@ -57,7 +57,7 @@ final class HostileTests: XCTestCase {
         let firstMessages = try XCTUnwrap(first["messages"]?.arrayValue)
         let decoded = try JSONCoding.decode(RunResult.self, from: JSONCoding.encode(first))
         XCTAssertEqual(decoded.messages.count, firstMessages.count)
-        XCTAssertEqual(decoded.usage, Usage(inputTokens: 5, outputTokens: 2, cachedTokens: 3))
+        XCTAssertEqual(decoded.usage, Usage(cachedTokens: 3, inputTokens: 5, outputTokens: 2))
         // Fed back as Swift encodes them.
         let swiftJSON = try JSONCoding.text(decoded.messages + [.user("More.")])
         let second = try cRun(config: config, input: #"{"messages": \#(swiftJSON)}"#)

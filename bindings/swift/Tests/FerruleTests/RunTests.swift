@@ -137,7 +137,7 @@ final class RunTests: XCTestCase {
             code { try Agent(config: scripted([]), hooks: [.raw(stage: "lunch") { _ in "{}" }]) }, .invalidArg)
         let agent = try Agent(config: scripted([answerTurn("Hi.")]))
         XCTAssertEqual(code { try agent.start(.prompt("x", tools: ["missing"])) }, .invalidArg)
-        XCTAssertEqual(code { try agent.start(.resume(state: Data("not json".utf8), decisions: [:])) }, .invalidArg)
+        XCTAssertEqual(code { try agent.start(.resume(stateJSON: Data("not json".utf8), decisions: [:])) }, .invalidArg)
         XCTAssertEqual(code { try agent.start(.messages([])) }, .invalidArg)
         do {
             _ = try Agent(configJSON: #"{"model": {"provider": "scripted"}, "colour": 1}"#)
@@ -149,12 +149,11 @@ final class RunTests: XCTestCase {
     func testTheConfigEncodesToTheConfigurationJSON() throws {
         let config = AgentConfig(
             model: ModelConfig(
-                provider: "openai", name: "gpt-4.1-mini", baseURL: "http://127.0.0.1:1/v1",
-                apiKeyEnv: "HOME", stream: true, maxRetries: 0,
-                timeouts: Timeouts(connectMs: 100, totalMs: 2000)),
-            system: "Be brief.", toolExecution: "sequential", toolChoice: .tool("echo"), maxRounds: 3,
-            runTimeoutMs: 5000, outputRetries: 1, history: History(maxInputTokens: 1000), hookTimeoutMs: 0,
-            builtinTools: BuiltinTools(allowed: ["echo", "bash"], needsApproval: ["bash"]))
+                provider: "openai", apiKeyEnv: "HOME", baseURL: "http://127.0.0.1:1/v1", maxRetries: 0,
+                name: "gpt-4.1-mini", stream: true, timeouts: Timeouts(connectMs: 100, totalMs: 2000)),
+            builtinTools: BuiltinTools(allowed: ["echo", "bash"], needsApproval: ["bash"]),
+            history: History(maxInputTokens: 1000), hookTimeoutMs: 0, maxRounds: 3, outputRetries: 1,
+            runTimeoutMs: 5000, system: "Be brief.", toolChoice: .tool("echo"), toolExecution: "sequential")
         let expected = try JSONValue(
             json: """
                 {"model": {"provider": "openai", "name": "gpt-4.1-mini", "base_url": "http://127.0.0.1:1/v1",

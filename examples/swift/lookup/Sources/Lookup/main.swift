@@ -43,8 +43,8 @@ func model() -> ModelConfig {
 }
 
 do {
-    let config = AgentConfig(model: model(), system: "You are a helpful account assistant. Use the tools to answer.",
-                             builtinTools: BuiltinTools.none)
+    let config = AgentConfig(model: model(), builtinTools: BuiltinTools.none,
+                             system: "You are a helpful account assistant. Use the tools to answer.")
     print("ferrule \(Library.version), model: \(config.model.provider) \(config.model.name ?? "")")
     let agent = try Agent(config: config, tools: [lookupCustomer])
     let run = try agent.start(.prompt("Which plan does C-100 use?"))

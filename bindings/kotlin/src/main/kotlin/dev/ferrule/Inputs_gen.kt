@@ -13,8 +13,8 @@ data class AgentConfig(
     /** The built-in tools (read, bash, edit, write, apply_patch, list_files); absent means none. */
     @SerialName("builtin_tools") val builtinTools: BuiltinTools? = null,
     /**
-     * The history budget: requests leave out the oldest messages to stay within it (see
-     * [`HistoryConfig`]); absent means none.
+     * The history budget: requests leave out the oldest messages to stay within it; absent means
+     * none.
      */
     val history: History? = null,
     /**
