@@ -32,6 +32,8 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ToolChoice", "JsonElement"),
     ("Execution", "String"),
     ("ProviderKind", "String"),
+    ("ToolOptions", "ToolOptions"),
+    ("OnError", "String"),
     ("ScriptTurn", "JsonElement"),
 ];
 

@@ -48,6 +48,16 @@ const RECORDS: Concept = Concept::Records(&[
 const INPUTS: Concept =
     Concept::Inputs(&["AgentConfig", "ModelConfig", "Timeouts", "HistoryConfig", "BuiltinToolsConfig"]);
 
+/// The agent configuration and the tool options: Swift and Kotlin take a
+/// tool's options as a document (Go as functional options).
+const INPUTS_AND_TOOL_OPTIONS: Concept =
+    Concept::Inputs(&["AgentConfig", "ModelConfig", "Timeouts", "HistoryConfig", "BuiltinToolsConfig", "ToolOptions"]);
+
+/// Fields no binding offers, by definition: every tool and hook of a binding
+/// is registered `nonblocking` (its callback hands the call to the language's
+/// own threads), so the binding sets it.
+pub const LEFT_OUT: &[(&str, &str)] = &[("ToolOptions", "nonblocking")];
+
 const STATUS: Concept = Concept::StringEnum { definition: "RunStatus", type_name: "Status" };
 
 /// Every generated file.
@@ -80,7 +90,7 @@ pub const OUTPUTS: &[Output] = &[
     Output {
         path: "bindings/swift/Sources/Ferrule/Inputs_gen.swift",
         template: "swift/records.swift.j2",
-        concept: INPUTS,
+        concept: INPUTS_AND_TOOL_OPTIONS,
     },
     Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/ErrorCode_gen.kt",
@@ -100,7 +110,7 @@ pub const OUTPUTS: &[Output] = &[
     Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Inputs_gen.kt",
         template: "kotlin/records.kt.j2",
-        concept: INPUTS,
+        concept: INPUTS_AND_TOOL_OPTIONS,
     },
     Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Status_gen.kt",

@@ -33,6 +33,8 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ToolChoice", "ToolChoice"),
     ("Execution", "String"),
     ("ProviderKind", "String"),
+    ("ToolOptions", "ToolOptions"),
+    ("OnError", "String"),
     ("ScriptTurn", "JSONValue"),
 ];
 
@@ -119,7 +121,14 @@ pub fn member(field: &Field, input: bool) -> Result<Member, String> {
         (None, true) => format!("if {label} != {} {{ {} }}", empty(&ty)?, write("encode")),
         _ => write("encode"),
     };
-    Ok(Member { label: label.clone(), ty: swift, default, decode: format!("{label} = {value}"), encode, doc: field.doc.clone() })
+    Ok(Member {
+        label: label.clone(),
+        ty: swift,
+        default,
+        decode: format!("{label} = {value}"),
+        encode,
+        doc: field.doc.clone(),
+    })
 }
 
 /// The Swift expression of the schema default `value`.

@@ -284,3 +284,45 @@ public struct BuiltinTools: Sendable, Hashable, Codable {
         case workingDirectory = "working_directory"
     }
 }
+
+/// The options JSON given with a tool (`ferrule_tool_spec.options`). Unknown fields are rejected.
+public struct ToolOptions: Sendable, Hashable, Codable {
+    /// Withheld from the model until another tool's result names it in `added_tools`.
+    public var deferred: Bool?
+    /// Parallel (default) or sequential.
+    public var execution: String?
+    /// A call runs only once the host approved it: until then its batch waits and the run ends
+    /// `interrupted` (DESIGN section 9).
+    public var needsApproval: Bool?
+    /// Feed (default) or fatal.
+    public var onError: String?
+    /// Ask the provider to guarantee arguments match the schema.
+    public var strict: Bool?
+    /// Bound on one invocation in milliseconds; 0 or absent uses the agent's `tool_timeout_ms`.
+    public var timeoutMs: Int?
+
+    public init(
+        deferred: Bool? = nil,
+        execution: String? = nil,
+        needsApproval: Bool? = nil,
+        onError: String? = nil,
+        strict: Bool? = nil,
+        timeoutMs: Int? = nil
+    ) {
+        self.deferred = deferred
+        self.execution = execution
+        self.needsApproval = needsApproval
+        self.onError = onError
+        self.strict = strict
+        self.timeoutMs = timeoutMs
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case deferred
+        case execution
+        case needsApproval = "needs_approval"
+        case onError = "on_error"
+        case strict
+        case timeoutMs = "timeout_ms"
+    }
+}

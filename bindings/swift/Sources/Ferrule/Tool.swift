@@ -39,40 +39,10 @@ public struct Tool: Sendable {
     }
 }
 
-/// How a tool runs: the tool options of the C ABI.
-public struct ToolOptions: Sendable, Hashable, Codable {
-    /// "sequential": a batch holding a call of this tool runs one call at a time.
-    public var execution: String?
-    /// Bounds one call; its task is cancelled when the time is up.
-    public var timeoutMs: Int?
-    /// Withholds the tool until another tool's result names it in `addedTools`.
-    public var deferred: Bool?
-    /// Every call waits for the host's decision: the run ends `interrupted`.
-    public var needsApproval: Bool?
-    /// Asks the provider to guarantee arguments that match the schema.
-    public var strict: Bool?
-    /// "fatal": an error of the tool ends the run (`toolFailed`).
-    public var onError: String?
-
-    public init(
-        execution: String? = nil, timeoutMs: Int? = nil, deferred: Bool? = nil, needsApproval: Bool? = nil,
-        strict: Bool? = nil, onError: String? = nil
-    ) {
-        self.execution = execution
-        self.timeoutMs = timeoutMs
-        self.deferred = deferred
-        self.needsApproval = needsApproval
-        self.strict = strict
-        self.onError = onError
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case execution, deferred, strict
-        case timeoutMs = "timeout_ms", needsApproval = "needs_approval", onError = "on_error"
-    }
-
+extension ToolOptions {
     /// The options JSON: every Swift tool is `nonblocking` (its callback hands
-    /// the call to a task and returns at once).
+    /// the call to a task and returns at once), so `ToolOptions` (generated
+    /// from the schema) has no such field.
     var json: String {
         var fields = JSONValue(encoding: self)
         if case .object(var members) = fields {

@@ -167,3 +167,25 @@ data class BuiltinTools(
      */
     @SerialName("working_directory") val workingDirectory: String? = null,
 )
+
+/**
+ * The options JSON given with a tool (`ferrule_tool_spec.options`). Unknown fields are rejected.
+ */
+@Serializable
+data class ToolOptions(
+    /** Withheld from the model until another tool's result names it in `added_tools`. */
+    val deferred: Boolean? = null,
+    /** Parallel (default) or sequential. */
+    val execution: String? = null,
+    /**
+     * A call runs only once the host approved it: until then its batch waits and the run ends
+     * `interrupted` (DESIGN section 9).
+     */
+    @SerialName("needs_approval") val needsApproval: Boolean? = null,
+    /** Feed (default) or fatal. */
+    @SerialName("on_error") val onError: String? = null,
+    /** Ask the provider to guarantee arguments match the schema. */
+    val strict: Boolean? = null,
+    /** Bound on one invocation in milliseconds; 0 or absent uses the agent's `tool_timeout_ms`. */
+    @SerialName("timeout_ms") val timeoutMs: Long? = null,
+)

@@ -23,7 +23,7 @@ class ToolOptionsTest {
         assertEquals(FerruleJson.parseToJsonElement(
             """{"execution": "sequential", "timeout_ms": 500, "needs_approval": true, "deferred": true,
                 "strict": true, "on_error": "fatal", "nonblocking": true}"""),
-            FerruleJson.parseToJsonElement(ToolOptions("sequential", 500, needsApproval = true, deferred = true,
+            FerruleJson.parseToJsonElement(ToolOptions(execution = "sequential", timeoutMs = 500, needsApproval = true, deferred = true,
                 strict = true, onError = "fatal").json))
     }
 
