@@ -160,6 +160,7 @@ pub fn host_fields(definition: &str) -> Vec<InputField> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn go_names_and_types() {
@@ -174,5 +175,42 @@ mod tests {
         assert_eq!(type_of(&messages).unwrap(), "[]Message");
         assert_eq!(type_of(&FieldType::of("any")).unwrap(), "json.RawMessage");
         assert!(type_of(&reference("Nothing", false)).unwrap_err().contains("Nothing"));
+    }
+
+    #[test]
+    fn go_input_fields_are_pointers_only_where_zero_is_a_setting_of_its_own() {
+        let count = |default: Value, minimum: Option<f64>| Field {
+            default: Some(default),
+            minimum,
+            ..Field::optional("output_retries", FieldType::of("integer"))
+        };
+        let go = |field: &Field| input_field(field).unwrap();
+        assert_eq!(go(&count(json!(2), Some(0.0))).ty, "*int", "0 retries is not the default 2");
+        assert_eq!(go(&count(json!(50), Some(1.0))).ty, "int", "0 is no setting at all");
+        assert_eq!(go(&count(json!(0), Some(0.0))).ty, "int");
+        let flag = |default: Value, nullable| Field {
+            default: Some(default),
+            ..Field::optional("stream", FieldType { nullable, ..FieldType::of("boolean") })
+        };
+        assert_eq!(go(&flag(json!(true), false)).ty, "*bool");
+        assert_eq!(go(&flag(Value::Null, true)).ty, "*bool", "false is not \"not said\"");
+        assert_eq!(go(&flag(json!(false), false)).ty, "bool");
+        let timeout = go(&Field::optional("idle_ms", FieldType::of("integer")));
+        assert_eq!(
+            (timeout.name.as_str(), timeout.ty.as_str(), timeout.unit),
+            ("Idle", "time.Duration", Some("millis"))
+        );
+        assert_eq!(go(&Field::optional("bash_timeout_s", FieldType::of("integer"))).unit, Some("seconds"));
+        let document =
+            Field::optional("history", FieldType { name: Some("HistoryConfig".into()), ..FieldType::of("ref") });
+        assert_eq!((go(&document).ty.as_str(), go(&document).tag.as_str()), ("*History", "history,omitempty"));
+        let list =
+            FieldType { items: Some(Box::new(FieldType::of("string"))), nullable: true, ..FieldType::of("array") };
+        assert_eq!(go(&Field::optional("allowed", list)).tag, "allowed", "null (the default) is not []");
+        let model = Field {
+            required: true,
+            ..Field::optional("model", FieldType { name: Some("ModelConfig".into()), ..FieldType::of("ref") })
+        };
+        assert_eq!((go(&model).ty.as_str(), go(&model).tag.as_str()), ("Model", "model"));
     }
 }

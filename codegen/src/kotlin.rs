@@ -142,4 +142,26 @@ mod tests {
             "List<ToolCallRequest>"
         );
     }
+
+    #[test]
+    fn kotlin_parameters_default_as_ferrule_does() {
+        let count = FieldType { format: Some("uint64".into()), ..FieldType::of("integer") };
+        let written = Field { default: Some(serde_json::json!(0)), ..Field::optional("input_tokens", count.clone()) };
+        assert_eq!(
+            parameter(&written, false).unwrap(),
+            "@EncodeDefault @Serializable(with = SaturatingCount::class) @SerialName(\"input_tokens\") val inputTokens: Long = 0"
+        );
+        let skipped = Field::optional("cached_tokens", count);
+        assert_eq!(
+            parameter(&skipped, false).unwrap(),
+            "@Serializable(with = SaturatingCount::class) @SerialName(\"cached_tokens\") val cachedTokens: Long = 0"
+        );
+        let setting =
+            Field { default: Some(serde_json::json!(50)), ..Field::optional("max_rounds", FieldType::of("integer")) };
+        assert_eq!(parameter(&setting, true).unwrap(), "@SerialName(\"max_rounds\") val maxRounds: Int? = null");
+        let required = Field { required: true, ..Field::optional("provider", FieldType::of("string")) };
+        assert_eq!(parameter(&required, true).unwrap(), "val provider: String");
+        let odd = Field::optional("odd", FieldType { name: Some("Usage".into()), ..FieldType::of("ref") });
+        assert!(parameter(&odd, false).unwrap_err().contains("no empty Kotlin value"));
+    }
 }

@@ -63,6 +63,14 @@ pub struct Field {
     pub minimum: Option<f64>,
 }
 
+#[cfg(test)]
+impl Field {
+    /// A field the JSON may leave out, with no description, default or minimum.
+    pub fn optional(json: &str, ty: FieldType) -> Field {
+        Field { json: json.to_owned(), doc: String::new(), ty, required: false, default: None, minimum: None }
+    }
+}
+
 /// A field's type: a JSON scalar, a list or map of another type, any JSON
 /// value, or another definition of the schema; perhaps null as well.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

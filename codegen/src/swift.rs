@@ -168,4 +168,43 @@ mod tests {
         let names = FieldType { items: Some(Box::new(FieldType::of("string"))), ..FieldType::of("map") };
         assert_eq!(type_of(&names).unwrap(), "[String: String]");
     }
+
+    #[test]
+    fn swift_members_read_and_write_what_ferrule_leaves_out() {
+        let count = |default: Option<Value>| Member {
+            doc: String::new(),
+            ..member(
+                &Field {
+                    default,
+                    ..Field::optional(
+                        "cached_tokens",
+                        FieldType { format: Some("uint64".into()), ..FieldType::of("integer") },
+                    )
+                },
+                false,
+            )
+            .unwrap()
+        };
+        let skipped = count(None);
+        assert_eq!(skipped.ty, "Int");
+        assert_eq!(skipped.default, " = 0");
+        assert_eq!(
+            skipped.decode,
+            "cachedTokens = Int(clamping: try container.decodeIfPresent(UInt64.self, forKey: .cachedTokens) ?? 0)"
+        );
+        assert_eq!(
+            skipped.encode,
+            "if cachedTokens != 0 { try container.encode(cachedTokens, forKey: .cachedTokens) }"
+        );
+        let written = count(Some(serde_json::json!(0)));
+        assert_eq!(written.encode, "try container.encode(cachedTokens, forKey: .cachedTokens)");
+        let flag = member(&Field::optional("always", FieldType::of("boolean")), false).unwrap();
+        assert_eq!(flag.encode, "if always { try container.encode(always, forKey: .always) }");
+        let setting = member(&Field::optional("max_rounds", FieldType::of("integer")), true).unwrap();
+        assert_eq!((setting.ty.as_str(), setting.default.as_str()), ("Int?", " = nil"));
+        assert_eq!(setting.encode, "try container.encodeIfPresent(maxRounds, forKey: .maxRounds)");
+        let odd =
+            Field { default: Some(serde_json::json!({"a": 1})), ..Field::optional("odd", FieldType::of("object")) };
+        assert!(member(&odd, false).unwrap_err().contains("no Swift literal"));
+    }
 }
