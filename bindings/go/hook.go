@@ -28,69 +28,22 @@ type Hook struct {
 	decide func(ctx context.Context, payload json.RawMessage) (any, error)
 }
 
-// RunStartDecision replaces the input when Messages is not nil.
-type RunStartDecision struct {
-	Messages []Message `json:"messages,omitempty"`
-}
-
-// TurnStartDecision sets at most one of: Tools, this turn's tool set (a non-nil
-// empty slice offers none); Inject, user or system messages appended before the
-// request (marked as injections); Messages, a history that replaces the run's
-// from now on (it must pair every call with its result).
-type TurnStartDecision struct {
-	Tools    []string
-	Inject   []Message
-	Messages []Message
-}
-
-// MarshalJSON writes the decision JSON; ferrule refuses two decisions at once.
-func (d TurnStartDecision) MarshalJSON() ([]byte, error) {
-	decision := map[string]any{}
-	if d.Tools != nil {
-		decision["tools"] = d.Tools
+// MarshalJSON writes the decision JSON, Result as a tool's result (a string, a
+// ToolResult or a RawResult; an invalid one becomes an error result).
+func (d ToolResultDecision) MarshalJSON() ([]byte, error) {
+	type plain ToolResultDecision
+	decision := plain(d)
+	if r, ok := d.Result.(*ToolResult); ok && r == nil {
+		decision.Result = nil
 	}
-	if len(d.Inject) > 0 {
-		decision["inject"] = d.Inject
-	}
-	if d.Messages != nil {
-		decision["messages"] = d.Messages
+	if decision.Result != nil {
+		result, err := resultJSON(decision.Result)
+		if err != nil {
+			return nil, err
+		}
+		decision.Result = json.RawMessage(result)
 	}
 	return json.Marshal(decision)
-}
-
-// ToolCallDecision sets at most one of: Deny, the text of an error result (the
-// tool does not run); Arguments, replaced arguments (any value that marshals to
-// a JSON object; they are validated again); Approve, approving a call that
-// needs approval; Interrupt, making the call need approval.
-type ToolCallDecision struct {
-	Deny      string `json:"deny,omitempty"`
-	Arguments any    `json:"arguments,omitempty"`
-	Approve   bool   `json:"approve,omitempty"`
-	Interrupt bool   `json:"interrupt,omitempty"`
-}
-
-// ToolResultDecision replaces the result when Result is not nil (a string, a
-// ToolResult or a RawResult; an invalid one becomes an error result).
-type ToolResultDecision struct {
-	Result any
-}
-
-// MarshalJSON writes the decision JSON.
-func (d ToolResultDecision) MarshalJSON() ([]byte, error) {
-	if r, ok := d.Result.(*ToolResult); d.Result == nil || ok && r == nil {
-		return []byte("{}"), nil
-	}
-	result, err := resultJSON(d.Result)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(map[string]json.RawMessage{"result": result})
-}
-
-// FinalAnswerDecision sends the answer back when Retry is set: the text goes
-// to the model as a user message and the loop goes on (a round more).
-type FinalAnswerDecision struct {
-	Retry string `json:"retry,omitempty"`
 }
 
 // OnRunStart is consulted once, before anything else.

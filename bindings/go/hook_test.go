@@ -89,8 +89,34 @@ func TestTypedHooksAtEveryStage(t *testing.T) {
 	}
 }
 
-func TestAHookErrorOrPanicAbortsTheRun(t *testing.T) {
+func TestDecisionsMarshalToTheDecisionJSON(t *testing.T) {
+	for _, c := range []struct {
+		decision any
+		want     string
+	}{
+		{TurnStartDecision{}, `{}`},
+		{TurnStartDecision{Tools: []string{}}, `{"tools":[]}`},
+		{TurnStartDecision{Inject: []Message{UserMessage("x")}}, `{"inject":[{"role":"user","content":[{"type":"text","text":"x"}]}]}`},
+		{RunStartDecision{Messages: []Message{}}, `{}`},
+		{ToolCallDecision{Approve: true}, `{"approve":true}`},
+		{ToolCallDecision{Arguments: map[string]int{"a": 1}}, `{"arguments":{"a":1}}`},
+		{ToolResultDecision{Result: "x"}, `{"result":"x"}`},
+		{ToolResultDecision{Abort: "no"}, `{"abort":"no"}`},
+		{ToolResultDecision{Result: (*ToolResult)(nil)}, `{}`},
+		{FinalAnswerDecision{Retry: "again"}, `{"retry":"again"}`},
+	} {
+		data, err := json.Marshal(c.decision)
+		if err != nil || string(data) != c.want {
+			t.Errorf("%#v: got %s (%v), want %s", c.decision, data, err, c.want)
+		}
+	}
+}
+
+func TestAHookErrorOrPanicOrAbortAbortsTheRun(t *testing.T) {
 	for name, hook := range map[string]Hook{
+		"abort": OnToolCall(func(ctx context.Context, p ToolCallPayload) (ToolCallDecision, error) {
+			return ToolCallDecision{Abort: "not on production"}, nil
+		}),
 		"error": OnToolCall(func(ctx context.Context, p ToolCallPayload) (ToolCallDecision, error) {
 			return ToolCallDecision{}, errors.New("not on production")
 		}),
@@ -101,7 +127,7 @@ func TestAHookErrorOrPanicAbortsTheRun(t *testing.T) {
 		cfg := Config{Model: Model{Provider: "scripted", Script: scriptOf(
 			map[string]any{"tool_calls": []any{call("c1", "echo", echoArgs{"a"})}})}, Hooks: []Hook{hook}}
 		result := runFailing(t, cfg, ErrHookAborted, echoTool("echo"))
-		if name == "error" && !strings.Contains(result.Error.Message, "not on production") {
+		if name != "panic" && !strings.Contains(result.Error.Message, "not on production") {
 			t.Errorf("%s: %s", name, result.Error.Message)
 		}
 	}

@@ -5,6 +5,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::decisions::Choice;
 use crate::model::{Field, FieldType};
 use crate::names::{pascal_with, reference, INITIALISMS};
 
@@ -32,6 +33,11 @@ const REFERENCES: &[(&str, &str)] = &[
     ("HistoryConfig", "History"),
     ("BuiltinToolsConfig", "BuiltinTools"),
     ("NamedTool", "ToolChoiceName"),
+    ("RunStartDecision", "RunStartDecision"),
+    ("TurnStartDecision", "TurnStartDecision"),
+    ("ToolCallDecision", "ToolCallDecision"),
+    ("ToolResultDecision", "ToolResultDecision"),
+    ("FinalAnswerDecision", "FinalAnswerDecision"),
     ("ToolChoice", "any"),
     ("Execution", "string"),
     ("ProviderKind", "string"),
@@ -138,6 +144,28 @@ pub fn input_field(field: &Field) -> Result<InputField, String> {
         tag: format!("{}{omit}", field.json),
         unit: unit.map(|(_, convert)| convert),
         doc: field.doc.clone(),
+    })
+}
+
+/// A choice of a hook decision as a field of the stage's Go decision struct:
+/// the zero value is not chosen and is left out (`omitzero`, so that an empty
+/// but non-nil list is a choice: no tools); a list that may not be empty is
+/// left out when empty; a flag is a `bool`; replaced arguments and results
+/// are `any` (anything that marshals to one).
+pub fn choice_field(choice: &Choice) -> Result<InputField, String> {
+    let ty = match &choice.ty {
+        None => "bool".to_owned(),
+        Some(ty) if ty.kind == "object" || ty.name.as_deref() == Some("ToolCompletion") => "any".to_owned(),
+        Some(ty) => type_of(ty)?,
+    };
+    let omit = if choice.at_least_one { "omitempty" } else { "omitzero" };
+    Ok(InputField {
+        name: field_name(&choice.key),
+        ty,
+        json: choice.key.clone(),
+        tag: format!("{},{omit}", choice.key),
+        unit: None,
+        doc: choice.doc.clone(),
     })
 }
 

@@ -1,6 +1,7 @@
 //! Kotlin's names and types for the schema's: properties in lower camel case
 //! (`call_id` → `callId`), and the Kotlin type and default of each field.
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::model::{Field, FieldType};
@@ -32,7 +33,13 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ToolChoice", "JsonElement"),
     ("Execution", "String"),
     ("ProviderKind", "String"),
+    ("RunStartDecision", "RunStartDecision"),
+    ("TurnStartDecision", "TurnStartDecision"),
+    ("ToolCallDecision", "ToolCallDecision"),
+    ("ToolResultDecision", "ToolResultDecision"),
+    ("FinalAnswerDecision", "FinalAnswerDecision"),
     ("ToolOptions", "ToolOptions"),
+    ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),
     ("ScriptTurn", "JsonElement"),
 ];
@@ -66,6 +73,39 @@ pub fn type_of(ty: &FieldType) -> Result<String, String> {
         other => return Err(format!("no Kotlin type for {other}")),
     };
     Ok(if ty.nullable { format!("{base}?") } else { base })
+}
+
+/// The Kotlin class of each choice of a hook decision, by key (`""` is
+/// `{}`), and the name of its value's property (none for `{}` and flags).
+const CHOICES: &[(&str, &str, &str)] = &[
+    ("", "Proceed", ""),
+    ("abort", "Abort", "reason"),
+    ("messages", "ReplaceMessages", "messages"),
+    ("tools", "Tools", "names"),
+    ("inject", "Inject", "messages"),
+    ("deny", "Deny", "text"),
+    ("arguments", "ReplaceArguments", "arguments"),
+    ("approve", "Approve", ""),
+    ("interrupt", "Interrupt", ""),
+    ("result", "ReplaceResult", "result"),
+    ("retry", "Retry", "feedback"),
+];
+
+/// A choice of a hook decision as a subclass of `HookDecision`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ChoiceClass {
+    pub class: String,
+    pub property: String,
+}
+
+/// The subclass of `HookDecision` for the choice `key`: a new choice needs
+/// its names here.
+pub fn choice_class(key: &str) -> Result<ChoiceClass, String> {
+    let (_, class, property) = CHOICES
+        .iter()
+        .find(|(k, ..)| *k == key)
+        .ok_or_else(|| format!("the decision choice {key:?} has no Kotlin class in codegen/src/kotlin.rs"))?;
+    Ok(ChoiceClass { class: (*class).to_owned(), property: (*property).to_owned() })
 }
 
 /// A field as a constructor parameter of a `@Serializable` data class, with

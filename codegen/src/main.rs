@@ -3,6 +3,7 @@
 //! writes nothing and fails when any of them is not what the schema makes
 //! (`make test` runs it so).
 
+mod decisions;
 mod go;
 mod kotlin;
 mod model;

@@ -201,7 +201,7 @@ fn fields_of(object: &Value) -> Result<Vec<Field>, String> {
 /// list (`items`) or a map (`additionalProperties`); `{"$ref": ...}` or
 /// `{"anyOf": [{"$ref": ...}, {"type": "null"}]}` for a definition; no type at
 /// all for any value. Any other shape is refused, so that a new one is noticed.
-fn field_type(property: &Value) -> Result<FieldType, String> {
+pub(crate) fn field_type(property: &Value) -> Result<FieldType, String> {
     let reference = |value: &Value| value["$ref"].as_str().and_then(|r| r.strip_prefix("#/$defs/")).map(str::to_owned);
     if let Some(name) = reference(property) {
         return Ok(FieldType { name: Some(name), ..FieldType::of("ref") });
@@ -237,7 +237,7 @@ fn field_type(property: &Value) -> Result<FieldType, String> {
 }
 
 /// A definition's description, on one line per paragraph.
-fn doc_of(definition: &Value) -> String {
+pub(crate) fn doc_of(definition: &Value) -> String {
     let text = definition["description"].as_str().unwrap_or_default();
     text.split("\n\n")
         .map(|paragraph| paragraph.split_whitespace().collect::<Vec<_>>().join(" "))

@@ -16,6 +16,9 @@ pub enum Concept {
     /// Object types the host writes (these definitions): every field the
     /// schema does not require may be left out, for ferrule's default.
     Inputs(&'static [&'static str]),
+    /// The hook stages' decisions (these definitions), each a choice of
+    /// `{}` and objects of one key.
+    Decisions(&'static [&'static str]),
 }
 
 /// One generated file.
@@ -58,6 +61,15 @@ const INPUTS_AND_TOOL_OPTIONS: Concept =
 /// own threads), so the binding sets it.
 pub const LEFT_OUT: &[(&str, &str)] = &[("ToolOptions", "nonblocking")];
 
+/// The hook stages' decisions, in the order of the stages.
+const DECISIONS: Concept = Concept::Decisions(&[
+    "RunStartDecision",
+    "TurnStartDecision",
+    "ToolCallDecision",
+    "ToolResultDecision",
+    "FinalAnswerDecision",
+]);
+
 const STATUS: Concept = Concept::StringEnum { definition: "RunStatus", type_name: "Status" };
 
 /// Every generated file.
@@ -67,6 +79,7 @@ pub const OUTPUTS: &[Output] = &[
     Output { path: "bindings/go/events_gen.go", template: "go/events.go.j2", concept: Concept::Events },
     Output { path: "bindings/go/records_gen.go", template: "go/records.go.j2", concept: RECORDS },
     Output { path: "bindings/go/inputs_gen.go", template: "go/inputs.go.j2", concept: INPUTS },
+    Output { path: "bindings/go/decisions_gen.go", template: "go/decisions.go.j2", concept: DECISIONS },
     Output {
         path: "bindings/swift/Sources/Ferrule/ErrorCodes_gen.swift",
         template: "swift/error_codes.swift.j2",
@@ -91,6 +104,16 @@ pub const OUTPUTS: &[Output] = &[
         path: "bindings/swift/Sources/Ferrule/Inputs_gen.swift",
         template: "swift/records.swift.j2",
         concept: INPUTS_AND_TOOL_OPTIONS,
+    },
+    Output {
+        path: "bindings/swift/Sources/Ferrule/Decisions_gen.swift",
+        template: "swift/decisions.swift.j2",
+        concept: DECISIONS,
+    },
+    Output {
+        path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Decisions_gen.kt",
+        template: "kotlin/decisions.kt.j2",
+        concept: DECISIONS,
     },
     Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/ErrorCode_gen.kt",
@@ -126,12 +149,15 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("go/events.go.j2", include_str!("../templates/go/events.go.j2")),
     ("go/records.go.j2", include_str!("../templates/go/records.go.j2")),
     ("go/inputs.go.j2", include_str!("../templates/go/inputs.go.j2")),
+    ("go/decisions.go.j2", include_str!("../templates/go/decisions.go.j2")),
     ("swift/error_codes.swift.j2", include_str!("../templates/swift/error_codes.swift.j2")),
     ("swift/string_enum.swift.j2", include_str!("../templates/swift/string_enum.swift.j2")),
     ("swift/events.swift.j2", include_str!("../templates/swift/events.swift.j2")),
     ("swift/records.swift.j2", include_str!("../templates/swift/records.swift.j2")),
+    ("swift/decisions.swift.j2", include_str!("../templates/swift/decisions.swift.j2")),
     ("kotlin/error_codes.kt.j2", include_str!("../templates/kotlin/error_codes.kt.j2")),
     ("kotlin/string_enum.kt.j2", include_str!("../templates/kotlin/string_enum.kt.j2")),
     ("kotlin/events.kt.j2", include_str!("../templates/kotlin/events.kt.j2")),
     ("kotlin/records.kt.j2", include_str!("../templates/kotlin/records.kt.j2")),
+    ("kotlin/decisions.kt.j2", include_str!("../templates/kotlin/decisions.kt.j2")),
 ];

@@ -10,6 +10,7 @@ use minijinja::value::Serde;
 use minijinja::Environment;
 use serde_json::Value;
 
+use crate::decisions::{read_decision, shared_choices, Choice};
 use crate::model::{read_enum, read_record, read_union, Field, FieldType};
 use crate::names::{camel, pascal, screaming};
 use crate::outputs::{Concept, Output, LEFT_OUT, TEMPLATES};
@@ -49,6 +50,15 @@ pub fn environment() -> Result<Environment<'static>, String> {
     env.add_function("go_host_fields", |definition: String| Serde(crate::go::host_fields(&definition)));
     env.add_filter("kotlin_parameter", |field: minijinja::Value, input: bool| {
         crate::kotlin::parameter(&read_back(field, "field")?, input).map_err(template_error)
+    });
+    env.add_filter("go_choice", |choice: minijinja::Value| {
+        crate::go::choice_field(&read_back::<Choice>(choice, "choice")?).map(Serde).map_err(template_error)
+    });
+    env.add_filter("swift_case", |choice: minijinja::Value, definition: String| {
+        Ok::<_, minijinja::Error>(crate::swift::case_name(&read_back::<Choice>(choice, "choice")?.key, &definition))
+    });
+    env.add_filter("kotlin_choice", |choice: minijinja::Value| {
+        crate::kotlin::choice_class(&read_back::<Choice>(choice, "choice")?.key).map(Serde).map_err(template_error)
     });
     env.add_filter("kotlin_property", |json: String| crate::kotlin::property_name(&json));
     env.add_filter("kotlin_type", |ty: minijinja::Value| {
@@ -109,6 +119,12 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
             }
             let input = matches!(output.concept, Concept::Inputs(_));
             minijinja::context! { header => HEADER, records => Serde(&records), input => input }
+        }
+        Concept::Decisions(definitions) => {
+            let decisions =
+                definitions.iter().map(|name| read_decision(schema, name)).collect::<Result<Vec<_>, _>>()?;
+            let shared = shared_choices(&decisions)?;
+            minijinja::context! { header => HEADER, decisions => Serde(&decisions), shared => Serde(&shared) }
         }
         Concept::StringEnum { definition, type_name } => {
             let values = read_enum(schema, definition, false)?;

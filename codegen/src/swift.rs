@@ -33,10 +33,32 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ToolChoice", "ToolChoice"),
     ("Execution", "String"),
     ("ProviderKind", "String"),
+    ("RunStartDecision", "RunStartDecision"),
+    ("TurnStartDecision", "TurnStartDecision"),
+    ("ToolCallDecision", "ToolCallDecision"),
+    ("ToolResultDecision", "ToolResultDecision"),
+    ("FinalAnswerDecision", "FinalAnswerDecision"),
     ("ToolOptions", "ToolOptions"),
+    ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),
     ("ScriptTurn", "JSONValue"),
 ];
+
+/// The Swift case of each choice of a hook decision that is not its key in
+/// lower camel case, by key (`""` is `{}`), for every decision (`*`) or one.
+const CASES: &[(&str, &str, &str)] = &[
+    ("*", "", "proceed"),
+    ("FinalAnswerDecision", "", "accept"),
+    ("*", "messages", "replaceMessages"),
+    ("*", "arguments", "replaceArguments"),
+    ("*", "result", "replace"),
+];
+
+/// The Swift case of the choice `key` of the decision `definition`.
+pub fn case_name(key: &str, definition: &str) -> String {
+    let named = |of: &str| CASES.iter().find(|(d, k, _)| *d == of && *k == key).map(|(_, _, case)| (*case).to_owned());
+    named(definition).or_else(|| named("*")).unwrap_or_else(|| camel(key))
+}
 
 /// A field as a stored property of a Swift struct.
 #[derive(Debug, Clone, Serialize, PartialEq)]

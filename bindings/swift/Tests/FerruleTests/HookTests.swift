@@ -60,15 +60,18 @@ final class HookTests: XCTestCase {
 
     struct Veto: Error, CustomStringConvertible { var description: String { "vetoed by policy" } }
 
-    func testAThrowingHookAbortsTheRun() async throws {
-        let agent = try Agent(
-            config: scripted([callTurn([("c1", "echo", ["text": "x"])]), answerTurn("Done.")]),
-            tools: [echoTool()], hooks: [.onToolCall { _ in throw Veto() }])
-        let result = try await agent.run(.prompt("Go."))
-        XCTAssertEqual(result.status, .failed)
-        XCTAssertEqual(result.error?.code, .hookAborted)
-        XCTAssertTrue(
-            result.error?.message.contains("vetoed by policy") ?? false, "\(String(describing: result.error))")
+    func testAThrowingOrAbortingHookAbortsTheRun() async throws {
+        let hooks: [Hook] = [.onToolCall { _ in throw Veto() }, .onToolCall { _ in .abort("vetoed by policy") }]
+        for hook in hooks {
+            let agent = try Agent(
+                config: scripted([callTurn([("c1", "echo", ["text": "x"])]), answerTurn("Done.")]),
+                tools: [echoTool()], hooks: [hook])
+            let result = try await agent.run(.prompt("Go."))
+            XCTAssertEqual(result.status, .failed)
+            XCTAssertEqual(result.error?.code, .hookAborted)
+            XCTAssertTrue(
+                result.error?.message.contains("vetoed by policy") ?? false, "\(String(describing: result.error))")
+        }
     }
 
     func testAHookThatTakesTooLongIsCancelled() async throws {

@@ -98,11 +98,14 @@ class ApprovalHookTest {
     }
 
     @Test
-    fun aThrowingHookAbortsTheRun() = runBlocking {
-        val result = Agent(scripted(callTurn("c1", "echo", """{"text": "x"}"""), answerTurn("Done.")), listOf(echo),
-            listOf(onToolCall { throw IllegalStateException("vetoed by policy") })).use { it.run(RunInput.prompt("Go.")) }
-        assertEquals(Status.FAILED, result.status)
-        assertEquals(ErrorCode.HOOK_ABORTED, result.error?.code)
-        assertTrue(result.error!!.message.contains("vetoed by policy"))
+    fun aThrowingOrAbortingHookAbortsTheRun() = runBlocking {
+        for (hook in listOf(onToolCall { throw IllegalStateException("vetoed by policy") },
+            onToolCall { HookDecision.Abort("vetoed by policy") })) {
+            val result = Agent(scripted(callTurn("c1", "echo", """{"text": "x"}"""), answerTurn("Done.")), listOf(echo),
+                listOf(hook)).use { it.run(RunInput.prompt("Go.")) }
+            assertEquals(Status.FAILED, result.status)
+            assertEquals(ErrorCode.HOOK_ABORTED, result.error?.code)
+            assertTrue(result.error!!.message.contains("vetoed by policy"))
+        }
     }
 }
