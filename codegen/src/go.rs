@@ -9,35 +9,21 @@ use crate::decisions::Choice;
 use crate::model::{Field, FieldType};
 use crate::names::{pascal_with, reference, INITIALISMS};
 
-/// The Go type of each definition a field may refer to.
+/// The Go type of each definition a field may refer to, where it is not the
+/// definition's own name (`names::reference`).
 const REFERENCES: &[(&str, &str)] = &[
-    ("Message", "Message"),
     ("ToolCall", "ToolCall"),
     ("ToolResult", "ToolResult"),
     ("Error", "Error"),
     ("RunResult", "*Result"),
     ("RunStatus", "Status"),
     ("RunState", "json.RawMessage"),
-    ("Interruption", "Interruption"),
-    ("Decision", "Decision"),
-    ("Usage", "Usage"),
     ("HookToolCall", "PayloadCall"),
-    ("RunStartPayload", "RunStartPayload"),
-    ("TurnStartPayload", "TurnStartPayload"),
-    ("ToolCallPayload", "ToolCallPayload"),
-    ("ToolResultPayload", "ToolResultPayload"),
-    ("FinalAnswerPayload", "FinalAnswerPayload"),
     ("AgentConfig", "Config"),
     ("ModelConfig", "Model"),
-    ("Timeouts", "Timeouts"),
     ("HistoryConfig", "History"),
     ("BuiltinToolsConfig", "BuiltinTools"),
     ("NamedTool", "ToolChoiceName"),
-    ("RunStartDecision", "RunStartDecision"),
-    ("TurnStartDecision", "TurnStartDecision"),
-    ("ToolCallDecision", "ToolCallDecision"),
-    ("ToolResultDecision", "ToolResultDecision"),
-    ("FinalAnswerDecision", "FinalAnswerDecision"),
     ("ToolChoice", "any"),
     ("Execution", "string"),
     ("ProviderKind", "string"),

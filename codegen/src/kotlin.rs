@@ -7,38 +7,23 @@ use serde_json::Value;
 use crate::model::{Field, FieldType};
 use crate::names::{camel_with, reference};
 
-/// The Kotlin type of each definition a field may refer to.
+/// The Kotlin type of each definition a field may refer to, where it is not the
+/// definition's own name (`names::reference`).
 const REFERENCES: &[(&str, &str)] = &[
-    ("Message", "Message"),
     ("ToolCall", "ToolCallRequest"),
     ("ToolResult", "JsonObject"),
     ("Error", "RunError"),
     ("RunResult", "RunResult"),
     ("RunStatus", "Status"),
     ("RunState", "JsonElement"),
-    ("Interruption", "Interruption"),
-    ("Decision", "Decision"),
-    ("Usage", "Usage"),
     ("HookToolCall", "PayloadCall"),
-    ("RunStartPayload", "RunStartPayload"),
-    ("TurnStartPayload", "TurnStartPayload"),
-    ("ToolCallPayload", "ToolCallPayload"),
-    ("ToolResultPayload", "ToolResultPayload"),
-    ("FinalAnswerPayload", "FinalAnswerPayload"),
     ("AgentConfig", "AgentConfig"),
     ("ModelConfig", "ModelConfig"),
-    ("Timeouts", "Timeouts"),
     ("HistoryConfig", "History"),
     ("BuiltinToolsConfig", "BuiltinTools"),
     ("ToolChoice", "JsonElement"),
     ("Execution", "String"),
     ("ProviderKind", "String"),
-    ("RunStartDecision", "RunStartDecision"),
-    ("TurnStartDecision", "TurnStartDecision"),
-    ("ToolCallDecision", "ToolCallDecision"),
-    ("ToolResultDecision", "ToolResultDecision"),
-    ("FinalAnswerDecision", "FinalAnswerDecision"),
-    ("ToolOptions", "ToolOptions"),
     ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),
     ("ScriptTurn", "JsonElement"),

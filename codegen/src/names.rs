@@ -42,12 +42,37 @@ pub fn camel(name: &str) -> String {
     camel_with(name, INITIALISMS)
 }
 
-/// The binding's type for the schema definition `name`, from `table` (pairs of
-/// schema and binding names, in `codegen/src/<language>.rs`).
-pub(crate) fn reference<'a>(name: Option<&str>, table: &[(&str, &'a str)], language: &str) -> Result<&'a str, String> {
+/// The definitions every binding has a type of by the schema's name.
+const SAME_NAME: &[&str] = &[
+    "Message",
+    "Interruption",
+    "Decision",
+    "Usage",
+    "RunStartPayload",
+    "TurnStartPayload",
+    "ToolCallPayload",
+    "ToolResultPayload",
+    "FinalAnswerPayload",
+    "Timeouts",
+    "RunStartDecision",
+    "TurnStartDecision",
+    "ToolCallDecision",
+    "ToolResultDecision",
+    "FinalAnswerDecision",
+    "ToolOptions",
+];
+
+/// The binding's type for the schema definition `name`: from `table` (pairs of
+/// schema and binding names, in `codegen/src/<language>.rs`), else the
+/// definition's own name when every binding has it ([`SAME_NAME`]).
+pub(crate) fn reference<'a>(
+    name: Option<&'a str>,
+    table: &[(&str, &'a str)],
+    language: &str,
+) -> Result<&'a str, String> {
     let name = name.ok_or("a reference without its definition")?;
     let found = table.iter().find(|(schema, _)| *schema == name).map(|(_, binding)| *binding);
-    found.ok_or_else(|| {
+    found.or_else(|| SAME_NAME.contains(&name).then_some(name)).ok_or_else(|| {
         format!("no {language} type for the definition {name} (codegen/src/{}.rs)", language.to_lowercase())
     })
 }

@@ -7,38 +7,23 @@ use serde_json::Value;
 use crate::model::{Field, FieldType};
 use crate::names::{camel, reference};
 
-/// The Swift type of each definition a field may refer to.
+/// The Swift type of each definition a field may refer to, where it is not the
+/// definition's own name (`names::reference`).
 const REFERENCES: &[(&str, &str)] = &[
-    ("Message", "Message"),
     ("ToolCall", "ToolCallRequest"),
     ("ToolResult", "ToolResult"),
     ("Error", "FerruleError"),
     ("RunResult", "RunResult"),
     ("RunStatus", "Status"),
     ("RunState", "JSONValue"),
-    ("Interruption", "Interruption"),
-    ("Decision", "Decision"),
-    ("Usage", "Usage"),
     ("HookToolCall", "PayloadCall"),
-    ("RunStartPayload", "RunStartPayload"),
-    ("TurnStartPayload", "TurnStartPayload"),
-    ("ToolCallPayload", "ToolCallPayload"),
-    ("ToolResultPayload", "ToolResultPayload"),
-    ("FinalAnswerPayload", "FinalAnswerPayload"),
     ("AgentConfig", "AgentConfig"),
     ("ModelConfig", "ModelConfig"),
-    ("Timeouts", "Timeouts"),
     ("HistoryConfig", "History"),
     ("BuiltinToolsConfig", "BuiltinTools"),
     ("ToolChoice", "ToolChoice"),
     ("Execution", "String"),
     ("ProviderKind", "String"),
-    ("RunStartDecision", "RunStartDecision"),
-    ("TurnStartDecision", "TurnStartDecision"),
-    ("ToolCallDecision", "ToolCallDecision"),
-    ("ToolResultDecision", "ToolResultDecision"),
-    ("FinalAnswerDecision", "FinalAnswerDecision"),
-    ("ToolOptions", "ToolOptions"),
     ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),
     ("ScriptTurn", "JSONValue"),
