@@ -28,7 +28,7 @@ fn main() -> ExitCode {
         Ok(stale) if stale.is_empty() => ExitCode::SUCCESS,
         Ok(stale) => {
             for path in stale {
-                eprintln!("{}: stale; run `make generate` and commit it", path.display());
+                eprintln!("{}: stale or left over; run `make generate` and commit the change", path.display());
             }
             ExitCode::FAILURE
         }
@@ -58,5 +58,37 @@ fn run(root: &Path, check: bool) -> Result<Vec<PathBuf>, String> {
             std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
         }
     }
+    for path in leftovers(root)? {
+        stale.push(path.clone());
+        if !check {
+            std::fs::remove_file(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
     Ok(if check { stale } else { Vec::new() })
+}
+
+/// The binding sources with a generated file's name (`*_gen.go`,
+/// `*_gen.swift`, `*_gen.kt`) that no output makes any more: they would still
+/// be compiled.
+fn leftovers(root: &Path) -> Result<Vec<PathBuf>, String> {
+    let made: Vec<PathBuf> = outputs::OUTPUTS.iter().map(|output| root.join(output.path)).collect();
+    let mut found = Vec::new();
+    let mut folders =
+        vec![root.join("bindings/go"), root.join("bindings/swift/Sources"), root.join("bindings/kotlin/src")];
+    while let Some(folder) = folders.pop() {
+        let entries = std::fs::read_dir(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+        for entry in entries {
+            let path = entry.map_err(|e| format!("{}: {e}", folder.display()))?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            if path.is_dir() && !name.starts_with('.') {
+                folders.push(path);
+            } else if ["_gen.go", "_gen.swift", "_gen.kt"].iter().any(|end| name.ends_with(end))
+                && !made.contains(&path)
+            {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
 }

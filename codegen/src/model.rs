@@ -170,18 +170,23 @@ pub fn read_record(schema: &Value, name: &str) -> Result<Record, String> {
     Ok(Record { name: name.to_owned(), doc: doc_of(definition), fields })
 }
 
-/// The fields of an object's schema but its tag: those it requires first, in
+/// The fields of an object's schema but its tag (a constant `type`): those it requires first, in
 /// the order it requires them (the order the Rust type declares them), then the
 /// others by name. (The schema keeps its properties sorted by name, so the
 /// declared place of a field that is not required is not known: a field added
 /// that way lands among the optional ones by its name.)
 fn fields_of(object: &Value) -> Result<Vec<Field>, String> {
     let required: Vec<&str> = object["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-    let properties = object["properties"].as_object().into_iter().flatten().filter(|(key, _)| key.as_str() != "type");
+    let is_tag = |property: &Value| property.get("const").is_some();
+    let properties = object["properties"].as_object().into_iter().flatten();
+    let properties = properties.filter(|(key, property)| key.as_str() != "type" || !is_tag(property));
     let mut fields = properties
         .map(|(key, property)| {
-            let ty = field_type(property).map_err(|e| format!("{key}: {e}"))?;
+            let mut ty = field_type(property).map_err(|e| format!("{key}: {e}"))?;
             let required = required.contains(&key.as_str());
+            // Any JSON value that may be absent, with no default, is none when
+            // absent: a binding holds it as an optional value.
+            ty.nullable |= ty.kind == "any" && !required && property.get("default").is_none();
             Ok(Field {
                 json: key.clone(),
                 doc: doc_of(property),
@@ -215,7 +220,11 @@ pub(crate) fn field_type(property: &Value) -> Result<FieldType, String> {
     let (kind, nullable) = match &property["type"] {
         Value::String(kind) => (kind.as_str(), false),
         Value::Array(kinds) if kinds.len() == 2 && kinds[1] == "null" => (kinds[0].as_str().unwrap_or_default(), true),
-        Value::Null if ["oneOf", "allOf", "const", "enum"].iter().all(|key| property.get(key).is_none()) => {
+        Value::Null
+            if ["oneOf", "anyOf", "allOf", "not", "$ref", "const", "enum"]
+                .iter()
+                .all(|key| property.get(key).is_none()) =>
+        {
             return Ok(FieldType::of("any"));
         }
         other => return Err(format!("a type the generator does not know: {other}")),
@@ -266,6 +275,12 @@ mod tests {
         );
         let odd = json!({"$defs": {"E": {"oneOf": [{"properties": {"type": {"const": "x"}, "n": {"const": 1}}}]}}});
         assert!(read_union(&odd, "E").unwrap_err().contains("does not know"));
+        let three = json!({"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]});
+        assert!(field_type(&three).is_err(), "an anyOf of three is no value of any type");
+        assert!(field_type(&json!({"$ref": "https://example.com/x"})).is_err());
+        assert_eq!(field_type(&json!({"description": "Anything."})).unwrap(), FieldType::of("any"));
+        let typed = json!({"$defs": {"R": {"type": "object", "properties": {"type": {"type": "string"}}}}});
+        assert_eq!(read_record(&typed, "R").unwrap().fields[0].json, "type", "a field named type is a field");
     }
 
     #[test]
