@@ -136,7 +136,7 @@ func TestAHookErrorOrPanicOrAbortAbortsTheRun(t *testing.T) {
 func TestAHookThatTakesTooLongSeesItsContextCancelled(t *testing.T) {
 	cancelled := make(chan struct{})
 	cfg := Config{Model: Model{Provider: "scripted", Script: scriptOf(map[string]any{"text": "x"})},
-		HookTimeout: 20 * time.Millisecond,
+		HookTimeout: new(20 * time.Millisecond),
 		Hooks: []Hook{OnTurnStart(func(ctx context.Context, p TurnStartPayload) (TurnStartDecision, error) {
 			<-ctx.Done()
 			close(cancelled)

@@ -20,9 +20,9 @@ type Config struct {
 	// The history budget: requests leave out the oldest messages to stay within it; absent means
 	// none.
 	History *History `json:"history,omitempty"`
-	// Bound on one hook's decision in milliseconds; 0 means none. A hook that does not decide in
-	// time ends the run `failed` with `TIMEOUT`.
-	HookTimeout time.Duration `json:"-"`
+	// Bound on one hook's decision; 0 means none. A hook that does not decide in time ends the run
+	// `failed` with `TIMEOUT`.
+	HookTimeout *time.Duration `json:"-"`
 	// Calls of one parallel batch running at once.
 	MaxConcurrentTools int `json:"max_concurrent_tools,omitempty"`
 	// Model requests per run before it ends with `max_rounds`.
@@ -36,9 +36,8 @@ type Config struct {
 	// A JSON Schema (Draft 2020-12) the final answer must satisfy: the answer's text is parsed as
 	// JSON and validated, and the run result's `output` holds it.
 	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
-	// Bound on a whole run in milliseconds; 0 means none. At the deadline an in-flight model
-	// request is abandoned, running tools are cancelled, and the run ends `failed` with code
-	// `TIMEOUT`.
+	// Bound on a whole run; 0 means none. At the deadline an in-flight model request is abandoned,
+	// running tools are cancelled, and the run ends `failed` with code `TIMEOUT`.
 	RunTimeout time.Duration `json:"-"`
 	// The system prompt, sent before the transcript on every request (it is not part of the
 	// transcript).
@@ -47,7 +46,7 @@ type Config struct {
 	ToolChoice any `json:"tool_choice,omitempty"`
 	// `parallel` (default) or `sequential` for every batch.
 	ToolExecution string `json:"tool_execution,omitempty"`
-	// Default bound on one tool call in milliseconds; 0 means none.
+	// Default bound on one tool call; 0 means none.
 	ToolTimeout time.Duration `json:"-"`
 	// Hooks are consulted at their stages of every run (see Hook).
 	Hooks []Hook `json:"-"`
@@ -58,10 +57,10 @@ func (v Config) MarshalJSON() ([]byte, error) {
 	type plain Config
 	return json.Marshal(struct {
 		plain
-		HookTimeoutMS int64 `json:"hook_timeout_ms,omitempty"`
-		RunTimeoutMS  int64 `json:"run_timeout_ms,omitempty"`
-		ToolTimeoutMS int64 `json:"tool_timeout_ms,omitempty"`
-	}{plain(v), millis(v.HookTimeout), millis(v.RunTimeout), millis(v.ToolTimeout)})
+		HookTimeoutMS *int64 `json:"hook_timeout_ms,omitempty"`
+		RunTimeoutMS  int64  `json:"run_timeout_ms,omitempty"`
+		ToolTimeoutMS int64  `json:"tool_timeout_ms,omitempty"`
+	}{plain(v), optional(v.HookTimeout, millis), millis(v.RunTimeout), millis(v.ToolTimeout)})
 }
 
 // Model is the `model` object.
@@ -91,9 +90,8 @@ type Model struct {
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// The model name.
 	Name string `json:"name,omitempty"`
-	// The first retry's delay in milliseconds (doubling, with jitter), unless the provider says how
-	// long to wait.
-	RetryBackoff time.Duration `json:"-"`
+	// The first retry's delay (doubling, with jitter), unless the provider says how long to wait.
+	RetryBackoff *time.Duration `json:"-"`
 	// The scripted model's turns.
 	Script json.RawMessage `json:"script,omitempty"`
 	// OpenAI Responses: the server keeps the history (`store: true`), and each request of a run
@@ -114,8 +112,8 @@ func (v Model) MarshalJSON() ([]byte, error) {
 	type plain Model
 	return json.Marshal(struct {
 		plain
-		RetryBackoffMS int64 `json:"retry_backoff_ms,omitempty"`
-	}{plain(v), millis(v.RetryBackoff)})
+		RetryBackoffMS *int64 `json:"retry_backoff_ms,omitempty"`
+	}{plain(v), optional(v.RetryBackoff, millis)})
 }
 
 // Timeouts is request timeouts in milliseconds; 0 means none. The defaults keep a dead connection
@@ -126,11 +124,11 @@ func (v Model) MarshalJSON() ([]byte, error) {
 // sent as the JSON's whole count of milliseconds (or seconds), rounded up.
 type Timeouts struct {
 	// Establishing the connection (default 30 s).
-	Connect time.Duration `json:"-"`
+	Connect *time.Duration `json:"-"`
 	// Until the response headers arrive (default 10 min).
-	FirstByte time.Duration `json:"-"`
+	FirstByte *time.Duration `json:"-"`
 	// Between two chunks of a stream (default 5 min).
-	Idle time.Duration `json:"-"`
+	Idle *time.Duration `json:"-"`
 	// The whole request, retries not included (default none).
 	Total time.Duration `json:"-"`
 }
@@ -140,11 +138,11 @@ func (v Timeouts) MarshalJSON() ([]byte, error) {
 	type plain Timeouts
 	return json.Marshal(struct {
 		plain
-		ConnectMS   int64 `json:"connect_ms,omitempty"`
-		FirstByteMS int64 `json:"first_byte_ms,omitempty"`
-		IdleMS      int64 `json:"idle_ms,omitempty"`
-		TotalMS     int64 `json:"total_ms,omitempty"`
-	}{plain(v), millis(v.Connect), millis(v.FirstByte), millis(v.Idle), millis(v.Total)})
+		ConnectMS   *int64 `json:"connect_ms,omitempty"`
+		FirstByteMS *int64 `json:"first_byte_ms,omitempty"`
+		IdleMS      *int64 `json:"idle_ms,omitempty"`
+		TotalMS     int64  `json:"total_ms,omitempty"`
+	}{plain(v), optional(v.Connect, millis), optional(v.FirstByte, millis), optional(v.Idle, millis), millis(v.Total)})
 }
 
 // History is the `history` configuration.
@@ -169,7 +167,7 @@ type BuiltinTools struct {
 	// Key variables bash commands may see after all: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY` and the
 	// model's `api_key_env` are removed from their environment unless named here.
 	BashPassEnv []string `json:"bash_pass_env,omitempty"`
-	// The bash timeout in seconds when a call gives none (default: none).
+	// The bash timeout when a call gives none (default: none).
 	BashTimeout time.Duration `json:"-"`
 	// Refuse paths outside the working directory (symlinks followed).
 	Confine bool `json:"confine,omitempty"`
@@ -206,10 +204,25 @@ func seconds(d time.Duration) int64 {
 	return whole(d, time.Second)
 }
 
-// whole is d in whole units, rounded up when positive.
-func whole(d, unit time.Duration) int64 {
-	if d > 0 {
-		return int64((d + unit - 1) / unit)
+// optional is *d in whole units, or nil (left out) for no duration.
+func optional(d *time.Duration, unit func(time.Duration) int64) *int64 {
+	if d == nil {
+		return nil
 	}
-	return int64(d / unit)
+	count := unit(*d)
+	return &count
+}
+
+// whole is d in whole units, rounded up when positive (without overflow, so
+// that math.MaxInt64 stays the longest bound) and kept below zero when
+// negative.
+func whole(d, unit time.Duration) int64 {
+	count := int64(d / unit)
+	switch remainder := d % unit; {
+	case remainder > 0:
+		count++
+	case remainder < 0 && count == 0:
+		count = -1
+	}
+	return count
 }

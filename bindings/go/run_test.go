@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"runtime"
 	"sync"
@@ -249,23 +250,9 @@ func TestInvalidConfigurationsAreErrorsWithTheirCodes(t *testing.T) {
 	}
 }
 
-func TestConfigMarshalsToTheConfigurationJSON(t *testing.T) {
-	stream := false
-	retries := 0
-	config := Config{
-		Model:       Model{Provider: "openai", Name: "gpt", Stream: &stream, MaxRetries: &retries, Timeouts: &Timeouts{Idle: time.Second}},
-		ToolChoice:  ToolChoiceName{Name: "lookup"},
-		ToolTimeout: 1500 * time.Millisecond, BuiltinTools: &BuiltinTools{Allowed: []string{}, Confine: true, BashTimeout: 1500 * time.Millisecond},
-		HookTimeout: 2 * time.Second, History: &History{MaxInputTokens: 8000},
-		Hooks: []Hook{OnRunStart(func(context.Context, RunStartPayload) (RunStartDecision, error) { return RunStartDecision{}, nil })},
-	}
-	data, err := json.Marshal(config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := `{"model":{"provider":"openai","name":"gpt","stream":false,"max_retries":0,"timeouts":{"idle_ms":1000}},` +
-		`"tool_choice":{"name":"lookup"},"tool_timeout_ms":1500,"builtin_tools":{"allowed":[],"confine":true,"bash_timeout_s":2},` +
-		`"hook_timeout_ms":2000,"history":{"max_input_tokens":8000}}`
+// assertSameJSON fails the test unless data and want are the same JSON document.
+func assertSameJSON(t *testing.T, data []byte, want string) {
+	t.Helper()
 	var got, wanted any
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
@@ -276,6 +263,38 @@ func TestConfigMarshalsToTheConfigurationJSON(t *testing.T) {
 	if !reflect.DeepEqual(got, wanted) {
 		t.Errorf("got  %s\nwant %s", data, want)
 	}
+}
+
+func TestDurationsRoundUpWithoutOverflowAndStayNegative(t *testing.T) {
+	config := Config{Model: Model{Provider: "scripted"}, RunTimeout: math.MaxInt64, ToolTimeout: -time.Microsecond,
+		BuiltinTools: &BuiltinTools{BashTimeout: time.Nanosecond}}
+	data, err := json.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":{"provider":"scripted"},"run_timeout_ms":9223372036855,"tool_timeout_ms":-1,` +
+		`"builtin_tools":{"allowed":null,"bash_timeout_s":1}}`
+	assertSameJSON(t, data, want)
+}
+
+func TestConfigMarshalsToTheConfigurationJSON(t *testing.T) {
+	stream := false
+	retries := 0
+	config := Config{
+		Model:       Model{Provider: "openai", Name: "gpt", Stream: &stream, MaxRetries: &retries, Timeouts: &Timeouts{Idle: new(time.Second), Connect: new(time.Duration(0))}},
+		ToolChoice:  ToolChoiceName{Name: "lookup"},
+		ToolTimeout: 1500 * time.Millisecond, BuiltinTools: &BuiltinTools{Allowed: []string{}, Confine: true, BashTimeout: 1500 * time.Millisecond},
+		HookTimeout: new(2 * time.Second), History: &History{MaxInputTokens: 8000},
+		Hooks: []Hook{OnRunStart(func(context.Context, RunStartPayload) (RunStartDecision, error) { return RunStartDecision{}, nil })},
+	}
+	data, err := json.Marshal(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":{"provider":"openai","name":"gpt","stream":false,"max_retries":0,"timeouts":{"idle_ms":1000,"connect_ms":0}},` +
+		`"tool_choice":{"name":"lookup"},"tool_timeout_ms":1500,"builtin_tools":{"allowed":[],"confine":true,"bash_timeout_s":2},` +
+		`"hook_timeout_ms":2000,"history":{"max_input_tokens":8000}}`
+	assertSameJSON(t, data, want)
 }
 
 func TestARunTimeoutEndsTheRunFailedWithTimeout(t *testing.T) {

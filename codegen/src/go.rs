@@ -12,6 +12,7 @@ use crate::names::{pascal_with, reference, INITIALISMS};
 /// The Go type of each definition a field may refer to, where it is not the
 /// definition's own name (`names::reference`).
 const REFERENCES: &[(&str, &str)] = &[
+    ("Content", "[]Part"),
     ("ToolCall", "ToolCall"),
     ("ToolResult", "ToolResult"),
     ("Error", "Error"),
@@ -116,10 +117,17 @@ pub fn input_field(field: &Field) -> Result<InputField, String> {
     let go = type_of(&FieldType { nullable: false, ..ty.clone() })?;
     let scalar = matches!(ty.kind.as_str(), "integer" | "number" | "boolean");
     let document = go.starts_with(|c: char| c.is_ascii_uppercase());
-    let go = match unit {
-        Some(_) => "time.Duration".to_owned(),
-        None if !field.required && ((scalar && !zero_is_default) || document) => format!("*{go}"),
-        None => go,
+    let pointer = !field.required && ((scalar && !zero_is_default) || document);
+    let go = match (unit, pointer) {
+        (Some(_), false) => "time.Duration".to_owned(),
+        (Some(_), true) => "*time.Duration".to_owned(),
+        (None, true) => format!("*{go}"),
+        (None, false) => go,
+    };
+    // A Go duration is no count of a unit: the JSON's unit is the wire's business.
+    let doc = match unit {
+        Some(_) => field.doc.replace(" in milliseconds", "").replace(" in seconds", ""),
+        None => field.doc.clone(),
     };
     let keeps_null = ty.nullable && matches!(ty.kind.as_str(), "array" | "map");
     let omit = if field.required || keeps_null { "" } else { ",omitempty" };
@@ -129,7 +137,7 @@ pub fn input_field(field: &Field) -> Result<InputField, String> {
         json: field.json.clone(),
         tag: format!("{}{omit}", field.json),
         unit: unit.map(|(_, convert)| convert),
-        doc: field.doc.clone(),
+        doc,
     })
 }
 
@@ -215,6 +223,15 @@ mod tests {
             ("Idle", "time.Duration", Some("millis"))
         );
         assert_eq!(go(&Field::optional("bash_timeout_s", FieldType::of("integer"))).unit, Some("seconds"));
+        let bounded = Field {
+            default: Some(json!(60000)),
+            minimum: Some(0.0),
+            doc: "Bound on a decision in milliseconds; 0 means none.".into(),
+            ..Field::optional("hook_timeout_ms", FieldType::of("integer"))
+        };
+        let bounded = go(&bounded);
+        assert_eq!(bounded.ty, "*time.Duration", "0 (none) is not the default 60 s");
+        assert_eq!(bounded.doc, "Bound on a decision; 0 means none.");
         let document =
             Field::optional("history", FieldType { name: Some("HistoryConfig".into()), ..FieldType::of("ref") });
         assert_eq!((go(&document).ty.as_str(), go(&document).tag.as_str()), ("*History", "history,omitempty"));
