@@ -152,8 +152,8 @@ test-kotlin: kotlin-native judge
 	@mkdir -p $(dir $(KOTLIN_README))
 	{ echo 'package readme'; awk '/^# Kotlin quick start$$/ { found = 1 } found && /^```kotlin/ { code = 1; next } \
 		code && /^```/ { exit } code' docs/kotlin.md; } > $(KOTLIN_README)
-	out=$$(cd examples/kotlin && $(KOTLIN_MVN) compile exec:java -Dferrule.library.path=$(CURDIR)/$(BUILD)/no-library) && \
-		echo "$$out" && echo "$$out" | grep -q "answer: C-100 is on the Gold plan."
+	out=$$(cd examples/kotlin && $(KOTLIN_MVN) compile exec:java -Dferrule.library.path=$(CURDIR)/$(BUILD)/no-library) || \
+		{ echo "$$out"; exit 1; }; echo "$$out" && echo "$$out" | grep -q "answer: C-100 is on the Gold plan."
 
 # The lookup example (a real model when its key is set).
 demo-kotlin: kotlin-jar

@@ -88,6 +88,41 @@ type ToolCall struct {
 	Arguments string `json:"arguments"`
 }
 
+// ToolResult is a tool's result (final, or provisional in an update).
+//
+// `content` and `is_error` reach the model; `details`, `display`, `title` and `summary` are for the
+// host's UI only.
+type ToolResult struct {
+	// Deferred tools this result discloses to the model for the rest of the run.
+	AddedTools []string `json:"added_tools,omitempty"`
+	// What the model sees.
+	Content []Part `json:"content"`
+	// Structured data for the UI and logs.
+	Details json.RawMessage `json:"details,omitempty"`
+	// A renderer hint: `diff`, `terminal`, `table`, `json`, `markdown`.
+	Display string `json:"display,omitempty"`
+	// The call failed; the content says why, for the model.
+	IsError bool `json:"is_error"`
+	// A one-line account of what happened.
+	Summary string `json:"summary,omitempty"`
+	// Ask the run to stop after this batch (honoured only when every call asks).
+	Terminate bool `json:"terminate"`
+	// A card heading when the tool name is not it.
+	Title string `json:"title,omitempty"`
+	// Tokens the tool spent on model calls of its own.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// UnmarshalJSON reads the JSON; a null value becomes nil.
+func (r *ToolResult) UnmarshalJSON(data []byte) error {
+	type plain ToolResult
+	if err := json.Unmarshal(data, (*plain)(r)); err != nil {
+		return err
+	}
+	nilIfNull(&r.Details)
+	return nil
+}
+
 // PayloadCall is a call as a hook sees it: its arguments parsed.
 type PayloadCall struct {
 	// The call's id.

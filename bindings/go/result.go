@@ -102,18 +102,5 @@ func Resume(state json.RawMessage, decisions map[string]Decision) Input {
 	return Input{json: data}
 }
 
-// ToolResult is a tool's result with more than text: content for the model,
-// and details for the host's UI that never reach the model.
-type ToolResult struct {
-	Content    []Part   `json:"content"`
-	IsError    bool     `json:"is_error,omitempty"`
-	Terminate  bool     `json:"terminate,omitempty"`
-	Details    any      `json:"details,omitempty"`
-	Display    string   `json:"display,omitempty"`
-	Title      string   `json:"title,omitempty"`
-	Summary    string   `json:"summary,omitempty"`
-	AddedTools []string `json:"added_tools,omitempty"`
-}
-
 // Text joins the result's text parts.
 func (r ToolResult) Text() string { return Message{Content: r.Content}.Text() }

@@ -159,7 +159,7 @@ func TestEveryKindOfResult(t *testing.T) {
 		NewRawTool("text", "", nil, func(context.Context, *Call, json.RawMessage) (any, error) { return "plain", nil }),
 		NewRawTool("rich", "", nil, func(context.Context, *Call, json.RawMessage) (any, error) {
 			return ToolResult{Content: []Part{Text("rich"), Image("image/png", []byte{0x89, 'P', 'N', 'G'})},
-				Details: map[string]int{"rows": 2}, Title: "Rich"}, nil
+				Details: json.RawMessage(`{"rows": 2}`), Title: "Rich", Usage: &Usage{InputTokens: 7, OutputTokens: 3}}, nil
 		}),
 		NewTool("record", "", func(context.Context, *Call, struct{}) (record, error) { return record{"r1", 7}, nil }),
 		NewRawTool("failing", "", nil, func(context.Context, *Call, json.RawMessage) (any, error) {
@@ -207,14 +207,15 @@ func TestEveryKindOfResult(t *testing.T) {
 	if image := results[1].Content[1]; image.Type != "image" || string(image.Data) != "\x89PNG" {
 		t.Errorf("image %+v", image)
 	}
-	// Details and the title reach the host's events, never the model.
+	// Details, the title and the tool's own usage reach the host's events, never the model.
 	var rich *ToolExecutionEndEvent
 	for _, end := range ends {
 		if end.Name == "rich" {
 			rich = end
 		}
 	}
-	if rich == nil || rich.Result.Title != "Rich" || !reflect.DeepEqual(rich.Result.Details, map[string]any{"rows": float64(2)}) {
+	if rich == nil || rich.Result.Title != "Rich" || string(rich.Result.Details) != `{"rows":2}` ||
+		rich.Result.Usage == nil || rich.Result.Usage.InputTokens != 7 || rich.Result.Usage.OutputTokens != 3 {
 		t.Errorf("rich end event %+v", rich)
 	}
 }

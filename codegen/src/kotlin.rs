@@ -10,6 +10,7 @@ use crate::names::{camel_with, reference};
 /// The Kotlin type of each definition a field may refer to, where it is not the
 /// definition's own name (`names::reference`).
 const REFERENCES: &[(&str, &str)] = &[
+    ("Content", "List<Part>"),
     ("ToolCall", "ToolCallRequest"),
     ("ToolResult", "JsonObject"),
     ("Error", "RunError"),
@@ -29,9 +30,17 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ScriptTurn", "JsonElement"),
 ];
 
-/// The name of the Kotlin type generated for the schema definition `definition`.
+/// The records the hand-written layer gives factory functions
+/// (`ToolResult.text`): their classes have a companion object.
+pub const COMPANIONS: &[&str] = &["ToolResult"];
+
+/// The name of the Kotlin type generated for the schema definition
+/// `definition`. A definition whose fields elsewhere hold its raw JSON (a
+/// tool result in an event, which a hostile tool may have shaped) keeps its
+/// own name for its class.
 pub fn type_name(definition: &str) -> Result<String, String> {
-    Ok(reference(Some(definition), REFERENCES, "Kotlin")?.to_owned())
+    let name = reference(Some(definition), REFERENCES, "Kotlin")?;
+    Ok(if name.starts_with("Json") { definition.to_owned() } else { name.to_owned() })
 }
 
 /// A JSON field name as a Kotlin property name: initialisms too are words

@@ -38,6 +38,7 @@ const RECORDS: Concept = Concept::Records(&[
     "Decision",
     "Usage",
     "ToolCall",
+    "ToolResult",
     "HookToolCall",
     "RunStartPayload",
     "TurnStartPayload",

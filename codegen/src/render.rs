@@ -48,6 +48,7 @@ pub fn environment() -> Result<Environment<'static>, String> {
         crate::go::input_field(&field).map(Serde).map_err(template_error)
     });
     env.add_function("go_host_fields", |definition: String| Serde(crate::go::host_fields(&definition)));
+    env.add_function("swift_host_members", |definition: String| Serde(crate::swift::host_members(&definition)));
     env.add_filter("kotlin_parameter", |field: minijinja::Value, input: bool| {
         crate::kotlin::parameter(&read_back(field, "field")?, input).map_err(template_error)
     });
@@ -118,7 +119,8 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
                 record.fields.retain(|field| !LEFT_OUT.contains(&(record.name.as_str(), field.json.as_str())));
             }
             let input = matches!(output.concept, Concept::Inputs(_));
-            minijinja::context! { header => HEADER, records => Serde(&records), input => input }
+            minijinja::context! { header => HEADER, records => Serde(&records), input => input,
+            companions => Serde(crate::kotlin::COMPANIONS) }
         }
         Concept::Decisions(definitions) => {
             let decisions =

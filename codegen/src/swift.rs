@@ -10,6 +10,7 @@ use crate::names::{camel, reference};
 /// The Swift type of each definition a field may refer to, where it is not the
 /// definition's own name (`names::reference`).
 const REFERENCES: &[(&str, &str)] = &[
+    ("Content", "[Part]"),
     ("ToolCall", "ToolCallRequest"),
     ("ToolResult", "ToolResult"),
     ("Error", "FerruleError"),
@@ -28,6 +29,30 @@ const REFERENCES: &[(&str, &str)] = &[
     ("OnError", "String"),
     ("ScriptTurn", "JSONValue"),
 ];
+
+/// Stored properties a Swift struct has beyond its JSON (never read or
+/// written by its `Codable`, visible only inside the package): the
+/// definition, the property's declaration and its doc comment.
+const HOST_MEMBERS: &[(&str, &str, &str)] = &[(
+    "ToolResult",
+    "var rawJSON: String? = nil",
+    "Result JSON sent as it is, in place of the fields above (`ToolResult.json`).",
+)];
+
+/// A stored property beyond the JSON: its declaration and doc comment.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HostMember {
+    pub declaration: String,
+    pub doc: String,
+}
+
+/// The stored properties a Swift struct has beyond the JSON of `definition`.
+pub fn host_members(definition: &str) -> Vec<HostMember> {
+    let members = HOST_MEMBERS.iter().filter(|(of, ..)| *of == definition);
+    members
+        .map(|(_, declaration, doc)| HostMember { declaration: (*declaration).to_owned(), doc: (*doc).to_owned() })
+        .collect()
+}
 
 /// The Swift case of each choice of a hook decision that is not its key in
 /// lower camel case, by key (`""` is `{}`), for every decision (`*`) or one.

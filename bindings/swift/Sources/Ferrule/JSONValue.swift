@@ -3,7 +3,9 @@ import Foundation
 /// Any JSON value: tool arguments, result details, hook payload pieces,
 /// structured output. A whole number that fits in Int64 reads as `.integer`
 /// (`1.0` too), so 64-bit ids survive a round trip; any other number reads as
-/// `.number`, a Double. Objects do not keep their keys' order.
+/// `.number`, a Double. A whole `.number` beyond Int64 writes as a whole
+/// number (at most UInt64.max), so that a saturated count in a run's state
+/// stays a count. Objects do not keep their keys' order.
 public enum JSONValue: Sendable, Hashable, Codable {
     case null
     case bool(Bool)
@@ -38,6 +40,8 @@ public enum JSONValue: Sendable, Hashable, Codable {
         case .null: try container.encodeNil()
         case .bool(let value): try container.encode(value)
         case .integer(let value): try container.encode(value)
+        case .number(let value) where value >= 0x1p63 && value <= 0x1p64 && value.rounded() == value:
+            try container.encode(value >= 0x1p64 ? UInt64.max : UInt64(value))
         case .number(let value): try container.encode(value)
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)

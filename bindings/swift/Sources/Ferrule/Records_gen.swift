@@ -244,6 +244,93 @@ public struct ToolCallRequest: Sendable, Hashable, Codable {
     }
 }
 
+/// A tool's result (final, or provisional in an update).
+///
+/// `content` and `is_error` reach the model; `details`, `display`, `title` and `summary` are for
+/// the host's UI only.
+public struct ToolResult: Sendable, Hashable, Codable {
+    /// Deferred tools this result discloses to the model for the rest of the run.
+    public var addedTools: [String]
+    /// What the model sees.
+    public var content: [Part]
+    /// Structured data for the UI and logs.
+    public var details: JSONValue?
+    /// A renderer hint: `diff`, `terminal`, `table`, `json`, `markdown`.
+    public var display: String?
+    /// The call failed; the content says why, for the model.
+    public var isError: Bool
+    /// A one-line account of what happened.
+    public var summary: String?
+    /// Ask the run to stop after this batch (honoured only when every call asks).
+    public var terminate: Bool
+    /// A card heading when the tool name is not it.
+    public var title: String?
+    /// Tokens the tool spent on model calls of its own.
+    public var usage: Usage?
+    /// Result JSON sent as it is, in place of the fields above (`ToolResult.json`).
+    var rawJSON: String? = nil
+
+    public init(
+        addedTools: [String] = [],
+        content: [Part] = [],
+        details: JSONValue? = nil,
+        display: String? = nil,
+        isError: Bool = false,
+        summary: String? = nil,
+        terminate: Bool = false,
+        title: String? = nil,
+        usage: Usage? = nil
+    ) {
+        self.addedTools = addedTools
+        self.content = content
+        self.details = details
+        self.display = display
+        self.isError = isError
+        self.summary = summary
+        self.terminate = terminate
+        self.title = title
+        self.usage = usage
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case addedTools = "added_tools"
+        case content
+        case details
+        case display
+        case isError = "is_error"
+        case summary
+        case terminate
+        case title
+        case usage
+    }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        addedTools = try container.decodeIfPresent([String].self, forKey: .addedTools) ?? []
+        content = try container.decodeIfPresent([Part].self, forKey: .content) ?? []
+        details = try container.decodeIfPresent(JSONValue.self, forKey: .details)
+        display = try container.decodeIfPresent(String.self, forKey: .display)
+        isError = try container.decodeIfPresent(Bool.self, forKey: .isError) ?? false
+        summary = try container.decodeIfPresent(String.self, forKey: .summary)
+        terminate = try container.decodeIfPresent(Bool.self, forKey: .terminate) ?? false
+        title = try container.decodeIfPresent(String.self, forKey: .title)
+        usage = try container.decodeIfPresent(Usage.self, forKey: .usage)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        if addedTools != [] { try container.encode(addedTools, forKey: .addedTools) }
+        try container.encode(content, forKey: .content)
+        try container.encodeIfPresent(details, forKey: .details)
+        try container.encodeIfPresent(display, forKey: .display)
+        try container.encode(isError, forKey: .isError)
+        try container.encodeIfPresent(summary, forKey: .summary)
+        try container.encode(terminate, forKey: .terminate)
+        try container.encodeIfPresent(title, forKey: .title)
+        try container.encodeIfPresent(usage, forKey: .usage)
+    }
+}
+
 /// A call as a hook sees it: its arguments parsed.
 public struct PayloadCall: Sendable, Hashable, Codable {
     /// The call's id.

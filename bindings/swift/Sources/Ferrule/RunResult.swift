@@ -2,7 +2,9 @@ import Foundation
 
 extension RunResult {
     /// The state as JSON to store (plain JSON, portable to another process) and
-    /// give to `RunInput.resume`; nil unless the run was interrupted.
+    /// give to `RunInput.resume`; nil unless the run was interrupted. It is
+    /// `state` written again: the same document, not the same bytes (key order
+    /// and number spelling may differ).
     public var stateJSON: Data? {
         state.flatMap { $0 == .null ? nil : try? JSONCoding.encode($0) }
     }

@@ -252,6 +252,11 @@ final class RunTests: XCTestCase {
         XCTAssertEqual(usage.outputTokens, 3)
         XCTAssertEqual(try JSONValue(json: "[1, 2.5, 9007199254740993]"), [1, 2.5, .integer(9_007_199_254_740_993)])
         XCTAssertThrowsError(try JSONValue.number(.nan).jsonText())
+        // A state whose saturated count is beyond Int64 writes it back as a count, which resume takes.
+        let state = try JSONValue(json: #"{"usage": {"input_tokens": 18446744073709551615}, "big": 1e300}"#)
+        let text = try state.jsonText()
+        XCTAssertEqual(try JSONValue(json: text), state, "the same document")
+        XCTAssertTrue(text.contains("18446744073709551615") && text.contains("e+300"), text)
     }
 
     func testATemporaryRunsEventsRunToTheEnd() async throws {

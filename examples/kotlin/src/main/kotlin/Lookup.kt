@@ -9,6 +9,7 @@ import dev.ferrule.Library
 import dev.ferrule.ModelConfig
 import dev.ferrule.RunInput
 import dev.ferrule.tool
+import dev.ferrule.text
 import dev.ferrule.toolResult
 import kotlinx.coroutines.runBlocking
 import kotlinx.serialization.SerialName

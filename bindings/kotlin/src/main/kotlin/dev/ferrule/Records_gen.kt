@@ -83,6 +83,36 @@ data class ToolCallRequest(
     val arguments: String,
 )
 
+/**
+ * A tool's result (final, or provisional in an update).
+ *
+ * `content` and `is_error` reach the model; `details`, `display`, `title` and `summary` are for the
+ * host's UI only.
+ */
+@Serializable
+data class ToolResult(
+    /** Deferred tools this result discloses to the model for the rest of the run. */
+    @SerialName("added_tools") val addedTools: List<String> = emptyList(),
+    /** What the model sees. */
+    @EncodeDefault val content: List<Part> = emptyList(),
+    /** Structured data for the UI and logs. */
+    val details: JsonElement? = null,
+    /** A renderer hint: `diff`, `terminal`, `table`, `json`, `markdown`. */
+    val display: String? = null,
+    /** The call failed; the content says why, for the model. */
+    @EncodeDefault @SerialName("is_error") val isError: Boolean = false,
+    /** A one-line account of what happened. */
+    val summary: String? = null,
+    /** Ask the run to stop after this batch (honoured only when every call asks). */
+    @EncodeDefault val terminate: Boolean = false,
+    /** A card heading when the tool name is not it. */
+    val title: String? = null,
+    /** Tokens the tool spent on model calls of its own. */
+    val usage: Usage? = null,
+) {
+    companion object
+}
+
 /** A call as a hook sees it: its arguments parsed. */
 @Serializable
 data class PayloadCall(

@@ -95,14 +95,14 @@ class EventsTest {
         val progress = Tool("progress", "Reports progress.") { call ->
             call.update(ToolResult.text("half way"))
             call.update(""" "three quarters" """)
-            ToolResult(listOf(Part.text("done")), title = "Progress").json
+            ToolResult(content = listOf(Part.text("done")), title = "Progress").json
         }
         Agent(scripted(callTurn("c1", "progress"), answerTurn("Done.")), listOf(progress)).use { agent ->
             val events = agent.start(RunInput.prompt("Go.")).use { it.events.toList() }
             assertEquals(listOf("half way", "three quarters"),
                 events.filterIsInstance<Event.ToolExecutionUpdate>().map { it.partialResult.text })
             val end = events.filterIsInstance<Event.ToolExecutionEnd>().single()
-            assertEquals(ToolResult(listOf(Part.text("done")), title = "Progress"), end.toolResult)
+            assertEquals(ToolResult(content = listOf(Part.text("done")), title = "Progress"), end.toolResult)
         }
     }
 

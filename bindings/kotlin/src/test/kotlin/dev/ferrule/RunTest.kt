@@ -171,7 +171,7 @@ class RaceTest {
             repeat(1000) {
                 val run = agent.start(RunInput.prompt("Go."))
                 val awaiting = async(kotlinx.coroutines.Dispatchers.Default) {
-                    runCatching { run.await().status }
+                    runCatching { run.await() }
                 }
                 val others = listOf(
                     launch(kotlinx.coroutines.Dispatchers.Default) { run.cancel() },
@@ -179,8 +179,8 @@ class RaceTest {
                     launch(kotlinx.coroutines.Dispatchers.Default) { run.close() },
                 )
                 others.forEach { it.join() }
-                val status = withTimeout(10_000) { awaiting.await() }
-                status.onSuccess { assertTrue(it == Status.CANCELLED || it == Status.COMPLETED, "$it") }
+                val ended = withTimeout(10_000) { awaiting.await() }
+                ended.onSuccess { assertTrue(it.status == Status.CANCELLED || it.status == Status.COMPLETED, "$it") }
                     .onFailure { assertTrue(it is FerruleException && it.code == ErrorCode.INVALID_ARG, "$it") }
             }
         }
@@ -228,7 +228,7 @@ class TypedToolTest {
         val seen = java.util.concurrent.atomic.AtomicReference<Lookup>()
         val lookup = tool<Lookup, ToolResult>("lookup", "Looks a customer up.") { _, args ->
             seen.set(args)
-            ToolResult(listOf(Part.text("${args.customerId} is gold")), details = JsonPrimitive(args.limit))
+            ToolResult(content = listOf(Part.text("${args.customerId} is gold")), details = JsonPrimitive(args.limit))
         }
         assertEquals(FerruleJson.parseToJsonElement("""{"type": "object", "properties": {
             "customer_id": {"type": "string"}, "limit": {"type": "integer"},
