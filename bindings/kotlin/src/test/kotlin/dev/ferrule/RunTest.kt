@@ -167,7 +167,8 @@ class RaceTest {
             kotlinx.coroutines.delay((0L..2L).random())
             "\"done\""
         }
-        Agent(scripted(callTurn("c1", "wait"), answerTurn("Done.")), listOf(waiting)).use { agent ->
+        // An injection that lands after the answer is answered in a third turn.
+        Agent(scripted(callTurn("c1", "wait"), answerTurn("Done."), answerTurn("Also done.")), listOf(waiting)).use { agent ->
             repeat(1000) {
                 val run = agent.start(RunInput.prompt("Go."))
                 val awaiting = async(kotlinx.coroutines.Dispatchers.Default) {
