@@ -6,8 +6,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::decisions::Choice;
-use crate::model::{Field, FieldType};
+use crate::model::{Field, FieldType, FlatField, FlatMember};
 use crate::names::{pascal_with, reference, INITIALISMS};
+use crate::outputs::Rename;
 
 /// The Go type of each definition a field may refer to, where it is not the
 /// definition's own name (`names::reference`).
@@ -29,7 +30,14 @@ const REFERENCES: &[(&str, &str)] = &[
     ("Execution", "string"),
     ("ProviderKind", "string"),
     ("ScriptTurn", "json.RawMessage"),
+    ("Origin", "string"),
+    ("StopReason", "string"),
 ];
+
+/// The fields of a message or part Go holds under a name of their own: a
+/// redacted_thinking part's data is opaque text, where an image's or a file's
+/// is bytes.
+pub const FLAT_RENAMES: &[Rename] = &[("Part", "redacted_thinking", "data", "redacted")];
 
 /// Fields a Go document has beyond its JSON (never written): the document's
 /// definition, the field's name and type, and its doc comment.
@@ -161,6 +169,53 @@ pub fn choice_field(choice: &Choice) -> Result<InputField, String> {
         unit: None,
         doc: choice.doc.clone(),
     })
+}
+
+/// The Go type of a field of a message or part: base64 text is bytes; a
+/// field another variant lacks is a pointer only to a document (a string that
+/// may be absent is empty).
+pub fn flat_type(ty: &FieldType) -> Result<String, String> {
+    let go = type_of(&FieldType { nullable: false, ..ty.clone() })?;
+    Ok(match (ty.kind.as_str(), ty.encoding.as_deref()) {
+        ("string", Some("base64")) => "[]byte".to_owned(),
+        _ if ty.nullable && go.starts_with(|c: char| c.is_ascii_uppercase()) => format!("*{go}"),
+        _ => go,
+    })
+}
+
+/// A variant's field in the Go struct of that variant's JSON (`wire*`), and
+/// how it converts from and to the Go field that holds it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct WireMember {
+    /// The Go field's name (of both structs).
+    pub name: String,
+    pub wire_type: String,
+    /// Its JSON name, and `omitempty` where ferrule leaves it out.
+    pub tag: String,
+    /// The wire value made of the Go value `v.<name>`.
+    pub to_wire: String,
+    /// The Go value made of the wire value `w.<name>`.
+    pub from_wire: String,
+}
+
+/// How a variant's field crosses: content (`[]Part`) as the `content` type,
+/// which reads a string too; bytes as `base64Bytes`, which reads any base64;
+/// a variant's text as the content's text (`partsText`, `textParts`).
+pub fn member(member: &FlatMember, flat: &FlatField) -> Result<WireMember, String> {
+    let name = field_name(&member.key);
+    let go = flat_type(&flat.ty)?;
+    let (wire_type, to_wire, from_wire) = match go.as_str() {
+        _ if member.as_text => ("string".to_owned(), format!("partsText(v.{name})"), format!("textParts(w.{name})")),
+        "[]Part" => ("content".to_owned(), format!("content(v.{name})"), format!("[]Part(w.{name})")),
+        "[]byte" => ("base64Bytes".to_owned(), format!("base64Bytes(v.{name})"), format!("[]byte(w.{name})")),
+        _ => (go, format!("v.{name}"), format!("w.{name}")),
+    };
+    // As ferrule does, a field with a default is written, where Go's zero
+    // value is one (`false`, `[]`); left out when its zero is none (`""`, nil).
+    let zero_fits = wire_type == "bool" || wire_type == "content" || wire_type.starts_with("[]");
+    let written = member.field.required || (member.field.default.is_some() && zero_fits);
+    let omit = if written { "" } else { ",omitempty" };
+    Ok(WireMember { name, wire_type, tag: format!("{}{omit}", member.field.json), to_wire, from_wire })
 }
 
 /// The fields a Go document has beyond the JSON of `definition`, as a Go

@@ -86,12 +86,15 @@ pub struct FieldType {
     /// The element type of an `array`, the value type of a `map`.
     pub items: Option<Box<FieldType>>,
     pub nullable: bool,
+    /// The schema's `contentEncoding` of a string (`base64`).
+    #[serde(default)]
+    pub encoding: Option<String>,
 }
 
 impl FieldType {
     /// A type of `kind`, not nullable, without a name, format or items.
     pub fn of(kind: &str) -> Self {
-        FieldType { kind: kind.to_owned(), name: None, format: None, items: None, nullable: false }
+        FieldType { kind: kind.to_owned(), name: None, format: None, items: None, nullable: false, encoding: None }
     }
 }
 
@@ -116,38 +119,161 @@ pub struct Union {
     pub field_names: Vec<String>,
 }
 
-/// The union the schema defines as `$defs/<name>`.
+/// The union the schema defines as `$defs/<name>`, told apart by `type`: a
+/// field a variant may leave out must say so by being nullable (the bindings
+/// make exactly those optional).
 pub fn read_union(schema: &Value, name: &str) -> Result<Union, String> {
+    let (definition, variants) = read_variants(schema, name, "type")?;
+    for variant in &variants {
+        if let Some(field) = variant.fields.iter().find(|f| !f.required && !f.ty.nullable) {
+            return Err(format!("{name} {}: {} may be absent but is not nullable", variant.tag, field.json));
+        }
+    }
+    let common = fields_of(definition, "type").map_err(|e| format!("{name}: {e}"))?;
+    let names: std::collections::BTreeSet<String> =
+        variants.iter().flat_map(|v| v.fields.iter().map(|f| f.json.clone())).collect();
+    let field_names = names.into_iter().collect();
+    Ok(Union { name: name.to_owned(), doc: doc_of(definition), common, variants, field_names })
+}
+
+/// The definition `$defs/<name>`, a `oneOf` of objects told apart by the
+/// constant `key`, and its variants.
+fn read_variants<'a>(schema: &'a Value, name: &str, key: &str) -> Result<(&'a Value, Vec<UnionVariant>), String> {
     let definition =
         schema.pointer(&format!("/$defs/{name}")).ok_or_else(|| format!("the schema defines no {name}"))?;
     let branches = definition["oneOf"].as_array().ok_or_else(|| format!("{name} is not a oneOf of objects"))?;
     let variants = branches
         .iter()
         .map(|branch| {
-            let tag = branch.pointer("/properties/type/const").and_then(Value::as_str);
-            let tag = tag.ok_or_else(|| format!("{name}: a variant has no constant type"))?;
+            let tag = branch["properties"][key]["const"].as_str();
+            let tag = tag.ok_or_else(|| format!("{name}: a variant has no constant {key}"))?;
             // Fields anywhere but in `properties` (a newtype variant's `$ref`, an
             // `allOf`, a map) would be lost: refused instead.
             let known = ["type", "description", "properties", "required", "additionalProperties"];
-            if let Some(key) =
+            if let Some(other) =
                 branch.as_object().into_iter().flatten().map(|(k, _)| k).find(|k| !known.contains(&k.as_str()))
             {
-                return Err(format!("{name} {tag}: the generator reads fields only from properties, not {key}"));
+                return Err(format!("{name} {tag}: the generator reads fields only from properties, not {other}"));
             }
-            let fields = fields_of(branch).map_err(|e| format!("{name} {tag}: {e}"))?;
-            // A field ferrule may leave out must say so by being nullable: the
-            // bindings make exactly those optional.
-            if let Some(field) = fields.iter().find(|f| !f.required && !f.ty.nullable) {
-                return Err(format!("{name} {tag}: {} may be absent but is not nullable", field.json));
-            }
+            let fields = fields_of(branch, key).map_err(|e| format!("{name} {tag}: {e}"))?;
             Ok(UnionVariant { tag: tag.to_owned(), doc: doc_of(branch), fields })
         })
         .collect::<Result<Vec<_>, String>>()?;
-    let common = fields_of(definition).map_err(|e| format!("{name}: {e}"))?;
-    let names: std::collections::BTreeSet<String> =
-        variants.iter().flat_map(|v| v.fields.iter().map(|f| f.json.clone())).collect();
-    let field_names = names.into_iter().collect();
-    Ok(Union { name: name.to_owned(), doc: doc_of(definition), common, variants, field_names })
+    Ok((definition, variants))
+}
+
+/// A union a binding holds as one type with every variant's fields (a
+/// message, whichever its role): the tag's JSON name (`key`), the variants and
+/// the fields.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FlatUnion {
+    pub name: String,
+    pub doc: String,
+    pub key: String,
+    pub variants: Vec<FlatVariant>,
+    /// Every field of any variant, once (by its host key), in the order the
+    /// variants first declare them.
+    pub fields: Vec<FlatField>,
+}
+
+/// One variant of a [`FlatUnion`]: its tag's value, description and fields.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FlatVariant {
+    pub tag: String,
+    pub doc: String,
+    pub fields: Vec<FlatMember>,
+}
+
+/// A field of one variant, with the key of the host's field that holds it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FlatMember {
+    pub key: String,
+    pub field: Field,
+    /// The variant writes the host's content (a list of parts) as its text,
+    /// and reads its text as one text part (a system message's content).
+    pub as_text: bool,
+}
+
+/// A field of the host's one type: its key (the JSON name, unless the
+/// language's table renames it), its description, its type (nullable unless
+/// every variant requires it) and the variants that have it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FlatField {
+    pub key: String,
+    pub doc: String,
+    pub ty: FieldType,
+    pub tags: Vec<String>,
+}
+
+/// The union `$defs/<name>`, told apart by `key`, as one type. `rename` gives
+/// the host key of a variant's field where two variants' fields of one JSON
+/// name mean different things (by tag and JSON name). Two variants' fields of
+/// one key have one type, but for text and content (`Content`), which is
+/// content, written as text where the variant has text.
+pub fn read_flat(
+    schema: &Value,
+    name: &str,
+    key: &str,
+    rename: &dyn Fn(&str, &str) -> Option<&'static str>,
+) -> Result<FlatUnion, String> {
+    let (definition, variants) = read_variants(schema, name, key)?;
+    let mut fields: Vec<FlatField> = Vec::new();
+    let mut flat_variants = Vec::new();
+    for variant in &variants {
+        let mut members = Vec::new();
+        for field in &variant.fields {
+            let host_key = rename(&variant.tag, &field.json).unwrap_or(&field.json).to_owned();
+            let content = FieldType { name: Some("Content".to_owned()), ..FieldType::of("ref") };
+            let bare = |ty: &FieldType| FieldType { nullable: false, ..ty.clone() };
+            let mut as_text = false;
+            match fields.iter_mut().find(|f| f.key == host_key) {
+                Some(flat) => {
+                    let (one, other) = (bare(&flat.ty), bare(&field.ty));
+                    if one == other {
+                    } else if one == content && other == FieldType::of("string") {
+                        as_text = true;
+                    } else if one == FieldType::of("string") && other == content {
+                        flat.ty = FieldType { nullable: flat.ty.nullable, ..content };
+                        flat.doc = field.doc.clone();
+                        for earlier in flat_variants.iter_mut().flat_map(|v: &mut FlatVariant| v.fields.iter_mut()) {
+                            if earlier.key == host_key {
+                                earlier.as_text = true;
+                            }
+                        }
+                    } else if (FieldType { encoding: None, ..one.clone() })
+                        == (FieldType { encoding: None, ..other.clone() })
+                    {
+                        // The host holds the text of both, encoded or not.
+                        flat.ty.encoding = None;
+                    } else if one != other {
+                        return Err(format!("{name}: {host_key} has two types; rename one in the language's table"));
+                    }
+                    flat.tags.push(variant.tag.clone());
+                    flat.ty.nullable |= field.ty.nullable || !field.required;
+                }
+                None => fields.push(FlatField {
+                    key: host_key.clone(),
+                    doc: field.doc.clone(),
+                    ty: FieldType { nullable: field.ty.nullable || !field.required, ..field.ty.clone() },
+                    tags: vec![variant.tag.clone()],
+                }),
+            }
+            members.push(FlatMember { key: host_key, field: field.clone(), as_text });
+        }
+        flat_variants.push(FlatVariant { tag: variant.tag.clone(), doc: variant.doc.clone(), fields: members });
+    }
+    for field in &mut fields {
+        if field.tags.len() < variants.len() {
+            field.ty.nullable = true;
+        }
+    }
+    Ok(FlatUnion {
+        name: name.to_owned(),
+        doc: doc_of(definition),
+        key: key.to_owned(),
+        variants: flat_variants,
+        fields,
+    })
 }
 
 /// An object type of the schema: its definition's name, description and
@@ -166,20 +292,20 @@ pub fn read_record(schema: &Value, name: &str) -> Result<Record, String> {
     if definition["type"] != "object" || definition.get("oneOf").is_some() {
         return Err(format!("{name} is not an object type"));
     }
-    let fields = fields_of(definition).map_err(|e| format!("{name}: {e}"))?;
+    let fields = fields_of(definition, "type").map_err(|e| format!("{name}: {e}"))?;
     Ok(Record { name: name.to_owned(), doc: doc_of(definition), fields })
 }
 
-/// The fields of an object's schema but its tag (a constant `type`): those it requires first, in
+/// The fields of an object's schema but its tag (a constant `tag`): those it requires first, in
 /// the order it requires them (the order the Rust type declares them), then the
 /// others by name. (The schema keeps its properties sorted by name, so the
 /// declared place of a field that is not required is not known: a field added
 /// that way lands among the optional ones by its name.)
-fn fields_of(object: &Value) -> Result<Vec<Field>, String> {
+fn fields_of(object: &Value, tag: &str) -> Result<Vec<Field>, String> {
     let required: Vec<&str> = object["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
     let is_tag = |property: &Value| property.get("const").is_some();
     let properties = object["properties"].as_object().into_iter().flatten();
-    let properties = properties.filter(|(key, property)| key.as_str() != "type" || !is_tag(property));
+    let properties = properties.filter(|(key, property)| key.as_str() != tag || !is_tag(property));
     let mut fields = properties
         .map(|(key, property)| {
             let mut ty = field_type(property).map_err(|e| format!("{key}: {e}"))?;
@@ -230,8 +356,9 @@ pub(crate) fn field_type(property: &Value) -> Result<FieldType, String> {
         other => return Err(format!("a type the generator does not know: {other}")),
     };
     let format = property["format"].as_str().map(str::to_owned);
+    let encoding = property["contentEncoding"].as_str().map(str::to_owned);
     let ty = match kind {
-        "string" | "integer" | "number" | "boolean" => FieldType { format, ..FieldType::of(kind) },
+        "string" | "integer" | "number" | "boolean" => FieldType { format, encoding, ..FieldType::of(kind) },
         "array" => FieldType { items: Some(Box::new(field_type(&property["items"])?)), ..FieldType::of("array") },
         "object" => match property.get("additionalProperties") {
             Some(values) if values.is_object() => {
@@ -281,6 +408,32 @@ mod tests {
         assert_eq!(field_type(&json!({"description": "Anything."})).unwrap(), FieldType::of("any"));
         let typed = json!({"$defs": {"R": {"type": "object", "properties": {"type": {"type": "string"}}}}});
         assert_eq!(read_record(&typed, "R").unwrap().fields[0].json, "type", "a field named type is a field");
+    }
+
+    #[test]
+    fn a_flat_union_holds_each_field_once_with_one_type() {
+        let schema = json!({"$defs": {"M": {"oneOf": [
+            {"properties": {"role": {"const": "system"}, "content": {"type": "string"}, "data": {"type": "string"}},
+             "required": ["role", "content"]},
+            {"properties": {"role": {"const": "user"}, "content": {"$ref": "#/$defs/Content", "description": "Parts."},
+             "data": {"type": "string", "contentEncoding": "base64"}}, "required": ["role", "content", "data"]},
+        ]}}});
+        let same = |_: &str, _: &str| None;
+        let flat = read_flat(&schema, "M", "role", &same).unwrap();
+        let content = &flat.fields[0];
+        assert_eq!((content.key.as_str(), content.doc.as_str()), ("content", "Parts."));
+        assert_eq!(content.ty, FieldType { name: Some("Content".into()), ..FieldType::of("ref") });
+        assert!(flat.variants[0].fields[0].as_text && !flat.variants[1].fields[0].as_text);
+        assert_eq!(flat.fields[1].ty, FieldType { nullable: true, ..FieldType::of("string") }, "text, either way");
+        let renamed = |tag: &str, json: &str| (tag == "user" && json == "data").then_some("bytes");
+        let flat = read_flat(&schema, "M", "role", &renamed).unwrap();
+        let keys: Vec<&str> = flat.fields.iter().map(|f| f.key.as_str()).collect();
+        assert_eq!(keys, ["content", "data", "bytes"]);
+        assert!(flat.fields.iter().all(|f| f.key == "content" || f.ty.nullable), "one variant lacks each");
+        let clash = json!({"$defs": {"M": {"oneOf": [
+            {"properties": {"role": {"const": "a"}, "n": {"type": "string"}}},
+            {"properties": {"role": {"const": "b"}, "n": {"type": "integer"}}}]}}});
+        assert!(read_flat(&clash, "M", "role", &same).unwrap_err().contains("two types"));
     }
 
     #[test]

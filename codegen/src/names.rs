@@ -45,6 +45,7 @@ pub fn camel(name: &str) -> String {
 /// The definitions every binding has a type of by the schema's name.
 const SAME_NAME: &[&str] = &[
     "Message",
+    "Part",
     "Interruption",
     "Decision",
     "Usage",

@@ -19,7 +19,18 @@ pub enum Concept {
     /// The hook stages' decisions (these definitions), each a choice of
     /// `{}` and objects of one key.
     Decisions(&'static [&'static str]),
+    /// Unions the binding holds as one type with every variant's fields (see
+    /// `model::read_flat`): each definition with its tag's JSON name, and the
+    /// language's renamed fields (definition, tag, JSON name, host key).
+    Flat { unions: &'static [(&'static str, &'static str)], renames: &'static [Rename] },
 }
+
+/// A variant's field a binding holds under a key of its own: the definition,
+/// the variant's tag, the field's JSON name and the key.
+pub type Rename = (&'static str, &'static str, &'static str, &'static str);
+
+/// The messages (by role) and their parts (by type).
+const TRANSCRIPT: &[(&str, &str)] = &[("Message", "role"), ("Part", "type")];
 
 /// One generated file.
 #[derive(Debug, Clone, Copy)]
@@ -81,6 +92,11 @@ pub const OUTPUTS: &[Output] = &[
     Output { path: "bindings/go/records_gen.go", template: "go/records.go.j2", concept: RECORDS },
     Output { path: "bindings/go/inputs_gen.go", template: "go/inputs.go.j2", concept: INPUTS },
     Output { path: "bindings/go/decisions_gen.go", template: "go/decisions.go.j2", concept: DECISIONS },
+    Output {
+        path: "bindings/go/message_gen.go",
+        template: "go/flat.go.j2",
+        concept: Concept::Flat { unions: TRANSCRIPT, renames: crate::go::FLAT_RENAMES },
+    },
     Output {
         path: "bindings/swift/Sources/Ferrule/ErrorCodes_gen.swift",
         template: "swift/error_codes.swift.j2",
@@ -151,6 +167,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("go/records.go.j2", include_str!("../templates/go/records.go.j2")),
     ("go/inputs.go.j2", include_str!("../templates/go/inputs.go.j2")),
     ("go/decisions.go.j2", include_str!("../templates/go/decisions.go.j2")),
+    ("go/flat.go.j2", include_str!("../templates/go/flat.go.j2")),
     ("swift/error_codes.swift.j2", include_str!("../templates/swift/error_codes.swift.j2")),
     ("swift/string_enum.swift.j2", include_str!("../templates/swift/string_enum.swift.j2")),
     ("swift/events.swift.j2", include_str!("../templates/swift/events.swift.j2")),

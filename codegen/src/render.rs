@@ -11,7 +11,7 @@ use minijinja::Environment;
 use serde_json::Value;
 
 use crate::decisions::{read_decision, shared_choices, Choice};
-use crate::model::{read_enum, read_record, read_union, Field, FieldType};
+use crate::model::{read_enum, read_flat, read_record, read_union, Field, FieldType, FlatField, FlatMember};
 use crate::names::{camel, pascal, screaming};
 use crate::outputs::{Concept, Output, LEFT_OUT, TEMPLATES};
 
@@ -46,6 +46,14 @@ pub fn environment() -> Result<Environment<'static>, String> {
     env.add_filter("go_input", |field: minijinja::Value| {
         let field: Field = read_back(field, "field")?;
         crate::go::input_field(&field).map(Serde).map_err(template_error)
+    });
+    env.add_filter("go_flat", |field: minijinja::Value| {
+        crate::go::flat_type(&read_back::<FlatField>(field, "flat field")?.ty).map_err(template_error)
+    });
+    env.add_filter("go_member", |member: minijinja::Value, field: minijinja::Value| {
+        let member: FlatMember = read_back(member, "member")?;
+        let field: FlatField = read_back(field, "flat field")?;
+        crate::go::member(&member, &field).map(Serde).map_err(template_error)
     });
     env.add_function("go_host_fields", |definition: String| Serde(crate::go::host_fields(&definition)));
     env.add_function("swift_host_members", |definition: String| Serde(crate::swift::host_members(&definition)));
@@ -127,6 +135,18 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
                 definitions.iter().map(|name| read_decision(schema, name)).collect::<Result<Vec<_>, _>>()?;
             let shared = shared_choices(&decisions)?;
             minijinja::context! { header => HEADER, decisions => Serde(&decisions), shared => Serde(&shared) }
+        }
+        Concept::Flat { unions, renames } => {
+            let unions = unions
+                .iter()
+                .map(|(name, key)| {
+                    let rename = |tag: &str, json: &str| {
+                        renames.iter().find(|(d, t, j, _)| d == name && *t == tag && *j == json).map(|r| r.3)
+                    };
+                    read_flat(schema, name, key, &rename)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            minijinja::context! { header => HEADER, unions => Serde(&unions) }
         }
         Concept::StringEnum { definition, type_name } => {
             let values = read_enum(schema, definition, false)?;
