@@ -9,8 +9,8 @@ import "encoding/json"
 type Message struct {
 	// Role is "system", "user", "assistant" or "tool".
 	Role string
-	// The content; serialised as a plain string when it is a single text part. (system, user,
-	// assistant, tool)
+	// system: The instructions. user: The content; serialised as a plain string when it is a single
+	// text part. assistant: Text (and later thinking) parts, in order. tool: What the model sees.
 	Content []Part
 	// Where the message came from, when not from the run's input. (system, user)
 	Origin string
@@ -125,9 +125,9 @@ type Part struct {
 	Type string
 	// The text. (text)
 	Text string
-	// Base64 image bytes. (image, file)
+	// image: Base64 image bytes. file: Base64 file bytes.
 	Data []byte
-	// The MIME type, such as `image/png`. (image, file)
+	// image: The MIME type, such as `image/png`. file: The MIME type.
 	MediaType string
 	// A URL the provider fetches. (image)
 	URL string

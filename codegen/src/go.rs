@@ -210,11 +210,7 @@ pub fn member(member: &FlatMember, flat: &FlatField) -> Result<WireMember, Strin
         "[]byte" => ("base64Bytes".to_owned(), format!("base64Bytes(v.{name})"), format!("[]byte(w.{name})")),
         _ => (go, format!("v.{name}"), format!("w.{name}")),
     };
-    // As ferrule does, a field with a default is written, where Go's zero
-    // value is one (`false`, `[]`); left out when its zero is none (`""`, nil).
-    let zero_fits = wire_type == "bool" || wire_type == "content" || wire_type.starts_with("[]");
-    let written = member.field.required || (member.field.default.is_some() && zero_fits);
-    let omit = if written { "" } else { ",omitempty" };
+    let omit = if member.written { "" } else { ",omitempty" };
     Ok(WireMember { name, wire_type, tag: format!("{}{omit}", member.field.json), to_wire, from_wire })
 }
 

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::model::{Field, FieldType};
+use crate::model::{Field, FieldType, FlatField, FlatMember};
 use crate::names::{camel_with, reference};
 
 /// The Kotlin type of each definition a field may refer to, where it is not the
@@ -28,11 +28,13 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),
     ("ScriptTurn", "JsonElement"),
+    ("Origin", "String"),
+    ("StopReason", "String"),
 ];
 
 /// The records the hand-written layer gives factory functions
 /// (`ToolResult.text`): their classes have a companion object.
-pub const COMPANIONS: &[&str] = &["ToolResult"];
+pub const COMPANIONS: &[&str] = &["ToolResult", "Message", "Part"];
 
 /// The name of the Kotlin type generated for the schema definition
 /// `definition`. A definition whose fields elsewhere hold its raw JSON (a
@@ -131,6 +133,35 @@ pub fn parameter(field: &Field, input: bool) -> Result<String, String> {
     }
     let default = default.map(|value| format!(" = {value}")).unwrap_or_default();
     Ok(format!("{annotations}val {name}: {}{default}", type_of(&ty)?))
+}
+
+/// A field of a message or part as a constructor parameter: a list is empty
+/// and a flag false by default, anything else nullable and null.
+pub fn flat_parameter(field: &FlatField) -> Result<String, String> {
+    let name = property_name(&field.key);
+    let serial = if name != field.key { format!("@SerialName(\"{}\") ", field.key) } else { String::new() };
+    let list = field.ty.kind == "array" || field.ty.name.as_deref() == Some("Content");
+    let (ty, default) = match field.ty.kind.as_str() {
+        _ if list => (type_of(&FieldType { nullable: false, ..field.ty.clone() })?, "emptyList()"),
+        "boolean" => ("Boolean".to_owned(), "false"),
+        _ => (type_of(&FieldType { nullable: true, ..field.ty.clone() })?, "null"),
+    };
+    Ok(format!("{serial}val {name}: {ty} = {default}"))
+}
+
+/// The JSON a variant's field written always holds when the Kotlin value is
+/// null: its type's empty value (none for a field left out when empty).
+pub fn empty_json(member: &FlatMember) -> Result<String, String> {
+    let ty = &member.field.ty;
+    Ok(match ty.kind.as_str() {
+        _ if !member.written => "null".to_owned(),
+        _ if member.as_text => "JsonPrimitive(\"\")".to_owned(),
+        "string" => "JsonPrimitive(\"\")".to_owned(),
+        "boolean" => "JsonPrimitive(false)".to_owned(),
+        "array" => "JsonArray(emptyList())".to_owned(),
+        "ref" if ty.name.as_deref() == Some("Content") => "JsonArray(emptyList())".to_owned(),
+        other => return Err(format!("no empty JSON of a written {other} ({})", member.field.json)),
+    })
 }
 
 /// The Kotlin expression of the schema default `value` of a field of type `ty`.

@@ -192,10 +192,15 @@ pub struct FlatMember {
     /// The variant writes the host's content (a list of parts) as its text,
     /// and reads its text as one text part (a system message's content).
     pub as_text: bool,
+    /// Ferrule always writes it: the variant requires it, or it has a
+    /// default and its type's empty value is one (`false`, `[]`). Other
+    /// fields ferrule leaves out when empty.
+    pub written: bool,
 }
 
 /// A field of the host's one type: its key (the JSON name, unless the
-/// language's table renames it), its description, its type (nullable unless
+/// language's table renames it), its description (each variant's, by tag,
+/// where they differ; followed by the tags where not), its type (nullable unless
 /// every variant requires it) and the variants that have it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FlatField {
@@ -233,8 +238,7 @@ pub fn read_flat(
                     } else if one == content && other == FieldType::of("string") {
                         as_text = true;
                     } else if one == FieldType::of("string") && other == content {
-                        flat.ty = FieldType { nullable: flat.ty.nullable, ..content };
-                        flat.doc = field.doc.clone();
+                        flat.ty = FieldType { nullable: flat.ty.nullable, ..content.clone() };
                         for earlier in flat_variants.iter_mut().flat_map(|v: &mut FlatVariant| v.fields.iter_mut()) {
                             if earlier.key == host_key {
                                 earlier.as_text = true;
@@ -258,7 +262,9 @@ pub fn read_flat(
                     tags: vec![variant.tag.clone()],
                 }),
             }
-            members.push(FlatMember { key: host_key, field: field.clone(), as_text });
+            let empty_fits = field.ty.kind == "boolean" || field.ty.kind == "array" || bare(&field.ty) == content;
+            let written = field.required || (field.default.is_some() && empty_fits);
+            members.push(FlatMember { key: host_key, field: field.clone(), as_text, written });
         }
         flat_variants.push(FlatVariant { tag: variant.tag.clone(), doc: variant.doc.clone(), fields: members });
     }
@@ -266,6 +272,15 @@ pub fn read_flat(
         if field.tags.len() < variants.len() {
             field.ty.nullable = true;
         }
+        // Each variant's description, by tag where they differ.
+        let docs: Vec<(&str, &str)> = flat_variants
+            .iter()
+            .flat_map(|v| v.fields.iter().filter(|m| m.key == field.key).map(|m| (v.tag.as_str(), m.field.doc.as_str())))
+            .collect();
+        field.doc = match docs.iter().all(|(_, doc)| *doc == docs[0].1) {
+            true => format!("{} ({})", docs[0].1, field.tags.join(", ")),
+            false => docs.iter().map(|(tag, doc)| format!("{tag}: {doc}")).collect::<Vec<_>>().join(" "),
+        };
     }
     Ok(FlatUnion {
         name: name.to_owned(),
@@ -421,7 +436,7 @@ mod tests {
         let same = |_: &str, _: &str| None;
         let flat = read_flat(&schema, "M", "role", &same).unwrap();
         let content = &flat.fields[0];
-        assert_eq!((content.key.as_str(), content.doc.as_str()), ("content", "Parts."));
+        assert_eq!((content.key.as_str(), content.doc.as_str()), ("content", "system:  user: Parts."));
         assert_eq!(content.ty, FieldType { name: Some("Content".into()), ..FieldType::of("ref") });
         assert!(flat.variants[0].fields[0].as_text && !flat.variants[1].fields[0].as_text);
         assert_eq!(flat.fields[1].ty, FieldType { nullable: true, ..FieldType::of("string") }, "text, either way");

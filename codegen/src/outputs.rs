@@ -153,6 +153,11 @@ pub const OUTPUTS: &[Output] = &[
         concept: INPUTS_AND_TOOL_OPTIONS,
     },
     Output {
+        path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Message_gen.kt",
+        template: "kotlin/flat.kt.j2",
+        concept: Concept::Flat { unions: TRANSCRIPT, renames: &[] },
+    },
+    Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Status_gen.kt",
         template: "kotlin/string_enum.kt.j2",
         concept: STATUS,
@@ -178,4 +183,5 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("kotlin/events.kt.j2", include_str!("../templates/kotlin/events.kt.j2")),
     ("kotlin/records.kt.j2", include_str!("../templates/kotlin/records.kt.j2")),
     ("kotlin/decisions.kt.j2", include_str!("../templates/kotlin/decisions.kt.j2")),
+    ("kotlin/flat.kt.j2", include_str!("../templates/kotlin/flat.kt.j2")),
 ];

@@ -55,6 +55,12 @@ pub fn environment() -> Result<Environment<'static>, String> {
         let field: FlatField = read_back(field, "flat field")?;
         crate::go::member(&member, &field).map(Serde).map_err(template_error)
     });
+    env.add_filter("kotlin_flat", |field: minijinja::Value| {
+        crate::kotlin::flat_parameter(&read_back(field, "flat field")?).map_err(template_error)
+    });
+    env.add_filter("kotlin_empty", |member: minijinja::Value| {
+        crate::kotlin::empty_json(&read_back(member, "member")?).map_err(template_error)
+    });
     env.add_function("go_host_fields", |definition: String| Serde(crate::go::host_fields(&definition)));
     env.add_function("swift_host_members", |definition: String| Serde(crate::swift::host_members(&definition)));
     env.add_filter("kotlin_parameter", |field: minijinja::Value, input: bool| {
@@ -146,7 +152,8 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
                     read_flat(schema, name, key, &rename)
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            minijinja::context! { header => HEADER, unions => Serde(&unions) }
+            minijinja::context! { header => HEADER, unions => Serde(&unions),
+            companions => Serde(crate::kotlin::COMPANIONS) }
         }
         Concept::StringEnum { definition, type_name } => {
             let values = read_enum(schema, definition, false)?;

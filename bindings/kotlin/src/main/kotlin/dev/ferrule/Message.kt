@@ -1,10 +1,6 @@
 package dev.ferrule
 
-import kotlinx.serialization.ExperimentalSerializationApi
 import kotlinx.serialization.KSerializer
-import kotlinx.serialization.KeepGeneratedSerializer
-import kotlinx.serialization.SerialName
-import kotlinx.serialization.Serializable
 import kotlinx.serialization.SerializationException
 import kotlinx.serialization.descriptors.PrimitiveKind
 import kotlinx.serialization.descriptors.PrimitiveSerialDescriptor
@@ -14,67 +10,97 @@ import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonDecoder
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonNull
-import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.JsonTransformingSerializer
-import kotlinx.serialization.json.buildJsonArray
 import kotlinx.serialization.json.buildJsonObject
 import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.jsonPrimitive
 
-/** One message of a transcript, in ferrule's provider-neutral form. */
-@OptIn(ExperimentalSerializationApi::class)
-@KeepGeneratedSerializer
-@Serializable(with = MessageSerializer::class)
-data class Message(
-    /** "system", "user", "assistant" or "tool". */
-    val role: String,
-    val content: List<Part> = emptyList(),
-    /** An assistant's calls. */
-    @SerialName("tool_calls") val toolCalls: List<ToolCallRequest> = emptyList(),
-    /** A tool result's call id and tool name. */
-    @SerialName("tool_call_id") val toolCallId: String? = null,
-    val name: String? = null,
-    @SerialName("is_error") val isError: Boolean = false,
-    @SerialName("stop_reason") val stopReason: String? = null,
-    val usage: Usage? = null,
-    /** "injection" for a message that entered the run from outside the model. */
-    val origin: String? = null,
-) {
-    /** The text parts, joined. */
-    val text: String get() = content.joinedText
+/** A user message of plain text. */
+fun Message.Companion.user(text: String) = Message("user", listOf(Part.text(text)))
 
-    companion object {
-        fun user(text: String) = Message("user", listOf(Part.text(text)))
-        fun system(text: String) = Message("system", listOf(Part.text(text)))
-    }
-}
+/** A system message. */
+fun Message.Companion.system(text: String) = Message("system", listOf(Part.text(text)))
 
-/**
- * A piece of content: `type` "text", "image", "file", "thinking" or
- * "redacted_thinking". Image and file bytes stay base64 text, as ferrule gives them.
- */
-@Serializable
-data class Part(
-    val type: String,
-    val text: String? = null,
-    @SerialName("media_type") val mediaType: String? = null,
-    val data: String? = null,
-    val url: String? = null,
-    val name: String? = null,
-    val thinking: String? = null,
-    val signature: String? = null,
-    val id: String? = null,
-) {
-    companion object {
-        fun text(text: String) = Part("text", text = text)
-        fun image(mediaType: String, bytes: ByteArray) =
-            Part("image", mediaType = mediaType, data = java.util.Base64.getEncoder().encodeToString(bytes))
-    }
-}
+/** The message's text parts, joined. */
+val Message.text: String get() = content.joinedText
+
+/** A text part. */
+fun Part.Companion.text(text: String) = Part("text", text = text)
+
+/** An inline image part: [bytes] as base64 text. */
+fun Part.Companion.image(mediaType: String, bytes: ByteArray) =
+    Part("image", mediaType = mediaType, data = java.util.Base64.getEncoder().encodeToString(bytes))
 
 /** The text parts, joined. */
 internal val List<Part>.joinedText: String get() = filter { it.type == "text" }.joinToString("") { it.text ?: "" }
+
+/**
+ * A field of one variant of a [FlatUnionSerializer]'s union: its JSON name;
+ * the JSON it holds when the value is empty (null: it is left out then);
+ * whether it is content (a list of parts, read from a string too), and whether
+ * the variant writes content as its text.
+ */
+internal class VariantField(
+    val json: String,
+    val empty: JsonElement?,
+    val content: Boolean = false,
+    val asText: Boolean = false,
+)
+
+/**
+ * The JSON of a union held as one class (a message, whichever its role): by
+ * the tag [key], exactly its [variants]' fields, as ferrule writes them. Of a
+ * tag this package does not know, only the tag; a null field reads as absent.
+ */
+internal open class FlatUnionSerializer<T : Any>(
+    generated: KSerializer<T>,
+    private val key: String,
+    private val variants: Map<String, List<VariantField>>,
+) : JsonTransformingSerializer<T>(generated) {
+    override fun transformSerialize(element: JsonElement): JsonElement {
+        val fields = element.jsonObject
+        val tag = fields[key] ?: return element
+        return buildJsonObject {
+            put(key, tag)
+            for (field in variants[tag.jsonPrimitive.content].orEmpty()) {
+                val value = fields[field.json].let { if (field.asText && it is JsonArray) JsonPrimitive(it.text) else it }
+                when {
+                    value != null && !value.isEmpty -> put(field.json, value)
+                    field.empty != null -> put(field.json, field.empty)
+                }
+            }
+        }
+    }
+
+    override fun transformDeserialize(element: JsonElement): JsonElement {
+        val fields = element.jsonObject
+        val tag = fields[key] ?: return element
+        return buildJsonObject {
+            put(key, tag)
+            for (field in variants[(tag as? JsonPrimitive)?.content].orEmpty()) {
+                val value = fields[field.json]?.takeIf { it !is JsonNull } ?: continue
+                put(field.json, if (field.content && value is JsonPrimitive && value.isString) parts(value.content) else value)
+            }
+        }
+    }
+
+    /** Text as content: one text part, none for no text. */
+    private fun parts(text: String): JsonArray {
+        if (text.isEmpty()) return JsonArray(emptyList())
+        return JsonArray(listOf(buildJsonObject { put("type", JsonPrimitive("text")); put("text", JsonPrimitive(text)) }))
+    }
+
+    /** The text of content JSON: its text parts, joined. */
+    private val JsonArray.text: String
+        get() = joinToString("") { part ->
+            if (part.jsonObject["type"] == JsonPrimitive("text")) part.jsonObject["text"]?.jsonPrimitive?.content ?: "" else ""
+        }
+
+    /** Null, `[]`, `false` or `""`: what ferrule leaves out of a field it does not always write. */
+    private val JsonElement.isEmpty: Boolean
+        get() = this is JsonNull || (this is JsonArray && isEmpty()) || this == JsonPrimitive(false) || this == JsonPrimitive("")
+}
 
 /** An unsigned count read into a [Long], saturating. */
 internal object SaturatingCount : KSerializer<Long> {
@@ -89,35 +115,5 @@ internal object SaturatingCount : KSerializer<Long> {
             -1 -> 0
             else -> throw SerializationException("a count is a whole number, not $text")
         }
-    }
-}
-
-/** Message JSON: content given as a string reads as one text part; a system message's content is written as its text. */
-internal object MessageSerializer : JsonTransformingSerializer<Message>(Message.generatedSerializer()) {
-    override fun transformDeserialize(element: JsonElement): JsonElement {
-        val message = element.jsonObject
-        val content = message["content"]
-        if (content is JsonNull) return JsonObject(message - "content")
-        if (content !is JsonPrimitive) return element
-        return JsonObject(message + ("content" to buildJsonArray {
-            add(buildJsonObject { put("type", JsonPrimitive("text")); put("text", content) })
-        }))
-    }
-
-    override fun transformSerialize(element: JsonElement): JsonElement {
-        val message = element.jsonObject.toMutableMap()
-        if (message["content"] == null) message["content"] = JsonArray(emptyList())
-        when (message["role"]?.jsonPrimitive?.content) {
-            "system" -> message["content"] = JsonPrimitive(
-                (message["content"] as JsonArray).joinToString("") { part ->
-                    part.jsonObject["text"]?.jsonPrimitive?.content ?: ""
-                })
-            "tool" -> {
-                message.putIfAbsent("tool_call_id", JsonPrimitive(""))
-                message.putIfAbsent("name", JsonPrimitive(""))
-                message.putIfAbsent("is_error", JsonPrimitive(false))
-            }
-        }
-        return JsonObject(message)
     }
 }

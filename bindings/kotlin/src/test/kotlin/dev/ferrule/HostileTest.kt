@@ -502,10 +502,16 @@ class HostileTest {
         val system = Message("system", listOf(Part.text("a"), Part.text("b")))
         assertEquals("""{"role":"system","content":"ab"}""", FerruleJson.encodeToString(Message.serializer(), system))
         val tool = Message("tool", listOf(Part.text("r")), toolCallId = "c1")
-        assertEquals("""{"role":"tool","content":[{"type":"text","text":"r"}],"tool_call_id":"c1","name":"","is_error":false}""",
+        assertEquals("""{"role":"tool","tool_call_id":"c1","name":"","content":[{"type":"text","text":"r"}],"is_error":false}""",
             FerruleJson.encodeToString(Message.serializer(), tool))
         val withNull = FerruleJson.decodeFromString(Message.serializer(), """{"role": "user", "content": null}""")
         assertEquals(Message("user"), withNull)
+        // Each part writes its type's fields only; one of a type this package does not know keeps only its type.
+        val parts = listOf(Part("text"), Part("redacted_thinking", data = "opaque", text = "stray"), Part("audio", url = "x"))
+        assertEquals("""[{"type":"text","text":""},{"type":"redacted_thinking","data":"opaque"},{"type":"audio"}]""",
+            FerruleJson.encodeToString(kotlinx.serialization.builtins.ListSerializer(Part.serializer()), parts))
+        val empty = FerruleJson.decodeFromString(Message.serializer(), """{"role": "user", "content": "", "name": "x"}""")
+        assertEquals(Message("user"), empty, "no text is no parts; a field of another role is not read")
     }
 
     @Test
