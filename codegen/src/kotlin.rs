@@ -229,4 +229,30 @@ mod tests {
         let odd = Field::optional("odd", FieldType { name: Some("Usage".into()), ..FieldType::of("ref") });
         assert!(parameter(&odd, false).unwrap_err().contains("no empty Kotlin value"));
     }
+
+    #[test]
+    fn kotlin_messages_default_to_empty_and_write_what_ferrule_writes() {
+        let flat = |key: &str, ty: FieldType| FlatField { key: key.into(), doc: String::new(), ty, tags: vec![] };
+        let content = FieldType { name: Some("Content".into()), nullable: true, ..FieldType::of("ref") };
+        assert_eq!(flat_parameter(&flat("content", content)).unwrap(), "val content: List<Part> = emptyList()");
+        let id = FieldType { nullable: true, ..FieldType::of("string") };
+        assert_eq!(
+            flat_parameter(&flat("tool_call_id", id)).unwrap(),
+            "@SerialName(\"tool_call_id\") val toolCallId: String? = null"
+        );
+        assert_eq!(
+            flat_parameter(&flat("is_error", FieldType::of("boolean"))).unwrap(),
+            "@SerialName(\"is_error\") val isError: Boolean = false"
+        );
+        let member = |ty: FieldType, as_text, written| FlatMember {
+            key: "x".into(),
+            field: Field::optional("x", ty),
+            as_text,
+            written,
+        };
+        assert_eq!(empty_json(&member(FieldType::of("string"), false, false)).unwrap(), "null", "left out when empty");
+        assert_eq!(empty_json(&member(FieldType::of("string"), true, true)).unwrap(), "JsonPrimitive(\"\")");
+        assert_eq!(empty_json(&member(FieldType::of("boolean"), false, true)).unwrap(), "JsonPrimitive(false)");
+        assert!(empty_json(&member(FieldType::of("integer"), false, true)).is_err());
+    }
 }

@@ -100,7 +100,7 @@ impl FieldType {
 
 /// One object type of a union: its tag's value, description and fields
 /// (the tag aside).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct UnionVariant {
     pub tag: String,
     pub doc: String,
@@ -123,12 +123,19 @@ pub struct Union {
 /// field a variant may leave out must say so by being nullable (the bindings
 /// make exactly those optional).
 pub fn read_union(schema: &Value, name: &str) -> Result<Union, String> {
-    let (definition, variants) = read_variants(schema, name, "type")?;
-    for variant in &variants {
+    let union = read_tagged(schema, name)?;
+    for variant in &union.variants {
         if let Some(field) = variant.fields.iter().find(|f| !f.required && !f.ty.nullable) {
             return Err(format!("{name} {}: {} may be absent but is not nullable", variant.tag, field.json));
         }
     }
+    Ok(union)
+}
+
+/// The union the schema defines as `$defs/<name>`, told apart by `type`,
+/// whose variants' fields may be absent for their defaults (the parts).
+pub fn read_tagged(schema: &Value, name: &str) -> Result<Union, String> {
+    let (definition, variants) = read_variants(schema, name, "type")?;
     let common = fields_of(definition, "type").map_err(|e| format!("{name}: {e}"))?;
     let names: std::collections::BTreeSet<String> =
         variants.iter().flat_map(|v| v.fields.iter().map(|f| f.json.clone())).collect();
@@ -275,7 +282,9 @@ pub fn read_flat(
         // Each variant's description, by tag where they differ.
         let docs: Vec<(&str, &str)> = flat_variants
             .iter()
-            .flat_map(|v| v.fields.iter().filter(|m| m.key == field.key).map(|m| (v.tag.as_str(), m.field.doc.as_str())))
+            .flat_map(|v| {
+                v.fields.iter().filter(|m| m.key == field.key).map(|m| (v.tag.as_str(), m.field.doc.as_str()))
+            })
             .collect();
         field.doc = match docs.iter().all(|(_, doc)| *doc == docs[0].1) {
             true => format!("{} ({})", docs[0].1, field.tags.join(", ")),

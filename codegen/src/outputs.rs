@@ -23,6 +23,9 @@ pub enum Concept {
     /// `model::read_flat`): each definition with its tag's JSON name, and the
     /// language's renamed fields (definition, tag, JSON name, host key).
     Flat { unions: &'static [(&'static str, &'static str)], renames: &'static [Rename] },
+    /// A union by `type` the binding holds as an enum, a case per variant
+    /// and one for a type it does not know (see `model::read_tagged`).
+    Cases(&'static str),
 }
 
 /// A variant's field a binding holds under a key of its own: the definition,
@@ -123,6 +126,16 @@ pub const OUTPUTS: &[Output] = &[
         concept: INPUTS_AND_TOOL_OPTIONS,
     },
     Output {
+        path: "bindings/swift/Sources/Ferrule/Message_gen.swift",
+        template: "swift/flat.swift.j2",
+        concept: Concept::Flat { unions: &[("Message", "role")], renames: &[] },
+    },
+    Output {
+        path: "bindings/swift/Sources/Ferrule/Part_gen.swift",
+        template: "swift/cases.swift.j2",
+        concept: Concept::Cases("Part"),
+    },
+    Output {
         path: "bindings/swift/Sources/Ferrule/Decisions_gen.swift",
         template: "swift/decisions.swift.j2",
         concept: DECISIONS,
@@ -178,6 +191,8 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("swift/events.swift.j2", include_str!("../templates/swift/events.swift.j2")),
     ("swift/records.swift.j2", include_str!("../templates/swift/records.swift.j2")),
     ("swift/decisions.swift.j2", include_str!("../templates/swift/decisions.swift.j2")),
+    ("swift/flat.swift.j2", include_str!("../templates/swift/flat.swift.j2")),
+    ("swift/cases.swift.j2", include_str!("../templates/swift/cases.swift.j2")),
     ("kotlin/error_codes.kt.j2", include_str!("../templates/kotlin/error_codes.kt.j2")),
     ("kotlin/string_enum.kt.j2", include_str!("../templates/kotlin/string_enum.kt.j2")),
     ("kotlin/events.kt.j2", include_str!("../templates/kotlin/events.kt.j2")),

@@ -11,7 +11,9 @@ use minijinja::Environment;
 use serde_json::Value;
 
 use crate::decisions::{read_decision, shared_choices, Choice};
-use crate::model::{read_enum, read_flat, read_record, read_union, Field, FieldType, FlatField, FlatMember};
+use crate::model::{
+    read_enum, read_flat, read_record, read_tagged, read_union, Field, FieldType, FlatField, FlatMember,
+};
 use crate::names::{camel, pascal, screaming};
 use crate::outputs::{Concept, Output, LEFT_OUT, TEMPLATES};
 
@@ -60,6 +62,16 @@ pub fn environment() -> Result<Environment<'static>, String> {
     });
     env.add_filter("kotlin_empty", |member: minijinja::Value| {
         crate::kotlin::empty_json(&read_back(member, "member")?).map_err(template_error)
+    });
+    env.add_filter("swift_property", |field: minijinja::Value| {
+        crate::swift::flat_property(&read_back(field, "flat field")?).map(Serde).map_err(template_error)
+    });
+    env.add_filter("swift_coding", |member: minijinja::Value, field: minijinja::Value| {
+        let member: FlatMember = read_back(member, "member")?;
+        crate::swift::flat_coding(&member, &read_back(field, "flat field")?).map(Serde).map_err(template_error)
+    });
+    env.add_filter("swift_case_values", |variant: minijinja::Value| {
+        crate::swift::case_values(&read_back(variant, "variant")?).map(Serde).map_err(template_error)
     });
     env.add_function("go_host_fields", |definition: String| Serde(crate::go::host_fields(&definition)));
     env.add_function("swift_host_members", |definition: String| Serde(crate::swift::host_members(&definition)));
@@ -154,6 +166,10 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
                 .collect::<Result<Vec<_>, _>>()?;
             minijinja::context! { header => HEADER, unions => Serde(&unions),
             companions => Serde(crate::kotlin::COMPANIONS) }
+        }
+        Concept::Cases(definition) => {
+            let union = read_tagged(schema, definition)?;
+            minijinja::context! { header => HEADER, union => Serde(&union) }
         }
         Concept::StringEnum { definition, type_name } => {
             let values = read_enum(schema, definition, false)?;

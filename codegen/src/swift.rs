@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::model::{Field, FieldType};
+use crate::model::{Field, FieldType, FlatField, FlatMember, UnionVariant};
 use crate::names::{camel, reference};
 
 /// The Swift type of each definition a field may refer to, where it is not the
@@ -28,6 +28,8 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),
     ("ScriptTurn", "JSONValue"),
+    ("Origin", "String"),
+    ("StopReason", "String"),
 ];
 
 /// Stored properties a Swift struct has beyond its JSON (never read or
@@ -163,6 +165,97 @@ pub fn member(field: &Field, input: bool) -> Result<Member, String> {
     })
 }
 
+/// A field of a message as a stored property: a list is empty and a flag
+/// false by default, anything else optional and nil.
+pub fn flat_property(field: &FlatField) -> Result<Member, String> {
+    let label = label(&field.key);
+    let bare = type_of(&FieldType { nullable: false, ..field.ty.clone() })?;
+    let (ty, default) = match field.ty.kind.as_str() {
+        _ if bare.starts_with('[') => (bare, "[]"),
+        "boolean" => (bare, "false"),
+        _ => (format!("{bare}?"), "nil"),
+    };
+    Ok(Member {
+        label,
+        ty,
+        default: format!(" = {default}"),
+        decode: String::new(),
+        encode: String::new(),
+        doc: field.doc.clone(),
+    })
+}
+
+/// How a variant's field crosses, as the statements of `init(from:)` and
+/// `encode(to:)` of the variant: content reads from a string too
+/// (`decodeContent`); a variant's text is the content's; a field ferrule
+/// always writes is written with its empty value, any other is left out when
+/// empty.
+pub fn flat_coding(member: &FlatMember, field: &FlatField) -> Result<Member, String> {
+    let property = flat_property(field)?;
+    let label = &property.label;
+    let bare = property.ty.trim_end_matches('?');
+    let decode = match bare {
+        _ if member.as_text => {
+            format!("{label} = try container.decodeIfPresent(String.self, forKey: .{label}).map(Part.parts) ?? []")
+        }
+        "[Part]" => format!("{label} = try container.decodeContent(forKey: .{label})"),
+        _ => match property.default.as_str() {
+            " = nil" => format!("{label} = try container.decodeIfPresent({bare}.self, forKey: .{label})"),
+            fallback => format!(
+                "{label} = try container.decodeIfPresent({bare}.self, forKey: .{label}) ?? {}",
+                fallback.trim_start_matches(" = ")
+            ),
+        },
+    };
+    let value = if member.as_text { format!("{label}.text") } else { label.clone() };
+    let write = |value: &str| format!("try container.encode({value}, forKey: .{label})");
+    let encode = match (member.written, property.default.as_str()) {
+        (true, " = nil") => write(&format!("{value} ?? {}", empty(&member.field.ty)?)),
+        (true, _) => write(&value),
+        (false, " = nil") => format!("try container.encodeIfPresent({value}, forKey: .{label})"),
+        (false, " = false") => format!("if {value} {{ {} }}", write(&value)),
+        (false, _) => format!("if !{value}.isEmpty {{ {} }}", write(&value)),
+    };
+    Ok(Member { decode, encode, ..property })
+}
+
+/// A value of a case of a union Swift holds as an enum (a part): its label
+/// (none for the case's one value, or the one named as the case), its type,
+/// and the key it crosses under. Base64 text is labelled `base64`.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CaseValue {
+    pub label: Option<String>,
+    pub binding: String,
+    pub ty: String,
+    pub key: String,
+    pub required: bool,
+}
+
+/// The values of the case of `variant`.
+pub fn case_values(variant: &UnionVariant) -> Result<Vec<CaseValue>, String> {
+    let alone = variant.fields.len() == 1;
+    variant
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(place, field)| {
+            let named = match field.ty.encoding.as_deref() {
+                Some("base64") => "base64".to_owned(),
+                _ => label(&field.json),
+            };
+            let unlabelled = place == 0 && (alone || field.json == variant.tag);
+            let ty = FieldType { nullable: field.ty.nullable || !field.required, ..field.ty.clone() };
+            Ok(CaseValue {
+                label: (!unlabelled).then(|| named.clone()),
+                binding: named,
+                ty: type_of(&ty)?,
+                key: label(&field.json),
+                required: field.required,
+            })
+        })
+        .collect()
+}
+
 /// The Swift expression of the schema default `value`.
 fn literal(value: &Value) -> Result<String, String> {
     match value {
@@ -238,5 +331,40 @@ mod tests {
         let odd =
             Field { default: Some(serde_json::json!({"a": 1})), ..Field::optional("odd", FieldType::of("object")) };
         assert!(member(&odd, false).unwrap_err().contains("no Swift literal"));
+    }
+
+    #[test]
+    fn swift_messages_write_what_ferrule_writes_and_parts_are_cases() {
+        let flat = |key: &str, ty: FieldType| FlatField { key: key.into(), doc: String::new(), ty, tags: vec![] };
+        let member = |field: Field, as_text, written| FlatMember { key: field.json.clone(), field, as_text, written };
+        let content = FieldType { name: Some("Content".into()), ..FieldType::of("ref") };
+        let system = member(Field::optional("content", FieldType::of("string")), true, true);
+        let coding = flat_coding(&system, &flat("content", content.clone())).unwrap();
+        assert!(coding.decode.contains("map(Part.parts)") && coding.encode.contains("content.text"), "{coding:?}");
+        let name = FieldType { nullable: true, ..FieldType::of("string") };
+        let required =
+            member(Field { required: true, ..Field::optional("name", FieldType::of("string")) }, false, true);
+        assert_eq!(
+            flat_coding(&required, &flat("name", name.clone())).unwrap().encode,
+            "try container.encode(name ?? \"\", forKey: .name)"
+        );
+        let calls = FieldType { items: Some(Box::new(FieldType::of("string"))), ..FieldType::of("array") };
+        let left_out = member(Field::optional("tool_calls", calls.clone()), false, false);
+        assert!(flat_coding(&left_out, &flat("tool_calls", calls))
+            .unwrap()
+            .encode
+            .starts_with("if !toolCalls.isEmpty"));
+        let text = UnionVariant {
+            tag: "thinking".into(),
+            doc: String::new(),
+            fields: vec![
+                Field { required: true, ..Field::optional("thinking", FieldType::of("string")) },
+                Field::optional("data", FieldType { encoding: Some("base64".into()), ..FieldType::of("string") }),
+            ],
+        };
+        let values = case_values(&text).unwrap();
+        assert_eq!((values[0].label.as_deref(), values[0].ty.as_str()), (None, "String"), "named as its case");
+        assert_eq!((values[1].label.as_deref(), values[1].key.as_str()), (Some("base64"), "data"));
+        assert_eq!(values[1].ty, "String?");
     }
 }
