@@ -12,12 +12,14 @@ type Message struct {
 	// system: The instructions. user: The content; serialised as a plain string when it is a single
 	// text part. assistant: Text (and later thinking) parts, in order. tool: What the model sees.
 	Content []Part
-	// Where the message came from, when not from the run's input. (system, user)
+	// Where the message came from, when not from the run's input. One of `injection`. (system,
+	// user)
 	Origin string
-	// Why the model stopped. (assistant)
-	StopReason string
 	// The tool calls the model asked for, in the order it asked. (assistant)
 	ToolCalls []ToolCall
+	// Why the model stopped. One of `end_turn`, `tool_use`, `length`, `content_filter`, `error`,
+	// `aborted`. (assistant)
+	StopReason string
 	// Tokens this response used. (assistant)
 	Usage *Usage
 	// The id of the call this answers. (tool)
@@ -26,6 +28,10 @@ type Message struct {
 	Name string
 	// Whether the call failed. (tool)
 	IsError bool
+
+	// unknown is the JSON of a role this package does not know, as read: written back
+	// as it is.
+	unknown json.RawMessage
 }
 
 // wireMessageSystem is the JSON of instructions for the model.
@@ -46,8 +52,8 @@ type wireMessageUser struct {
 type wireMessageAssistant struct {
 	Role       string     `json:"role"`
 	Content    content    `json:"content"`
-	StopReason string     `json:"stop_reason,omitempty"`
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	StopReason string     `json:"stop_reason,omitempty"`
 	Usage      *Usage     `json:"usage,omitempty"`
 }
 
@@ -60,8 +66,8 @@ type wireMessageTool struct {
 	IsError    bool    `json:"is_error"`
 }
 
-// MarshalJSON writes the JSON of the message's role, with its fields; of role
-// this package does not know, only the role.
+// MarshalJSON writes the JSON of the message's role, with its fields; of a role
+// this package does not know, the JSON it was read from (or only the role).
 func (v Message) MarshalJSON() ([]byte, error) {
 	switch v.Role {
 	case "system":
@@ -69,17 +75,20 @@ func (v Message) MarshalJSON() ([]byte, error) {
 	case "user":
 		return json.Marshal(wireMessageUser{Role: v.Role, Content: content(v.Content), Origin: v.Origin})
 	case "assistant":
-		return json.Marshal(wireMessageAssistant{Role: v.Role, Content: content(v.Content), StopReason: v.StopReason, ToolCalls: v.ToolCalls, Usage: v.Usage})
+		return json.Marshal(wireMessageAssistant{Role: v.Role, Content: content(v.Content), ToolCalls: v.ToolCalls, StopReason: v.StopReason, Usage: v.Usage})
 	case "tool":
 		return json.Marshal(wireMessageTool{Role: v.Role, ToolCallID: v.ToolCallID, Name: v.Name, Content: content(v.Content), IsError: v.IsError})
+	}
+	if v.unknown != nil {
+		return v.unknown, nil
 	}
 	return json.Marshal(struct {
 		Role string `json:"role"`
 	}{v.Role})
 }
 
-// UnmarshalJSON reads the JSON of the message's role; of role this
-// package does not know, only the role.
+// UnmarshalJSON reads the JSON of the message's role; of a role this
+// package does not know, the role, and the JSON to write back.
 func (v *Message) UnmarshalJSON(data []byte) error {
 	var head struct {
 		Role string `json:"role"`
@@ -105,7 +114,7 @@ func (v *Message) UnmarshalJSON(data []byte) error {
 		if err := json.Unmarshal(data, &w); err != nil {
 			return err
 		}
-		*v = Message{Role: w.Role, Content: []Part(w.Content), StopReason: w.StopReason, ToolCalls: w.ToolCalls, Usage: w.Usage}
+		*v = Message{Role: w.Role, Content: []Part(w.Content), ToolCalls: w.ToolCalls, StopReason: w.StopReason, Usage: w.Usage}
 	case "tool":
 		var w wireMessageTool
 		if err := json.Unmarshal(data, &w); err != nil {
@@ -113,7 +122,7 @@ func (v *Message) UnmarshalJSON(data []byte) error {
 		}
 		*v = Message{Role: w.Role, ToolCallID: w.ToolCallID, Name: w.Name, Content: []Part(w.Content), IsError: w.IsError}
 	default:
-		*v = Message{Role: head.Role}
+		*v = Message{Role: head.Role, unknown: append(json.RawMessage(nil), data...)}
 	}
 	return nil
 }
@@ -125,24 +134,29 @@ type Part struct {
 	Type string
 	// The text. (text)
 	Text string
-	// image: Base64 image bytes. file: Base64 file bytes.
-	Data []byte
 	// image: The MIME type, such as `image/png`. file: The MIME type.
 	MediaType string
+	// image: Base64 image bytes. file: Base64 file bytes. Go holds the bytes themselves; only the
+	// JSON has them as base64 text.
+	Data []byte
 	// A URL the provider fetches. (image)
 	URL string
 	// The reasoning text (for OpenAI Responses, the reasoning summary). (thinking)
 	Thinking string
-	// The OpenAI Responses reasoning item's id (`rs_...`); absent for Anthropic thinking. Each
-	// provider sends back only its own reasoning. (thinking)
-	ID string
 	// The provider's signature over it; for an OpenAI Responses reasoning item, its encrypted
 	// content. (thinking)
 	Signature string
+	// The OpenAI Responses reasoning item's id (`rs_...`); absent for Anthropic thinking. Each
+	// provider sends back only its own reasoning. (thinking)
+	ID string
 	// The opaque data, sent back as received. (redacted_thinking)
 	Redacted string
 	// The file name, when known. (file)
 	Name string
+
+	// unknown is the JSON of a type this package does not know, as read: written back
+	// as it is.
+	unknown json.RawMessage
 }
 
 // wirePartText is the JSON of plain text.
@@ -154,8 +168,8 @@ type wirePartText struct {
 // wirePartImage is the JSON of an image, inline (`data`, base64, with `media_type`) or by `url`.
 type wirePartImage struct {
 	Type      string      `json:"type"`
-	Data      base64Bytes `json:"data,omitempty"`
 	MediaType string      `json:"media_type,omitempty"`
+	Data      base64Bytes `json:"data,omitzero"`
 	URL       string      `json:"url,omitempty"`
 }
 
@@ -165,8 +179,8 @@ type wirePartImage struct {
 type wirePartThinking struct {
 	Type      string `json:"type"`
 	Thinking  string `json:"thinking"`
-	ID        string `json:"id,omitempty"`
 	Signature string `json:"signature,omitempty"`
+	ID        string `json:"id,omitempty"`
 }
 
 // wirePartRedactedThinking is the JSON of reasoning the provider returned encrypted.
@@ -183,28 +197,31 @@ type wirePartFile struct {
 	Name      string      `json:"name,omitempty"`
 }
 
-// MarshalJSON writes the JSON of the part's type, with its fields; of type
-// this package does not know, only the type.
+// MarshalJSON writes the JSON of the part's type, with its fields; of a type
+// this package does not know, the JSON it was read from (or only the type).
 func (v Part) MarshalJSON() ([]byte, error) {
 	switch v.Type {
 	case "text":
 		return json.Marshal(wirePartText{Type: v.Type, Text: v.Text})
 	case "image":
-		return json.Marshal(wirePartImage{Type: v.Type, Data: base64Bytes(v.Data), MediaType: v.MediaType, URL: v.URL})
+		return json.Marshal(wirePartImage{Type: v.Type, MediaType: v.MediaType, Data: base64Bytes(v.Data), URL: v.URL})
 	case "thinking":
-		return json.Marshal(wirePartThinking{Type: v.Type, Thinking: v.Thinking, ID: v.ID, Signature: v.Signature})
+		return json.Marshal(wirePartThinking{Type: v.Type, Thinking: v.Thinking, Signature: v.Signature, ID: v.ID})
 	case "redacted_thinking":
 		return json.Marshal(wirePartRedactedThinking{Type: v.Type, Redacted: v.Redacted})
 	case "file":
 		return json.Marshal(wirePartFile{Type: v.Type, MediaType: v.MediaType, Data: base64Bytes(v.Data), Name: v.Name})
+	}
+	if v.unknown != nil {
+		return v.unknown, nil
 	}
 	return json.Marshal(struct {
 		Type string `json:"type"`
 	}{v.Type})
 }
 
-// UnmarshalJSON reads the JSON of the part's type; of type this
-// package does not know, only the type.
+// UnmarshalJSON reads the JSON of the part's type; of a type this
+// package does not know, the type, and the JSON to write back.
 func (v *Part) UnmarshalJSON(data []byte) error {
 	var head struct {
 		Type string `json:"type"`
@@ -224,13 +241,13 @@ func (v *Part) UnmarshalJSON(data []byte) error {
 		if err := json.Unmarshal(data, &w); err != nil {
 			return err
 		}
-		*v = Part{Type: w.Type, Data: []byte(w.Data), MediaType: w.MediaType, URL: w.URL}
+		*v = Part{Type: w.Type, MediaType: w.MediaType, Data: []byte(w.Data), URL: w.URL}
 	case "thinking":
 		var w wirePartThinking
 		if err := json.Unmarshal(data, &w); err != nil {
 			return err
 		}
-		*v = Part{Type: w.Type, Thinking: w.Thinking, ID: w.ID, Signature: w.Signature}
+		*v = Part{Type: w.Type, Thinking: w.Thinking, Signature: w.Signature, ID: w.ID}
 	case "redacted_thinking":
 		var w wirePartRedactedThinking
 		if err := json.Unmarshal(data, &w); err != nil {
@@ -244,7 +261,7 @@ func (v *Part) UnmarshalJSON(data []byte) error {
 		}
 		*v = Part{Type: w.Type, MediaType: w.MediaType, Data: []byte(w.Data), Name: w.Name}
 	default:
-		*v = Part{Type: head.Type}
+		*v = Part{Type: head.Type, unknown: append(json.RawMessage(nil), data...)}
 	}
 	return nil
 }

@@ -25,6 +25,8 @@ func TestMessagesAndPartsWriteTheJSONOfTheirKind(t *testing.T) {
 		{Part{Type: "image", URL: "https://example.com/a.png", Text: "stray"},
 			`{"type":"image","url":"https://example.com/a.png"}`},
 		{Part{Type: "audio", Text: "unknown"}, `{"type":"audio"}`},
+		{Part{Type: "image", MediaType: "image/png", Data: []byte{}}, `{"type":"image","media_type":"image/png","data":""}`},
+		{Part{Type: "image", MediaType: "image/png", URL: "u"}, `{"type":"image","media_type":"image/png","url":"u"}`},
 	} {
 		data, err := json.Marshal(c.value)
 		if err != nil {
@@ -48,7 +50,6 @@ func TestMessagesAndPartsReadEveryFormFerruleWrites(t *testing.T) {
 		{`{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"redacted_thinking","data":"x"}],"stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":4}}`,
 			Message{Role: "assistant", StopReason: "tool_use", Usage: &Usage{InputTokens: 3, OutputTokens: 4},
 				Content: []Part{{Type: "thinking", Thinking: "hm", Signature: "s"}, {Type: "redacted_thinking", Redacted: "x"}}}},
-		{`{"role":"narrator","content":"?"}`, Message{Role: "narrator"}},
 	} {
 		var got Message
 		if err := json.Unmarshal([]byte(c.json), &got); err != nil {
@@ -62,4 +63,46 @@ func TestMessagesAndPartsReadEveryFormFerruleWrites(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"role":"user","content":[{"type":"image","data":"not base64!"}]}`), &bad); err == nil {
 		t.Error("data that is no base64 was read")
 	}
+}
+
+func TestMessagesAndPartsOfAKindThisPackageDoesNotKnowAreWrittenBackAsRead(t *testing.T) {
+	for _, read := range []string{
+		`{"role":"narrator","content":"?","voice":{"pitch":2}}`,
+		`{"role":"user","content":[{"type":"audio","data":"AAEC","format":"wav"},{"type":"text","text":"hi"}]}`,
+		`{"role":"assistant","content":[{"type":"citation","url":"https://example.com","span":[1,4]}]}`,
+	} {
+		var message Message
+		if err := json.Unmarshal([]byte(read), &message); err != nil {
+			t.Fatalf("%s: %v", read, err)
+		}
+		written, err := json.Marshal(message)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertSameJSON(t, written, read)
+	}
+	var narrator Message
+	if err := json.Unmarshal([]byte(`{"role":"narrator","content":"?"}`), &narrator); err != nil || narrator.Role != "narrator" {
+		t.Fatalf("%+v, %v", narrator, err)
+	}
+}
+
+func TestPresentButEmptyBytesAreWrittenAndAbsentOnesLeftOut(t *testing.T) {
+	var part Part
+	if err := json.Unmarshal([]byte(`{"type":"image","media_type":"image/png","data":""}`), &part); err != nil {
+		t.Fatal(err)
+	}
+	if part.Data == nil {
+		t.Fatal("empty data read as absent")
+	}
+	written, err := json.Marshal(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSameJSON(t, written, `{"type":"image","media_type":"image/png","data":""}`)
+	part.Data = nil
+	if written, err = json.Marshal(part); err != nil {
+		t.Fatal(err)
+	}
+	assertSameJSON(t, written, `{"type":"image","media_type":"image/png"}`)
 }

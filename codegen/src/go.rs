@@ -6,7 +6,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::decisions::Choice;
-use crate::model::{Field, FieldType, FlatField, FlatMember};
+use crate::model::{Field, FieldType, FlatMember};
 use crate::names::{pascal_with, reference, INITIALISMS};
 use crate::outputs::Rename;
 
@@ -199,18 +199,28 @@ pub struct WireMember {
 }
 
 /// How a variant's field crosses: content (`[]Part`) as the `content` type,
-/// which reads a string too; bytes as `base64Bytes`, which reads any base64;
-/// a variant's text as the content's text (`partsText`, `textParts`).
-pub fn member(member: &FlatMember, flat: &FlatField) -> Result<WireMember, String> {
+/// which reads a string too; bytes as `base64Bytes`, which reads any base64
+/// (nil is absent, empty bytes are `""`); a variant's text as the content's
+/// text (`partsText`, `textParts`). A field the variant always writes but
+/// the Go struct holds by pointer (nil for the other variants) is refused:
+/// it would be written as `null`.
+pub fn member(member: &FlatMember) -> Result<WireMember, String> {
     let name = field_name(&member.key);
-    let go = flat_type(&flat.ty)?;
+    let go = flat_type(&member.host)?;
     let (wire_type, to_wire, from_wire) = match go.as_str() {
         _ if member.as_text => ("string".to_owned(), format!("partsText(v.{name})"), format!("textParts(w.{name})")),
         "[]Part" => ("content".to_owned(), format!("content(v.{name})"), format!("[]Part(w.{name})")),
         "[]byte" => ("base64Bytes".to_owned(), format!("base64Bytes(v.{name})"), format!("[]byte(w.{name})")),
-        _ => (go, format!("v.{name}"), format!("w.{name}")),
+        _ if member.written && go.starts_with('*') => {
+            return Err(format!("{}: always written, but Go holds it as {go}, which may be nil", member.field.json))
+        }
+        _ => (go.clone(), format!("v.{name}"), format!("w.{name}")),
     };
-    let omit = if member.written { "" } else { ",omitempty" };
+    let omit = match (member.written, go.as_str()) {
+        (true, _) => "",
+        (false, "[]byte") => ",omitzero",
+        (false, _) => ",omitempty",
+    };
     Ok(WireMember { name, wire_type, tag: format!("{}{omit}", member.field.json), to_wire, from_wire })
 }
 
@@ -294,5 +304,26 @@ mod tests {
             ..Field::optional("model", FieldType { name: Some("ModelConfig".into()), ..FieldType::of("ref") })
         };
         assert_eq!((go(&model).ty.as_str(), go(&model).tag.as_str()), ("Model", "model"));
+    }
+
+    #[test]
+    fn go_messages_write_present_bytes_and_refuse_a_written_field_held_by_pointer() {
+        let bytes = FieldType { encoding: Some("base64".into()), nullable: true, ..FieldType::of("string") };
+        let member = |field: Field, host: FieldType, written| FlatMember {
+            key: field.json.clone(),
+            field,
+            host,
+            as_text: false,
+            written,
+        };
+        let data = member(Field::optional("data", bytes.clone()), bytes, false);
+        assert_eq!(super::member(&data).unwrap().tag, "data,omitzero", "nil is absent, empty bytes are \"\"");
+        let usage = FieldType { name: Some("Usage".into()), nullable: true, ..FieldType::of("ref") };
+        let required = Field { required: true, ..Field::optional("usage", usage.clone()) };
+        assert!(super::member(&member(required, usage.clone(), true)).unwrap_err().contains("may be nil"));
+        assert_eq!(
+            super::member(&member(Field::optional("usage", usage.clone()), usage, false)).unwrap().tag,
+            "usage,omitempty"
+        );
     }
 }

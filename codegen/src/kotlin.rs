@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use crate::model::{Field, FieldType, FlatField, FlatMember};
 use crate::names::{camel_with, reference};
+use crate::outputs::Rename;
 
 /// The Kotlin type of each definition a field may refer to, where it is not the
 /// definition's own name (`names::reference`).
@@ -31,6 +32,11 @@ const REFERENCES: &[(&str, &str)] = &[
     ("Origin", "String"),
     ("StopReason", "String"),
 ];
+
+/// The fields of a message or part Kotlin holds in one property although
+/// their JSON differs (see `model::read_flat`): a part's `data` is text,
+/// base64 for an image or a file and opaque for redacted_thinking.
+pub const FLAT_RENAMES: &[Rename] = &[("Part", "redacted_thinking", "data", "data")];
 
 /// The records the hand-written layer gives factory functions
 /// (`ToolResult.text`): their classes have a companion object.
@@ -246,7 +252,8 @@ mod tests {
         );
         let member = |ty: FieldType, as_text, written| FlatMember {
             key: "x".into(),
-            field: Field::optional("x", ty),
+            field: Field::optional("x", ty.clone()),
+            host: ty,
             as_text,
             written,
         };

@@ -123,7 +123,8 @@ pub struct Union {
 /// field a variant may leave out must say so by being nullable (the bindings
 /// make exactly those optional).
 pub fn read_union(schema: &Value, name: &str) -> Result<Union, String> {
-    let union = read_tagged(schema, name)?;
+    let (definition, variants) = read_variants(schema, name, "type", false)?;
+    let union = tagged(definition, name, variants)?;
     for variant in &union.variants {
         if let Some(field) = variant.fields.iter().find(|f| !f.required && !f.ty.nullable) {
             return Err(format!("{name} {}: {} may be absent but is not nullable", variant.tag, field.json));
@@ -133,9 +134,16 @@ pub fn read_union(schema: &Value, name: &str) -> Result<Union, String> {
 }
 
 /// The union the schema defines as `$defs/<name>`, told apart by `type`,
-/// whose variants' fields may be absent for their defaults (the parts).
+/// whose variants' fields may be absent for their defaults (the parts), each
+/// variant's in their declared order.
 pub fn read_tagged(schema: &Value, name: &str) -> Result<Union, String> {
-    let (definition, variants) = read_variants(schema, name, "type")?;
+    let (definition, variants) = read_variants(schema, name, "type", true)?;
+    tagged(definition, name, variants)
+}
+
+/// The union `definition` (`$defs/<name>`) of `variants`, with the fields
+/// every variant carries.
+fn tagged(definition: &Value, name: &str, variants: Vec<UnionVariant>) -> Result<Union, String> {
     let common = fields_of(definition, "type").map_err(|e| format!("{name}: {e}"))?;
     let names: std::collections::BTreeSet<String> =
         variants.iter().flat_map(|v| v.fields.iter().map(|f| f.json.clone())).collect();
@@ -143,9 +151,46 @@ pub fn read_tagged(schema: &Value, name: &str) -> Result<Union, String> {
     Ok(Union { name: name.to_owned(), doc: doc_of(definition), common, variants, field_names })
 }
 
+/// The order the Rust types declare the fields of a variant in where
+/// neither `required` nor the schema (which keeps its properties sorted by
+/// name) tells it: by definition and tag, every field the variant does not
+/// require. A binding takes a message's or a part's values in the declared
+/// order (a Swift case's, a Kotlin constructor's), so a variant with two
+/// such fields must be here, with exactly those fields.
+const DECLARED_ORDER: &[(&str, &str, &[&str])] = &[
+    ("Message", "assistant", &["content", "tool_calls", "stop_reason", "usage"]),
+    ("Part", "image", &["media_type", "data", "url"]),
+    ("Part", "thinking", &["signature", "id"]),
+];
+
+/// `fields` (those required first, then the others by name) with the others
+/// in the order `DECLARED_ORDER` gives for the variant `tag` of `name`.
+fn in_declared_order(name: &str, tag: &str, fields: &mut [Field]) -> Result<(), String> {
+    let optional: Vec<&str> = fields.iter().filter(|f| !f.required).map(|f| f.json.as_str()).collect();
+    let declared = DECLARED_ORDER.iter().find(|(d, t, _)| *d == name && *t == tag).map(|(_, _, order)| *order);
+    match declared {
+        None if optional.len() < 2 => Ok(()),
+        Some(order) if order.len() == optional.len() && order.iter().all(|json| optional.contains(json)) => {
+            let place = |field: &Field| order.iter().position(|json| *json == field.json);
+            fields.sort_by_key(|field| (!field.required, place(field)));
+            Ok(())
+        }
+        _ => Err(format!(
+            "{name} {tag}: DECLARED_ORDER in codegen/src/model.rs must list {optional:?} in the order the Rust type \
+             declares them"
+        )),
+    }
+}
+
 /// The definition `$defs/<name>`, a `oneOf` of objects told apart by the
-/// constant `key`, and its variants.
-fn read_variants<'a>(schema: &'a Value, name: &str, key: &str) -> Result<(&'a Value, Vec<UnionVariant>), String> {
+/// constant `key`, and its variants; with `declared`, each variant's fields
+/// in their declared order (`DECLARED_ORDER`).
+fn read_variants<'a>(
+    schema: &'a Value,
+    name: &str,
+    key: &str,
+    declared: bool,
+) -> Result<(&'a Value, Vec<UnionVariant>), String> {
     let definition =
         schema.pointer(&format!("/$defs/{name}")).ok_or_else(|| format!("the schema defines no {name}"))?;
     let branches = definition["oneOf"].as_array().ok_or_else(|| format!("{name} is not a oneOf of objects"))?;
@@ -162,7 +207,10 @@ fn read_variants<'a>(schema: &'a Value, name: &str, key: &str) -> Result<(&'a Va
             {
                 return Err(format!("{name} {tag}: the generator reads fields only from properties, not {other}"));
             }
-            let fields = fields_of(branch, key).map_err(|e| format!("{name} {tag}: {e}"))?;
+            let mut fields = fields_of(branch, key).map_err(|e| format!("{name} {tag}: {e}"))?;
+            if declared {
+                in_declared_order(name, tag, &mut fields)?;
+            }
             Ok(UnionVariant { tag: tag.to_owned(), doc: doc_of(branch), fields })
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -181,6 +229,8 @@ pub struct FlatUnion {
     /// Every field of any variant, once (by its host key), in the order the
     /// variants first declare them.
     pub fields: Vec<FlatField>,
+    /// The JSON names of every variant's fields, each once, in that order.
+    pub json_names: Vec<String>,
 }
 
 /// One variant of a [`FlatUnion`]: its tag's value, description and fields.
@@ -191,11 +241,14 @@ pub struct FlatVariant {
     pub fields: Vec<FlatMember>,
 }
 
-/// A field of one variant, with the key of the host's field that holds it.
+/// A field of one variant, with the key and type of the host's field that
+/// holds it.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FlatMember {
     pub key: String,
     pub field: Field,
+    /// The host field's type (every variant's field of its key, merged).
+    pub host: FieldType,
     /// The variant writes the host's content (a list of parts) as its text,
     /// and reads its text as one text part (a system message's content).
     pub as_text: bool,
@@ -217,47 +270,60 @@ pub struct FlatField {
     pub tags: Vec<String>,
 }
 
-/// The union `$defs/<name>`, told apart by `key`, as one type. `rename` gives
-/// the host key of a variant's field where two variants' fields of one JSON
-/// name mean different things (by tag and JSON name). Two variants' fields of
-/// one key have one type, but for text and content (`Content`), which is
-/// content, written as text where the variant has text.
+/// The union `$defs/<name>`, told apart by `key`, as one type. `rename`
+/// gives the host key of a variant's field (by tag and JSON name) that the
+/// language's table names. Two variants' fields of one key have one type:
+/// the same, or text and content (`Content`), which is content, written as
+/// text where the variant has text. Fields of one key whose types differ
+/// otherwise (base64 text and plain text) are refused unless the table names
+/// the field, with a key of its own or with its JSON name as the key (held
+/// together knowingly, as text). A field with a default other than its
+/// type's empty value is refused: the host's field starts empty.
 pub fn read_flat(
     schema: &Value,
     name: &str,
     key: &str,
     rename: &dyn Fn(&str, &str) -> Option<&'static str>,
 ) -> Result<FlatUnion, String> {
-    let (definition, variants) = read_variants(schema, name, key)?;
+    let (definition, variants) = read_variants(schema, name, key, true)?;
+    let content = FieldType { name: Some("Content".to_owned()), ..FieldType::of("ref") };
+    let string = FieldType::of("string");
+    let bare = |ty: &FieldType| FieldType { nullable: false, ..ty.clone() };
+    let named_anywhere =
+        |key: &str| variants.iter().any(|v| v.fields.iter().any(|f| rename(&v.tag, &f.json) == Some(key)));
     let mut fields: Vec<FlatField> = Vec::new();
     let mut flat_variants = Vec::new();
     for variant in &variants {
         let mut members = Vec::new();
         for field in &variant.fields {
-            let host_key = rename(&variant.tag, &field.json).unwrap_or(&field.json).to_owned();
-            let content = FieldType { name: Some("Content".to_owned()), ..FieldType::of("ref") };
-            let bare = |ty: &FieldType| FieldType { nullable: false, ..ty.clone() };
+            let named = rename(&variant.tag, &field.json);
+            let host_key = named.unwrap_or(&field.json).to_owned();
             let mut as_text = false;
             match fields.iter_mut().find(|f| f.key == host_key) {
                 Some(flat) => {
                     let (one, other) = (bare(&flat.ty), bare(&field.ty));
+                    let unencoded = |ty: &FieldType| FieldType { encoding: None, ..ty.clone() };
                     if one == other {
-                    } else if one == content && other == FieldType::of("string") {
+                    } else if one == content && other == string {
                         as_text = true;
-                    } else if one == FieldType::of("string") && other == content {
+                    } else if one == string && other == content {
                         flat.ty = FieldType { nullable: flat.ty.nullable, ..content.clone() };
                         for earlier in flat_variants.iter_mut().flat_map(|v: &mut FlatVariant| v.fields.iter_mut()) {
                             if earlier.key == host_key {
                                 earlier.as_text = true;
                             }
                         }
-                    } else if (FieldType { encoding: None, ..one.clone() })
-                        == (FieldType { encoding: None, ..other.clone() })
-                    {
-                        // The host holds the text of both, encoded or not.
+                    } else if named_anywhere(&host_key) && unencoded(&one) == unencoded(&other) {
+                        // The table holds both in one field: the text, encoded or not.
                         flat.ty.encoding = None;
-                    } else if one != other {
-                        return Err(format!("{name}: {host_key} has two types; rename one in the language's table"));
+                    } else {
+                        return Err(format!(
+                            "{name} {}: {host_key} is of type {} here and {} elsewhere; name it in the \
+                             language's table (a key of its own, or its JSON name to hold both as text)",
+                            variant.tag,
+                            describe(&other),
+                            describe(&one)
+                        ));
                     }
                     flat.tags.push(variant.tag.clone());
                     flat.ty.nullable |= field.ty.nullable || !field.required;
@@ -269,9 +335,28 @@ pub fn read_flat(
                     tags: vec![variant.tag.clone()],
                 }),
             }
-            let empty_fits = field.ty.kind == "boolean" || field.ty.kind == "array" || bare(&field.ty) == content;
-            let written = field.required || (field.default.is_some() && empty_fits);
-            members.push(FlatMember { key: host_key, field: field.clone(), as_text, written });
+            let empty = match field.ty.kind.as_str() {
+                "boolean" => Some(Value::Bool(false)),
+                "array" => Some(Value::Array(Vec::new())),
+                _ if bare(&field.ty) == content => Some(Value::Array(Vec::new())),
+                _ => None,
+            };
+            if let (Some(default), Some(empty)) = (&field.default, &empty) {
+                if default != empty {
+                    return Err(format!(
+                        "{name} {}: {} defaults to {default}, not its empty value, which the host's field starts with",
+                        variant.tag, field.json
+                    ));
+                }
+            }
+            let written = field.required || (field.default.is_some() && empty.is_some());
+            members.push(FlatMember {
+                key: host_key,
+                field: field.clone(),
+                host: FieldType::of("any"),
+                as_text,
+                written,
+            });
         }
         flat_variants.push(FlatVariant { tag: variant.tag.clone(), doc: variant.doc.clone(), fields: members });
     }
@@ -286,10 +371,21 @@ pub fn read_flat(
                 v.fields.iter().filter(|m| m.key == field.key).map(|m| (v.tag.as_str(), m.field.doc.as_str()))
             })
             .collect();
+        let values = string_values(schema, &field.ty).map(|values| format!(" One of {values}.")).unwrap_or_default();
         field.doc = match docs.iter().all(|(_, doc)| *doc == docs[0].1) {
-            true => format!("{} ({})", docs[0].1, field.tags.join(", ")),
-            false => docs.iter().map(|(tag, doc)| format!("{tag}: {doc}")).collect::<Vec<_>>().join(" "),
+            true => format!("{}{values} ({})", docs[0].1, field.tags.join(", ")),
+            false => docs.iter().map(|(tag, doc)| format!("{tag}: {doc}")).collect::<Vec<_>>().join(" ") + &values,
         };
+    }
+    for member in flat_variants.iter_mut().flat_map(|v| v.fields.iter_mut()) {
+        let flat = fields.iter().find(|f| f.key == member.key);
+        member.host = flat.map(|f| f.ty.clone()).ok_or_else(|| format!("{name}: no host field {}", member.key))?;
+    }
+    let mut json_names: Vec<String> = Vec::new();
+    for json in flat_variants.iter().flat_map(|v| v.fields.iter().map(|m| &m.field.json)) {
+        if !json_names.contains(json) {
+            json_names.push(json.clone());
+        }
     }
     Ok(FlatUnion {
         name: name.to_owned(),
@@ -297,7 +393,31 @@ pub fn read_flat(
         key: key.to_owned(),
         variants: flat_variants,
         fields,
+        json_names,
     })
+}
+
+/// A type as an error message names it.
+fn describe(ty: &FieldType) -> String {
+    match (&ty.name, &ty.encoding) {
+        (Some(name), _) => name.clone(),
+        (None, Some(encoding)) => format!("{encoding} {}", ty.kind),
+        (None, None) => ty.kind.clone(),
+    }
+}
+
+/// The values of the string enum a field of type `ty` refers to, quoted and
+/// listed (for the doc of a field a binding holds as plain text); none for
+/// any other type.
+fn string_values(schema: &Value, ty: &FieldType) -> Option<String> {
+    let definition = schema.pointer(&format!("/$defs/{}", ty.name.as_deref()?))?;
+    let constants: Vec<&Value> = match definition.get("enum") {
+        Some(values) => values.as_array()?.iter().collect(),
+        None => definition["oneOf"].as_array()?.iter().map(|branch| &branch["const"]).collect(),
+    };
+    let values: Vec<String> =
+        constants.iter().map(|value| value.as_str().map(|value| format!("`{value}`"))).collect::<Option<_>>()?;
+    Some(values.join(", "))
 }
 
 /// An object type of the schema: its definition's name, description and
@@ -443,21 +563,69 @@ mod tests {
              "data": {"type": "string", "contentEncoding": "base64"}}, "required": ["role", "content", "data"]},
         ]}}});
         let same = |_: &str, _: &str| None;
-        let flat = read_flat(&schema, "M", "role", &same).unwrap();
+        let refused = read_flat(&schema, "M", "role", &same).unwrap_err();
+        assert!(refused.contains("data is of type base64 string here and string elsewhere"), "{refused}");
+        let together = |tag: &str, json: &str| (tag == "system" && json == "data").then_some("data");
+        let flat = read_flat(&schema, "M", "role", &together).unwrap();
         let content = &flat.fields[0];
         assert_eq!((content.key.as_str(), content.doc.as_str()), ("content", "system:  user: Parts."));
         assert_eq!(content.ty, FieldType { name: Some("Content".into()), ..FieldType::of("ref") });
         assert!(flat.variants[0].fields[0].as_text && !flat.variants[1].fields[0].as_text);
+        assert_eq!(flat.variants[0].fields[0].host, content.ty, "each member knows its host field's type");
         assert_eq!(flat.fields[1].ty, FieldType { nullable: true, ..FieldType::of("string") }, "text, either way");
         let renamed = |tag: &str, json: &str| (tag == "user" && json == "data").then_some("bytes");
         let flat = read_flat(&schema, "M", "role", &renamed).unwrap();
         let keys: Vec<&str> = flat.fields.iter().map(|f| f.key.as_str()).collect();
         assert_eq!(keys, ["content", "data", "bytes"]);
+        assert_eq!(flat.json_names, ["content", "data"], "one JSON name, held in two fields");
         assert!(flat.fields.iter().all(|f| f.key == "content" || f.ty.nullable), "one variant lacks each");
         let clash = json!({"$defs": {"M": {"oneOf": [
             {"properties": {"role": {"const": "a"}, "n": {"type": "string"}}},
             {"properties": {"role": {"const": "b"}, "n": {"type": "integer"}}}]}}});
-        assert!(read_flat(&clash, "M", "role", &same).unwrap_err().contains("two types"));
+        assert!(read_flat(&clash, "M", "role", &same).unwrap_err().contains("n is of type integer here and string"));
+        let shared = |_: &str, _: &str| Some("n");
+        assert!(read_flat(&clash, "M", "role", &shared).is_err(), "the table holds text together, not other types");
+    }
+
+    #[test]
+    fn a_flat_union_refuses_a_default_its_host_field_cannot_start_with() {
+        let schema = |default: Value| {
+            json!({"$defs": {"M": {"oneOf": [{"properties": {"role": {"const": "a"},
+                "is_error": {"type": "boolean", "default": default}}}]}}})
+        };
+        let same = |_: &str, _: &str| None;
+        let flat = read_flat(&schema(json!(false)), "M", "role", &same).unwrap();
+        assert!(flat.variants[0].fields[0].written, "false is written, as ferrule writes its default");
+        assert!(read_flat(&schema(json!(true)), "M", "role", &same).unwrap_err().contains("defaults to true"));
+    }
+
+    #[test]
+    fn a_flat_union_names_the_values_of_a_string_enum_it_holds_as_text() {
+        let schema = json!({"$defs": {
+            "StopReason": {"oneOf": [{"const": "end_turn"}, {"const": "length"}]},
+            "Origin": {"type": "string", "enum": ["injection"]},
+            "M": {"oneOf": [{"properties": {"role": {"const": "a"},
+                "stop_reason": {"$ref": "#/$defs/StopReason", "description": "Why."},
+                "origin": {"$ref": "#/$defs/Origin", "description": "Whence."}}, "required": ["origin", "stop_reason"]}]}}});
+        let flat = read_flat(&schema, "M", "role", &|_, _| None).unwrap();
+        let docs: Vec<&str> = flat.fields.iter().map(|f| f.doc.as_str()).collect();
+        assert_eq!(docs, ["Whence. One of `injection`. (a)", "Why. One of `end_turn`, `length`. (a)"]);
+    }
+
+    #[test]
+    fn parts_and_messages_take_their_values_in_declared_order() {
+        let image = |properties: Value| json!({"$defs": {"Part": {"oneOf": [{"properties": properties, "required": ["type"]}]}}});
+        let declared = image(json!({"type": {"const": "image"}, "url": {"type": "string"},
+            "data": {"type": "string"}, "media_type": {"type": "string"}}));
+        let part = read_tagged(&declared, "Part").unwrap();
+        let fields: Vec<&str> = part.variants[0].fields.iter().map(|f| f.json.as_str()).collect();
+        assert_eq!(fields, ["media_type", "data", "url"], "as Part::Image declares them, not by name");
+        let added = image(json!({"type": {"const": "image"}, "url": {"type": "string"}, "data": {"type": "string"},
+            "media_type": {"type": "string"}, "detail": {"type": "string"}}));
+        assert!(read_tagged(&added, "Part").unwrap_err().contains("DECLARED_ORDER"), "a new field needs its place");
+        let events = json!({"$defs": {"Event": {"oneOf": [{"properties": {"type": {"const": "x"},
+            "b": {"type": ["string", "null"]}, "a": {"type": ["string", "null"]}}}]}}});
+        assert!(read_union(&events, "Event").is_ok(), "events are read by label");
     }
 
     #[test]

@@ -21,15 +21,19 @@ pub enum Concept {
     Decisions(&'static [&'static str]),
     /// Unions the binding holds as one type with every variant's fields (see
     /// `model::read_flat`): each definition with its tag's JSON name, and the
-    /// language's renamed fields (definition, tag, JSON name, host key).
+    /// language's table of fields it holds under a key of its own, or
+    /// together with another variant's of the same JSON name (definition,
+    /// tag, JSON name, host key).
     Flat { unions: &'static [(&'static str, &'static str)], renames: &'static [Rename] },
     /// A union by `type` the binding holds as an enum, a case per variant
     /// and one for a type it does not know (see `model::read_tagged`).
     Cases(&'static str),
 }
 
-/// A variant's field a binding holds under a key of its own: the definition,
-/// the variant's tag, the field's JSON name and the key.
+/// A variant's field a binding holds under a key of its own (or, with its
+/// JSON name as the key, knowingly together with another variant's field of
+/// that name): the definition, the variant's tag, the field's JSON name and
+/// the key.
 pub type Rename = (&'static str, &'static str, &'static str, &'static str);
 
 /// The messages (by role) and their parts (by type).
@@ -168,7 +172,7 @@ pub const OUTPUTS: &[Output] = &[
     Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Message_gen.kt",
         template: "kotlin/flat.kt.j2",
-        concept: Concept::Flat { unions: TRANSCRIPT, renames: &[] },
+        concept: Concept::Flat { unions: TRANSCRIPT, renames: crate::kotlin::FLAT_RENAMES },
     },
     Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Status_gen.kt",

@@ -11,9 +11,7 @@ use minijinja::Environment;
 use serde_json::Value;
 
 use crate::decisions::{read_decision, shared_choices, Choice};
-use crate::model::{
-    read_enum, read_flat, read_record, read_tagged, read_union, Field, FieldType, FlatField, FlatMember,
-};
+use crate::model::{read_enum, read_flat, read_record, read_tagged, read_union, Field, FieldType, FlatField};
 use crate::names::{camel, pascal, screaming};
 use crate::outputs::{Concept, Output, LEFT_OUT, TEMPLATES};
 
@@ -52,10 +50,8 @@ pub fn environment() -> Result<Environment<'static>, String> {
     env.add_filter("go_flat", |field: minijinja::Value| {
         crate::go::flat_type(&read_back::<FlatField>(field, "flat field")?.ty).map_err(template_error)
     });
-    env.add_filter("go_member", |member: minijinja::Value, field: minijinja::Value| {
-        let member: FlatMember = read_back(member, "member")?;
-        let field: FlatField = read_back(field, "flat field")?;
-        crate::go::member(&member, &field).map(Serde).map_err(template_error)
+    env.add_filter("go_member", |member: minijinja::Value| {
+        crate::go::member(&read_back(member, "member")?).map(Serde).map_err(template_error)
     });
     env.add_filter("kotlin_flat", |field: minijinja::Value| {
         crate::kotlin::flat_parameter(&read_back(field, "flat field")?).map_err(template_error)
@@ -66,9 +62,8 @@ pub fn environment() -> Result<Environment<'static>, String> {
     env.add_filter("swift_property", |field: minijinja::Value| {
         crate::swift::flat_property(&read_back(field, "flat field")?).map(Serde).map_err(template_error)
     });
-    env.add_filter("swift_coding", |member: minijinja::Value, field: minijinja::Value| {
-        let member: FlatMember = read_back(member, "member")?;
-        crate::swift::flat_coding(&member, &read_back(field, "flat field")?).map(Serde).map_err(template_error)
+    env.add_filter("swift_coding", |member: minijinja::Value| {
+        crate::swift::flat_coding(&read_back(member, "member")?).map(Serde).map_err(template_error)
     });
     env.add_filter("swift_case_values", |variant: minijinja::Value| {
         crate::swift::case_values(&read_back(variant, "variant")?).map(Serde).map_err(template_error)
@@ -273,5 +268,18 @@ mod tests {
         let closing = comment("Matches image/* and ends */ here.", "/** ", Some(" */"));
         assert_eq!(closing.matches("*/").count(), 1, "{closing}");
         assert!(!closing.contains("/*") || closing.find("/*") == Some(0), "{closing}");
+    }
+
+    #[test]
+    fn a_swift_case_without_values_is_a_bare_case() {
+        let schema = serde_json::json!({"$defs": {"Part": {"oneOf": [
+            {"properties": {"type": {"const": "ping"}}, "required": ["type"]},
+            {"properties": {"type": {"const": "text"}, "text": {"type": "string"}}, "required": ["type", "text"]}]}}});
+        let output =
+            Output { path: "Part_gen.swift", template: "swift/cases.swift.j2", concept: Concept::Cases("Part") };
+        let swift = render(&environment().unwrap(), &schema, &output).unwrap();
+        assert!(swift.contains("    case ping\n"), "{swift}");
+        assert!(swift.contains("self = .ping\n") && swift.contains("case .ping:\n"), "{swift}");
+        assert!(!swift.contains("()"), "{swift}");
     }
 }

@@ -186,33 +186,32 @@ pub fn flat_property(field: &FlatField) -> Result<Member, String> {
 }
 
 /// How a variant's field crosses, as the statements of `init(from:)` and
-/// `encode(to:)` of the variant: content reads from a string too
-/// (`decodeContent`); a variant's text is the content's; a field ferrule
-/// always writes is written with its empty value, any other is left out when
-/// empty.
-pub fn flat_coding(member: &FlatMember, field: &FlatField) -> Result<Member, String> {
-    let property = flat_property(field)?;
+/// `encode(to:)` of the variant, under its JSON name's coding key: content
+/// reads from a string too (`decodeContent`); a variant's text is the
+/// content's; a field ferrule always writes is written with its empty value
+/// when nil; any other is left out when nil (a list: when empty), and
+/// written when present, empty or not.
+pub fn flat_coding(member: &FlatMember) -> Result<Member, String> {
+    let host = FlatField { key: member.key.clone(), doc: String::new(), ty: member.host.clone(), tags: Vec::new() };
+    let property = flat_property(&host)?;
     let label = &property.label;
+    let coding_key = self::label(&member.field.json);
     let bare = property.ty.trim_end_matches('?');
+    let read = |ty: &str| format!("try container.decodeIfPresent({ty}.self, forKey: .{coding_key})");
     let decode = match bare {
-        _ if member.as_text => {
-            format!("{label} = try container.decodeIfPresent(String.self, forKey: .{label}).map(Part.parts) ?? []")
-        }
-        "[Part]" => format!("{label} = try container.decodeContent(forKey: .{label})"),
+        _ if member.as_text => format!("{label} = {}.map(Part.parts) ?? []", read("String")),
+        "[Part]" => format!("{label} = try container.decodeContent(forKey: .{coding_key})"),
         _ => match property.default.as_str() {
-            " = nil" => format!("{label} = try container.decodeIfPresent({bare}.self, forKey: .{label})"),
-            fallback => format!(
-                "{label} = try container.decodeIfPresent({bare}.self, forKey: .{label}) ?? {}",
-                fallback.trim_start_matches(" = ")
-            ),
+            " = nil" => format!("{label} = {}", read(bare)),
+            fallback => format!("{label} = {} ?? {}", read(bare), fallback.trim_start_matches(" = ")),
         },
     };
     let value = if member.as_text { format!("{label}.text") } else { label.clone() };
-    let write = |value: &str| format!("try container.encode({value}, forKey: .{label})");
+    let write = |value: &str| format!("try container.encode({value}, forKey: .{coding_key})");
     let encode = match (member.written, property.default.as_str()) {
         (true, " = nil") => write(&format!("{value} ?? {}", empty(&member.field.ty)?)),
         (true, _) => write(&value),
-        (false, " = nil") => format!("try container.encodeIfPresent({value}, forKey: .{label})"),
+        (false, " = nil") => format!("try container.encodeIfPresent({value}, forKey: .{coding_key})"),
         (false, " = false") => format!("if {value} {{ {} }}", write(&value)),
         (false, _) => format!("if !{value}.isEmpty {{ {} }}", write(&value)),
     };
@@ -220,21 +219,23 @@ pub fn flat_coding(member: &FlatMember, field: &FlatField) -> Result<Member, Str
 }
 
 /// A value of a case of a union Swift holds as an enum (a part): its label
-/// (none for the case's one value, or the one named as the case), its type,
-/// and the key it crosses under. Base64 text is labelled `base64`.
+/// (none for the case's one value, or the one named as the case), its type
+/// (`?` when it may be absent; `bare`, without it), and the key it crosses
+/// under. Base64 text is labelled `base64`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct CaseValue {
     pub label: Option<String>,
     pub binding: String,
     pub ty: String,
+    pub bare: String,
     pub key: String,
     pub required: bool,
 }
 
-/// The values of the case of `variant`.
+/// The values of the case of `variant`; two of one name are refused.
 pub fn case_values(variant: &UnionVariant) -> Result<Vec<CaseValue>, String> {
     let alone = variant.fields.len() == 1;
-    variant
+    let values = variant
         .fields
         .iter()
         .enumerate()
@@ -249,11 +250,18 @@ pub fn case_values(variant: &UnionVariant) -> Result<Vec<CaseValue>, String> {
                 label: (!unlabelled).then(|| named.clone()),
                 binding: named,
                 ty: type_of(&ty)?,
+                bare: type_of(&FieldType { nullable: false, ..ty })?,
                 key: label(&field.json),
                 required: field.required,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, String>>()?;
+    for (place, value) in values.iter().enumerate() {
+        if values[..place].iter().any(|earlier| earlier.binding == value.binding) {
+            return Err(format!("{}: two values named {} in its Swift case", variant.tag, value.binding));
+        }
+    }
+    Ok(values)
 }
 
 /// The Swift expression of the schema default `value`.
@@ -335,36 +343,52 @@ mod tests {
 
     #[test]
     fn swift_messages_write_what_ferrule_writes_and_parts_are_cases() {
-        let flat = |key: &str, ty: FieldType| FlatField { key: key.into(), doc: String::new(), ty, tags: vec![] };
-        let member = |field: Field, as_text, written| FlatMember { key: field.json.clone(), field, as_text, written };
+        let member = |field: Field, host: FieldType, as_text, written| FlatMember {
+            key: field.json.clone(),
+            field,
+            host,
+            as_text,
+            written,
+        };
         let content = FieldType { name: Some("Content".into()), ..FieldType::of("ref") };
-        let system = member(Field::optional("content", FieldType::of("string")), true, true);
-        let coding = flat_coding(&system, &flat("content", content.clone())).unwrap();
+        let system = member(Field::optional("content", FieldType::of("string")), content, true, true);
+        let coding = flat_coding(&system).unwrap();
         assert!(coding.decode.contains("map(Part.parts)") && coding.encode.contains("content.text"), "{coding:?}");
         let name = FieldType { nullable: true, ..FieldType::of("string") };
-        let required =
-            member(Field { required: true, ..Field::optional("name", FieldType::of("string")) }, false, true);
+        let required = Field { required: true, ..Field::optional("name", FieldType::of("string")) };
         assert_eq!(
-            flat_coding(&required, &flat("name", name.clone())).unwrap().encode,
+            flat_coding(&member(required, name.clone(), false, true)).unwrap().encode,
             "try container.encode(name ?? \"\", forKey: .name)"
         );
+        let signature = member(Field::optional("signature", name.clone()), name.clone(), false, false);
+        assert_eq!(
+            flat_coding(&signature).unwrap().encode,
+            "try container.encodeIfPresent(signature, forKey: .signature)",
+            "nil is left out, \"\" written"
+        );
+        let renamed =
+            FlatMember { key: "redacted".into(), ..member(Field::optional("data", name.clone()), name, false, false) };
+        let coding = flat_coding(&renamed).unwrap();
+        assert_eq!(coding.label, "redacted");
+        assert_eq!(
+            coding.decode, "redacted = try container.decodeIfPresent(String.self, forKey: .data)",
+            "its JSON name"
+        );
         let calls = FieldType { items: Some(Box::new(FieldType::of("string"))), ..FieldType::of("array") };
-        let left_out = member(Field::optional("tool_calls", calls.clone()), false, false);
-        assert!(flat_coding(&left_out, &flat("tool_calls", calls))
-            .unwrap()
-            .encode
-            .starts_with("if !toolCalls.isEmpty"));
-        let text = UnionVariant {
-            tag: "thinking".into(),
-            doc: String::new(),
-            fields: vec![
-                Field { required: true, ..Field::optional("thinking", FieldType::of("string")) },
-                Field::optional("data", FieldType { encoding: Some("base64".into()), ..FieldType::of("string") }),
-            ],
-        };
+        let left_out = member(Field::optional("tool_calls", calls.clone()), calls, false, false);
+        assert!(flat_coding(&left_out).unwrap().encode.starts_with("if !toolCalls.isEmpty"));
+        let base64 = FieldType { encoding: Some("base64".into()), ..FieldType::of("string") };
+        let variant = |fields: Vec<Field>| UnionVariant { tag: "thinking".into(), doc: String::new(), fields };
+        let text = variant(vec![
+            Field { required: true, ..Field::optional("thinking", FieldType::of("string")) },
+            Field::optional("data", base64.clone()),
+        ]);
         let values = case_values(&text).unwrap();
         assert_eq!((values[0].label.as_deref(), values[0].ty.as_str()), (None, "String"), "named as its case");
         assert_eq!((values[1].label.as_deref(), values[1].key.as_str()), (Some("base64"), "data"));
-        assert_eq!(values[1].ty, "String?");
+        assert_eq!((values[1].ty.as_str(), values[1].bare.as_str()), ("String?", "String"));
+        let twice = variant(vec![Field::optional("data", base64.clone()), Field::optional("preview", base64)]);
+        assert!(case_values(&twice).unwrap_err().contains("two values named base64"));
+        assert!(case_values(&variant(vec![])).unwrap().is_empty());
     }
 }

@@ -22,12 +22,14 @@ public struct Message: Sendable, Hashable, Codable {
     /// single text part. assistant: Text (and later thinking) parts, in order. tool: What the model
     /// sees.
     public var content: [Part]
-    /// Where the message came from, when not from the run's input. (system, user)
+    /// Where the message came from, when not from the run's input. One of `injection`. (system,
+    /// user)
     public var origin: String?
-    /// Why the model stopped. (assistant)
-    public var stopReason: String?
     /// The tool calls the model asked for, in the order it asked. (assistant)
     public var toolCalls: [ToolCallRequest]
+    /// Why the model stopped. One of `end_turn`, `tool_use`, `length`, `content_filter`, `error`,
+    /// `aborted`. (assistant)
+    public var stopReason: String?
     /// Tokens this response used. (assistant)
     public var usage: Usage?
     /// The id of the call this answers. (tool)
@@ -41,8 +43,8 @@ public struct Message: Sendable, Hashable, Codable {
         role: Role,
         content: [Part] = [],
         origin: String? = nil,
-        stopReason: String? = nil,
         toolCalls: [ToolCallRequest] = [],
+        stopReason: String? = nil,
         usage: Usage? = nil,
         toolCallID: String? = nil,
         name: String? = nil,
@@ -51,8 +53,8 @@ public struct Message: Sendable, Hashable, Codable {
         self.role = role
         self.content = content
         self.origin = origin
-        self.stopReason = stopReason
         self.toolCalls = toolCalls
+        self.stopReason = stopReason
         self.usage = usage
         self.toolCallID = toolCallID
         self.name = name
@@ -63,8 +65,8 @@ public struct Message: Sendable, Hashable, Codable {
         case role
         case content
         case origin
-        case stopReason = "stop_reason"
         case toolCalls = "tool_calls"
+        case stopReason = "stop_reason"
         case usage
         case toolCallID = "tool_call_id"
         case name
@@ -84,8 +86,8 @@ public struct Message: Sendable, Hashable, Codable {
             origin = try container.decodeIfPresent(String.self, forKey: .origin)
         case .assistant:
             content = try container.decodeContent(forKey: .content)
-            stopReason = try container.decodeIfPresent(String.self, forKey: .stopReason)
             toolCalls = try container.decodeIfPresent([ToolCallRequest].self, forKey: .toolCalls) ?? []
+            stopReason = try container.decodeIfPresent(String.self, forKey: .stopReason)
             usage = try container.decodeIfPresent(Usage.self, forKey: .usage)
         case .tool:
             toolCallID = try container.decodeIfPresent(String.self, forKey: .toolCallID)
@@ -108,8 +110,8 @@ public struct Message: Sendable, Hashable, Codable {
             try container.encodeIfPresent(origin, forKey: .origin)
         case .assistant:
             try container.encode(content, forKey: .content)
-            try container.encodeIfPresent(stopReason, forKey: .stopReason)
             if !toolCalls.isEmpty { try container.encode(toolCalls, forKey: .toolCalls) }
+            try container.encodeIfPresent(stopReason, forKey: .stopReason)
             try container.encodeIfPresent(usage, forKey: .usage)
         case .tool:
             try container.encode(toolCallID ?? "", forKey: .toolCallID)

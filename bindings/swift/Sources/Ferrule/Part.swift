@@ -3,7 +3,7 @@ import Foundation
 extension Part {
     /// An inline image.
     public static func image(mediaType: String, data: Data) -> Part {
-        .image(base64: data.base64EncodedString(), mediaType: mediaType, url: nil)
+        .image(mediaType: mediaType, base64: data.base64EncodedString(), url: nil)
     }
 
     /// A document.
@@ -19,7 +19,7 @@ extension Part {
     /// text that is not base64.
     public var data: Data? {
         switch self {
-        case .image(let base64?, _, _), .file(_, let base64, _): Data(lenientBase64: base64)
+        case .image(_, let base64?, _), .file(_, let base64, _): Data(lenientBase64: base64)
         default: nil
         }
     }

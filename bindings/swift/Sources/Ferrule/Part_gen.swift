@@ -7,11 +7,11 @@ public enum Part: Sendable, Hashable, Codable {
     /// Plain text.
     case text(String)
     /// An image, inline (`data`, base64, with `media_type`) or by `url`.
-    case image(base64: String?, mediaType: String?, url: String?)
+    case image(mediaType: String?, base64: String?, url: String?)
     /// Model reasoning, kept so it can be sent back: Anthropic requires its signature on later
     /// turns of a tool loop, and OpenAI Responses reasoning models continue from their earlier
     /// reasoning items.
-    case thinking(String, id: String?, signature: String?)
+    case thinking(String, signature: String?, id: String?)
     /// Reasoning the provider returned encrypted.
     case redactedThinking(String)
     /// A file, inline as base64.
@@ -39,14 +39,14 @@ public enum Part: Sendable, Hashable, Codable {
                 try c.decode(String.self, forKey: .text))
         case "image":
             self = .image(
-                base64: try c.decodeIfPresent(String.self, forKey: .data),
                 mediaType: try c.decodeIfPresent(String.self, forKey: .mediaType),
+                base64: try c.decodeIfPresent(String.self, forKey: .data),
                 url: try c.decodeIfPresent(String.self, forKey: .url))
         case "thinking":
             self = .thinking(
                 try c.decode(String.self, forKey: .thinking),
-                id: try c.decodeIfPresent(String.self, forKey: .id),
-                signature: try c.decodeIfPresent(String.self, forKey: .signature))
+                signature: try c.decodeIfPresent(String.self, forKey: .signature),
+                id: try c.decodeIfPresent(String.self, forKey: .id))
         case "redacted_thinking":
             self = .redactedThinking(
                 try c.decode(String.self, forKey: .data))
@@ -67,16 +67,16 @@ public enum Part: Sendable, Hashable, Codable {
         case .text(let text):
             try c.encode("text", forKey: .type)
             try c.encode(text, forKey: .text)
-        case .image(let base64, let mediaType, let url):
+        case .image(let mediaType, let base64, let url):
             try c.encode("image", forKey: .type)
-            try c.encodeIfPresent(base64, forKey: .data)
             try c.encodeIfPresent(mediaType, forKey: .mediaType)
+            try c.encodeIfPresent(base64, forKey: .data)
             try c.encodeIfPresent(url, forKey: .url)
-        case .thinking(let thinking, let id, let signature):
+        case .thinking(let thinking, let signature, let id):
             try c.encode("thinking", forKey: .type)
             try c.encode(thinking, forKey: .thinking)
-            try c.encodeIfPresent(id, forKey: .id)
             try c.encodeIfPresent(signature, forKey: .signature)
+            try c.encodeIfPresent(id, forKey: .id)
         case .redactedThinking(let data):
             try c.encode("redacted_thinking", forKey: .type)
             try c.encode(data, forKey: .data)

@@ -236,7 +236,7 @@ final class RunTests: XCTestCase {
         XCTAssertEqual(result.status, .completed)
         XCTAssertEqual(unknown, [], "every event decoded")
         let image = try XCTUnwrap(result.messages.first { $0.role == .tool }?.content.first)
-        XCTAssertEqual(image, .image(base64: "iVBORw0K\nGgoAAAAN", mediaType: "image/png", url: nil))
+        XCTAssertEqual(image, .image(mediaType: "image/png", base64: "iVBORw0K\nGgoAAAAN", url: nil))
         XCTAssertNil(image.data)
         // Fed back, the transcript is taken as it is.
         let again = try await Agent(config: scripted([answerTurn("Again.")])).run(

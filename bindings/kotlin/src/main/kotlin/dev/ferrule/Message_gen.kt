@@ -7,7 +7,9 @@ import kotlinx.serialization.ExperimentalSerializationApi
 import kotlinx.serialization.KeepGeneratedSerializer
 import kotlinx.serialization.SerialName
 import kotlinx.serialization.Serializable
+import kotlinx.serialization.Transient
 import kotlinx.serialization.json.JsonArray
+import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 
 /**
@@ -23,12 +25,18 @@ data class Message(
      * text part. assistant: Text (and later thinking) parts, in order. tool: What the model sees.
      */
     val content: List<Part> = emptyList(),
-    /** Where the message came from, when not from the run's input. (system, user) */
+    /**
+     * Where the message came from, when not from the run's input. One of `injection`. (system,
+     * user)
+     */
     val origin: String? = null,
-    /** Why the model stopped. (assistant) */
-    @SerialName("stop_reason") val stopReason: String? = null,
     /** The tool calls the model asked for, in the order it asked. (assistant) */
     @SerialName("tool_calls") val toolCalls: List<ToolCallRequest> = emptyList(),
+    /**
+     * Why the model stopped. One of `end_turn`, `tool_use`, `length`, `content_filter`, `error`,
+     * `aborted`. (assistant)
+     */
+    @SerialName("stop_reason") val stopReason: String? = null,
     /** Tokens this response used. (assistant) */
     val usage: Usage? = null,
     /** The id of the call this answers. (tool) */
@@ -38,6 +46,9 @@ data class Message(
     /** Whether the call failed. (tool) */
     @SerialName("is_error") val isError: Boolean = false,
 ) {
+    /** The JSON of a role this package does not know, as read: written back as it is. */
+    @Transient internal var unknown: JsonObject? = null
+
     companion object
 }
 
@@ -54,8 +65,8 @@ internal object MessageSerializer : FlatUnionSerializer<Message>(
         ),
         "assistant" to listOf(
             VariantField("content", JsonArray(emptyList()), content = true),
-            VariantField("stop_reason", null),
             VariantField("tool_calls", null),
+            VariantField("stop_reason", null),
             VariantField("usage", null),
         ),
         "tool" to listOf(
@@ -65,6 +76,7 @@ internal object MessageSerializer : FlatUnionSerializer<Message>(
             VariantField("is_error", JsonPrimitive(false)),
         ),
     ),
+    FlatUnknown({ it.unknown }, { value, json -> value.unknown = json }),
 )
 
 /**
@@ -77,30 +89,33 @@ data class Part(
     val type: String,
     /** The text. (text) */
     val text: String? = null,
+    /** image: The MIME type, such as `image/png`. file: The MIME type. */
+    @SerialName("media_type") val mediaType: String? = null,
     /**
      * image: Base64 image bytes. redacted_thinking: The opaque data, sent back as received. file:
      * Base64 file bytes.
      */
     val data: String? = null,
-    /** image: The MIME type, such as `image/png`. file: The MIME type. */
-    @SerialName("media_type") val mediaType: String? = null,
     /** A URL the provider fetches. (image) */
     val url: String? = null,
     /** The reasoning text (for OpenAI Responses, the reasoning summary). (thinking) */
     val thinking: String? = null,
     /**
-     * The OpenAI Responses reasoning item's id (`rs_...`); absent for Anthropic thinking. Each
-     * provider sends back only its own reasoning. (thinking)
-     */
-    val id: String? = null,
-    /**
      * The provider's signature over it; for an OpenAI Responses reasoning item, its encrypted
      * content. (thinking)
      */
     val signature: String? = null,
+    /**
+     * The OpenAI Responses reasoning item's id (`rs_...`); absent for Anthropic thinking. Each
+     * provider sends back only its own reasoning. (thinking)
+     */
+    val id: String? = null,
     /** The file name, when known. (file) */
     val name: String? = null,
 ) {
+    /** The JSON of a type this package does not know, as read: written back as it is. */
+    @Transient internal var unknown: JsonObject? = null
+
     companion object
 }
 
@@ -111,14 +126,14 @@ internal object PartSerializer : FlatUnionSerializer<Part>(
             VariantField("text", JsonPrimitive("")),
         ),
         "image" to listOf(
-            VariantField("data", null),
             VariantField("media_type", null),
+            VariantField("data", null),
             VariantField("url", null),
         ),
         "thinking" to listOf(
             VariantField("thinking", JsonPrimitive("")),
-            VariantField("id", null),
             VariantField("signature", null),
+            VariantField("id", null),
         ),
         "redacted_thinking" to listOf(
             VariantField("data", JsonPrimitive("")),
@@ -129,4 +144,5 @@ internal object PartSerializer : FlatUnionSerializer<Part>(
             VariantField("name", null),
         ),
     ),
+    FlatUnknown({ it.unknown }, { value, json -> value.unknown = json }),
 )

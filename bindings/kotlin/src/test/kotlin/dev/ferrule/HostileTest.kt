@@ -512,6 +512,17 @@ class HostileTest {
             FerruleJson.encodeToString(kotlinx.serialization.builtins.ListSerializer(Part.serializer()), parts))
         val empty = FerruleJson.decodeFromString(Message.serializer(), """{"role": "user", "content": "", "name": "x"}""")
         assertEquals(Message("user"), empty, "no text is no parts; a field of another role is not read")
+        // Null is absent; a present value is written, empty or not.
+        val present = listOf(Part("thinking", thinking = "hm", signature = ""), Part("image", mediaType = "image/png", data = ""))
+        val presentJson = """[{"type":"thinking","thinking":"hm","signature":""},{"type":"image","media_type":"image/png","data":""}]"""
+        assertEquals(presentJson, FerruleJson.encodeToString(kotlinx.serialization.builtins.ListSerializer(Part.serializer()), present))
+        assertEquals(present, FerruleJson.decodeFromString(kotlinx.serialization.builtins.ListSerializer(Part.serializer()), presentJson))
+        // A message or part of a kind this package does not know is written back as it was read.
+        for (unknown in listOf("""{"role":"narrator","content":"?","voice":{"pitch":2}}""",
+            """{"role":"user","content":[{"type":"audio","data":"AAEC","format":"wav"},{"type":"text","text":"hi"}]}""")) {
+            val read = FerruleJson.decodeFromString(Message.serializer(), unknown)
+            assertEquals(unknown, FerruleJson.encodeToString(Message.serializer(), read))
+        }
     }
 
     @Test
