@@ -46,31 +46,6 @@ func (d ToolResultDecision) MarshalJSON() ([]byte, error) {
 	return json.Marshal(decision)
 }
 
-// OnRunStart is consulted once, before anything else.
-func OnRunStart(fn func(ctx context.Context, payload RunStartPayload) (RunStartDecision, error)) Hook {
-	return typedHook("run_start", fn)
-}
-
-// OnTurnStart is consulted before each model request.
-func OnTurnStart(fn func(ctx context.Context, payload TurnStartPayload) (TurnStartDecision, error)) Hook {
-	return typedHook("turn_start", fn)
-}
-
-// OnToolCall is consulted for every valid call of a batch, before any runs.
-func OnToolCall(fn func(ctx context.Context, payload ToolCallPayload) (ToolCallDecision, error)) Hook {
-	return typedHook("tool_call", fn)
-}
-
-// OnToolResult is consulted for the result of each call that ran.
-func OnToolResult(fn func(ctx context.Context, payload ToolResultPayload) (ToolResultDecision, error)) Hook {
-	return typedHook("tool_result", fn)
-}
-
-// OnFinalAnswer is consulted for an answer that would end the run.
-func OnFinalAnswer(fn func(ctx context.Context, payload FinalAnswerPayload) (FinalAnswerDecision, error)) Hook {
-	return typedHook("final_answer", fn)
-}
-
 // RawHook is consulted at stage with the payload JSON and answers with decision
 // JSON, as the C ABI does (for decisions the typed forms do not cover).
 func RawHook(stage string, fn func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error)) Hook {

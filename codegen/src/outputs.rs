@@ -28,6 +28,10 @@ pub enum Concept {
     /// A union by `type` the binding holds as an enum, a case per variant
     /// and one for a type it does not know (see `model::read_tagged`).
     Cases(&'static str),
+    /// The hook stages (`$defs/HookStage`): a typed hook for each, taking
+    /// the stage's payload (`<Stage>Payload`) and giving its decision
+    /// (`<Stage>Decision`).
+    HookStages,
 }
 
 /// A variant's field a binding holds under a key of its own (or, with its
@@ -104,6 +108,7 @@ pub const OUTPUTS: &[Output] = &[
         template: "go/flat.go.j2",
         concept: Concept::Flat { unions: TRANSCRIPT, renames: crate::go::FLAT_RENAMES },
     },
+    Output { path: "bindings/go/hook_stages_gen.go", template: "go/hook_stages.go.j2", concept: Concept::HookStages },
     Output {
         path: "bindings/swift/Sources/Ferrule/ErrorCodes_gen.swift",
         template: "swift/error_codes.swift.j2",
@@ -143,6 +148,16 @@ pub const OUTPUTS: &[Output] = &[
         path: "bindings/swift/Sources/Ferrule/Decisions_gen.swift",
         template: "swift/decisions.swift.j2",
         concept: DECISIONS,
+    },
+    Output {
+        path: "bindings/swift/Sources/Ferrule/HookStages_gen.swift",
+        template: "swift/hook_stages.swift.j2",
+        concept: Concept::HookStages,
+    },
+    Output {
+        path: "bindings/kotlin/src/main/kotlin/dev/ferrule/HookStages_gen.kt",
+        template: "kotlin/hook_stages.kt.j2",
+        concept: Concept::HookStages,
     },
     Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Decisions_gen.kt",
@@ -190,6 +205,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("go/inputs.go.j2", include_str!("../templates/go/inputs.go.j2")),
     ("go/decisions.go.j2", include_str!("../templates/go/decisions.go.j2")),
     ("go/flat.go.j2", include_str!("../templates/go/flat.go.j2")),
+    ("go/hook_stages.go.j2", include_str!("../templates/go/hook_stages.go.j2")),
     ("swift/error_codes.swift.j2", include_str!("../templates/swift/error_codes.swift.j2")),
     ("swift/string_enum.swift.j2", include_str!("../templates/swift/string_enum.swift.j2")),
     ("swift/events.swift.j2", include_str!("../templates/swift/events.swift.j2")),
@@ -197,10 +213,12 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("swift/decisions.swift.j2", include_str!("../templates/swift/decisions.swift.j2")),
     ("swift/flat.swift.j2", include_str!("../templates/swift/flat.swift.j2")),
     ("swift/cases.swift.j2", include_str!("../templates/swift/cases.swift.j2")),
+    ("swift/hook_stages.swift.j2", include_str!("../templates/swift/hook_stages.swift.j2")),
     ("kotlin/error_codes.kt.j2", include_str!("../templates/kotlin/error_codes.kt.j2")),
     ("kotlin/string_enum.kt.j2", include_str!("../templates/kotlin/string_enum.kt.j2")),
     ("kotlin/events.kt.j2", include_str!("../templates/kotlin/events.kt.j2")),
     ("kotlin/records.kt.j2", include_str!("../templates/kotlin/records.kt.j2")),
     ("kotlin/decisions.kt.j2", include_str!("../templates/kotlin/decisions.kt.j2")),
     ("kotlin/flat.kt.j2", include_str!("../templates/kotlin/flat.kt.j2")),
+    ("kotlin/hook_stages.kt.j2", include_str!("../templates/kotlin/hook_stages.kt.j2")),
 ];

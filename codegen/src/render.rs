@@ -166,6 +166,18 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
             let union = read_tagged(schema, definition)?;
             minijinja::context! { header => HEADER, union => Serde(&union) }
         }
+        Concept::HookStages => {
+            let stages = read_enum(schema, "HookStage", false)?;
+            for stage in &stages.variants {
+                for kind in ["Payload", "Decision"] {
+                    let definition = format!("{}{kind}", pascal(&stage.value));
+                    if schema.pointer(&format!("/$defs/{definition}")).is_none() {
+                        return Err(format!("the hook stage {} has no {definition} in the schema", stage.value));
+                    }
+                }
+            }
+            minijinja::context! { header => HEADER, enum => Serde(&stages) }
+        }
         Concept::StringEnum { definition, type_name } => {
             let values = read_enum(schema, definition, false)?;
             minijinja::context! { header => HEADER, enum => Serde(&values), type => type_name }
@@ -281,5 +293,15 @@ mod tests {
         assert!(swift.contains("    case ping\n"), "{swift}");
         assert!(swift.contains("self = .ping\n") && swift.contains("case .ping:\n"), "{swift}");
         assert!(!swift.contains("()"), "{swift}");
+    }
+
+    #[test]
+    fn a_hook_stage_needs_its_payload_and_decision() {
+        let schema = serde_json::json!({"$defs": {"HookStage": {"oneOf": [{"const": "run_start"}]},
+            "RunStartPayload": {"type": "object"}}});
+        let output =
+            Output { path: "hook_stages_gen.go", template: "go/hook_stages.go.j2", concept: Concept::HookStages };
+        let refused = render(&environment().unwrap(), &schema, &output).unwrap_err();
+        assert!(refused.contains("run_start has no RunStartDecision"), "{refused}");
     }
 }

@@ -12,48 +12,15 @@ public struct Hook: Sendable {
     /// Decides from the payload JSON, giving the decision JSON.
     let decide: @Sendable (Data) async throws -> String
 
-    /// Consulted once, before anything else.
-    public static func onRunStart(_ body: @escaping @Sendable (RunStartPayload) async throws -> RunStartDecision)
-        -> Hook
-    {
-        typed("run_start", body)
-    }
-
-    /// Consulted before each model request.
-    public static func onTurnStart(_ body: @escaping @Sendable (TurnStartPayload) async throws -> TurnStartDecision)
-        -> Hook
-    {
-        typed("turn_start", body)
-    }
-
-    /// Consulted for every valid call of a batch, before any runs.
-    public static func onToolCall(_ body: @escaping @Sendable (ToolCallPayload) async throws -> ToolCallDecision)
-        -> Hook
-    {
-        typed("tool_call", body)
-    }
-
-    /// Consulted for the result of each call that ran.
-    public static func onToolResult(_ body: @escaping @Sendable (ToolResultPayload) async throws -> ToolResultDecision)
-        -> Hook
-    {
-        typed("tool_result", body)
-    }
-
-    /// Consulted for an answer that would end the run.
-    public static func onFinalAnswer(
-        _ body: @escaping @Sendable (FinalAnswerPayload) async throws -> FinalAnswerDecision
-    ) -> Hook {
-        typed("final_answer", body)
-    }
-
     /// Consulted at `stage` with the payload JSON, answering with decision JSON
     /// as the C ABI does (docs/hooks.md).
     public static func raw(stage: String, _ body: @escaping @Sendable (String) async throws -> String) -> Hook {
         Hook(stage: stage) { payload in try await body(String(decoding: payload, as: UTF8.self)) }
     }
 
-    private static func typed<Payload: Decodable, Decision: HookDecisionJSON>(
+    /// The hook of `stage` whose body takes its payload and gives its
+    /// decision (each stage's is generated, in HookStages_gen.swift).
+    static func typed<Payload: Decodable, Decision: HookDecisionJSON>(
         _ stage: String, _ body: @escaping @Sendable (Payload) async throws -> Decision
     ) -> Hook {
         Hook(stage: stage) { data in

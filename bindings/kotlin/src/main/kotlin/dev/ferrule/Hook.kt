@@ -1,6 +1,7 @@
 package dev.ferrule
 
 import com.sun.jna.Pointer
+import kotlinx.serialization.KSerializer
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 
@@ -38,3 +39,10 @@ class Hook(val stage: String, internal val decide: suspend (payloadJson: String)
 
     private fun abort(reason: String) = JsonObject(mapOf("abort" to JsonPrimitive(reason))).toString()
 }
+
+/**
+ * The hook of [stage] whose [body] takes its payload and gives its decision
+ * (each stage's is generated, in HookStages_gen.kt).
+ */
+internal fun <P> typedHook(stage: String, payload: KSerializer<P>, body: suspend (P) -> HookDecision) =
+    Hook(stage) { json -> body(FerruleJson.decodeFromString(payload, json)).json }
