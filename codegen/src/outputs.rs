@@ -213,6 +213,7 @@ pub const TEMPLATES: &[(&str, &str)] = &[
     ("swift/decisions.swift.j2", include_str!("../templates/swift/decisions.swift.j2")),
     ("swift/flat.swift.j2", include_str!("../templates/swift/flat.swift.j2")),
     ("swift/cases.swift.j2", include_str!("../templates/swift/cases.swift.j2")),
+    ("swift/coding.swift.j2", include_str!("../templates/swift/coding.swift.j2")),
     ("swift/hook_stages.swift.j2", include_str!("../templates/swift/hook_stages.swift.j2")),
     ("kotlin/error_codes.kt.j2", include_str!("../templates/kotlin/error_codes.kt.j2")),
     ("kotlin/string_enum.kt.j2", include_str!("../templates/kotlin/string_enum.kt.j2")),
