@@ -25,7 +25,9 @@ use crate::hook::{
     FinalAnswerDecision, FinalAnswerPayload, HookStages, RunStartDecision, RunStartPayload, ToolCallDecision,
     ToolCallPayload, ToolResultDecision, ToolResultPayload, TurnStartDecision, TurnStartPayload,
 };
-use crate::message::Message;
+use crate::message::{
+    AssistantMessage, Message, Origin, Part, StopReason, SystemMessage, ToolCall, ToolResultMessage, Usage, UserMessage,
+};
 use crate::runtime::RuntimeConfig;
 use crate::tool::{ToolCompletion, ToolOptions};
 
@@ -97,7 +99,8 @@ pub fn document() -> Value {
     // Read types win: what ferrule writes satisfies them too.
     let mut definitions = writing.take_definitions(true);
     definitions.extend(reading.take_definitions(true));
-    let definitions: Map<String, Value> = definitions.into_iter().collect();
+    let mut definitions: Map<String, Value> = definitions.into_iter().collect();
+    declare_field_order(&mut definitions);
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://ferrule.dev/schema/ferrule.schema.json",
@@ -107,6 +110,82 @@ pub fn document() -> Value {
         "x-ferrule-documents": listed,
         "$defs": definitions,
     })
+}
+
+/// A value of every variant of a message and a part with every field
+/// present, for the order its type declares the fields in (the schema keeps
+/// properties sorted by name, and the bindings take these values in declared
+/// order). A struct literal names every field, so a field added to a variant
+/// is added here too: give it a value that is written.
+fn every_field_present() -> Vec<(&'static str, &'static str, String)> {
+    let text = || "x".to_owned();
+    let part = |part: Part| ("Part", "type", serde_json::to_string(&part));
+    let message = |message: Message| ("Message", "role", serde_json::to_string(&message));
+    let call = ToolCall { id: text(), name: text(), arguments: text() };
+    let samples = [
+        message(Message::System(SystemMessage { content: text(), origin: Some(Origin::Injection) })),
+        message(Message::User(UserMessage { content: vec![Part::text("x")], origin: Some(Origin::Injection) })),
+        message(Message::Assistant(AssistantMessage {
+            content: vec![Part::text("x")],
+            tool_calls: vec![call],
+            stop_reason: StopReason::ToolUse,
+            usage: Usage::default(),
+        })),
+        message(Message::Tool(ToolResultMessage {
+            tool_call_id: text(),
+            name: text(),
+            content: vec![Part::text("x")],
+            is_error: true,
+        })),
+        part(Part::Text { text: text() }),
+        part(Part::Image { media_type: Some(text()), data: Some(text()), url: Some(text()) }),
+        part(Part::Thinking { thinking: text(), signature: Some(text()), id: Some(text()) }),
+        part(Part::RedactedThinking { data: text() }),
+        part(Part::File { media_type: text(), data: text(), name: Some(text()) }),
+    ];
+    samples.into_iter().map(|(name, tag, json)| (name, tag, json.unwrap_or_default())).collect()
+}
+
+/// Gives each variant of a message and a part the order its type declares
+/// its fields in, as `x-ferrule-order` (its tag first).
+fn declare_field_order(definitions: &mut Map<String, Value>) {
+    for (name, tag, json) in every_field_present() {
+        let keys = keys_in_order(&json);
+        let Some(value) = serde_json::from_str::<Value>(&json).ok().and_then(|v| v.get(tag).cloned()) else {
+            continue;
+        };
+        let branches = definitions.get_mut(name).and_then(|d| d.get_mut("oneOf")).and_then(Value::as_array_mut);
+        for branch in branches.into_iter().flatten() {
+            if branch.pointer(&format!("/properties/{tag}/const")) == Some(&value) {
+                branch["x-ferrule-order"] = json!(keys);
+            }
+        }
+    }
+}
+
+/// The keys of the JSON object `json`, in the order the text has them.
+fn keys_in_order(json: &str) -> Vec<String> {
+    struct Keys(Vec<String>);
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct Visitor;
+            impl<'de> serde::de::Visitor<'de> for Visitor {
+                type Value = Keys;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("an object")
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                    let mut keys = Vec::new();
+                    while let Some((key, serde::de::IgnoredAny)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                        keys.push(key);
+                    }
+                    Ok(Keys(keys))
+                }
+            }
+            deserializer.deserialize_map(Visitor)
+        }
+    }
+    serde_json::from_str::<Keys>(json).map(|keys| keys.0).unwrap_or_default()
 }
 
 /// The schema document as the committed file has it: pretty, with a newline.

@@ -63,6 +63,22 @@ pub struct Field {
     pub minimum: Option<f64>,
 }
 
+/// `schema` with each variant of a union that declares no field order
+/// declaring its properties' (the tag, then the rest by name), for tests
+/// whose order does not matter.
+#[cfg(test)]
+pub fn in_property_order(mut schema: Value) -> Value {
+    let definitions = schema["$defs"].as_object_mut().into_iter().flat_map(|d| d.values_mut());
+    let branches = definitions.filter_map(|d| d.get_mut("oneOf").and_then(Value::as_array_mut)).flatten();
+    for branch in branches.filter(|b| b.get("properties").is_some() && b.get("x-ferrule-order").is_none()) {
+        let properties = branch["properties"].as_object().into_iter().flatten();
+        let (tags, others): (Vec<_>, Vec<_>) = properties.partition(|(_, p)| p.get("const").is_some());
+        let order: Vec<String> = tags.into_iter().chain(others).map(|(key, _)| key.clone()).collect();
+        branch["x-ferrule-order"] = serde_json::json!(order);
+    }
+    schema
+}
+
 #[cfg(test)]
 impl Field {
     /// A field the JSON may leave out, with no description, default or minimum.
@@ -151,40 +167,28 @@ fn tagged(definition: &Value, name: &str, variants: Vec<UnionVariant>) -> Result
     Ok(Union { name: name.to_owned(), doc: doc_of(definition), common, variants, field_names })
 }
 
-/// The order the Rust types declare the fields of a variant in where
-/// neither `required` nor the schema (which keeps its properties sorted by
-/// name) tells it: by definition and tag, every field the variant does not
-/// require. A binding takes a message's or a part's values in the declared
-/// order (a Swift case's, a Kotlin constructor's), so a variant with two
-/// such fields must be here, with exactly those fields.
-const DECLARED_ORDER: &[(&str, &str, &[&str])] = &[
-    ("Message", "assistant", &["content", "tool_calls", "stop_reason", "usage"]),
-    ("Part", "image", &["media_type", "data", "url"]),
-    ("Part", "thinking", &["signature", "id"]),
-];
-
-/// `fields` (those required first, then the others by name) with the others
-/// in the order `DECLARED_ORDER` gives for the variant `tag` of `name`.
-fn in_declared_order(name: &str, tag: &str, fields: &mut [Field]) -> Result<(), String> {
-    let optional: Vec<&str> = fields.iter().filter(|f| !f.required).map(|f| f.json.as_str()).collect();
-    let declared = DECLARED_ORDER.iter().find(|(d, t, _)| *d == name && *t == tag).map(|(_, _, order)| *order);
-    match declared {
-        None if optional.len() < 2 => Ok(()),
-        Some(order) if order.len() == optional.len() && order.iter().all(|json| optional.contains(json)) => {
-            let place = |field: &Field| order.iter().position(|json| *json == field.json);
-            fields.sort_by_key(|field| (!field.required, place(field)));
-            Ok(())
-        }
-        _ => Err(format!(
-            "{name} {tag}: DECLARED_ORDER in codegen/src/model.rs must list {optional:?} in the order the Rust type \
-             declares them"
-        )),
+/// `fields` in the order the variant `branch` (`tag` of `name`) declares
+/// them: its `x-ferrule-order`, which the schema gives each variant of a
+/// message and a part (`src/schema.rs`), naming exactly its fields and `key`.
+/// A binding takes their values in that order (a Swift case's, a Kotlin
+/// constructor's).
+fn in_declared_order(branch: &Value, name: &str, tag: &str, key: &str, fields: &mut [Field]) -> Result<(), String> {
+    let order: Vec<&str> =
+        branch["x-ferrule-order"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let named = |json: &str| order.contains(&json);
+    if order.len() != fields.len() + 1 || !named(key) || !fields.iter().all(|f| named(&f.json)) {
+        return Err(format!(
+            "{name} {tag}: x-ferrule-order {order:?} does not name exactly its fields; src/schema.rs gives it from a \
+             value with every field present"
+        ));
     }
+    fields.sort_by_key(|field| order.iter().position(|json| *json == field.json));
+    Ok(())
 }
 
 /// The definition `$defs/<name>`, a `oneOf` of objects told apart by the
 /// constant `key`, and its variants; with `declared`, each variant's fields
-/// in their declared order (`DECLARED_ORDER`).
+/// in their declared order (`x-ferrule-order`).
 fn read_variants<'a>(
     schema: &'a Value,
     name: &str,
@@ -201,7 +205,7 @@ fn read_variants<'a>(
             let tag = tag.ok_or_else(|| format!("{name}: a variant has no constant {key}"))?;
             // Fields anywhere but in `properties` (a newtype variant's `$ref`, an
             // `allOf`, a map) would be lost: refused instead.
-            let known = ["type", "description", "properties", "required", "additionalProperties"];
+            let known = ["type", "description", "properties", "required", "additionalProperties", "x-ferrule-order"];
             if let Some(other) =
                 branch.as_object().into_iter().flatten().map(|(k, _)| k).find(|k| !known.contains(&k.as_str()))
             {
@@ -209,7 +213,7 @@ fn read_variants<'a>(
             }
             let mut fields = fields_of(branch, key).map_err(|e| format!("{name} {tag}: {e}"))?;
             if declared {
-                in_declared_order(name, tag, &mut fields)?;
+                in_declared_order(branch, name, tag, key, &mut fields)?;
             }
             Ok(UnionVariant { tag: tag.to_owned(), doc: doc_of(branch), fields })
         })
@@ -277,8 +281,10 @@ pub struct FlatField {
 /// text where the variant has text. Fields of one key whose types differ
 /// otherwise (base64 text and plain text) are refused unless the table names
 /// the field, with a key of its own or with its JSON name as the key (held
-/// together knowingly, as text). A field with a default other than its
-/// type's empty value is refused: the host's field starts empty.
+/// together knowingly, as text). A flag, list or content field whose
+/// default is not its empty value (`false`, `[]`) is refused: ferrule always
+/// writes such a field, and the host's starts empty. (Any other field with a
+/// default is left out while absent, for ferrule's default.)
 pub fn read_flat(
     schema: &Value,
     name: &str,
@@ -556,12 +562,12 @@ mod tests {
 
     #[test]
     fn a_flat_union_holds_each_field_once_with_one_type() {
-        let schema = json!({"$defs": {"M": {"oneOf": [
+        let schema = in_property_order(json!({"$defs": {"M": {"oneOf": [
             {"properties": {"role": {"const": "system"}, "content": {"type": "string"}, "data": {"type": "string"}},
              "required": ["role", "content"]},
             {"properties": {"role": {"const": "user"}, "content": {"$ref": "#/$defs/Content", "description": "Parts."},
              "data": {"type": "string", "contentEncoding": "base64"}}, "required": ["role", "content", "data"]},
-        ]}}});
+        ]}}}));
         let same = |_: &str, _: &str| None;
         let refused = read_flat(&schema, "M", "role", &same).unwrap_err();
         assert!(refused.contains("data is of type base64 string here and string elsewhere"), "{refused}");
@@ -579,9 +585,9 @@ mod tests {
         assert_eq!(keys, ["content", "data", "bytes"]);
         assert_eq!(flat.json_names, ["content", "data"], "one JSON name, held in two fields");
         assert!(flat.fields.iter().all(|f| f.key == "content" || f.ty.nullable), "one variant lacks each");
-        let clash = json!({"$defs": {"M": {"oneOf": [
+        let clash = in_property_order(json!({"$defs": {"M": {"oneOf": [
             {"properties": {"role": {"const": "a"}, "n": {"type": "string"}}},
-            {"properties": {"role": {"const": "b"}, "n": {"type": "integer"}}}]}}});
+            {"properties": {"role": {"const": "b"}, "n": {"type": "integer"}}}]}}}));
         assert!(read_flat(&clash, "M", "role", &same).unwrap_err().contains("n is of type integer here and string"));
         let shared = |_: &str, _: &str| Some("n");
         assert!(read_flat(&clash, "M", "role", &shared).is_err(), "the table holds text together, not other types");
@@ -590,8 +596,8 @@ mod tests {
     #[test]
     fn a_flat_union_refuses_a_default_its_host_field_cannot_start_with() {
         let schema = |default: Value| {
-            json!({"$defs": {"M": {"oneOf": [{"properties": {"role": {"const": "a"},
-                "is_error": {"type": "boolean", "default": default}}}]}}})
+            in_property_order(json!({"$defs": {"M": {"oneOf": [{"properties": {"role": {"const": "a"},
+                "is_error": {"type": "boolean", "default": default}}}]}}}))
         };
         let same = |_: &str, _: &str| None;
         let flat = read_flat(&schema(json!(false)), "M", "role", &same).unwrap();
@@ -601,12 +607,12 @@ mod tests {
 
     #[test]
     fn a_flat_union_names_the_values_of_a_string_enum_it_holds_as_text() {
-        let schema = json!({"$defs": {
+        let schema = in_property_order(json!({"$defs": {
             "StopReason": {"oneOf": [{"const": "end_turn"}, {"const": "length"}]},
             "Origin": {"type": "string", "enum": ["injection"]},
             "M": {"oneOf": [{"properties": {"role": {"const": "a"},
                 "stop_reason": {"$ref": "#/$defs/StopReason", "description": "Why."},
-                "origin": {"$ref": "#/$defs/Origin", "description": "Whence."}}, "required": ["origin", "stop_reason"]}]}}});
+                "origin": {"$ref": "#/$defs/Origin", "description": "Whence."}}, "required": ["origin", "stop_reason"]}]}}}));
         let flat = read_flat(&schema, "M", "role", &|_, _| None).unwrap();
         let docs: Vec<&str> = flat.fields.iter().map(|f| f.doc.as_str()).collect();
         assert_eq!(docs, ["Whence. One of `injection`. (a)", "Why. One of `end_turn`, `length`. (a)"]);
@@ -614,15 +620,17 @@ mod tests {
 
     #[test]
     fn parts_and_messages_take_their_values_in_declared_order() {
-        let image = |properties: Value| json!({"$defs": {"Part": {"oneOf": [{"properties": properties, "required": ["type"]}]}}});
-        let declared = image(json!({"type": {"const": "image"}, "url": {"type": "string"},
-            "data": {"type": "string"}, "media_type": {"type": "string"}}));
-        let part = read_tagged(&declared, "Part").unwrap();
+        let image = |order: Value| {
+            json!({"$defs": {"Part": {"oneOf": [{"properties": {"type": {"const": "image"}, "url": {"type": "string"},
+                "data": {"type": "string"}, "media_type": {"type": "string"}}, "required": ["type"],
+                "x-ferrule-order": order}]}}})
+        };
+        let part = read_tagged(&image(json!(["type", "media_type", "data", "url"])), "Part").unwrap();
         let fields: Vec<&str> = part.variants[0].fields.iter().map(|f| f.json.as_str()).collect();
         assert_eq!(fields, ["media_type", "data", "url"], "as Part::Image declares them, not by name");
-        let added = image(json!({"type": {"const": "image"}, "url": {"type": "string"}, "data": {"type": "string"},
-            "media_type": {"type": "string"}, "detail": {"type": "string"}}));
-        assert!(read_tagged(&added, "Part").unwrap_err().contains("DECLARED_ORDER"), "a new field needs its place");
+        let stale = image(json!(["type", "media_type", "data"]));
+        assert!(read_tagged(&stale, "Part").unwrap_err().contains("does not name exactly its fields"));
+        assert!(read_tagged(&image(Value::Null), "Part").is_err(), "a variant without its order");
         let events = json!({"$defs": {"Event": {"oneOf": [{"properties": {"type": {"const": "x"},
             "b": {"type": ["string", "null"]}, "a": {"type": ["string", "null"]}}}]}}});
         assert!(read_union(&events, "Event").is_ok(), "events are read by label");

@@ -16,9 +16,10 @@ pub enum Concept {
     /// Object types the host writes (these definitions): every field the
     /// schema does not require may be left out, for ferrule's default.
     Inputs(&'static [&'static str]),
-    /// The hook stages' decisions (these definitions), each a choice of
-    /// `{}` and objects of one key.
-    Decisions(&'static [&'static str]),
+    /// The hook stages' decisions (`<Stage>Decision` for each value of
+    /// `$defs/HookStage`, in order), each a choice of `{}` and objects of one
+    /// key.
+    Decisions,
     /// Unions the binding holds as one type with every variant's fields (see
     /// `model::read_flat`): each definition with its tag's JSON name, and the
     /// language's table of fields it holds under a key of its own, or
@@ -84,15 +85,6 @@ const INPUTS_AND_TOOL_OPTIONS: Concept =
 /// own threads), so the binding sets it.
 pub const LEFT_OUT: &[(&str, &str)] = &[("ToolOptions", "nonblocking")];
 
-/// The hook stages' decisions, in the order of the stages.
-const DECISIONS: Concept = Concept::Decisions(&[
-    "RunStartDecision",
-    "TurnStartDecision",
-    "ToolCallDecision",
-    "ToolResultDecision",
-    "FinalAnswerDecision",
-]);
-
 const STATUS: Concept = Concept::StringEnum { definition: "RunStatus", type_name: "Status" };
 
 /// Every generated file.
@@ -102,7 +94,7 @@ pub const OUTPUTS: &[Output] = &[
     Output { path: "bindings/go/events_gen.go", template: "go/events.go.j2", concept: Concept::Events },
     Output { path: "bindings/go/records_gen.go", template: "go/records.go.j2", concept: RECORDS },
     Output { path: "bindings/go/inputs_gen.go", template: "go/inputs.go.j2", concept: INPUTS },
-    Output { path: "bindings/go/decisions_gen.go", template: "go/decisions.go.j2", concept: DECISIONS },
+    Output { path: "bindings/go/decisions_gen.go", template: "go/decisions.go.j2", concept: Concept::Decisions },
     Output {
         path: "bindings/go/message_gen.go",
         template: "go/flat.go.j2",
@@ -147,7 +139,7 @@ pub const OUTPUTS: &[Output] = &[
     Output {
         path: "bindings/swift/Sources/Ferrule/Decisions_gen.swift",
         template: "swift/decisions.swift.j2",
-        concept: DECISIONS,
+        concept: Concept::Decisions,
     },
     Output {
         path: "bindings/swift/Sources/Ferrule/HookStages_gen.swift",
@@ -162,7 +154,7 @@ pub const OUTPUTS: &[Output] = &[
     Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Decisions_gen.kt",
         template: "kotlin/decisions.kt.j2",
-        concept: DECISIONS,
+        concept: Concept::Decisions,
     },
     Output {
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/ErrorCode_gen.kt",

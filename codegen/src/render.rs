@@ -143,9 +143,10 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
             minijinja::context! { header => HEADER, records => Serde(&records), input => input,
             companions => Serde(crate::kotlin::COMPANIONS) }
         }
-        Concept::Decisions(definitions) => {
-            let decisions =
-                definitions.iter().map(|name| read_decision(schema, name)).collect::<Result<Vec<_>, _>>()?;
+        Concept::Decisions => {
+            let stages = read_enum(schema, "HookStage", false)?.variants;
+            let names = stages.iter().map(|stage| format!("{}Decision", pascal(&stage.value)));
+            let decisions = names.map(|name| read_decision(schema, &name)).collect::<Result<Vec<_>, _>>()?;
             let shared = shared_choices(&decisions)?;
             minijinja::context! { header => HEADER, decisions => Serde(&decisions), shared => Serde(&shared) }
         }
@@ -284,9 +285,9 @@ mod tests {
 
     #[test]
     fn a_swift_case_without_values_is_a_bare_case() {
-        let schema = serde_json::json!({"$defs": {"Part": {"oneOf": [
+        let schema = crate::model::in_property_order(serde_json::json!({"$defs": {"Part": {"oneOf": [
             {"properties": {"type": {"const": "ping"}}, "required": ["type"]},
-            {"properties": {"type": {"const": "text"}, "text": {"type": "string"}}, "required": ["type", "text"]}]}}});
+            {"properties": {"type": {"const": "text"}, "text": {"type": "string"}}, "required": ["type", "text"]}]}}}));
         let output =
             Output { path: "Part_gen.swift", template: "swift/cases.swift.j2", concept: Concept::Cases("Part") };
         let swift = render(&environment().unwrap(), &schema, &output).unwrap();
