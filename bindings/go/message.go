@@ -72,8 +72,12 @@ func (b base64Bytes) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads base64 with or without padding, in the standard or the
-// URL alphabet: ferrule passes data on as the tool or provider gave it.
+// URL alphabet: ferrule passes data on as the tool or provider gave it. Null
+// is absent (nil).
 func (b *base64Bytes) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil // absent, as encoding/json reads null
+	}
 	var text string
 	if err := json.Unmarshal(data, &text); err != nil {
 		return err

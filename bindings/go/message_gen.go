@@ -67,7 +67,8 @@ type wireMessageTool struct {
 }
 
 // MarshalJSON writes the JSON of the message's role, with its fields; of a role
-// this package does not know, the JSON it was read from (or only the role).
+// this package does not know, the JSON it was read from while its role is the one read
+// (its other fields are not this package's to write), or else only the role.
 func (v Message) MarshalJSON() ([]byte, error) {
 	switch v.Role {
 	case "system":
@@ -79,8 +80,11 @@ func (v Message) MarshalJSON() ([]byte, error) {
 	case "tool":
 		return json.Marshal(wireMessageTool{Role: v.Role, ToolCallID: v.ToolCallID, Name: v.Name, Content: content(v.Content), IsError: v.IsError})
 	}
-	if v.unknown != nil {
-		return v.unknown, nil
+	var read struct {
+		Role *string `json:"role"`
+	}
+	if json.Unmarshal(v.unknown, &read) == nil && read.Role != nil && *read.Role == v.Role {
+		return append([]byte(nil), v.unknown...), nil
 	}
 	return json.Marshal(struct {
 		Role string `json:"role"`
@@ -88,8 +92,11 @@ func (v Message) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads the JSON of the message's role; of a role this
-// package does not know, the role, and the JSON to write back.
+// package does not know, the role, and the JSON to write back. Null leaves it as it is.
 func (v *Message) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil
+	}
 	var head struct {
 		Role string `json:"role"`
 	}
@@ -198,7 +205,8 @@ type wirePartFile struct {
 }
 
 // MarshalJSON writes the JSON of the part's type, with its fields; of a type
-// this package does not know, the JSON it was read from (or only the type).
+// this package does not know, the JSON it was read from while its type is the one read
+// (its other fields are not this package's to write), or else only the type.
 func (v Part) MarshalJSON() ([]byte, error) {
 	switch v.Type {
 	case "text":
@@ -212,8 +220,11 @@ func (v Part) MarshalJSON() ([]byte, error) {
 	case "file":
 		return json.Marshal(wirePartFile{Type: v.Type, MediaType: v.MediaType, Data: base64Bytes(v.Data), Name: v.Name})
 	}
-	if v.unknown != nil {
-		return v.unknown, nil
+	var read struct {
+		Type *string `json:"type"`
+	}
+	if json.Unmarshal(v.unknown, &read) == nil && read.Type != nil && *read.Type == v.Type {
+		return append([]byte(nil), v.unknown...), nil
 	}
 	return json.Marshal(struct {
 		Type string `json:"type"`
@@ -221,8 +232,11 @@ func (v Part) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads the JSON of the part's type; of a type this
-// package does not know, the type, and the JSON to write back.
+// package does not know, the type, and the JSON to write back. Null leaves it as it is.
 func (v *Part) UnmarshalJSON(data []byte) error {
+	if string(data) == "null" {
+		return nil
+	}
 	var head struct {
 		Type string `json:"type"`
 	}

@@ -85,6 +85,39 @@ func TestMessagesAndPartsOfAKindThisPackageDoesNotKnowAreWrittenBackAsRead(t *te
 	if err := json.Unmarshal([]byte(`{"role":"narrator","content":"?"}`), &narrator); err != nil || narrator.Role != "narrator" {
 		t.Fatalf("%+v, %v", narrator, err)
 	}
+	// One whose kind the host changes is written as that kind, not as read.
+	narrator.Role = "user"
+	narrator.Content = []Part{Text("told")}
+	written, err := json.Marshal(narrator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSameJSON(t, written, `{"role":"user","content":[{"type":"text","text":"told"}]}`)
+	var audio Part
+	if err := json.Unmarshal([]byte(`{"type":"audio","data":"AAEC"}`), &audio); err != nil {
+		t.Fatal(err)
+	}
+	audio.Type = "video"
+	if written, err = json.Marshal(audio); err != nil {
+		t.Fatal(err)
+	}
+	assertSameJSON(t, written, `{"type":"video"}`)
+}
+
+func TestNullIsAbsent(t *testing.T) {
+	var part Part
+	if err := json.Unmarshal([]byte(`{"type":"image","url":"u","data":null}`), &part); err != nil {
+		t.Fatal(err)
+	}
+	written, err := json.Marshal(part)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSameJSON(t, written, `{"type":"image","url":"u"}`)
+	kept := Message{Role: "user", Content: []Part{Text("kept")}}
+	if err := json.Unmarshal([]byte(`null`), &kept); err != nil || kept.Text() != "kept" {
+		t.Fatalf("null changed the message: %+v, %v", kept, err)
+	}
 }
 
 func TestPresentButEmptyBytesAreWrittenAndAbsentOnesLeftOut(t *testing.T) {

@@ -202,8 +202,8 @@ pub struct WireMember {
 /// which reads a string too; bytes as `base64Bytes`, which reads any base64
 /// (nil is absent, empty bytes are `""`); a variant's text as the content's
 /// text (`partsText`, `textParts`). A field the variant always writes but
-/// the Go struct holds by pointer (nil for the other variants) is refused:
-/// it would be written as `null`.
+/// the Go struct holds by pointer, slice or map (nil for the other variants)
+/// is refused: it would be written as `null`.
 pub fn member(member: &FlatMember) -> Result<WireMember, String> {
     let name = field_name(&member.key);
     let go = flat_type(&member.host)?;
@@ -211,7 +211,7 @@ pub fn member(member: &FlatMember) -> Result<WireMember, String> {
         _ if member.as_text => ("string".to_owned(), format!("partsText(v.{name})"), format!("textParts(w.{name})")),
         "[]Part" => ("content".to_owned(), format!("content(v.{name})"), format!("[]Part(w.{name})")),
         "[]byte" => ("base64Bytes".to_owned(), format!("base64Bytes(v.{name})"), format!("[]byte(w.{name})")),
-        _ if member.written && go.starts_with('*') => {
+        _ if member.written && (go.starts_with('*') || go.starts_with("[]") || go.starts_with("map[")) => {
             return Err(format!("{}: always written, but Go holds it as {go}, which may be nil", member.field.json))
         }
         _ => (go.clone(), format!("v.{name}"), format!("w.{name}")),
@@ -321,6 +321,9 @@ mod tests {
         let usage = FieldType { name: Some("Usage".into()), nullable: true, ..FieldType::of("ref") };
         let required = Field { required: true, ..Field::optional("usage", usage.clone()) };
         assert!(super::member(&member(required, usage.clone(), true)).unwrap_err().contains("may be nil"));
+        let calls = FieldType { items: Some(Box::new(FieldType::of("string"))), ..FieldType::of("array") };
+        let always = Field { default: Some(serde_json::json!([])), ..Field::optional("tool_calls", calls.clone()) };
+        assert!(super::member(&member(always, calls, true)).unwrap_err().contains("[]string, which may be nil"));
         assert_eq!(
             super::member(&member(Field::optional("usage", usage.clone()), usage, false)).unwrap().tag,
             "usage,omitempty"
