@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need, when it is missing: the pinned
-# cbindgen (for the header check), and cmake, ninja and cJSON (for the C tests).
+# cbindgen (for the header check), cmake, ninja and cJSON (for the C tests), and
+# the pinned Python MCP SDK the MCP tests' servers run on (build/mcp-python).
 # Idempotent; run by `make test`.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 CBINDGEN_VERSION=0.29.4
 
@@ -21,4 +23,15 @@ if [ ${#missing[@]} -gt 0 ]; then
     [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
     $sudo_cmd apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# The MCP tests' servers: a virtual environment with exactly the pinned packages.
+mcp_python=build/mcp-python
+mcp_requirements=tests/mcp/requirements.txt
+if ! cmp -s "$mcp_requirements" "$mcp_python/requirements.txt" 2>/dev/null; then
+    echo "setup: installing the MCP test servers' Python packages in $mcp_python"
+    rm -rf "$mcp_python"
+    python3 -m venv "$mcp_python"
+    "$mcp_python/bin/pip" install --quiet --disable-pip-version-check -r "$mcp_requirements"
+    cp "$mcp_requirements" "$mcp_python/requirements.txt"
 fi

@@ -14,6 +14,7 @@ pub mod error;
 pub mod ffi;
 pub mod hook;
 mod json;
+pub mod mcp;
 pub mod message;
 mod panic;
 pub mod provider;

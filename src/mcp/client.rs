@@ -1,0 +1,129 @@
+//! The protocol on an open connection: the `initialize` handshake, the
+//! server's tools (every page), and calls to them.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::connection::Connection;
+use super::error::McpError;
+use super::PROTOCOL_VERSION;
+
+/// The most pages of a tool list read: a server whose list goes on past
+/// them breaks the protocol.
+const MAX_PAGES: usize = 1000;
+
+/// One tool of a server, as its `tools/list` describes it.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpTool {
+    /// The server's own name for it.
+    pub name: String,
+    /// What it does, for the model.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The JSON Schema of its arguments, in the dialect it declares.
+    pub input_schema: Value,
+    /// The JSON Schema of its `structuredContent`, when it gives one.
+    #[serde(default)]
+    pub output_schema: Option<Value>,
+}
+
+/// A server past the handshake. Shared by its holder's tasks; every method
+/// may be called from any thread of the runtime.
+pub struct McpClient {
+    connection: Arc<Connection>,
+    /// The server's `serverInfo`, as it gave it.
+    pub server_info: Value,
+    /// The server's `capabilities`, as it gave them.
+    pub capabilities: Value,
+    /// The protocol version the server answered with.
+    pub protocol_version: String,
+}
+
+impl McpClient {
+    /// Performs the `initialize` handshake on `connection` within `timeout`:
+    /// ferrule offers no roots, sampling or elicitation.
+    pub async fn initialize(connection: Arc<Connection>, timeout: Duration) -> Result<McpClient, McpError> {
+        let params = json!({
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "ferrule", "version": env!("CARGO_PKG_VERSION")},
+        });
+        let result = connection.request("initialize", params, timeout).await?;
+        let protocol_version = result["protocolVersion"]
+            .as_str()
+            .ok_or_else(|| McpError::Protocol("initialize answered without a protocolVersion".into()))?
+            .to_owned();
+        connection.notify("notifications/initialized", json!({})).await?;
+        Ok(McpClient {
+            connection,
+            server_info: result["serverInfo"].clone(),
+            capabilities: result["capabilities"].clone(),
+            protocol_version,
+        })
+    }
+
+    /// The connection the client speaks on.
+    pub fn connection(&self) -> &Arc<Connection> {
+        &self.connection
+    }
+
+    /// Every tool of the server, each page asked for within `timeout`. A tool
+    /// that does not describe itself (no name, no input schema) is refused
+    /// with the list, naming it.
+    pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<McpTool>, McpError> {
+        let mut tools = Vec::new();
+        let mut cursors = HashSet::new();
+        let mut cursor: Option<String> = None;
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(cursor) => json!({"cursor": cursor}),
+                None => json!({}),
+            };
+            let page = self.connection.request("tools/list", params, timeout).await?;
+            let listed =
+                page["tools"].as_array().ok_or_else(|| McpError::Protocol("tools/list gave no tools".into()))?;
+            for tool in listed {
+                let tool = McpTool::deserialize(tool).map_err(|e| {
+                    McpError::Protocol(format!("tools/list gave a tool it does not describe ({}): {e}", tool["name"]))
+                })?;
+                tools.push(tool);
+            }
+            cursor = match page.get("nextCursor") {
+                None | Some(Value::Null) => return Ok(tools),
+                Some(Value::String(next)) if cursors.insert(next.clone()) => Some(next.clone()),
+                Some(Value::String(next)) => {
+                    return Err(McpError::Protocol(format!("tools/list gave the cursor {next:?} twice")))
+                }
+                Some(other) => return Err(McpError::Protocol(format!("tools/list gave the cursor {other}"))),
+            };
+        }
+        Err(McpError::Protocol(format!("tools/list went on past {MAX_PAGES} pages")))
+    }
+
+    /// Calls the tool `name` with `arguments`, waiting at most `timeout` for
+    /// its result (the `CallToolResult`, as the server gave it). With
+    /// `progress_token`, the server may send progress for the call
+    /// ([`super::ServerNotice::Progress`]).
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        progress_token: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Value, McpError> {
+        let mut params = json!({"name": name, "arguments": arguments});
+        if let Some(token) = progress_token {
+            params["_meta"] = json!({"progressToken": token});
+        }
+        let result = self.connection.request("tools/call", params, timeout).await?;
+        match result.is_object() {
+            true => Ok(result),
+            false => Err(McpError::Protocol(format!("tools/call of {name} answered {result}, not an object"))),
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The client side of the Model Context Protocol: ferrule connects to MCP
+//! servers and offers their tools to the model.
+//!
+//! This module speaks the protocol's 2025-11-25 version (the `initialize`
+//! handshake) to a server started as a child process, over newline-delimited
+//! JSON-RPC on its stdin and stdout ([`StdioServer`]): listing its tools
+//! (every page) and calling them. [`Connection`] correlates requests and
+//! responses, answers the server's pings, and fails every request in flight
+//! at once when the server goes away. Everything it reads is bounded: a
+//! message beyond the connection's limit is refused without being parsed, and
+//! the server's stderr is drained into a bounded tail of lines.
+
+mod client;
+mod connection;
+mod error;
+mod line_reader;
+mod stdio;
+
+pub use client::{McpClient, McpTool};
+pub use connection::{Connection, ServerNotice};
+pub use error::McpError;
+pub use stdio::{StdioCommand, StdioServer};
+
+/// The protocol version this client asks for in `initialize`.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";

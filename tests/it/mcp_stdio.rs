@@ -1,0 +1,181 @@
+//! The MCP client against a real server over stdio (`tests/mcp/stdio_server.py`,
+//! on the `mcp` 2.x Python SDK that `scripts/setup.sh` installs in
+//! `build/mcp-python`; `FERRULE_MCP_PYTHON` names another interpreter).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ferrule::mcp::{McpClient, McpError, ServerNotice, StdioCommand, StdioServer};
+use serde_json::{json, Value};
+
+/// Long enough for any answer on a loaded machine: a test that waits this
+/// long has failed.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+fn python() -> String {
+    let default = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("build/mcp-python/bin/python");
+    let python = std::env::var("FERRULE_MCP_PYTHON").map(PathBuf::from).unwrap_or(default);
+    assert!(python.exists(), "{} is missing: run scripts/setup.sh (make test does)", python.display());
+    python.display().to_string()
+}
+
+fn server_command() -> StdioCommand {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/stdio_server.py");
+    StdioCommand { command: python(), args: vec![script.display().to_string()], ..StdioCommand::default() }
+}
+
+async fn connect(max_message_bytes: usize) -> (StdioServer, McpClient) {
+    let server = StdioServer::spawn(&server_command(), max_message_bytes).unwrap();
+    let client = McpClient::initialize(server.connection().clone(), PATIENCE).await.unwrap();
+    (server, client)
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect()
+}
+
+/// Whether the process `pid` is gone (or a zombie nobody reaps).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+async fn until_gone(pid: i32) -> bool {
+    for _ in 0..600 {
+        if gone(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_lists_and_calls_its_tools() {
+    let (server, client) = connect(1 << 20).await;
+    assert_eq!(client.protocol_version, "2025-11-25");
+    assert_eq!(client.server_info["name"], "ferrule-test-server");
+    let tools = client.list_tools(PATIENCE).await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["echo", "fail", "count", "sleep", "shout", "spawn_stubborn", "environment", "die"]);
+    assert_eq!(tools[0].input_schema["required"], json!(["text"]));
+    let echoed = client.call_tool("echo", json!({"text": "héllo"}), None, PATIENCE).await.unwrap();
+    assert_eq!((text_of(&echoed).as_str(), echoed["isError"].as_bool()), ("héllo", Some(false)));
+    let failed = client.call_tool("fail", json!({"reason": "no luck"}), None, PATIENCE).await.unwrap();
+    assert_eq!(failed["isError"], true, "{failed}");
+    assert!(text_of(&failed).contains("no luck"), "{failed}");
+    let mut notices = server.connection().notices();
+    let counted = client.call_tool("count", json!({"to": 3}), Some("call-1"), PATIENCE).await.unwrap();
+    assert_eq!(text_of(&counted), "counted to 3");
+    let mut progress = Vec::new();
+    while let Ok(notice) = notices.try_recv() {
+        if let ServerNotice::Progress { token, params } = notice {
+            progress.push((token, params["progress"].as_f64(), params["message"].clone()));
+        }
+    }
+    let expected: Vec<(String, Option<f64>, Value)> =
+        (1..=3).map(|step| ("call-1".to_owned(), Some(step as f64), json!(format!("step {step}")))).collect();
+    assert_eq!(progress, expected, "every progress notification came before the result");
+    let unknown = client.call_tool("nonexistent", json!({}), None, PATIENCE).await;
+    assert!(
+        matches!(&unknown, Ok(result) if result["isError"] == true) || matches!(unknown, Err(McpError::Refused { .. }))
+    );
+    let pid = server.pid();
+    server.stop(Duration::from_secs(5)).await;
+    assert!(until_gone(pid).await, "the server outlived stop");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_in_flight_fails_at_once_when_the_server_dies() {
+    let (server, client) = connect(1 << 20).await;
+    let slow = client.call_tool("sleep", json!({"seconds": 600}), None, PATIENCE);
+    let dying = client.call_tool("die", json!({}), None, PATIENCE);
+    let (slow, dying) = tokio::join!(slow, dying);
+    for outcome in [slow, dying] {
+        match outcome {
+            Err(McpError::Closed(why)) => assert!(why.contains("dying now"), "the reason has its stderr: {why}"),
+            other => panic!("a call in flight was not failed at once: {other:?}"),
+        }
+    }
+    let later = client.call_tool("echo", json!({"text": "x"}), None, PATIENCE).await;
+    assert!(matches!(later, Err(McpError::Closed(_))), "{later:?}");
+    server.stop(Duration::from_secs(1)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_past_its_timeout_is_cancelled_and_the_connection_goes_on() {
+    let (server, client) = connect(1 << 20).await;
+    let short = Duration::from_millis(200);
+    let timed_out = client.call_tool("sleep", json!({"seconds": 2}), None, short).await;
+    assert!(matches!(&timed_out, Err(McpError::TimedOut { method, .. }) if method == "tools/call"), "{timed_out:?}");
+    let dropped = tokio::time::timeout(short, client.call_tool("sleep", json!({"seconds": 2}), None, PATIENCE)).await;
+    assert!(dropped.is_err(), "the future was dropped unanswered");
+    let echoed = client.call_tool("echo", json!({"text": "still here"}), None, PATIENCE).await.unwrap();
+    assert_eq!(text_of(&echoed), "still here");
+    server.stop(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_floods_its_stderr_is_not_blocked() {
+    let (server, client) = connect(1 << 20).await;
+    let shouted = client.call_tool("shout", json!({"megabytes": 8}), None, PATIENCE).await.unwrap();
+    assert_eq!(text_of(&shouted), "shouted");
+    let tail = server.stderr_tail();
+    assert!(!tail.is_empty() && tail.len() <= 32, "a bounded tail: {} lines", tail.len());
+    assert!(tail.iter().all(|line| line.len() <= 1024 || line.starts_with("(a line of")), "bounded lines");
+    server.stop(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_over_the_limit_fails_the_connection_without_being_read() {
+    let (server, client) = connect(4096).await;
+    let big = "y".repeat(64 * 1024);
+    let outcome = client.call_tool("echo", json!({"text": big}), None, PATIENCE).await;
+    match outcome {
+        Err(McpError::Closed(why)) => assert!(why.contains("over the limit of 4096"), "{why}"),
+        other => panic!("an oversized answer was taken: {other:?}"),
+    }
+    server.stop(Duration::from_secs(1)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_or_dropping_a_server_ends_everything_it_started() {
+    let (server, client) = connect(1 << 20).await;
+    let started = client.call_tool("spawn_stubborn", json!({}), None, PATIENCE).await.unwrap();
+    let stubborn: i32 = text_of(&started).parse().unwrap();
+    let pid = server.pid();
+    server.stop(Duration::from_millis(200)).await;
+    assert!(until_gone(pid).await && until_gone(stubborn).await, "the server's group outlived stop");
+
+    let (server, client) = connect(1 << 20).await;
+    let started = client.call_tool("spawn_stubborn", json!({}), None, PATIENCE).await.unwrap();
+    let stubborn: i32 = text_of(&started).parse().unwrap();
+    let pid = server.pid();
+    drop(server);
+    assert!(until_gone(pid).await && until_gone(stubborn).await, "the server's group outlived its drop");
+    let after = client.call_tool("echo", json!({"text": "x"}), None, PATIENCE).await;
+    assert!(matches!(after, Err(McpError::Closed(_))), "{after:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_gets_a_minimal_environment_and_its_own_variables() {
+    let mut command = server_command();
+    command.env.insert("FERRULE_MCP_GIVEN".into(), "given".into());
+    let server = StdioServer::spawn(&command, 1 << 20).unwrap();
+    let client = McpClient::initialize(server.connection().clone(), PATIENCE).await.unwrap();
+    let listed = client.call_tool("environment", json!({}), None, PATIENCE).await.unwrap();
+    let names: Vec<String> = text_of(&listed).lines().map(str::to_owned).collect();
+    assert!(names.contains(&"FERRULE_MCP_GIVEN".to_owned()) && names.contains(&"PATH".to_owned()), "{names:?}");
+    let host_only: Vec<String> = std::env::vars()
+        .map(|(name, _)| name)
+        .filter(|name| {
+            !["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ"]
+                .contains(&name.as_str())
+        })
+        .collect();
+    let leaked: Vec<&String> = names.iter().filter(|name| host_only.contains(name)).collect();
+    assert!(leaked.is_empty(), "the host's variables reached the server: {leaked:?}");
+    server.stop(Duration::from_secs(5)).await;
+}

@@ -1,0 +1,80 @@
+"""An MCP server over stdio for ferrule's client tests, on the mcp 2.x SDK.
+
+Its tools force the client's behaviours: an echo, a failing tool, one that
+reports progress, one that sleeps (for timeouts and cancellation), one that
+floods stderr before answering, one that starts a grandchild ignoring SIGTERM,
+one that lists its environment, and one that kills the server mid-call.
+"""
+
+import asyncio
+import os
+import subprocess
+import sys
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("ferrule-test-server")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Returns its text."""
+    return text
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Fails with the reason."""
+    raise ToolError(reason)
+
+
+@server.tool()
+async def count(to: int, ctx: Context) -> str:
+    """Reports progress up to `to`, then answers."""
+    for step in range(1, to + 1):
+        await ctx.report_progress(step, to, f"step {step}")
+    return f"counted to {to}"
+
+
+@server.tool()
+async def sleep(seconds: float) -> str:
+    """Sleeps, then answers."""
+    await asyncio.sleep(seconds)
+    return "slept"
+
+
+@server.tool()
+def shout(megabytes: int) -> str:
+    """Writes that much to stderr, then answers."""
+    line = "x" * 1023 + "\n"
+    for _ in range(megabytes * 1024):
+        sys.stderr.write(line)
+    sys.stderr.flush()
+    return "shouted"
+
+
+@server.tool()
+def spawn_stubborn() -> int:
+    """Starts a grandchild that ignores SIGTERM and stdin's end; gives its pid."""
+    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)"
+    child = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
+    return child.pid
+
+
+@server.tool()
+def environment() -> str:
+    """Gives the names of its environment variables, one per line."""
+    return "\n".join(sorted(os.environ))
+
+
+@server.tool()
+def die() -> str:
+    """Kills the server mid-call."""
+    sys.stderr.write("dying now\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    server.run("stdio")
