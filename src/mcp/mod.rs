@@ -4,7 +4,8 @@
 //! This module speaks the protocol's 2025-11-25 version (the `initialize`
 //! handshake) to a server started as a child process, over newline-delimited
 //! JSON-RPC on its stdin and stdout ([`StdioServer`]): listing its tools
-//! (every page) and calling them. [`Connection`] correlates requests and
+//! (every page) and calling them, with the names the model sees for them
+//! ([`model_name`]) and their results as ferrule's ([`tool_result`]). [`Connection`] correlates requests and
 //! responses, answers the server's pings, and fails every request in flight
 //! at once when the server goes away. Everything it reads is bounded: a
 //! message beyond the connection's limit is refused without being parsed, and
@@ -14,11 +15,15 @@ mod client;
 mod connection;
 mod error;
 mod line_reader;
+mod naming;
+mod result;
 mod stdio;
 
 pub use client::{McpClient, McpTool};
 pub use connection::{Connection, ServerNotice};
 pub use error::McpError;
+pub use naming::model_name;
+pub use result::tool_result;
 pub use stdio::{StdioCommand, StdioServer};
 
 /// The protocol version this client asks for in `initialize`.

@@ -1,0 +1,50 @@
+//! The names the model sees for a server's tools.
+
+/// The longest tool name every provider accepts.
+const MAX_NAME_LEN: usize = 64;
+
+/// The name the model sees for the tool `tool` of the server `server`:
+/// `<server>__<tool>`, or the tool's own name without `prefix`; each
+/// character outside `[A-Za-z0-9_-]` becomes `_`, and a name longer than 64
+/// characters keeps its first 55 and ends in `_` and 8 hex digits of a hash of
+/// the whole name (stable across versions, so a saved run state still names
+/// the tool).
+pub fn model_name(server: &str, tool: &str, prefix: bool) -> String {
+    let whole = match prefix {
+        true => format!("{server}__{tool}"),
+        false => tool.to_owned(),
+    };
+    let name: String =
+        whole.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    if name.len() <= MAX_NAME_LEN && !name.is_empty() {
+        return name;
+    }
+    let kept: String = name.chars().take(MAX_NAME_LEN - 9).collect();
+    format!("{kept}_{:08x}", fnv1a(whole.as_bytes()) as u32)
+}
+
+/// The 64-bit FNV-1a hash of `bytes`.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_prefixed_cleaned_and_bounded() {
+        assert_eq!(model_name("files", "read_file", true), "files__read_file");
+        assert_eq!(model_name("files", "read_file", false), "read_file");
+        assert_eq!(model_name("git hub", "issues.list/all", true), "git_hub__issues_list_all");
+        assert_eq!(model_name("x", "é", false), "_");
+        let long = model_name("server", &"t".repeat(80), true);
+        assert_eq!(long.len(), 64);
+        assert!(long.starts_with("server__ttt") && long.as_bytes()[55] == b'_', "{long}");
+        let other = model_name("server", &format!("{}u", "t".repeat(79)), true);
+        assert_ne!(long, other, "two long names that share their start stay apart");
+        assert_eq!(long, model_name("server", &"t".repeat(80), true), "stable");
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c, "FNV-1a's published value");
+        assert_eq!(model_name("s", "", false).len(), 9, "an empty name is hashed: {}", model_name("s", "", false));
+    }
+}
