@@ -1,8 +1,10 @@
 //! Input schemas: JSON Schema Draft 2020-12, compiled once at build, self-contained.
+//! (A tool from an MCP server is compiled in the dialect its schema declares,
+//! Draft 4 to 2020-12: [`InputSchema::compile_declared`].)
 //!
 //! Before compiling, the document is walked for what ferrule refuses: `$id`,
-//! `$recursiveRef`, `$recursiveAnchor`, a `$schema` other than 2020-12, and any
-//! `$ref` / `$dynamicRef` that leaves the document. The compiler itself runs
+//! `$recursiveRef`, `$recursiveAnchor`, a `$schema` other than the document's
+//! dialect, and any `$ref` / `$dynamicRef` that leaves the document. The compiler itself runs
 //! offline, so no reference is ever fetched from the network or the file system.
 //! `format` is an annotation; defaults are never applied and values never coerced.
 
@@ -11,6 +13,14 @@ use serde_json::{Map, Value};
 use crate::error::{Error, ErrorCode, Result};
 
 const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+/// The dialects a schema may declare at its root when compiled as declared.
+const DIALECTS: &[(&str, jsonschema::Draft)] = &[
+    (DRAFT_2020_12, jsonschema::Draft::Draft202012),
+    ("https://json-schema.org/draft/2019-09/schema", jsonschema::Draft::Draft201909),
+    ("http://json-schema.org/draft-07/schema", jsonschema::Draft::Draft7),
+    ("http://json-schema.org/draft-06/schema", jsonschema::Draft::Draft6),
+    ("http://json-schema.org/draft-04/schema", jsonschema::Draft::Draft4),
+];
 /// Validation errors listed in one model-visible message; the rest are counted.
 const MAX_REPORTED_ERRORS: usize = 8;
 
@@ -27,6 +37,7 @@ const SUBSCHEMA_KEYWORDS: &[&str] = &[
     "unevaluatedItems",
     "unevaluatedProperties",
     "contentSchema",
+    "additionalItems",
 ];
 /// Keywords whose value is an array of subschemas.
 const SUBSCHEMA_LIST_KEYWORDS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
@@ -52,12 +63,32 @@ impl InputSchema {
     /// Checks and compiles `document`; an `INVALID_SCHEMA` error says what is wrong
     /// and where (a JSON pointer into the schema).
     pub fn compile(document: Value) -> Result<Self> {
+        InputSchema::compile_in(document, DRAFT_2020_12, jsonschema::Draft::Draft202012)
+    }
+
+    /// Checks and compiles `document` in the dialect its root's `$schema`
+    /// declares (Draft 4, 6, 7, 2019-09 or 2020-12; 2020-12 when it declares
+    /// none), as a tool from an MCP server is; otherwise as [`compile`](Self::compile).
+    pub fn compile_declared(document: Value) -> Result<Self> {
+        let declared = document.get("$schema").map(|d| d.as_str().map(|d| d.trim_end_matches('#')));
+        let (uri, draft) = match declared {
+            None => (DRAFT_2020_12, jsonschema::Draft::Draft202012),
+            Some(uri) => *DIALECTS.iter().find(|(known, _)| Some(*known) == uri).ok_or_else(|| {
+                let known: Vec<&str> = DIALECTS.iter().map(|(uri, _)| *uri).collect();
+                invalid(format!("(root): $schema {} is none of {}", document["$schema"], known.join(", ")))
+            })?,
+        };
+        InputSchema::compile_in(document, uri, draft)
+    }
+
+    /// Checks `document` as a schema of the dialect `uri` and compiles it as `draft`.
+    fn compile_in(document: Value, uri: &str, draft: jsonschema::Draft) -> Result<Self> {
         if !document.is_object() {
             return Err(invalid("an input schema must be a JSON object"));
         }
-        check_subschema(&document, "")?;
+        check_subschema(&document, "", uri)?;
         let validator = jsonschema::options()
-            .with_draft(jsonschema::Draft::Draft202012)
+            .with_draft(draft)
             .should_validate_formats(false)
             .offline()
             .build(&document)
@@ -101,33 +132,43 @@ fn invalid(message: impl Into<String>) -> Error {
     Error::new(ErrorCode::InvalidSchema, message)
 }
 
-/// Walks one subschema (an object or a boolean) at `pointer`.
-fn check_subschema(schema: &Value, pointer: &str) -> Result<()> {
+/// Walks one subschema (an object or a boolean) at `pointer`, of the dialect `dialect`.
+fn check_subschema(schema: &Value, pointer: &str, dialect: &str) -> Result<()> {
     let Value::Object(object) = schema else {
         return match schema {
             Value::Bool(_) => Ok(()),
             _ => Err(invalid(format!("{}: a subschema must be an object or a boolean", at(pointer)))),
         };
     };
-    check_keywords(object, pointer)?;
+    check_keywords(object, pointer, dialect)?;
     for (keyword, value) in object {
         let here = format!("{pointer}/{}", escape(keyword));
-        if SUBSCHEMA_KEYWORDS.contains(&keyword.as_str()) {
-            check_subschema(value, &here)?;
+        if keyword == "items" && value.is_array() && dialect != DRAFT_2020_12 {
+            // Before 2020-12, a list of items is a tuple of subschemas.
+            for (i, item) in value.as_array().into_iter().flatten().enumerate() {
+                check_subschema(item, &format!("{here}/{i}"), dialect)?;
+            }
+        } else if keyword == "dependencies" && dialect != DRAFT_2020_12 {
+            // Before 2019-09: a subschema, or a list of names, by property.
+            for (name, item) in value.as_object().into_iter().flatten().filter(|(_, item)| !item.is_array()) {
+                check_subschema(item, &format!("{here}/{}", escape(name)), dialect)?;
+            }
+        } else if SUBSCHEMA_KEYWORDS.contains(&keyword.as_str()) {
+            check_subschema(value, &here, dialect)?;
         } else if SUBSCHEMA_LIST_KEYWORDS.contains(&keyword.as_str()) {
             if let Value::Array(items) = value {
                 for (i, item) in items.iter().enumerate() {
-                    check_subschema(item, &format!("{here}/{i}"))?;
+                    check_subschema(item, &format!("{here}/{i}"), dialect)?;
                 }
             }
         } else if SUBSCHEMA_MAP_KEYWORDS.contains(&keyword.as_str()) {
             if let Value::Object(entries) = value {
                 for (name, item) in entries {
-                    check_subschema(item, &format!("{here}/{}", escape(name)))?;
+                    check_subschema(item, &format!("{here}/{}", escape(name)), dialect)?;
                 }
             }
         } else if !DATA_KEYWORDS.contains(&keyword.as_str()) {
-            check_unknown_keyword(value, &here)?;
+            check_unknown_keyword(value, &here, dialect)?;
         }
     }
     Ok(())
@@ -136,34 +177,34 @@ fn check_subschema(schema: &Value, pointer: &str) -> Result<()> {
 /// Walks the value of a keyword the specification does not define (an annotation
 /// such as `x-ui`). Its shape is free, but the compiler still follows references
 /// it finds there, so every object inside is checked for them.
-fn check_unknown_keyword(value: &Value, pointer: &str) -> Result<()> {
+fn check_unknown_keyword(value: &Value, pointer: &str, dialect: &str) -> Result<()> {
     match value {
         Value::Object(object) => {
-            check_keywords(object, pointer)?;
-            object.iter().try_for_each(|(key, item)| check_unknown_keyword(item, &format!("{pointer}/{}", escape(key))))
+            check_keywords(object, pointer, dialect)?;
+            object
+                .iter()
+                .try_for_each(|(key, item)| check_unknown_keyword(item, &format!("{pointer}/{}", escape(key)), dialect))
         }
-        Value::Array(items) => {
-            items.iter().enumerate().try_for_each(|(i, item)| check_unknown_keyword(item, &format!("{pointer}/{i}")))
-        }
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, item)| check_unknown_keyword(item, &format!("{pointer}/{i}"), dialect)),
         _ => Ok(()),
     }
 }
 
-fn check_keywords(object: &Map<String, Value>, pointer: &str) -> Result<()> {
+fn check_keywords(object: &Map<String, Value>, pointer: &str, dialect: &str) -> Result<()> {
     for banned in ["$id", "$recursiveRef", "$recursiveAnchor"] {
         if object.contains_key(banned) {
             return Err(invalid(format!(
-                "{}: {banned} is not supported; input schemas must be self-contained Draft 2020-12 documents",
+                "{}: {banned} is not supported; input schemas must be self-contained documents",
                 at(pointer)
             )));
         }
     }
-    if let Some(dialect) = object.get("$schema") {
-        if dialect.as_str().map(|d| d.trim_end_matches('#')) != Some(DRAFT_2020_12) {
-            return Err(invalid(format!(
-                "{}: $schema {dialect} is not supported; only {DRAFT_2020_12} is",
-                at(pointer)
-            )));
+    if let Some(declared) = object.get("$schema") {
+        if declared.as_str().map(|d| d.trim_end_matches('#')) != Some(dialect) {
+            return Err(invalid(format!("{}: $schema {declared} is not supported; only {dialect} is", at(pointer))));
         }
     }
     for reference in ["$ref", "$dynamicRef"] {
@@ -224,6 +265,32 @@ mod tests {
         let message = rejection(json!({"$schema": "http://json-schema.org/draft-07/schema#"}));
         assert!(message.contains("draft-07"), "{message}");
         InputSchema::compile(json!({"$schema": "https://json-schema.org/draft/2020-12/schema"})).unwrap();
+    }
+
+    #[test]
+    fn a_declared_dialect_is_compiled_as_declared() {
+        let draft7 = json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+            "properties": {"items": {"type": "array", "items": [{"type": "string"}], "additionalItems": false}}});
+        assert!(InputSchema::compile(draft7.clone()).is_err(), "host tools stay 2020-12");
+        let schema = InputSchema::compile_declared(draft7).unwrap();
+        schema.validate(&json!({"items": ["a"]})).unwrap();
+        let extra = schema.validate(&json!({"items": ["a", "b"]})).unwrap_err();
+        assert!(extra.contains("/items"), "Draft 7 tuple items and additionalItems apply: {extra}");
+        let undeclared = InputSchema::compile_declared(json!({"type": "object", "required": ["a"]})).unwrap();
+        assert!(undeclared.validate(&json!({})).is_err());
+        let unknown = InputSchema::compile_declared(json!({"$schema": "http://example.com/mine"})).err().unwrap();
+        assert!(unknown.message.contains("none of"), "{}", unknown.message);
+        let mixed = json!({"$schema": "http://json-schema.org/draft-07/schema#",
+            "properties": {"a": {"$schema": "https://json-schema.org/draft/2020-12/schema"}}});
+        assert!(InputSchema::compile_declared(mixed).is_err(), "one dialect per document");
+        let remote = json!({"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "http://example.com/s.json"});
+        assert!(InputSchema::compile_declared(remote).is_err(), "never fetched");
+        let hidden = json!({"$schema": "http://json-schema.org/draft-07/schema#",
+            "dependencies": {"a": ["b"], "c": {"$ref": "http://example.com/s.json"}}});
+        assert!(InputSchema::compile_declared(hidden).is_err(), "a reference in dependencies is found");
+        let tuple = json!({"$schema": "http://json-schema.org/draft-04/schema#",
+            "items": [{"$ref": "http://example.com/s.json"}]});
+        assert!(InputSchema::compile_declared(tuple).is_err(), "a reference in tuple items is found");
     }
 
     #[test]
