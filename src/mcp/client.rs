@@ -32,6 +32,16 @@ pub struct McpTool {
     pub output_schema: Option<Value>,
 }
 
+/// A server's tools, and those it listed without describing them: each by
+/// its name (empty when it has none), with why.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolList {
+    /// The tools, in the order listed.
+    pub tools: Vec<McpTool>,
+    /// The entries left out, with why.
+    pub left_out: Vec<(String, String)>,
+}
+
 /// A server past the handshake. Shared by its holder's tasks; every method
 /// may be called from any thread of the runtime.
 pub struct McpClient {
@@ -53,12 +63,12 @@ impl McpClient {
             "capabilities": {},
             "clientInfo": {"name": "ferrule", "version": env!("CARGO_PKG_VERSION")},
         });
-        let result = connection.request("initialize", params, timeout).await?;
+        let result = connection.exchange("initialize", params, timeout, false).await?;
         let protocol_version = result["protocolVersion"]
             .as_str()
             .ok_or_else(|| McpError::Protocol("initialize answered without a protocolVersion".into()))?
             .to_owned();
-        connection.notify("notifications/initialized", json!({})).await?;
+        connection.notify("notifications/initialized", json!({}))?;
         Ok(McpClient {
             connection,
             server_info: result["serverInfo"].clone(),
@@ -73,10 +83,10 @@ impl McpClient {
     }
 
     /// Every tool of the server, each page asked for within `timeout`. A tool
-    /// that does not describe itself (no name, no input schema) is refused
-    /// with the list, naming it.
-    pub async fn list_tools(&self, timeout: Duration) -> Result<Vec<McpTool>, McpError> {
-        let mut tools = Vec::new();
+    /// that does not describe itself (no name, no input schema) is left out
+    /// of the list, named with why in [`ToolList::left_out`].
+    pub async fn list_tools(&self, timeout: Duration) -> Result<ToolList, McpError> {
+        let mut list = ToolList::default();
         let mut cursors = HashSet::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
@@ -88,13 +98,13 @@ impl McpClient {
             let listed =
                 page["tools"].as_array().ok_or_else(|| McpError::Protocol("tools/list gave no tools".into()))?;
             for tool in listed {
-                let tool = McpTool::deserialize(tool).map_err(|e| {
-                    McpError::Protocol(format!("tools/list gave a tool it does not describe ({}): {e}", tool["name"]))
-                })?;
-                tools.push(tool);
+                match McpTool::deserialize(tool) {
+                    Ok(tool) => list.tools.push(tool),
+                    Err(e) => list.left_out.push((tool["name"].as_str().unwrap_or_default().to_owned(), e.to_string())),
+                }
             }
             cursor = match page.get("nextCursor") {
-                None | Some(Value::Null) => return Ok(tools),
+                None | Some(Value::Null) => return Ok(list),
                 Some(Value::String(next)) if cursors.insert(next.clone()) => Some(next.clone()),
                 Some(Value::String(next)) => {
                     return Err(McpError::Protocol(format!("tools/list gave the cursor {next:?} twice")))

@@ -35,97 +35,145 @@ pub enum ServerNotice {
 /// The answer to one request: its result, or why there is none.
 type Answer = Result<Value, McpError>;
 
-/// The writing half of the connection.
-type Output = Box<dyn AsyncWrite + Send + Unpin>;
-
 /// What a connection adds to the reason it closed, once the other side is
 /// gone (the server's last stderr lines).
 pub(crate) type WhyClosed = Box<dyn FnOnce() -> BoxFuture<'static, String> + Send>;
 
+/// Lines waiting for the writer: a server that stops reading its input
+/// fills them, and then a request waits (within its timeout) for room.
+const QUEUED_LINES: usize = 64;
+/// Notices kept for a holder that does not read them; past them, notices
+/// are dropped and counted ([`Connection::dropped_notices`]).
+const QUEUED_NOTICES: usize = 1024;
+
 /// An open connection. Shared (`Arc`) by everything that sends on it; every
-/// method may be called from any thread of the runtime.
+/// method may be called from any thread of the runtime. Lines are written
+/// whole, in order, by a task of its own, so a request given up part-way
+/// never tears one.
 pub struct Connection {
-    output: tokio::sync::Mutex<Option<Output>>,
+    /// The writer's queue; `None` once the server's input is closed.
+    lines: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
     pending: Mutex<Pending>,
     next_id: AtomicU64,
-    notices: Mutex<Option<mpsc::UnboundedSender<ServerNotice>>>,
+    notices: Mutex<Option<mpsc::Sender<ServerNotice>>>,
+    dropped_notices: AtomicU64,
 }
 
 /// The requests in flight, by id; once the connection is closed, why.
 #[derive(Default)]
 struct Pending {
-    waiting: HashMap<u64, (String, oneshot::Sender<Answer>)>,
+    waiting: HashMap<u64, Waiting>,
     closed: Option<String>,
+}
+
+/// A request in flight: its method, its progress token, and where its answer goes.
+struct Waiting {
+    method: String,
+    progress_token: Option<String>,
+    answer: oneshot::Sender<Answer>,
 }
 
 impl Connection {
     /// Opens a connection on `input` and `output`, reading messages of at most
     /// `max_message_bytes`; `why_closed` gives what to add to the reason a
-    /// closed connection gives (the server's last stderr lines).
+    /// closed connection gives (the server's last stderr lines). Must be
+    /// called within the Tokio runtime.
     pub(crate) fn open(
         input: impl AsyncRead + Send + Unpin + 'static,
         output: impl AsyncWrite + Send + Unpin + 'static,
         max_message_bytes: usize,
         why_closed: WhyClosed,
     ) -> Arc<Connection> {
+        let (lines, queued) = mpsc::channel(QUEUED_LINES);
         let connection = Arc::new(Connection {
-            output: tokio::sync::Mutex::new(Some(Box::new(output))),
+            lines: Mutex::new(Some(lines)),
             pending: Mutex::new(Pending::default()),
             next_id: AtomicU64::new(1),
             notices: Mutex::new(None),
+            dropped_notices: AtomicU64::new(0),
         });
+        tokio::spawn(write_lines(output, queued));
         tokio::spawn(read_messages(Arc::downgrade(&connection), input, max_message_bytes, why_closed));
         connection
     }
 
     /// The server's notices from now on (one receiver: a second call replaces
-    /// the first).
-    pub fn notices(&self) -> mpsc::UnboundedReceiver<ServerNotice> {
-        let (sender, receiver) = mpsc::unbounded_channel();
+    /// the first). Progress is passed on only for a request still in flight.
+    pub fn notices(&self) -> mpsc::Receiver<ServerNotice> {
+        let (sender, receiver) = mpsc::channel(QUEUED_NOTICES);
         if let Ok(mut notices) = self.notices.lock() {
             *notices = Some(sender);
         }
         receiver
     }
 
+    /// How many notices were dropped because the holder did not read them.
+    pub fn dropped_notices(&self) -> u64 {
+        self.dropped_notices.load(Ordering::Relaxed)
+    }
+
     /// Sends the request `method` with `params` and waits at most `timeout`
-    /// for its result. When the wait ends without one (timeout, or the future
-    /// dropped), the server is told (`notifications/cancelled`) and a late
-    /// answer is dropped.
+    /// for its result (the wait for room to send it included). When the wait
+    /// ends without one (timeout, or the future dropped), the server is told
+    /// (`notifications/cancelled`) and a late answer is dropped.
     pub async fn request(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Answer {
+        self.exchange(method, params, timeout, true).await
+    }
+
+    /// [`request`](Self::request), but a request given up is cancelled at the
+    /// server only when `cancellable` (`initialize` must never be).
+    pub(crate) async fn exchange(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+        cancellable: bool,
+    ) -> Answer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (sender, receiver) = oneshot::channel();
+        let (answer, answered) = oneshot::channel();
+        let progress_token = match &params["_meta"]["progressToken"] {
+            Value::String(token) => Some(token.clone()),
+            Value::Number(token) => Some(token.to_string()),
+            _ => None,
+        };
         {
             let mut pending = self.pending.lock().map_err(|_| McpError::Closed("poisoned".into()))?;
             if let Some(why) = &pending.closed {
                 return Err(McpError::Closed(why.clone()));
             }
-            pending.waiting.insert(id, (method.to_owned(), sender));
+            pending.waiting.insert(id, Waiting { method: method.to_owned(), progress_token, answer });
         }
-        let mut guard = InFlight { connection: Arc::clone(self), id, answered: false };
+        let mut guard = InFlight { connection: Arc::clone(self), id, settled: !cancellable, sent: false };
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if let Err(unsent) = self.send(&message).await {
-            guard.answered = true; // never sent: nothing to cancel
-            return Err(unsent);
-        }
-        let answer = match tokio::time::timeout(timeout, receiver).await {
-            Ok(Ok(answer)) => answer,
-            Ok(Err(_)) => Err(McpError::Closed("the connection was dropped".into())),
+        let exchange = async {
+            self.send(&message).await?;
+            guard.sent = true;
+            answered.await.unwrap_or_else(|_| Err(McpError::Closed("the connection was dropped".into())))
+        };
+        let answer = match tokio::time::timeout(timeout, exchange).await {
+            Ok(answer) => answer,
             Err(_) => Err(McpError::TimedOut { method: method.to_owned(), millis: timeout.as_millis() }),
         };
-        guard.answered = matches!(answer, Ok(_) | Err(McpError::Refused { .. } | McpError::Closed(_)));
+        guard.settled |= !matches!(answer, Err(McpError::TimedOut { .. }));
         answer
     }
 
-    /// Sends the notification `method` with `params`.
-    pub async fn notify(&self, method: &str, params: Value) -> Result<(), McpError> {
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params})).await
+    /// Sends the notification `method` with `params`, without waiting: when
+    /// the server is not reading its input and the queue is full, an error.
+    pub fn notify(&self, method: &str, params: Value) -> Result<(), McpError> {
+        let line = line_of(&json!({"jsonrpc": "2.0", "method": method, "params": params}))?;
+        let sender = self.sender()?;
+        sender.try_send(line).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => McpError::Closed("it is not reading its input".into()),
+            mpsc::error::TrySendError::Closed(_) => McpError::Closed("its input is closed".into()),
+        })
     }
 
-    /// Closes the server's input (its stdin: a server ends at its end).
-    pub(crate) async fn close_input(&self) {
-        if let Some(mut output) = self.output.lock().await.take() {
-            let _ = output.shutdown().await;
+    /// Closes the server's input (its stdin: a server ends at its end) once
+    /// the lines queued are written.
+    pub(crate) fn close_input(&self) {
+        if let Ok(mut lines) = self.lines.lock() {
+            lines.take();
         }
     }
 
@@ -138,31 +186,30 @@ impl Connection {
             }
             Err(_) => return,
         };
-        for (_, (_, sender)) in waiting {
-            let _ = sender.send(Err(McpError::Closed(why.to_owned())));
+        for (_, waiting) in waiting {
+            let _ = waiting.answer.send(Err(McpError::Closed(why.to_owned())));
         }
     }
 
-    /// Writes one message, on one line.
+    /// The writer's queue, while the server's input is open.
+    fn sender(&self) -> Result<mpsc::Sender<Vec<u8>>, McpError> {
+        let lines = self.lines.lock().map_err(|_| McpError::Closed("poisoned".into()))?;
+        lines.clone().ok_or_else(|| McpError::Closed("its input is closed".into()))
+    }
+
+    /// Queues one message, waiting for room.
     async fn send(&self, message: &Value) -> Result<(), McpError> {
-        let mut line = serde_json::to_vec(message).map_err(|e| McpError::Protocol(e.to_string()))?;
-        line.push(b'\n');
-        let mut output = self.output.lock().await;
-        let Some(output) = output.as_mut() else {
-            return Err(McpError::Closed("its input is closed".into()));
-        };
-        let written = async {
-            output.write_all(&line).await?;
-            output.flush().await
-        };
-        written.await.map_err(|e| McpError::Closed(format!("writing to it failed: {e}")))
+        let line = line_of(message)?;
+        let sender = self.sender()?;
+        sender.send(line).await.map_err(|_| McpError::Closed("its input is closed".into()))
     }
 
     /// Settles the response `message` to request `id`.
     fn answer(&self, id: u64, message: &Value) -> bool {
-        let Some((method, sender)) = self.pending.lock().ok().and_then(|mut p| p.waiting.remove(&id)) else {
+        let Some(waiting) = self.pending.lock().ok().and_then(|mut p| p.waiting.remove(&id)) else {
             return false;
         };
+        let method = waiting.method;
         let answer = match (message.get("result"), message.get("error")) {
             (Some(result), None) => Ok(result.clone()),
             (None, Some(error)) => Err(McpError::Refused {
@@ -170,46 +217,78 @@ impl Connection {
                 code: error["code"].as_i64().unwrap_or_default(),
                 message: error["message"].as_str().unwrap_or_default().to_owned(),
             }),
-            _ => Err(McpError::Protocol(format!("the answer to {method} has neither a result nor an error"))),
+            (Some(_), Some(_)) => {
+                Err(McpError::Protocol(format!("the answer to {method} has both a result and an error")))
+            }
+            (None, None) => {
+                Err(McpError::Protocol(format!("the answer to {method} has neither a result nor an error")))
+            }
         };
-        let _ = sender.send(answer);
+        let _ = waiting.answer.send(answer);
         true
     }
 
-    /// Passes `notice` to the holder, if it listens.
+    /// Whether `token` is the progress token of a request in flight.
+    fn in_flight(&self, token: &str) -> bool {
+        let pending = self.pending.lock();
+        pending.is_ok_and(|p| p.waiting.values().any(|w| w.progress_token.as_deref() == Some(token)))
+    }
+
+    /// Passes `notice` to the holder, if it listens; one it has no room for is
+    /// dropped and counted.
     fn tell(&self, notice: ServerNotice) {
-        if let Some(sender) = self.notices.lock().ok().and_then(|n| n.clone()) {
-            let _ = sender.send(notice);
+        let Some(sender) = self.notices.lock().ok().and_then(|n| n.clone()) else {
+            return;
+        };
+        if let Err(mpsc::error::TrySendError::Full(_)) = sender.try_send(notice) {
+            self.dropped_notices.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
 
-/// A request in flight: dropped unanswered (timed out, or its future
-/// dropped), it leaves the pending set and the server is told it was
-/// cancelled, from a task of its own (a drop cannot wait).
+/// One message as a line of the wire.
+fn line_of(message: &Value) -> Result<Vec<u8>, McpError> {
+    let mut line = serde_json::to_vec(message).map_err(|e| McpError::Protocol(e.to_string()))?;
+    line.push(b'\n');
+    Ok(line)
+}
+
+/// A request in flight: dropped unsettled (timed out, or its future
+/// dropped), it leaves the pending set and, once sent, the server is told it
+/// was cancelled.
 struct InFlight {
     connection: Arc<Connection>,
     id: u64,
-    answered: bool,
+    settled: bool,
+    sent: bool,
 }
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        if self.answered {
-            return;
-        }
         if let Ok(mut pending) = self.connection.pending.lock() {
             pending.waiting.remove(&self.id);
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        if self.settled || !self.sent {
             return;
-        };
-        let (connection, id) = (Arc::clone(&self.connection), self.id);
-        runtime.spawn(async move {
-            let params = json!({"requestId": id, "reason": "the request was cancelled"});
-            let _ = connection.notify("notifications/cancelled", params).await;
-        });
+        }
+        let params = json!({"requestId": self.id, "reason": "the request was cancelled"});
+        let _ = self.connection.notify("notifications/cancelled", params);
     }
+}
+
+/// Writes the queued lines, each whole, until the queue closes (then closes
+/// the output) or a write fails (the server's input is gone).
+async fn write_lines(mut output: impl AsyncWrite + Send + Unpin, mut queued: mpsc::Receiver<Vec<u8>>) {
+    while let Some(line) = queued.recv().await {
+        let written = async {
+            output.write_all(&line).await?;
+            output.flush().await
+        };
+        if written.await.is_err() {
+            return;
+        }
+    }
+    let _ = output.shutdown().await;
 }
 
 /// Reads the server's messages until its output ends, then fails every
@@ -229,7 +308,7 @@ async fn read_messages(
         match frame {
             Ok(Frame::Line(line)) if line.iter().all(u8::is_ascii_whitespace) => {}
             Ok(Frame::Line(line)) => received(&connection, &line).await,
-            Ok(Frame::Oversized(length)) => {
+            Ok(Frame::Oversized(length, _)) => {
                 // The request it answered cannot be told: every request fails.
                 break format!("it sent a message of {length} bytes, over the limit of {max_message_bytes}");
             }
@@ -240,7 +319,7 @@ async fn read_messages(
     let why = why_closed().await;
     if let Some(connection) = connection.upgrade() {
         connection.fail_all(&format!("{ending}{why}"));
-        connection.close_input().await;
+        connection.close_input();
     }
 }
 
@@ -268,7 +347,10 @@ async fn received(connection: &Arc<Connection>, line: &[u8]) {
                 _ => json!({"jsonrpc": "2.0", "id": id,
                     "error": {"code": -32601, "message": format!("ferrule does not offer {method}")}}),
             };
-            let _ = connection.send(&reply).await;
+            // Without waiting: the reader must go on reading whatever happens.
+            if let (Ok(line), Ok(sender)) = (line_of(&reply), connection.sender()) {
+                let _ = sender.try_send(line);
+            }
         }
         (Some("notifications/tools/list_changed"), None) => connection.tell(ServerNotice::ToolsChanged),
         (Some("notifications/progress"), None) => {
@@ -278,7 +360,9 @@ async fn received(connection: &Arc<Connection>, line: &[u8]) {
                 Value::Number(token) => token.to_string(),
                 _ => return,
             };
-            connection.tell(ServerNotice::Progress { token, params });
+            if connection.in_flight(&token) {
+                connection.tell(ServerNotice::Progress { token, params });
+            }
         }
         (Some(_), None) => {}
         (None, None) => connection.tell(ServerNotice::Ignored("a message with neither a method nor an id".into())),
@@ -371,5 +455,24 @@ mod tests {
         let cancelled = read_line(&mut from_client).await;
         assert_eq!(cancelled["method"], "notifications/cancelled");
         assert_eq!(cancelled["params"]["requestId"], sent["id"]);
+    }
+
+    #[tokio::test]
+    async fn a_notice_flood_is_bounded_and_stray_progress_is_not_passed_on() {
+        let (connection, mut from_client, mut to_client) = played();
+        let mut notices = connection.notices();
+        let changed = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n".repeat(3000);
+        let stray = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"x\",\"progress\":1}}\n";
+        to_client.write_all(format!("{stray}{changed}").as_bytes()).await.unwrap();
+        // A ping after the flood: its answer shows the flood was read.
+        to_client.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n").await.unwrap();
+        assert_eq!(read_line(&mut from_client).await["id"], 1);
+        assert_eq!(connection.dropped_notices(), 3000 - QUEUED_NOTICES as u64);
+        let mut kept = 0;
+        while let Ok(notice) = notices.try_recv() {
+            assert_eq!(notice, ServerNotice::ToolsChanged, "progress for no request in flight is not passed on");
+            kept += 1;
+        }
+        assert_eq!(kept, QUEUED_NOTICES);
     }
 }

@@ -7,8 +7,9 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 pub(crate) enum Frame {
     /// A line, without its newline (and a `\r` before it).
     Line(Vec<u8>),
-    /// A line longer than the limit, skipped unread; its length in bytes.
-    Oversized(usize),
+    /// A line longer than the limit, skipped unread: its length in bytes,
+    /// and its first bytes (as many as the limit).
+    Oversized(usize, Vec<u8>),
     /// The stream ended (a last line without a newline is still a line).
     End,
 }
@@ -19,12 +20,16 @@ pub(crate) enum Frame {
 pub(crate) async fn next_frame<R: AsyncBufRead + Unpin>(input: &mut R, limit: usize) -> std::io::Result<Frame> {
     let mut line = Vec::new();
     let mut length = 0usize;
+    let oversized = |length: usize, mut line: Vec<u8>| {
+        line.truncate(limit);
+        Frame::Oversized(length, line)
+    };
     loop {
         let buffer = input.fill_buf().await?;
         if buffer.is_empty() {
-            return Ok(match (length, line.is_empty()) {
-                (0, _) => Frame::End,
-                (_, true) if length > limit => Frame::Oversized(length),
+            return Ok(match length {
+                0 => Frame::End,
+                _ if length > limit => oversized(length, line),
                 _ => Frame::Line(line),
             });
         }
@@ -33,16 +38,14 @@ pub(crate) async fn next_frame<R: AsyncBufRead + Unpin>(input: &mut R, limit: us
             None => (buffer.len(), false),
         };
         let piece = &buffer[..if ended { taken - 1 } else { taken }];
+        // Past the limit only the head is kept.
+        let room = (limit + 1).saturating_sub(line.len());
+        line.extend_from_slice(&piece[..piece.len().min(room)]);
         length += piece.len();
-        if length <= limit {
-            line.extend_from_slice(piece);
-        } else {
-            line = Vec::new();
-        }
         input.consume(taken);
         if ended {
             if length > limit {
-                return Ok(Frame::Oversized(length));
+                return Ok(oversized(length, line));
             }
             if line.last() == Some(&b'\r') {
                 line.pop();
@@ -73,7 +76,7 @@ mod tests {
             frames,
             [
                 Frame::Line(b"{\"a\":1}".to_vec()),
-                Frame::Oversized(100),
+                Frame::Oversized(100, b"x".repeat(16)),
                 Frame::Line(b"short".to_vec()),
                 Frame::Line(b"last".to_vec()),
                 Frame::End

@@ -19,7 +19,7 @@ mod naming;
 mod result;
 mod stdio;
 
-pub use client::{McpClient, McpTool};
+pub use client::{McpClient, McpTool, ToolList};
 pub use connection::{Connection, ServerNotice};
 pub use error::McpError;
 pub use naming::model_name;

@@ -4,11 +4,12 @@
 const MAX_NAME_LEN: usize = 64;
 
 /// The name the model sees for the tool `tool` of the server `server`:
-/// `<server>__<tool>`, or the tool's own name without `prefix`; each
-/// character outside `[A-Za-z0-9_-]` becomes `_`, and a name longer than 64
-/// characters keeps its first 55 and ends in `_` and 8 hex digits of a hash of
-/// the whole name (stable across versions, so a saved run state still names
-/// the tool).
+/// `<server>__<tool>`, or the tool's own name without `prefix`. When a
+/// character outside `[A-Za-z0-9_-]` had to become `_`, or the name is longer
+/// than 64 characters, it ends in `_` and 8 hex digits of a hash of the whole
+/// name (so that `a.b` and `a_b`, or two names in another script, stay apart),
+/// keeping at most its first 55 characters; the hash is stable across
+/// versions, so a saved run state still names the tool.
 pub fn model_name(server: &str, tool: &str, prefix: bool) -> String {
     let whole = match prefix {
         true => format!("{server}__{tool}"),
@@ -16,7 +17,7 @@ pub fn model_name(server: &str, tool: &str, prefix: bool) -> String {
     };
     let name: String =
         whole.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
-    if name.len() <= MAX_NAME_LEN && !name.is_empty() {
+    if name.len() <= MAX_NAME_LEN && !name.is_empty() && name == whole {
         return name;
     }
     let kept: String = name.chars().take(MAX_NAME_LEN - 9).collect();
@@ -36,8 +37,11 @@ mod tests {
     fn names_are_prefixed_cleaned_and_bounded() {
         assert_eq!(model_name("files", "read_file", true), "files__read_file");
         assert_eq!(model_name("files", "read_file", false), "read_file");
-        assert_eq!(model_name("git hub", "issues.list/all", true), "git_hub__issues_list_all");
-        assert_eq!(model_name("x", "é", false), "_");
+        let cleaned = model_name("git hub", "issues.list/all", true);
+        assert!(cleaned.starts_with("git_hub__issues_list_all_") && cleaned.len() == 33, "{cleaned}");
+        assert_ne!(model_name("s", "a.b", true), model_name("s", "a_b", true), "cleaning keeps names apart");
+        assert_ne!(model_name("s", "读取", true), model_name("s", "写入", true));
+        assert!(model_name("s", "读取", true).chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
         let long = model_name("server", &"t".repeat(80), true);
         assert_eq!(long.len(), 64);
         assert!(long.starts_with("server__ttt") && long.as_bytes()[55] == b'_', "{long}");

@@ -5,7 +5,7 @@
 //! cannot take is never dropped silently: audio, and content of a type this
 //! client does not know, become a text note saying what was left out. A
 //! `resource_link` is text with its URI and name; an embedded resource is its
-//! text, or a file part for a blob. `structuredContent` goes into `details` as
+//! text, or an image or file part for a blob. `structuredContent` goes into `details` as
 //! it is, checked against the tool's `outputSchema` when it has one (a
 //! mismatch, or none where one is declared, is an error result); when the
 //! content is empty the model sees the structured content's JSON. `isError`
@@ -73,10 +73,15 @@ fn part_of(item: &Value) -> Part {
             let field = |key: &str| resource.get(key).and_then(Value::as_str);
             match (field("text"), field("blob")) {
                 (Some(text), _) => Part::text(text),
-                (None, Some(blob)) => Part::File {
-                    media_type: field("mimeType").unwrap_or("application/octet-stream").to_owned(),
-                    data: blob.to_owned(),
-                    name: field("uri").and_then(|uri| uri.rsplit('/').next()).map(str::to_owned),
+                (None, Some(blob)) => match field("mimeType") {
+                    Some(image) if image.starts_with("image/") => {
+                        Part::Image { media_type: Some(image.to_owned()), data: Some(blob.to_owned()), url: None }
+                    }
+                    media_type => Part::File {
+                        media_type: media_type.unwrap_or("application/octet-stream").to_owned(),
+                        data: blob.to_owned(),
+                        name: field("uri").and_then(|uri| uri.rsplit('/').next()).map(str::to_owned),
+                    },
                 },
                 (None, None) => Part::text(format!(
                     "[an embedded resource without text or data was left out: {}]",
@@ -117,6 +122,7 @@ mod tests {
             {"type": "resource", "resource": {"uri": "file:///srv/b.txt", "text": "inside b"}},
             {"type": "resource", "resource": {"uri": "file:///srv/c.pdf", "blob": "JVBERi0=", "mimeType": "application/pdf"}},
             {"type": "hologram", "data": "?"},
+            {"type": "resource", "resource": {"uri": "file:///srv/d.png", "blob": "iVBO", "mimeType": "image/png"}},
         ]});
         let converted = tool_result("t", &result, None);
         assert!(!converted.is_error);
@@ -138,6 +144,10 @@ mod tests {
         assert_eq!(
             converted.content[6],
             Part::text("[content of type hologram was left out: ferrule does not know it]")
+        );
+        assert_eq!(
+            converted.content[7],
+            Part::Image { media_type: Some("image/png".into()), data: Some("iVBO".into()), url: None }
         );
         assert!(converted.check().is_ok());
     }

@@ -3,12 +3,16 @@
 //!
 //! The server runs in a process group of its own, with a minimal environment
 //! (the host's `PATH`, `HOME`, `LANG` and the like, plus the configured
-//! variables: never the host's whole environment), and dies with the process
+//! variables: never the host's whole environment) and none of the host's
+//! other file descriptors. The server process itself dies with the process
 //! that started it (`PR_SET_PDEATHSIG`), even when that process exits without
-//! stopping it. Its stderr is always read, so a server that writes much there
-//! never blocks; the last lines are kept for error messages. Stopping it closes
-//! its stdin, then sends the group SIGTERM and, after a grace period, SIGKILL;
-//! dropping it kills the group at once.
+//! stopping it; what the server started outlives such a crash (stopping or
+//! dropping the server ends them). Its stderr is always read, so a server that
+//! writes much there never blocks; the last lines are kept for error messages.
+//! When the server exits, every request in flight fails at once, even while a
+//! process it started holds its stdout open. Stopping it closes its stdin,
+//! then sends the group SIGTERM and, after a grace period, SIGKILL; dropping
+//! it kills the group at once.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
@@ -17,7 +21,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::io::BufReader;
-use tokio::process::{Child, Command};
+use tokio::process::Command;
+use tokio::sync::watch;
 
 use super::connection::{Connection, WhyClosed};
 use super::error::McpError;
@@ -49,10 +54,11 @@ pub struct StdioCommand {
 /// A running server and the connection to it. Owned by one holder; its
 /// methods may be called from any thread of the runtime.
 pub struct StdioServer {
-    child: Child,
     group: i32,
     connection: Arc<Connection>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// Becomes true when the server has exited and was reaped.
+    exited: watch::Receiver<bool>,
 }
 
 impl StdioServer {
@@ -85,19 +91,47 @@ impl StdioServer {
                 if libc::getppid() != parent {
                     libc::_exit(1);
                 }
+                // None of the host's descriptors but stdin, stdout and stderr
+                // (a kernel without close_range leaves them as they are).
+                libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_uint);
                 Ok(())
             });
         }
-        let mut child = process.spawn().map_err(|e| McpError::Spawn(format!("{}: {e}", command.command)))?;
+        let mut child = process.spawn().map_err(|e| {
+            let place = command.cwd.as_ref().map(|cwd| format!(" in {}", cwd.display())).unwrap_or_default();
+            McpError::Spawn(format!("{}{place}: {e}", command.command))
+        })?;
         let group = child.id().map(|pid| pid as i32).unwrap_or_default();
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(McpError::Spawn("the server's pipes are missing".into()));
         };
         let tail = Arc::new(Mutex::new(VecDeque::new()));
-        let drained = tokio::spawn(drain(stderr, Arc::clone(&tail)));
-        let connection = Connection::open(stdout, stdin, max_message_bytes, last_words(drained, Arc::clone(&tail)));
-        Ok(StdioServer { child, group, connection, stderr: tail })
+        let (drained, drained_watch) = watch::channel(false);
+        tokio::spawn({
+            let tail = Arc::clone(&tail);
+            async move {
+                drain(stderr, tail).await;
+                let _ = drained.send(true);
+            }
+        });
+        let connection =
+            Connection::open(stdout, stdin, max_message_bytes, last_words(drained_watch.clone(), Arc::clone(&tail)));
+        let (exited, exited_watch) = watch::channel(false);
+        tokio::spawn({
+            let (connection, why) = (Arc::downgrade(&connection), last_words(drained_watch, Arc::clone(&tail)));
+            async move {
+                let status = child.wait().await;
+                let _ = exited.send(true);
+                let why = why().await;
+                if let Some(connection) = connection.upgrade() {
+                    let status = status.map_or_else(|e| e.to_string(), |status| status.to_string());
+                    connection.fail_all(&format!("it exited ({status}){why}"));
+                    connection.close_input();
+                }
+            }
+        });
+        Ok(StdioServer { group, connection, stderr: tail, exited: exited_watch })
     }
 
     /// The connection to the server.
@@ -119,12 +153,17 @@ impl StdioServer {
     /// sends its group SIGTERM, waits `grace` again, then SIGKILL, and reaps it.
     /// Whatever it started in its group goes with it.
     pub async fn stop(mut self, grace: Duration) {
-        self.connection.close_input().await;
-        if tokio::time::timeout(grace, self.child.wait()).await.is_err() {
+        self.connection.close_input();
+        let mut exited = self.exited.clone();
+        let wait = || {
+            let mut exited = exited.clone();
+            async move { exited.wait_for(|gone| *gone).await.map(|_| ()) }
+        };
+        if tokio::time::timeout(grace, wait()).await.is_err() {
             self.signal(libc::SIGTERM);
-            if tokio::time::timeout(grace, self.child.wait()).await.is_err() {
+            if tokio::time::timeout(grace, wait()).await.is_err() {
                 self.signal(libc::SIGKILL);
-                let _ = self.child.wait().await;
+                let _ = exited.wait_for(|gone| *gone).await;
             }
         }
         // Members of the group that outlived the server.
@@ -150,10 +189,10 @@ impl Drop for StdioServer {
 /// The server's last stderr lines, for the reason its connection closed:
 /// read once its stderr ended too, or after a moment (a process it started
 /// may hold stderr open).
-fn last_words(drained: tokio::task::JoinHandle<()>, tail: Arc<Mutex<VecDeque<String>>>) -> WhyClosed {
+fn last_words(mut drained: watch::Receiver<bool>, tail: Arc<Mutex<VecDeque<String>>>) -> WhyClosed {
     Box::new(move || {
         Box::pin(async move {
-            let _ = tokio::time::timeout(STDERR_AFTER_EXIT, drained).await;
+            let _ = tokio::time::timeout(STDERR_AFTER_EXIT, drained.wait_for(|done| *done)).await;
             let lines = tail.lock().map(|lines| lines.iter().cloned().collect::<Vec<_>>()).unwrap_or_default();
             match lines.is_empty() {
                 true => String::new(),
@@ -169,7 +208,7 @@ async fn drain(stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<Str
     loop {
         let line = match next_frame(&mut input, STDERR_LINE_BYTES).await {
             Ok(Frame::Line(line)) => String::from_utf8_lossy(&line).into_owned(),
-            Ok(Frame::Oversized(length)) => format!("(a line of {length} bytes)"),
+            Ok(Frame::Oversized(length, head)) => format!("{}... ({length} bytes)", String::from_utf8_lossy(&head)),
             Ok(Frame::End) | Err(_) => return,
         };
         if let Ok(mut lines) = tail.lock() {

@@ -70,10 +70,15 @@ impl InputSchema {
     /// declares (Draft 4, 6, 7, 2019-09 or 2020-12; 2020-12 when it declares
     /// none), as a tool from an MCP server is; otherwise as [`compile`](Self::compile).
     pub fn compile_declared(document: Value) -> Result<Self> {
-        let declared = document.get("$schema").map(|d| d.as_str().map(|d| d.trim_end_matches('#')));
+        // Either scheme names a dialect (servers write https for the old drafts too).
+        let declared = document.get("$schema").map(|d| {
+            d.as_str().map(|d| {
+                d.trim_end_matches('#').replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0")
+            })
+        });
         let (uri, draft) = match declared {
             None => (DRAFT_2020_12, jsonschema::Draft::Draft202012),
-            Some(uri) => *DIALECTS.iter().find(|(known, _)| Some(*known) == uri).ok_or_else(|| {
+            Some(uri) => *DIALECTS.iter().find(|(known, _)| Some(*known) == uri.as_deref()).ok_or_else(|| {
                 let known: Vec<&str> = DIALECTS.iter().map(|(uri, _)| *uri).collect();
                 invalid(format!("(root): $schema {} is none of {}", document["$schema"], known.join(", ")))
             })?,

@@ -34,17 +34,18 @@ fn text_of(result: &Value) -> String {
     result["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect()
 }
 
-/// Whether the process `pid` is gone (or a zombie nobody reaps).
-fn gone(pid: i32) -> bool {
+/// Whether the process `pid` is gone: for the server, reaped; for a process
+/// it started (whose reaper is not ours to wait for), at least a zombie.
+fn gone(pid: i32, reaped: bool) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
-        Ok(stat) => stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        Ok(stat) => !reaped && stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
     }
 }
 
-async fn until_gone(pid: i32) -> bool {
+async fn until_gone(pid: i32, reaped: bool) -> bool {
     for _ in 0..600 {
-        if gone(pid) {
+        if gone(pid, reaped) {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -57,7 +58,9 @@ async fn a_stdio_server_lists_and_calls_its_tools() {
     let (server, client) = connect(1 << 20).await;
     assert_eq!(client.protocol_version, "2025-11-25");
     assert_eq!(client.server_info["name"], "ferrule-test-server");
-    let tools = client.list_tools(PATIENCE).await.unwrap();
+    let listed = client.list_tools(PATIENCE).await.unwrap();
+    assert!(listed.left_out.is_empty(), "{:?}", listed.left_out);
+    let tools = listed.tools;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["echo", "fail", "count", "sleep", "shout", "spawn_stubborn", "environment", "die"]);
     assert_eq!(tools[0].input_schema["required"], json!(["text"]));
@@ -84,7 +87,7 @@ async fn a_stdio_server_lists_and_calls_its_tools() {
     );
     let pid = server.pid();
     server.stop(Duration::from_secs(5)).await;
-    assert!(until_gone(pid).await, "the server outlived stop");
+    assert!(until_gone(pid, true).await, "the server outlived stop");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,14 +150,14 @@ async fn stopping_or_dropping_a_server_ends_everything_it_started() {
     let stubborn: i32 = text_of(&started).parse().unwrap();
     let pid = server.pid();
     server.stop(Duration::from_millis(200)).await;
-    assert!(until_gone(pid).await && until_gone(stubborn).await, "the server's group outlived stop");
+    assert!(until_gone(pid, true).await && until_gone(stubborn, false).await, "the server's group outlived stop");
 
     let (server, client) = connect(1 << 20).await;
     let started = client.call_tool("spawn_stubborn", json!({}), None, PATIENCE).await.unwrap();
     let stubborn: i32 = text_of(&started).parse().unwrap();
     let pid = server.pid();
     drop(server);
-    assert!(until_gone(pid).await && until_gone(stubborn).await, "the server's group outlived its drop");
+    assert!(until_gone(pid, true).await && until_gone(stubborn, false).await, "the server's group outlived its drop");
     let after = client.call_tool("echo", json!({"text": "x"}), None, PATIENCE).await;
     assert!(matches!(after, Err(McpError::Closed(_))), "{after:?}");
 }
@@ -178,4 +181,43 @@ async fn a_server_gets_a_minimal_environment_and_its_own_variables() {
     let leaked: Vec<&String> = names.iter().filter(|name| host_only.contains(name)).collect();
     assert!(leaked.is_empty(), "the host's variables reached the server: {leaked:?}");
     server.stop(Duration::from_secs(5)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_reads_its_input_times_out_and_still_stops() {
+    let command = StdioCommand {
+        command: python(),
+        args: vec!["-c".into(), "import time; time.sleep(120)".into()],
+        ..StdioCommand::default()
+    };
+    let server = StdioServer::spawn(&command, 1 << 20).unwrap();
+    let short = Duration::from_millis(300);
+    let silent = McpClient::initialize(server.connection().clone(), short).await;
+    assert!(matches!(silent, Err(McpError::TimedOut { .. })), "{:?}", silent.err());
+    let big = json!({"text": "z".repeat(1 << 20)});
+    for _ in 0..3 {
+        let stuck = server.connection().request("tools/call", big.clone(), short).await;
+        assert!(matches!(stuck, Err(McpError::TimedOut { .. })), "a write that cannot go on is bounded: {stuck:?}");
+    }
+    let pid = server.pid();
+    let stopped = tokio::time::timeout(PATIENCE, server.stop(Duration::from_millis(100))).await;
+    assert!(stopped.is_ok() && until_gone(pid, true).await, "stop waited on a blocked write");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_dies_fails_its_calls_even_while_a_child_holds_its_output() {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/stdio_server.py");
+    let command = StdioCommand {
+        command: "sh".into(),
+        args: vec!["-c".into(), format!("sleep 120 & exec '{}' '{}'", python(), script.display())],
+        ..StdioCommand::default()
+    };
+    let server = StdioServer::spawn(&command, 1 << 20).unwrap();
+    let client = McpClient::initialize(server.connection().clone(), PATIENCE).await.unwrap();
+    let dying = client.call_tool("die", json!({}), None, PATIENCE).await;
+    match dying {
+        Err(McpError::Closed(why)) => assert!(why.contains("exited") && why.contains("dying now"), "{why}"),
+        other => panic!("the call waited for the output held by a child: {other:?}"),
+    }
+    server.stop(Duration::from_millis(100)).await;
 }
