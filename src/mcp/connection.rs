@@ -206,11 +206,7 @@ impl Connection {
 
     /// Settles the response `message` to request `id`.
     fn answer(&self, id: u64, message: &Value) -> bool {
-        let Some(waiting) = self.pending.lock().ok().and_then(|mut p| p.waiting.remove(&id)) else {
-            return false;
-        };
-        let method = waiting.method;
-        let answer = match (message.get("result"), message.get("error")) {
+        self.settle(id, |method| match (message.get("result"), message.get("error")) {
             (Some(result), None) => Ok(result.clone()),
             (None, Some(error)) => Err(McpError::Refused {
                 method,
@@ -223,8 +219,16 @@ impl Connection {
             (None, None) => {
                 Err(McpError::Protocol(format!("the answer to {method} has neither a result nor an error")))
             }
+        })
+    }
+
+    /// Settles request `id` with the answer `answer` makes of its method;
+    /// false when no such request is in flight.
+    fn settle(&self, id: u64, answer: impl FnOnce(String) -> Answer) -> bool {
+        let Some(waiting) = self.pending.lock().ok().and_then(|mut p| p.waiting.remove(&id)) else {
+            return false;
         };
-        let _ = waiting.answer.send(answer);
+        let _ = waiting.answer.send(answer(waiting.method));
         true
     }
 
@@ -308,9 +312,17 @@ async fn read_messages(
         match frame {
             Ok(Frame::Line(line)) if line.iter().all(u8::is_ascii_whitespace) => {}
             Ok(Frame::Line(line)) => received(&connection, &line).await,
-            Ok(Frame::Oversized(length, _)) => {
-                // The request it answered cannot be told: every request fails.
-                break format!("it sent a message of {length} bytes, over the limit of {max_message_bytes}");
+            Ok(Frame::Oversized { length, head, tail }) => {
+                let over = format!("a message of {length} bytes, over the limit of {max_message_bytes}");
+                match oversized_answer(&head, &tail) {
+                    // The answer to one request: that one fails.
+                    Some(id) => {
+                        let over = |method| Err(McpError::Protocol(format!("its answer to {method} was {over}")));
+                        connection.settle(id, over);
+                    }
+                    // Which request it answered cannot be told: every request fails.
+                    None => break format!("it sent {over}"),
+                }
             }
             Ok(Frame::End) => break "its output ended".to_owned(),
             Err(e) => break format!("reading its output failed: {e}"),
@@ -321,6 +333,29 @@ async fn read_messages(
         connection.fail_all(&format!("{ending}{why}"));
         connection.close_input();
     }
+}
+
+/// The id of the response an oversized line is, from its first and last
+/// bytes: a response names its id before its result or error
+/// (`{"jsonrpc":"2.0","id":7,"result":...`) or after it, last
+/// (`...,"jsonrpc":"2.0","id":7}`). None when it shows no id there.
+fn oversized_answer(head: &[u8], tail: &[u8]) -> Option<u64> {
+    let number = |text: &str| -> Option<(u64, usize)> {
+        let digits = text.trim_start();
+        let skipped = text.len() - digits.len();
+        let end = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
+        digits[..end].parse().ok().map(|id| (id, skipped + end))
+    };
+    let head = String::from_utf8_lossy(head);
+    let body = ["\"result\"", "\"error\""].iter().filter_map(|key| head.find(key)).min()?;
+    if let Some(key) = head[..body].find("\"id\":") {
+        return number(&head[key + 5..]).map(|(id, _)| id);
+    }
+    let tail = String::from_utf8_lossy(tail);
+    let tail = tail.trim_end();
+    let key = tail.rfind("\"id\":")?;
+    let (id, used) = number(&tail[key + 5..])?;
+    (tail[key + 5 + used..].trim() == "}").then_some(id)
 }
 
 /// Handles one message from the server: a response, a request (a ping is
@@ -474,5 +509,34 @@ mod tests {
             kept += 1;
         }
         assert_eq!(kept, QUEUED_NOTICES);
+    }
+
+    #[tokio::test]
+    async fn an_answer_over_the_limit_fails_its_request_alone() {
+        let (connection, mut from_client, mut to_client) = played();
+        let ask = |connection: &Arc<Connection>| {
+            let connection = Arc::clone(connection);
+            tokio::spawn(async move { connection.request("tools/call", json!({}), Duration::from_secs(30)).await })
+        };
+        let (first, second, third) = (ask(&connection), ask(&connection), ask(&connection));
+        let mut ids = Vec::new();
+        for _ in 0..3 {
+            ids.push(read_line(&mut from_client).await["id"].as_u64().unwrap());
+        }
+        ids.sort();
+        let big = "w".repeat(1 << 13);
+        let id_first = format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"text\":\"{big}\"}}}}\n", ids[0]);
+        let id_last = format!("{{\"result\":{{\"id\":99,\"t\":\"{big}\"}},\"jsonrpc\":\"2.0\",\"id\": {} }}\n", ids[1]);
+        let fine = format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{}}}}\n", ids[2]);
+        to_client.write_all(format!("{id_first}{id_last}{fine}").as_bytes()).await.unwrap();
+        let over = |answer: Answer| matches!(answer, Err(McpError::Protocol(why)) if why.contains("over the limit"));
+        let (first, second, third) = (first.await.unwrap(), second.await.unwrap(), third.await.unwrap());
+        assert!(over(first.clone()) && over(second.clone()), "{first:?} {second:?}");
+        assert_eq!(third, Ok(json!({})), "the other request got its answer");
+        let anonymous = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":\"{big}\"}}\n");
+        let waiting = ask(&connection);
+        let _ = read_line(&mut from_client).await;
+        to_client.write_all(anonymous.as_bytes()).await.unwrap();
+        assert!(matches!(waiting.await.unwrap(), Err(McpError::Closed(why)) if why.contains("over the limit")));
     }
 }

@@ -10,9 +10,10 @@
 //! [`Connection`] correlates requests and responses, answers the server's
 //! pings, and fails every request in flight at once when the server goes
 //! away. Everything it reads is bounded: a message beyond the connection's
-//! limit is refused without being parsed (and fails the connection), the
-//! notices kept for the holder are bounded, and the server's stderr is
-//! drained into a bounded tail of lines.
+//! limit is refused without being parsed (an answer fails its request alone
+//! when its id shows in its first or last bytes, as the SDKs write it;
+//! otherwise the connection fails), the notices kept for the holder are
+//! bounded, and the server's stderr is drained into a bounded tail of lines.
 
 mod client;
 mod connection;

@@ -208,7 +208,9 @@ async fn drain(stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<Str
     loop {
         let line = match next_frame(&mut input, STDERR_LINE_BYTES).await {
             Ok(Frame::Line(line)) => String::from_utf8_lossy(&line).into_owned(),
-            Ok(Frame::Oversized(length, head)) => format!("{}... ({length} bytes)", String::from_utf8_lossy(&head)),
+            Ok(Frame::Oversized { length, head, .. }) => {
+                format!("{}... ({length} bytes)", String::from_utf8_lossy(&head))
+            }
             Ok(Frame::End) | Err(_) => return,
         };
         if let Ok(mut lines) = tail.lock() {

@@ -132,15 +132,17 @@ async fn a_server_that_floods_its_stderr_is_not_blocked() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_message_over_the_limit_fails_the_connection_without_being_read() {
+async fn an_answer_over_the_limit_fails_its_call_alone_without_being_read() {
     let (server, client) = connect(4096).await;
     let big = "y".repeat(64 * 1024);
     let outcome = client.call_tool("echo", json!({"text": big}), None, PATIENCE).await;
     match outcome {
-        Err(McpError::Closed(why)) => assert!(why.contains("over the limit of 4096"), "{why}"),
+        Err(McpError::Protocol(why)) => assert!(why.contains("over the limit of 4096"), "{why}"),
         other => panic!("an oversized answer was taken: {other:?}"),
     }
-    server.stop(Duration::from_secs(1)).await;
+    let echoed = client.call_tool("echo", json!({"text": "small"}), None, PATIENCE).await.unwrap();
+    assert_eq!(text_of(&echoed), "small", "the connection goes on");
+    server.stop(Duration::from_secs(5)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
