@@ -98,9 +98,11 @@ impl McpClient {
             let listed =
                 page["tools"].as_array().ok_or_else(|| McpError::Protocol("tools/list gave no tools".into()))?;
             for tool in listed {
+                let name = || tool["name"].as_str().unwrap_or_default().to_owned();
                 match McpTool::deserialize(tool) {
-                    Ok(tool) => list.tools.push(tool),
-                    Err(e) => list.left_out.push((tool["name"].as_str().unwrap_or_default().to_owned(), e.to_string())),
+                    Ok(tool) if tool.input_schema.is_object() => list.tools.push(tool),
+                    Ok(_) => list.left_out.push((name(), "its inputSchema is not an object".to_owned())),
+                    Err(e) => list.left_out.push((name(), e.to_string())),
                 }
             }
             cursor = match page.get("nextCursor") {
@@ -135,5 +137,46 @@ impl McpClient {
             true => Ok(result),
             false => Err(McpError::Protocol(format!("tools/call of {name} answered {result}, not an object"))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    #[tokio::test]
+    async fn tools_that_do_not_describe_themselves_are_left_out_by_name() {
+        let (client_side, server_side) = tokio::io::duplex(1 << 16);
+        let (read, write) = tokio::io::split(client_side);
+        let connection = Connection::open(read, write, 1 << 16, Box::new(|| Box::pin(async { String::new() })));
+        let (server_read, mut server_write) = tokio::io::split(server_side);
+        let server = tokio::spawn(async move {
+            let mut lines = BufReader::new(server_read).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let request: Value = serde_json::from_str(&line).unwrap();
+                let result = match request["method"].as_str() {
+                    Some("initialize") => {
+                        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {}})
+                    }
+                    Some("tools/list") => json!({"tools": [
+                        {"name": "good", "inputSchema": {"type": "object"}},
+                        {"name": "no_schema"},
+                        {"name": "null_schema", "inputSchema": null},
+                        {"description": "no name", "inputSchema": {"type": "object"}},
+                    ]}),
+                    _ => continue,
+                };
+                let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
+                server_write.write_all(format!("{answer}\n").as_bytes()).await.unwrap();
+            }
+        });
+        let client = McpClient::initialize(connection, Duration::from_secs(30)).await.unwrap();
+        let list = client.list_tools(Duration::from_secs(30)).await.unwrap();
+        assert_eq!(list.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["good"]);
+        let left_out: Vec<&str> = list.left_out.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(left_out, ["no_schema", "null_schema", ""]);
+        drop(client);
+        server.abort();
     }
 }

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::error::McpError;
 use super::line_reader::{next_frame, Frame};
@@ -45,6 +45,8 @@ const QUEUED_LINES: usize = 64;
 /// Notices kept for a holder that does not read them; past them, notices
 /// are dropped and counted ([`Connection::dropped_notices`]).
 const QUEUED_NOTICES: usize = 1024;
+/// How long a cancellation waits for room in a full queue.
+const CANCEL_PATIENCE: Duration = Duration::from_secs(5);
 
 /// An open connection. Shared (`Arc`) by everything that sends on it; every
 /// method may be called from any thread of the runtime. Lines are written
@@ -57,6 +59,8 @@ pub struct Connection {
     next_id: AtomicU64,
     notices: Mutex<Option<mpsc::Sender<ServerNotice>>>,
     dropped_notices: AtomicU64,
+    /// Becomes true when the reader has read all the server wrote.
+    read_all: watch::Sender<bool>,
 }
 
 /// The requests in flight, by id; once the connection is closed, why.
@@ -91,6 +95,7 @@ impl Connection {
             next_id: AtomicU64::new(1),
             notices: Mutex::new(None),
             dropped_notices: AtomicU64::new(0),
+            read_all: watch::Sender::new(false),
         });
         tokio::spawn(write_lines(output, queued));
         tokio::spawn(read_messages(Arc::downgrade(&connection), input, max_message_bytes, why_closed));
@@ -107,6 +112,13 @@ impl Connection {
         receiver
     }
 
+    /// Waits until everything the server wrote was read (its output ended,
+    /// or the connection failed).
+    pub(crate) async fn all_read(&self) {
+        let mut read_all = self.read_all.subscribe();
+        let _ = read_all.wait_for(|done| *done).await;
+    }
+
     /// How many notices were dropped because the holder did not read them.
     pub fn dropped_notices(&self) -> u64 {
         self.dropped_notices.load(Ordering::Relaxed)
@@ -114,8 +126,9 @@ impl Connection {
 
     /// Sends the request `method` with `params` and waits at most `timeout`
     /// for its result (the wait for room to send it included). When the wait
-    /// ends without one (timeout, or the future dropped), the server is told
-    /// (`notifications/cancelled`) and a late answer is dropped.
+    /// ends without one (timeout, or the future dropped) after the request
+    /// was queued, a `notifications/cancelled` is queued after it (waiting up
+    /// to 5 s for room) and a late answer is dropped.
     pub async fn request(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Answer {
         self.exchange(method, params, timeout, true).await
     }
@@ -258,8 +271,8 @@ fn line_of(message: &Value) -> Result<Vec<u8>, McpError> {
 }
 
 /// A request in flight: dropped unsettled (timed out, or its future
-/// dropped), it leaves the pending set and, once sent, the server is told it
-/// was cancelled.
+/// dropped), it leaves the pending set and, once it was queued, a
+/// cancellation is queued after it.
 struct InFlight {
     connection: Arc<Connection>,
     id: u64,
@@ -276,7 +289,19 @@ impl Drop for InFlight {
             return;
         }
         let params = json!({"requestId": self.id, "reason": "the request was cancelled"});
-        let _ = self.connection.notify("notifications/cancelled", params);
+        if let Err(McpError::Closed(_)) = self.connection.notify("notifications/cancelled", params.clone()) {
+            // The queue is full (timeouts come when the server reads slowly):
+            // wait for room on a task of its own, for a while.
+            let (Ok(runtime), Ok(sender)) = (tokio::runtime::Handle::try_current(), self.connection.sender()) else {
+                return;
+            };
+            let message = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
+            if let Ok(line) = line_of(&message) {
+                runtime.spawn(async move {
+                    let _ = tokio::time::timeout(CANCEL_PATIENCE, sender.send(line)).await;
+                });
+            }
+        }
     }
 }
 
@@ -317,8 +342,11 @@ async fn read_messages(
                 match oversized_answer(&head, &tail) {
                     // The answer to one request: that one fails.
                     Some(id) => {
-                        let over = |method| Err(McpError::Protocol(format!("its answer to {method} was {over}")));
-                        connection.settle(id, over);
+                        let failed = |method| Err(McpError::Protocol(format!("its answer to {method} was {over}")));
+                        if !connection.settle(id, failed) {
+                            connection
+                                .tell(ServerNotice::Ignored(format!("{over}, to no request in flight (id {id})")));
+                        }
                     }
                     // Which request it answered cannot be told: every request fails.
                     None => break format!("it sent {over}"),
@@ -328,6 +356,9 @@ async fn read_messages(
             Err(e) => break format!("reading its output failed: {e}"),
         }
     };
+    if let Some(connection) = connection.upgrade() {
+        let _ = connection.read_all.send(true);
+    }
     let why = why_closed().await;
     if let Some(connection) = connection.upgrade() {
         connection.fail_all(&format!("{ending}{why}"));
@@ -338,7 +369,9 @@ async fn read_messages(
 /// The id of the response an oversized line is, from its first and last
 /// bytes: a response names its id before its result or error
 /// (`{"jsonrpc":"2.0","id":7,"result":...`) or after it, last
-/// (`...,"jsonrpc":"2.0","id":7}`). None when it shows no id there.
+/// (`...,"jsonrpc":"2.0","id":7}`). None when it shows no id there, or when
+/// its first bytes show a `"method"` key (a request or notification of the
+/// server's, whose id is not ours, or a body that cannot be read this way).
 fn oversized_answer(head: &[u8], tail: &[u8]) -> Option<u64> {
     let number = |text: &str| -> Option<(u64, usize)> {
         let digits = text.trim_start();
@@ -347,6 +380,9 @@ fn oversized_answer(head: &[u8], tail: &[u8]) -> Option<u64> {
         digits[..end].parse().ok().map(|id| (id, skipped + end))
     };
     let head = String::from_utf8_lossy(head);
+    if head.contains("\"method\"") {
+        return None;
+    }
     let body = ["\"result\"", "\"error\""].iter().filter_map(|key| head.find(key)).min()?;
     if let Some(key) = head[..body].find("\"id\":") {
         return number(&head[key + 5..]).map(|(id, _)| id);

@@ -4,13 +4,15 @@
 //! The server runs in a process group of its own, with a minimal environment
 //! (the host's `PATH`, `HOME`, `LANG` and the like, plus the configured
 //! variables: never the host's whole environment) and none of the host's
-//! other file descriptors. The server process itself dies with the process
+//! other file descriptors (on kernels with `close_range` and its CLOEXEC flag,
+//! 5.11 and later; elsewhere those the host left inheritable stay open). The server process itself dies with the process
 //! that started it (`PR_SET_PDEATHSIG`), even when that process exits without
 //! stopping it; what the server started outlives such a crash (stopping or
 //! dropping the server ends them). Its stderr is always read, so a server that
 //! writes much there never blocks; the last lines are kept for error messages.
-//! When the server exits, every request in flight fails at once, even while a
-//! process it started holds its stdout open. Stopping it closes its stdin,
+//! When the server exits, what it wrote is still read (for a moment, should a
+//! process it started hold its stdout open), then every request in flight
+//! fails, and whatever else is left of its group is killed. Stopping it closes its stdin,
 //! then sends the group SIGTERM and, after a grace period, SIGKILL; dropping
 //! it kills the group at once.
 
@@ -54,7 +56,9 @@ pub struct StdioCommand {
 /// A running server and the connection to it. Owned by one holder; its
 /// methods may be called from any thread of the runtime.
 pub struct StdioServer {
-    group: i32,
+    /// The server's process group; 0 once it is gone (after the server was
+    /// reaped its id may be reused, so it is signalled no more).
+    group: Arc<std::sync::atomic::AtomicI32>,
     connection: Arc<Connection>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     /// Becomes true when the server has exited and was reaped.
@@ -101,7 +105,7 @@ impl StdioServer {
             let place = command.cwd.as_ref().map(|cwd| format!(" in {}", cwd.display())).unwrap_or_default();
             McpError::Spawn(format!("{}{place}: {e}", command.command))
         })?;
-        let group = child.id().map(|pid| pid as i32).unwrap_or_default();
+        let group = Arc::new(std::sync::atomic::AtomicI32::new(child.id().map(|pid| pid as i32).unwrap_or_default()));
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(McpError::Spawn("the server's pipes are missing".into()));
@@ -120,11 +124,16 @@ impl StdioServer {
         let (exited, exited_watch) = watch::channel(false);
         tokio::spawn({
             let (connection, why) = (Arc::downgrade(&connection), last_words(drained_watch, Arc::clone(&tail)));
+            let group = Arc::clone(&group);
             async move {
                 let status = child.wait().await;
+                // What is left of the group goes with the server, before its id can be reused.
+                signal_group(&group, libc::SIGKILL);
+                group.store(0, std::sync::atomic::Ordering::SeqCst);
                 let _ = exited.send(true);
                 let why = why().await;
                 if let Some(connection) = connection.upgrade() {
+                    let _ = tokio::time::timeout(STDERR_AFTER_EXIT, connection.all_read()).await;
                     let status = status.map_or_else(|e| e.to_string(), |status| status.to_string());
                     connection.fail_all(&format!("it exited ({status}){why}"));
                     connection.close_input();
@@ -144,15 +153,15 @@ impl StdioServer {
         self.stderr.lock().map(|lines| lines.iter().cloned().collect()).unwrap_or_default()
     }
 
-    /// The server's process id (its group's too).
+    /// The server's process id (its group's too); 0 once it is gone.
     pub fn pid(&self) -> i32 {
-        self.group
+        self.group.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Stops the server: closes its stdin, waits `grace` for it to exit, then
     /// sends its group SIGTERM, waits `grace` again, then SIGKILL, and reaps it.
     /// Whatever it started in its group goes with it.
-    pub async fn stop(mut self, grace: Duration) {
+    pub async fn stop(self, grace: Duration) {
         self.connection.close_input();
         let mut exited = self.exited.clone();
         let wait = || {
@@ -163,19 +172,15 @@ impl StdioServer {
             self.signal(libc::SIGTERM);
             if tokio::time::timeout(grace, wait()).await.is_err() {
                 self.signal(libc::SIGKILL);
-                let _ = exited.wait_for(|gone| *gone).await;
+                // A process in uninterruptible sleep dies when it wakes; stop does not wait for that.
+                let _ = tokio::time::timeout(grace, exited.wait_for(|gone| *gone)).await;
             }
         }
-        // Members of the group that outlived the server.
         self.signal(libc::SIGKILL);
-        self.group = 0;
     }
 
     fn signal(&self, signal: libc::c_int) {
-        if self.group > 0 {
-            // SAFETY: killpg has no memory effects; a group that is gone fails harmlessly.
-            unsafe { libc::killpg(self.group, signal) };
-        }
+        signal_group(&self.group, signal);
     }
 }
 
@@ -183,6 +188,15 @@ impl Drop for StdioServer {
     fn drop(&mut self) {
         self.connection.fail_all("the server was stopped");
         self.signal(libc::SIGKILL);
+    }
+}
+
+/// Sends `signal` to the process group `group`, unless it is gone (0).
+fn signal_group(group: &std::sync::atomic::AtomicI32, signal: libc::c_int) {
+    let group = group.load(std::sync::atomic::Ordering::SeqCst);
+    if group > 0 {
+        // SAFETY: killpg has no memory effects; a group that is gone fails harmlessly.
+        unsafe { libc::killpg(group, signal) };
     }
 }
 

@@ -70,12 +70,7 @@ impl InputSchema {
     /// declares (Draft 4, 6, 7, 2019-09 or 2020-12; 2020-12 when it declares
     /// none), as a tool from an MCP server is; otherwise as [`compile`](Self::compile).
     pub fn compile_declared(document: Value) -> Result<Self> {
-        // Either scheme names a dialect (servers write https for the old drafts too).
-        let declared = document.get("$schema").map(|d| {
-            d.as_str().map(|d| {
-                d.trim_end_matches('#').replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0")
-            })
-        });
+        let declared = document.get("$schema").map(|d| d.as_str().map(dialect_of));
         let (uri, draft) = match declared {
             None => (DRAFT_2020_12, jsonschema::Draft::Draft202012),
             Some(uri) => *DIALECTS.iter().find(|(known, _)| Some(*known) == uri.as_deref()).ok_or_else(|| {
@@ -208,7 +203,7 @@ fn check_keywords(object: &Map<String, Value>, pointer: &str, dialect: &str) -> 
         }
     }
     if let Some(declared) = object.get("$schema") {
-        if declared.as_str().map(|d| d.trim_end_matches('#')) != Some(dialect) {
+        if declared.as_str().map(dialect_of).as_deref() != Some(dialect) {
             return Err(invalid(format!("{}: $schema {declared} is not supported; only {dialect} is", at(pointer))));
         }
     }
@@ -223,6 +218,13 @@ fn check_keywords(object: &Map<String, Value>, pointer: &str, dialect: &str) -> 
         }
     }
     Ok(())
+}
+
+/// The dialect a `$schema` value names, as `DIALECTS` spells it: without a
+/// trailing `#`, and `http` for the drafts before 2019-09 (servers write
+/// `https` for them too).
+fn dialect_of(declared: &str) -> String {
+    declared.trim_end_matches('#').replace("https://json-schema.org/draft-0", "http://json-schema.org/draft-0")
 }
 
 fn at(pointer: &str) -> &str {
@@ -293,6 +295,10 @@ mod tests {
         let hidden = json!({"$schema": "http://json-schema.org/draft-07/schema#",
             "dependencies": {"a": ["b"], "c": {"$ref": "http://example.com/s.json"}}});
         assert!(InputSchema::compile_declared(hidden).is_err(), "a reference in dependencies is found");
+        let https = json!({"$schema": "https://json-schema.org/draft-07/schema#", "type": "object",
+            "properties": {"a": {"$schema": "http://json-schema.org/draft-07/schema", "type": "string"}}});
+        let https = InputSchema::compile_declared(https).unwrap();
+        assert!(https.validate(&json!({"a": 1})).is_err(), "either scheme names Draft 7, at the root or inside");
         let tuple = json!({"$schema": "http://json-schema.org/draft-04/schema#",
             "items": [{"$ref": "http://example.com/s.json"}]});
         assert!(InputSchema::compile_declared(tuple).is_err(), "a reference in tuple items is found");

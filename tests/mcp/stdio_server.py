@@ -46,9 +46,9 @@ async def sleep(seconds: float) -> str:
 
 @server.tool()
 def shout(megabytes: int) -> str:
-    """Writes that much to stderr, then answers."""
-    line = "x" * 1023 + "\n"
-    for _ in range(megabytes * 1024):
+    """Writes that much to stderr in lines of 2047 bytes, then answers."""
+    line = "x" * 2047 + "\n"
+    for _ in range(megabytes * 512):
         sys.stderr.write(line)
     sys.stderr.flush()
     return "shouted"
