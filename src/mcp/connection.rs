@@ -144,11 +144,7 @@ impl Connection {
     ) -> Answer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (answer, answered) = oneshot::channel();
-        let progress_token = match &params["_meta"]["progressToken"] {
-            Value::String(token) => Some(token.clone()),
-            Value::Number(token) => Some(token.to_string()),
-            _ => None,
-        };
+        let progress_token = token_of(&params["_meta"]["progressToken"]);
         {
             let mut pending = self.pending.lock().map_err(|_| McpError::Closed("poisoned".into()))?;
             if let Some(why) = &pending.closed {
@@ -174,7 +170,7 @@ impl Connection {
     /// Sends the notification `method` with `params`, without waiting: when
     /// the server is not reading its input and the queue is full, an error.
     pub fn notify(&self, method: &str, params: Value) -> Result<(), McpError> {
-        let line = line_of(&json!({"jsonrpc": "2.0", "method": method, "params": params}))?;
+        let line = notification_line(method, params)?;
         let sender = self.sender()?;
         sender.try_send(line).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => McpError::Closed("it is not reading its input".into()),
@@ -263,6 +259,20 @@ impl Connection {
     }
 }
 
+/// A progress token as text (a number as its digits); none for anything else.
+fn token_of(token: &Value) -> Option<String> {
+    match token {
+        Value::String(token) => Some(token.clone()),
+        Value::Number(token) => Some(token.to_string()),
+        _ => None,
+    }
+}
+
+/// The notification `method` with `params` as a line of the wire.
+fn notification_line(method: &str, params: Value) -> Result<Vec<u8>, McpError> {
+    line_of(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
+}
+
 /// One message as a line of the wire.
 fn line_of(message: &Value) -> Result<Vec<u8>, McpError> {
     let mut line = serde_json::to_vec(message).map_err(|e| McpError::Protocol(e.to_string()))?;
@@ -289,14 +299,14 @@ impl Drop for InFlight {
             return;
         }
         let params = json!({"requestId": self.id, "reason": "the request was cancelled"});
-        if let Err(McpError::Closed(_)) = self.connection.notify("notifications/cancelled", params.clone()) {
-            // The queue is full (timeouts come when the server reads slowly):
-            // wait for room on a task of its own, for a while.
-            let (Ok(runtime), Ok(sender)) = (tokio::runtime::Handle::try_current(), self.connection.sender()) else {
-                return;
-            };
-            let message = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
-            if let Ok(line) = line_of(&message) {
+        let (Ok(sender), Ok(line)) = (self.connection.sender(), notification_line("notifications/cancelled", params))
+        else {
+            return;
+        };
+        if let Err(mpsc::error::TrySendError::Full(line)) = sender.try_send(line) {
+            // Timeouts come when the server reads slowly: wait for room on a
+            // task of its own, for a while.
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
                 runtime.spawn(async move {
                     let _ = tokio::time::timeout(CANCEL_PATIENCE, sender.send(line)).await;
                 });
@@ -426,10 +436,8 @@ async fn received(connection: &Arc<Connection>, line: &[u8]) {
         (Some("notifications/tools/list_changed"), None) => connection.tell(ServerNotice::ToolsChanged),
         (Some("notifications/progress"), None) => {
             let params = message.get("params").cloned().unwrap_or(Value::Null);
-            let token = match &params["progressToken"] {
-                Value::String(token) => token.clone(),
-                Value::Number(token) => token.to_string(),
-                _ => return,
+            let Some(token) = token_of(&params["progressToken"]) else {
+                return;
             };
             if connection.in_flight(&token) {
                 connection.tell(ServerNotice::Progress { token, params });

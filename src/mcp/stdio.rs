@@ -19,6 +19,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -58,7 +59,7 @@ pub struct StdioCommand {
 pub struct StdioServer {
     /// The server's process group; 0 once it is gone (after the server was
     /// reaped its id may be reused, so it is signalled no more).
-    group: Arc<std::sync::atomic::AtomicI32>,
+    group: Arc<AtomicI32>,
     connection: Arc<Connection>,
     stderr: Arc<Mutex<VecDeque<String>>>,
     /// Becomes true when the server has exited and was reaped.
@@ -105,7 +106,7 @@ impl StdioServer {
             let place = command.cwd.as_ref().map(|cwd| format!(" in {}", cwd.display())).unwrap_or_default();
             McpError::Spawn(format!("{}{place}: {e}", command.command))
         })?;
-        let group = Arc::new(std::sync::atomic::AtomicI32::new(child.id().map(|pid| pid as i32).unwrap_or_default()));
+        let group = Arc::new(AtomicI32::new(child.id().map(|pid| pid as i32).unwrap_or_default()));
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(McpError::Spawn("the server's pipes are missing".into()));
@@ -129,7 +130,7 @@ impl StdioServer {
                 let status = child.wait().await;
                 // What is left of the group goes with the server, before its id can be reused.
                 signal_group(&group, libc::SIGKILL);
-                group.store(0, std::sync::atomic::Ordering::SeqCst);
+                group.store(0, Ordering::SeqCst);
                 let _ = exited.send(true);
                 let why = why().await;
                 if let Some(connection) = connection.upgrade() {
@@ -150,12 +151,12 @@ impl StdioServer {
 
     /// The last lines the server wrote to stderr.
     pub fn stderr_tail(&self) -> Vec<String> {
-        self.stderr.lock().map(|lines| lines.iter().cloned().collect()).unwrap_or_default()
+        lines_of(&self.stderr)
     }
 
     /// The server's process id (its group's too); 0 once it is gone.
     pub fn pid(&self) -> i32 {
-        self.group.load(std::sync::atomic::Ordering::SeqCst)
+        self.group.load(Ordering::SeqCst)
     }
 
     /// Stops the server: closes its stdin, waits `grace` for it to exit, then
@@ -163,20 +164,27 @@ impl StdioServer {
     /// Whatever it started in its group goes with it.
     pub async fn stop(self, grace: Duration) {
         self.connection.close_input();
-        let mut exited = self.exited.clone();
-        let wait = || {
-            let mut exited = exited.clone();
-            async move { exited.wait_for(|gone| *gone).await.map(|_| ()) }
-        };
-        if tokio::time::timeout(grace, wait()).await.is_err() {
-            self.signal(libc::SIGTERM);
-            if tokio::time::timeout(grace, wait()).await.is_err() {
-                self.signal(libc::SIGKILL);
-                // A process in uninterruptible sleep dies when it wakes; stop does not wait for that.
-                let _ = tokio::time::timeout(grace, exited.wait_for(|gone| *gone)).await;
+        // After SIGKILL too, at most `grace`: a process in uninterruptible
+        // sleep dies when it wakes, and stop does not wait for that.
+        for signal in [None, Some(libc::SIGTERM), Some(libc::SIGKILL)] {
+            if let Some(signal) = signal {
+                self.signal(signal);
+            }
+            if self.exits_within(grace).await {
+                break;
             }
         }
         self.signal(libc::SIGKILL);
+    }
+
+    /// Whether the server exits (and is reaped) within `grace`.
+    async fn exits_within(&self, grace: Duration) -> bool {
+        let mut exited = self.exited.clone();
+        // A closed watch means the exit task is gone, the server with it.
+        let exit = async move {
+            let _ = exited.wait_for(|gone| *gone).await;
+        };
+        tokio::time::timeout(grace, exit).await.is_ok()
     }
 
     fn signal(&self, signal: libc::c_int) {
@@ -192,8 +200,8 @@ impl Drop for StdioServer {
 }
 
 /// Sends `signal` to the process group `group`, unless it is gone (0).
-fn signal_group(group: &std::sync::atomic::AtomicI32, signal: libc::c_int) {
-    let group = group.load(std::sync::atomic::Ordering::SeqCst);
+fn signal_group(group: &AtomicI32, signal: libc::c_int) {
+    let group = group.load(Ordering::SeqCst);
     if group > 0 {
         // SAFETY: killpg has no memory effects; a group that is gone fails harmlessly.
         unsafe { libc::killpg(group, signal) };
@@ -207,13 +215,18 @@ fn last_words(mut drained: watch::Receiver<bool>, tail: Arc<Mutex<VecDeque<Strin
     Box::new(move || {
         Box::pin(async move {
             let _ = tokio::time::timeout(STDERR_AFTER_EXIT, drained.wait_for(|done| *done)).await;
-            let lines = tail.lock().map(|lines| lines.iter().cloned().collect::<Vec<_>>()).unwrap_or_default();
+            let lines = lines_of(&tail);
             match lines.is_empty() {
                 true => String::new(),
                 false => format!("; its stderr ended: {}", lines.join(" | ")),
             }
         })
     })
+}
+
+/// The lines of a stderr tail.
+fn lines_of(tail: &Mutex<VecDeque<String>>) -> Vec<String> {
+    tail.lock().map(|lines| lines.iter().cloned().collect()).unwrap_or_default()
 }
 
 /// Reads the server's stderr to its end, keeping the last lines.
