@@ -25,11 +25,19 @@ pub struct Enum {
 }
 
 /// The enum the schema defines as `$defs/<name>`: a `oneOf` of string
-/// constants, each of them numbered when `numbered`.
+/// constants, each of them numbered when `numbered` (or, without
+/// descriptions or numbers, an `enum` of strings).
 pub fn read_enum(schema: &Value, name: &str, numbered: bool) -> Result<Enum, String> {
     let definition =
         schema.pointer(&format!("/$defs/{name}")).ok_or_else(|| format!("the schema defines no {name}"))?;
-    let branches = definition["oneOf"].as_array().ok_or_else(|| format!("{name} is not a oneOf of constants"))?;
+    let listed: Vec<Value>;
+    let branches = match definition.get("enum").and_then(Value::as_array) {
+        Some(values) => {
+            listed = values.iter().map(|value| serde_json::json!({"const": value})).collect();
+            &listed
+        }
+        None => definition["oneOf"].as_array().ok_or_else(|| format!("{name} is not a oneOf of constants"))?,
+    };
     let variants = branches
         .iter()
         .map(|branch| {
@@ -416,14 +424,8 @@ fn describe(ty: &FieldType) -> String {
 /// listed (for the doc of a field a binding holds as plain text); none for
 /// any other type.
 fn string_values(schema: &Value, ty: &FieldType) -> Option<String> {
-    let definition = schema.pointer(&format!("/$defs/{}", ty.name.as_deref()?))?;
-    let constants: Vec<&Value> = match definition.get("enum") {
-        Some(values) => values.as_array()?.iter().collect(),
-        None => definition["oneOf"].as_array()?.iter().map(|branch| &branch["const"]).collect(),
-    };
-    let values: Vec<String> =
-        constants.iter().map(|value| value.as_str().map(|value| format!("`{value}`"))).collect::<Option<_>>()?;
-    Some(values.join(", "))
+    let values = read_enum(schema, ty.name.as_deref()?, false).ok()?.variants;
+    Some(values.iter().map(|value| format!("`{}`", value.value)).collect::<Vec<_>>().join(", "))
 }
 
 /// An object type of the schema: its definition's name, description and

@@ -144,9 +144,8 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
             companions => Serde(crate::kotlin::COMPANIONS) }
         }
         Concept::Decisions => {
-            let stages = read_enum(schema, "HookStage", false)?.variants;
-            let names = stages.iter().map(|stage| format!("{}Decision", pascal(&stage.value)));
-            let decisions = names.map(|name| read_decision(schema, &name)).collect::<Result<Vec<_>, _>>()?;
+            let names = stage_definitions(schema, "Decision")?;
+            let decisions = names.iter().map(|name| read_decision(schema, name)).collect::<Result<Vec<_>, _>>()?;
             let shared = shared_choices(&decisions)?;
             minijinja::context! { header => HEADER, decisions => Serde(&decisions), shared => Serde(&shared) }
         }
@@ -168,15 +167,10 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
             minijinja::context! { header => HEADER, union => Serde(&union) }
         }
         Concept::HookStages => {
-            let stages = read_enum(schema, "HookStage", false)?;
-            for stage in &stages.variants {
-                for kind in ["Payload", "Decision"] {
-                    let definition = format!("{}{kind}", pascal(&stage.value));
-                    if schema.pointer(&format!("/$defs/{definition}")).is_none() {
-                        return Err(format!("the hook stage {} has no {definition} in the schema", stage.value));
-                    }
-                }
+            for kind in ["Payload", "Decision"] {
+                stage_definitions(schema, kind)?;
             }
+            let stages = read_enum(schema, "HookStage", false)?;
             minijinja::context! { header => HEADER, enum => Serde(&stages) }
         }
         Concept::StringEnum { definition, type_name } => {
@@ -190,6 +184,23 @@ pub fn render(env: &Environment<'_>, schema: &Value, output: &Output) -> Result<
         true => gofmt(&text).map_err(|e| format!("{}: {e}", output.path)),
         false => Ok(text),
     }
+}
+
+/// The definition of each hook stage's `kind` (`<Stage>Payload`,
+/// `<Stage>Decision`), in the order of `$defs/HookStage`; a stage the schema
+/// gives none is refused.
+fn stage_definitions(schema: &Value, kind: &str) -> Result<Vec<String>, String> {
+    let stages = read_enum(schema, "HookStage", false)?.variants;
+    stages
+        .iter()
+        .map(|stage| {
+            let definition = format!("{}{kind}", pascal(&stage.value));
+            match schema.pointer(&format!("/$defs/{definition}")) {
+                Some(_) => Ok(definition),
+                None => Err(format!("the hook stage {} has no {definition} in the schema", stage.value)),
+            }
+        })
+        .collect()
 }
 
 /// `text` as a doc comment: wrapped at the line width, each line after
