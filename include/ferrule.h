@@ -71,6 +71,9 @@ enum FERRULE_ERROR
   FERRULE_ERROR_INVALID_OUTPUT = 18,
   // A hook aborted the run (`{"abort": "reason"}`).
   FERRULE_ERROR_HOOK_ABORTED = 19,
+  // An MCP server the agent configuration marks `required` was not ready
+  // by its startup timeout, or could not be started again.
+  FERRULE_ERROR_MCP_UNAVAILABLE = 20,
   // The provider rejected the credentials (HTTP 401, 403).
   FERRULE_ERROR_PROVIDER_AUTH = 32,
   // The provider rejected the request (HTTP 400, 413, 422).

@@ -55,6 +55,9 @@ pub enum ErrorCode {
     InvalidOutput = 18,
     /// A hook aborted the run (`{"abort": "reason"}`).
     HookAborted = 19,
+    /// An MCP server the agent configuration marks `required` was not ready
+    /// by its startup timeout, or could not be started again.
+    McpUnavailable = 20,
     // Model request failures: 32 to 63.
     /// The provider rejected the credentials (HTTP 401, 403).
     ProviderAuth = 32,
@@ -97,6 +100,7 @@ impl ErrorCode {
             ErrorCode::ResourceExhausted => "RESOURCE_EXHAUSTED",
             ErrorCode::InvalidOutput => "INVALID_OUTPUT",
             ErrorCode::HookAborted => "HOOK_ABORTED",
+            ErrorCode::McpUnavailable => "MCP_UNAVAILABLE",
             ErrorCode::ProviderAuth => "PROVIDER_AUTH",
             ErrorCode::ProviderInvalidRequest => "PROVIDER_INVALID_REQUEST",
             ErrorCode::ProviderNotFound => "PROVIDER_NOT_FOUND",

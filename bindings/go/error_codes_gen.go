@@ -48,6 +48,9 @@ const (
 	CodeInvalidOutput Code = 18
 	// CodeHookAborted: A hook aborted the run (`{"abort": "reason"}`).
 	CodeHookAborted Code = 19
+	// CodeMCPUnavailable: An MCP server the agent configuration marks `required` was not ready by
+	// its startup timeout, or could not be started again.
+	CodeMCPUnavailable Code = 20
 	// CodeProviderAuth: The provider rejected the credentials (HTTP 401, 403).
 	CodeProviderAuth Code = 32
 	// CodeProviderInvalidRequest: The provider rejected the request (HTTP 400, 413, 422).
@@ -87,6 +90,7 @@ var codeNames = map[Code]string{
 	CodeResourceExhausted:       "RESOURCE_EXHAUSTED",
 	CodeInvalidOutput:           "INVALID_OUTPUT",
 	CodeHookAborted:             "HOOK_ABORTED",
+	CodeMCPUnavailable:          "MCP_UNAVAILABLE",
 	CodeProviderAuth:            "PROVIDER_AUTH",
 	CodeProviderInvalidRequest:  "PROVIDER_INVALID_REQUEST",
 	CodeProviderNotFound:        "PROVIDER_NOT_FOUND",
@@ -118,6 +122,7 @@ var (
 	ErrResourceExhausted       error = &Error{Code: CodeResourceExhausted}
 	ErrInvalidOutput           error = &Error{Code: CodeInvalidOutput}
 	ErrHookAborted             error = &Error{Code: CodeHookAborted}
+	ErrMCPUnavailable          error = &Error{Code: CodeMCPUnavailable}
 	ErrProviderAuth            error = &Error{Code: CodeProviderAuth}
 	ErrProviderInvalidRequest  error = &Error{Code: CodeProviderInvalidRequest}
 	ErrProviderNotFound        error = &Error{Code: CodeProviderNotFound}

@@ -154,6 +154,50 @@ type HistoryCompactedEvent struct {
 // EventType is "history_compacted".
 func (*HistoryCompactedEvent) EventType() string { return "history_compacted" }
 
+// MCPServerEvent: An MCP server's state or tools changed since the run was last told of it; the
+// first turn (or the batch a resumed run begins with) tells of every server. Sent before the turn's
+// model request: the tools it names are those the turn offers.
+type MCPServerEvent struct {
+	eventBase
+	// The server's name in the configuration.
+	Server string `json:"server"`
+	// Whether its tools are offered.
+	Status string `json:"status"`
+	// The tools offered from it, by the names the model sees.
+	Tools []string `json:"tools"`
+	// Tools offered now that the run was not told of before.
+	Added []string `json:"added"`
+	// Tools the run was told of that are no longer offered.
+	Removed []string `json:"removed"`
+	// Tools of the server not offered, with why.
+	LeftOut []LeftOutTool `json:"left_out"`
+	// How often it was started again after it failed or went away.
+	Restarts int `json:"restarts"`
+	// Why it is unavailable.
+	Error string `json:"error,omitempty"`
+	// The protocol version it speaks, when ready.
+	ProtocolVersion string `json:"protocol_version,omitempty"`
+}
+
+// EventType is "mcp_server".
+func (*MCPServerEvent) EventType() string { return "mcp_server" }
+
+// MCPServerLogEvent: Lines an MCP server wrote to its stderr, and notes of ferrule's about it
+// (beginning `ferrule: `), since the run last reported its log (at most its last 64 lines). Sent
+// with the turn's `mcp_server` events.
+type MCPServerLogEvent struct {
+	eventBase
+	// The server's name in the configuration.
+	Server string `json:"server"`
+	// The lines, oldest first.
+	Lines []string `json:"lines"`
+	// Lines that went before the run could report them.
+	Missed int `json:"missed"`
+}
+
+// EventType is "mcp_server_log".
+func (*MCPServerLogEvent) EventType() string { return "mcp_server_log" }
+
 // TurnEndEvent: A round is over.
 type TurnEndEvent struct {
 	eventBase
@@ -220,6 +264,10 @@ func decodeEvent(data []byte) Event {
 		event = &MessageInjectedEvent{}
 	case "history_compacted":
 		event = &HistoryCompactedEvent{}
+	case "mcp_server":
+		event = &MCPServerEvent{}
+	case "mcp_server_log":
+		event = &MCPServerLogEvent{}
 	case "turn_end":
 		event = &TurnEndEvent{}
 	case "run_end":

@@ -30,6 +30,9 @@ type Config struct {
 	// Bound on the text of one tool result in bytes; 0 means none. Longer text is cut with a note
 	// saying so.
 	MaxToolResultBytes int `json:"max_tool_result_bytes,omitempty"`
+	// MCP servers whose tools the model is offered beside the agent's own, by the name each
+	// server's tools are prefixed with.
+	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty"`
 	// How many times an answer that fails `output_schema` goes back to the model with what is
 	// wrong, before the run fails with `INVALID_OUTPUT`.
 	OutputRetries *int `json:"output_retries,omitempty"`
@@ -190,6 +193,62 @@ func (v BuiltinTools) MarshalJSON() ([]byte, error) {
 		plain
 		BashTimeoutS int64 `json:"bash_timeout_s,omitempty"`
 	}{plain(v), seconds(v.BashTimeout)})
+}
+
+// MCPServer is one MCP server: a command ferrule starts and speaks to over its stdin and stdout, or
+// the URL of a server speaking streamable HTTP (never both), and which of its tools the model sees.
+// Unknown fields are rejected.
+//
+// A zero field is left out of the JSON, so ferrule's default applies (a
+// setting whose zero differs from its default is a pointer); a duration is
+// sent as the JSON's whole count of milliseconds (or seconds), rounded up.
+type MCPServer struct {
+	// The server's tools to offer, by the server's own names; absent offers every one, an empty
+	// list none.
+	AllowedTools []string `json:"allowed_tools"`
+	// The program's arguments.
+	Args []string `json:"args,omitempty"`
+	// The environment variable whose value is sent as `Authorization: Bearer` to `url`, read each
+	// time ferrule connects. It never appears in an event or an error.
+	BearerTokenEnv string `json:"bearer_token_env,omitempty"`
+	// The program to start (found on `PATH` when it is not a path).
+	Command string `json:"command,omitempty"`
+	// The server's working directory; the host's when absent.
+	Cwd string `json:"cwd,omitempty"`
+	// Variables added to the server's environment, which otherwise holds only the host's `PATH`,
+	// `HOME`, `LANG` and the like, never its whole environment.
+	Env map[string]string `json:"env,omitempty"`
+	// The server's tools never offered, by the server's own names; applied last, always wins.
+	ExcludedTools []string `json:"excluded_tools,omitempty"`
+	// HTTP headers sent with every request to `url`. Their values never appear in an event or an
+	// error.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Whether calls of the server's tools run only once the host approved them: `true`, `false`
+	// (default), or a list of the server's tool names.
+	NeedsApproval any `json:"needs_approval,omitempty"`
+	// The model sees the tool `t` of the server `s` as `s__t` (true, default), or as `t`, when no
+	// other tool has that name.
+	Prefix *bool `json:"prefix,omitempty"`
+	// A run fails with `MCP_UNAVAILABLE` when the server is not ready by its startup timeout (or
+	// cannot be restarted); otherwise its tools are simply absent.
+	Required bool `json:"required,omitempty"`
+	// How long a run's first model request waits for the server to start, answer and list its
+	// tools; 0 means without bound.
+	StartupTimeout *time.Duration `json:"-"`
+	// Bound on one call of the server's tools; 0 means the agent's `tool_timeout_ms`.
+	ToolTimeout *time.Duration `json:"-"`
+	// The server's streamable HTTP endpoint (`http` or `https`).
+	URL string `json:"url,omitempty"`
+}
+
+// MarshalJSON writes the JSON, each duration as a whole count of its unit.
+func (v MCPServer) MarshalJSON() ([]byte, error) {
+	type plain MCPServer
+	return json.Marshal(struct {
+		plain
+		StartupTimeoutMS *int64 `json:"startup_timeout_ms,omitempty"`
+		ToolTimeoutMS    *int64 `json:"tool_timeout_ms,omitempty"`
+	}{plain(v), optional(v.StartupTimeout, millis), optional(v.ToolTimeout, millis)})
 }
 
 // millis is d in whole milliseconds, rounded up so that a positive duration

@@ -204,6 +204,14 @@ type FinalAnswerPayload struct {
 	Message Message `json:"message"`
 }
 
+// LeftOutTool is a tool of a server that the model is not offered, and why.
+type LeftOutTool struct {
+	// The tool's name on the server (empty when the server gave none).
+	Name string `json:"name"`
+	// Why it is not offered.
+	Reason string `json:"reason"`
+}
+
 // nilIfNull makes each JSON null nil.
 func nilIfNull(fields ...*json.RawMessage) {
 	for _, field := range fields {

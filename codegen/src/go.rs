@@ -32,6 +32,9 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ScriptTurn", "json.RawMessage"),
     ("Origin", "string"),
     ("StopReason", "string"),
+    ("McpServerStatus", "string"),
+    ("McpServerConfig", "MCPServer"),
+    ("NeedsApproval", "any"),
 ];
 
 /// The fields of a message or part Go holds under a name of their own: a

@@ -31,6 +31,9 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ScriptTurn", "JsonElement"),
     ("Origin", "String"),
     ("StopReason", "String"),
+    ("McpServerStatus", "String"),
+    ("McpServerConfig", "McpServer"),
+    ("NeedsApproval", "JsonElement"),
 ];
 
 /// The fields of a message or part Kotlin holds in one property although

@@ -3,7 +3,7 @@
 //! initialisms Go and Swift spell in capitals kept so (`InvalidUTF8`).
 
 /// Words that Go and Swift write in capitals inside an identifier.
-pub(crate) const INITIALISMS: &[&str] = &["UTF8", "JSON", "ID", "URL"];
+pub(crate) const INITIALISMS: &[&str] = &["UTF8", "JSON", "ID", "URL", "MCP"];
 
 fn words(name: &str) -> impl Iterator<Item = String> + '_ {
     name.split('_').filter(|word| !word.is_empty()).map(str::to_ascii_uppercase)
@@ -61,6 +61,7 @@ const SAME_NAME: &[&str] = &[
     "ToolResultDecision",
     "FinalAnswerDecision",
     "ToolOptions",
+    "LeftOutTool",
 ];
 
 /// The binding's type for the schema definition `name`: from `table` (pairs of

@@ -68,17 +68,31 @@ const RECORDS: Concept = Concept::Records(&[
     "ToolCallPayload",
     "ToolResultPayload",
     "FinalAnswerPayload",
+    "LeftOutTool",
 ]);
 
 /// The documents the host writes that every binding generates: the agent
 /// configuration.
-const INPUTS: Concept =
-    Concept::Inputs(&["AgentConfig", "ModelConfig", "Timeouts", "HistoryConfig", "BuiltinToolsConfig"]);
+const INPUTS: Concept = Concept::Inputs(&[
+    "AgentConfig",
+    "ModelConfig",
+    "Timeouts",
+    "HistoryConfig",
+    "BuiltinToolsConfig",
+    "McpServerConfig",
+]);
 
 /// The agent configuration and the tool options: Swift and Kotlin take a
 /// tool's options as a document (Go as functional options).
-const INPUTS_AND_TOOL_OPTIONS: Concept =
-    Concept::Inputs(&["AgentConfig", "ModelConfig", "Timeouts", "HistoryConfig", "BuiltinToolsConfig", "ToolOptions"]);
+const INPUTS_AND_TOOL_OPTIONS: Concept = Concept::Inputs(&[
+    "AgentConfig",
+    "ModelConfig",
+    "Timeouts",
+    "HistoryConfig",
+    "BuiltinToolsConfig",
+    "McpServerConfig",
+    "ToolOptions",
+]);
 
 /// Fields no binding offers, by definition: every tool and hook of a binding
 /// is registered `nonblocking` (its callback hands the call to the language's

@@ -30,6 +30,9 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ScriptTurn", "JSONValue"),
     ("Origin", "String"),
     ("StopReason", "String"),
+    ("McpServerStatus", "String"),
+    ("McpServerConfig", "MCPServer"),
+    ("NeedsApproval", "JSONValue"),
 ];
 
 /// Stored properties a Swift struct has beyond its JSON (never read or

@@ -78,7 +78,7 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], resp
         return recorder.finish(BatchEnd::Done);
     }
 
-    let mut checked = check_calls(agent, context.scope, calls);
+    let mut checked = check_calls(context.scope, calls);
     if let Err(stop) = hook_stages::tool_call(context.hooks, context.approvals, context.turn, calls, &mut checked).await
     {
         // Nothing ran: the calls leave the transcript.
@@ -141,7 +141,7 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], resp
                 in_flight[index] = false;
                 let call = &calls[index];
                 let on_failure = match end.tool_failed {
-                    true => agent.tool(&call.name).map_or(OnError::Feed, |(_, tool)| tool.options().on_error),
+                    true => context.scope.tools.get(&call.name).map_or(OnError::Feed, |(_, tool)| tool.options().on_error),
                     false => OnError::Feed,
                 };
                 recorder.record(index, call, end.result, on_failure, progress[index].as_ref()).await;

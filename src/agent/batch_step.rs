@@ -8,13 +8,15 @@ use super::context::RunContext;
 use super::next_step::{Ending, NextStep};
 use super::progress::RunProgress;
 use super::tool_scope::ToolScope;
+use super::tool_set::ToolSet;
 use crate::message::{AssistantMessage, Message};
 
 /// Validates and executes `message`'s calls as one batch of `turn` (0 outside
-/// any), with the tool set `turn_tools` a `turn_start` hook chose for it, and
-/// records the message and the results.
+/// any), among `tools` and the tool set `turn_tools` a `turn_start` hook chose
+/// for it, and records the message and the results.
 pub(crate) async fn run_batch(
     run: &RunContext,
+    tools: &ToolSet,
     progress: &mut RunProgress,
     mut message: AssistantMessage,
     response: ResponseEnd,
@@ -25,7 +27,12 @@ pub(crate) async fn run_batch(
     let context = BatchContext {
         run,
         hooks: &hooks,
-        scope: ToolScope { run: progress.tools.as_ref(), turn: turn_tools.as_deref(), disclosed: &progress.disclosed },
+        scope: ToolScope {
+            tools,
+            run: progress.tools.as_ref(),
+            turn: turn_tools.as_deref(),
+            disclosed: &progress.disclosed,
+        },
         turn,
         approvals: Approvals { decided: &progress.decided, standing: &progress.standing },
     };
@@ -39,9 +46,8 @@ pub(crate) async fn run_batch(
     }
     // Decisions by call id were for this batch, which has run.
     progress.decided.clear();
-    let agent = run.agent();
     for added in outcome.added_tools {
-        if agent.tool(&added).is_some_and(|(_, tool)| tool.options().deferred) {
+        if tools.get(&added).is_some_and(|(_, tool)| tool.options().deferred) {
             progress.disclosed.insert(added);
         }
     }

@@ -1,14 +1,23 @@
 //! Building an agent: a checked configuration, host tools and hooks, and the
 //! model; `build` selects the built-in tools and compiles every schema.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::built::{Agent, AgentInner};
 use super::config::AgentConfig;
+use super::mcp_tools::McpTools;
+use super::tool_set::ToolSet;
 use crate::error::{Error, ErrorCode, Result};
 use crate::hook::Hook;
-use crate::provider::{Generator, ToolChoice, ToolDefinition};
+use crate::mcp::McpServers;
+use crate::provider::{Generator, ToolChoice};
 use crate::tool::{InputSchema, Tool};
+
+/// The largest message read from an MCP server when `max_tool_result_bytes`
+/// sets no bound (and the least one when it does: tool lists and images
+/// need room).
+const MCP_MESSAGE_BYTES: usize = 16 << 20;
+const LEAST_MCP_MESSAGE_BYTES: usize = 1 << 20;
 
 /// Collects the configuration and tools of an agent. Not shared between threads.
 pub struct AgentBuilder {
@@ -55,7 +64,9 @@ impl AgentBuilder {
         self.generator = Some(generator);
     }
 
-    /// Builds the agent.
+    /// Builds the agent. Its MCP servers start connecting in the background
+    /// on ferrule's runtime (`RESOURCE_EXHAUSTED` when the runtime cannot
+    /// start); a run's first turn waits for them.
     pub fn build(self) -> Result<Agent> {
         let AgentBuilder { config, tools, hooks, generator } = self;
         let tools = match &config.builtin_tools {
@@ -66,27 +77,30 @@ impl AgentBuilder {
             Some(generator) => generator,
             None => crate::provider::generator_for(&config.model)?,
         };
-        let by_name: HashMap<String, usize> = tools.iter().enumerate().map(|(i, t)| (t.name().to_owned(), i)).collect();
+        let tools = Arc::new(ToolSet::new(tools.into_iter().map(Arc::new).collect()));
         if let ToolChoice::Named(name) = &config.tool_choice {
-            if !by_name.contains_key(name) {
+            if !tools.contains(name) && config.mcp_servers.is_empty() {
                 return Err(Error::invalid_arg(format!("agent config: tool_choice names unknown tool \"{name}\"")));
             }
         }
-        let definitions = tools
-            .iter()
-            .map(|t| ToolDefinition {
-                name: t.name().to_owned(),
-                description: t.description().to_owned(),
-                input_schema: t.schema().document().clone(),
-                strict: t.options().strict,
-            })
-            .collect();
         let output = config
             .output_schema
             .clone()
             .map(InputSchema::compile)
             .transpose()
             .map_err(|e| Error::new(e.code, format!("agent config: output_schema: {}", e.message)))?;
-        Ok(Agent::new(AgentInner { config, tools, hooks, by_name, definitions, generator, output }))
+        let mcp = match config.mcp_servers.is_empty() {
+            true => None,
+            false => {
+                let runtime = crate::runtime::threads()?.runtime.handle();
+                let largest = match config.max_tool_result_bytes {
+                    0 => MCP_MESSAGE_BYTES,
+                    bound => bound.max(LEAST_MCP_MESSAGE_BYTES),
+                };
+                let taken = tools.names().map(str::to_owned).collect();
+                Some(McpTools::new(McpServers::start(&config.mcp_servers, taken, largest, runtime)))
+            }
+        };
+        Ok(Agent::new(AgentInner { config, tools, hooks, generator, output, mcp }))
     }
 }

@@ -1,12 +1,13 @@
 //! A built agent: its configuration, tools, hooks and model, immutable and
 //! shared by every run it starts.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::config::AgentConfig;
+use super::mcp_tools::McpTools;
+use super::tool_set::ToolSet;
 use crate::hook::Hook;
-use crate::provider::{Generator, ToolDefinition};
+use crate::provider::Generator;
 use crate::tool::{InputSchema, Tool};
 
 /// A built agent: immutable, cheap to clone, usable from any thread. Built with
@@ -19,21 +20,22 @@ pub struct Agent {
 /// What an agent is made of. Never changes once built.
 pub(crate) struct AgentInner {
     pub(crate) config: AgentConfig,
-    /// The tools, built-in and host, in the order offered.
-    pub(crate) tools: Vec<Tool>,
+    /// The agent's own tools, built-in and host, in the order offered.
+    pub(crate) tools: Arc<ToolSet>,
     pub(crate) hooks: Vec<Hook>,
-    pub(crate) by_name: HashMap<String, usize>,
-    /// The tools as providers describe them, in the order of `tools`.
-    pub(crate) definitions: Vec<ToolDefinition>,
     pub(crate) generator: Box<dyn Generator>,
     /// The compiled `output_schema`.
     pub(crate) output: Option<InputSchema>,
+    /// The MCP servers, when the configuration names any: stopped when the
+    /// agent goes.
+    pub(crate) mcp: Option<McpTools>,
 }
 
 impl AgentInner {
-    /// The tool called `name`, when it is registered.
-    pub(crate) fn tool(&self, name: &str) -> Option<(usize, &Tool)> {
-        self.by_name.get(name).map(|&i| (i, &self.tools[i]))
+    /// Whether a run of the agent may offer a tool called `name`: one of its
+    /// own, or (when it has MCP servers, whose tools come and go) any.
+    pub(crate) fn may_offer(&self, name: &str) -> bool {
+        self.mcp.is_some() || self.tools.contains(name)
     }
 }
 
@@ -57,8 +59,9 @@ impl Agent {
         &self.inner.config
     }
 
-    /// The names of the agent's tools (built-in and host), in the order offered.
+    /// The names of the agent's own tools (built-in and host), in the order
+    /// offered; its MCP servers' tools come after them.
     pub fn tool_names(&self) -> Vec<&str> {
-        self.inner.tools.iter().map(Tool::name).collect()
+        self.inner.tools.tools().iter().map(|tool| Tool::name(tool)).collect()
     }
 }

@@ -1,5 +1,7 @@
 //! The agent configuration JSON (`ferrule_agent_builder_new`).
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -7,6 +9,7 @@ use super::history::HistoryConfig;
 use crate::builtin::BuiltinToolsConfig;
 
 use crate::error::{Error, Result};
+use crate::mcp::McpServerConfig;
 use crate::provider::{ModelConfig, ProviderKind, ToolChoice};
 use crate::tool::Execution;
 
@@ -67,6 +70,10 @@ pub struct AgentConfig {
     /// absent means none.
     #[serde(default)]
     pub builtin_tools: Option<BuiltinToolsConfig>,
+    /// MCP servers whose tools the model is offered beside the agent's own,
+    /// by the name each server's tools are prefixed with.
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
 
 fn default_max_rounds() -> u32 {
@@ -107,7 +114,7 @@ impl AgentConfig {
         if self.model.provider != ProviderKind::Scripted && !self.model.script.is_empty() {
             return Err(Error::invalid_arg("agent config: model.script is only for the \"scripted\" provider"));
         }
-        Ok(())
+        self.mcp_servers.iter().try_for_each(|(name, server)| server.check(name))
     }
 }
 

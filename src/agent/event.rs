@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::result::{RunResult, RunStatus};
 use crate::error::Error;
+use crate::mcp::{LeftOutTool, McpServerStatus};
 use crate::message::{AssistantMessage, Message, ToolCall};
 use crate::tool::ToolResult;
 
@@ -115,6 +116,43 @@ pub enum EventKind {
         turn: u32,
         /// How many messages the request left out.
         dropped: usize,
+    },
+    /// An MCP server's state or tools changed since the run was last told of
+    /// it; the first turn (or the batch a resumed run begins with) tells of
+    /// every server. Sent before the turn's model request: the tools it names
+    /// are those the turn offers.
+    McpServer {
+        /// The server's name in the configuration.
+        server: String,
+        /// Whether its tools are offered.
+        status: McpServerStatus,
+        /// The tools offered from it, by the names the model sees.
+        tools: Vec<String>,
+        /// Tools offered now that the run was not told of before.
+        added: Vec<String>,
+        /// Tools the run was told of that are no longer offered.
+        removed: Vec<String>,
+        /// Tools of the server not offered, with why.
+        left_out: Vec<LeftOutTool>,
+        /// Why it is unavailable.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// How often it was started again after it failed or went away.
+        restarts: u32,
+        /// The protocol version it speaks, when ready.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        protocol_version: Option<String>,
+    },
+    /// Lines an MCP server wrote to its stderr, and notes of ferrule's about
+    /// it (beginning `ferrule: `), since the run last reported its log (at
+    /// most its last 64 lines). Sent with the turn's `mcp_server` events.
+    McpServerLog {
+        /// The server's name in the configuration.
+        server: String,
+        /// The lines, oldest first.
+        lines: Vec<String>,
+        /// Lines that went before the run could report them.
+        missed: u64,
     },
     /// A round is over.
     TurnEnd {

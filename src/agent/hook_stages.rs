@@ -5,10 +5,10 @@
 use std::collections::{BTreeSet, HashSet};
 
 use super::approval::{Approvals, Verdict};
-use super::built::AgentInner;
 use super::hook_caller::{Flow, HookCaller, HookStop};
 use super::injection::mark_injected;
 use super::recorder::CallEnd;
+use super::tool_set::ToolSet;
 use super::transcript::check_messages;
 use super::transcript_json::TranscriptJson;
 use super::validation::{check_arguments, HookApproval, ValidCall};
@@ -61,7 +61,7 @@ struct TurnStart<'a> {
 /// What they did, also when one of them ended the run.
 pub(crate) async fn turn_start(
     hooks: &HookCaller<'_>,
-    agent: &AgentInner,
+    tools: &ToolSet,
     run_tools: Option<&BTreeSet<String>>,
     turn: u32,
     offered: Vec<String>,
@@ -81,9 +81,9 @@ pub(crate) async fn turn_start(
     let apply = |state: &mut TurnStart<'_>, decision: HookDecision| {
         match decision {
             HookDecision::Tools(names) => {
-                let lacking = names.iter().find(|name| {
-                    agent.tool(name).is_none() || run_tools.is_some_and(|run| !run.contains(name.as_str()))
-                });
+                let lacking = names
+                    .iter()
+                    .find(|name| !tools.contains(name) || run_tools.is_some_and(|run| !run.contains(name.as_str())));
                 if let Some(name) = lacking {
                     return Err(Error::invalid_arg(format!(
                         "a turn_start hook's tool set names \"{name}\", which this run does not have"

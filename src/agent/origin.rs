@@ -46,7 +46,7 @@ impl Agent {
                     "run input: \"resume\" takes no \"tools\": the state keeps the run's tool set",
                 ));
             }
-            if let Some(name) = tools.iter().find(|name| self.parts().tool(name).is_none()) {
+            if let Some(name) = tools.iter().find(|name| !self.parts().may_offer(name)) {
                 return Err(Error::invalid_arg(format!(
                     "run input: tools names \"{name}\", which the agent does not have (it has {})",
                     self.tool_names().join(", ")

@@ -13,6 +13,7 @@ use super::next_step::{Ending, NextStep, Stop};
 use super::progress::RunProgress;
 use super::request_caches::RequestCaches;
 use super::result::RunResult;
+use super::run_tools::RunTools;
 use super::state::RunState;
 use super::turn::turn;
 use crate::error::Error;
@@ -28,6 +29,8 @@ pub(crate) struct RunLoop {
     /// The run goes on from an interrupted one (its `run_start` hooks ran then).
     pub(crate) resumed: bool,
     pub(crate) caches: RequestCaches,
+    /// The tools of the turn under way.
+    pub(crate) tools: RunTools,
     pub(crate) answer: FinalAnswer,
     /// The turn between its turn_start and turn_end events, or 0.
     pub(crate) open_turn: u32,
@@ -63,11 +66,15 @@ impl RunLoop {
             if run.cancel.is_cancelled() {
                 return Stop::Ended(Ending::Cancelled);
             }
+            if let Err(ending) = self.tools.refresh(run).await {
+                return Stop::Ended(ending);
+            }
             let progress = &mut self.progress;
             let turn = if progress.execute_only { 0 } else { progress.rounds };
             let turn_tools = progress.turn_tools.take();
-            if let Some(stop) = run_batch(run, progress, message, ResponseEnd::Complete, turn, turn_tools).await.stop()
-            {
+            let tools = self.tools.current();
+            let step = run_batch(run, tools, progress, message, ResponseEnd::Complete, turn, turn_tools).await;
+            if let Some(stop) = step.stop() {
                 return stop;
             }
             if progress.execute_only {
@@ -82,7 +89,13 @@ impl RunLoop {
             }
             run.events.emit(EventKind::TurnStart { turn: number }).await;
             self.open_turn = number;
-            let step = turn(run, &mut self.progress, &mut self.caches, &mut self.answer, number).await;
+            let step = match self.tools.refresh(run).await {
+                Ok(()) => {
+                    let tools = self.tools.current();
+                    turn(run, tools, &mut self.progress, &mut self.caches, &mut self.answer, number).await
+                }
+                Err(ending) => NextStep::End(ending),
+            };
             self.open_turn = 0;
             run.events.emit(EventKind::TurnEnd { turn: number }).await;
             if let Some(stop) = step.stop() {

@@ -18,6 +18,7 @@ use super::next_step::{Ending, Stop};
 use super::origin::RunOrigin;
 use super::request_caches::RequestCaches;
 use super::run_loop::RunLoop;
+use super::run_tools::RunTools;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::{CallbackKind, CallbackScope, Threads};
 
@@ -59,7 +60,9 @@ impl Agent {
             timed_out: Arc::default(),
         };
         let caches = RequestCaches::new(self.config().history);
-        let run = RunLoop { run, progress, pending, resumed, caches, answer: FinalAnswer::default(), open_turn: 0 };
+        let tools = RunTools::new(self.parts());
+        let run =
+            RunLoop { run, progress, pending, resumed, caches, tools, answer: FinalAnswer::default(), open_turn: 0 };
         threads.runtime.spawn(supervise(run, dispatcher, threads));
         Run::new(shared)
     }

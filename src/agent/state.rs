@@ -173,7 +173,7 @@ impl RunState {
         let tool_of = |id: &str| pending.tool_calls.iter().find(|c| c.id == id).map(|c| c.name.clone());
         for id in &awaiting {
             let tool = tool_of(id).unwrap_or_default();
-            if agent.tool(&tool).is_none() {
+            if !agent.may_offer(&tool) {
                 return Err(refuse(format!(
                     "the agent has no tool \"{tool}\", which call \"{id}\" waits to run; resume with an agent built from the same configuration and tools"
                 )));
@@ -198,7 +198,7 @@ impl RunState {
             .chain(&progress.disclosed)
             .chain(progress.tools.iter().flatten())
             .chain(progress.turn_tools.iter().flatten());
-        if let Some(tool) = named.into_iter().find(|t| agent.tool(t).is_none()) {
+        if let Some(tool) = named.into_iter().find(|t| !agent.may_offer(t)) {
             return Err(refuse(format!(
                 "the agent has no tool \"{tool}\", which the state names; resume with an agent built from the same configuration and tools"
             )));

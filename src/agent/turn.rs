@@ -13,13 +13,16 @@ use super::next_step::{Ending, NextStep};
 use super::progress::RunProgress;
 use super::request_caches::RequestCaches;
 use super::tool_scope::ToolScope;
+use super::tool_set::ToolSet;
 use crate::error::{Error, ErrorCode};
 use crate::message::{Message, StopReason};
 use crate::provider::{GenerationRequest, ToolChoice, WireCache};
 
-/// Runs turn `turn` (from 1) of a run, between its turn events.
+/// Runs turn `turn` (from 1) of a run, between its turn events, with the tools
+/// of `tools`.
 pub(crate) async fn turn(
     run: &RunContext,
+    tools: &ToolSet,
     progress: &mut RunProgress,
     caches: &mut RequestCaches,
     answer: &mut FinalAnswer,
@@ -28,13 +31,13 @@ pub(crate) async fn turn(
     let agent = run.agent();
     progress.rounds = turn;
     run.admit_injections(&mut progress.messages).await;
-    let offered = ToolScope { run: progress.tools.as_ref(), turn: None, disclosed: &progress.disclosed }
-        .offered(agent)
+    let offered = ToolScope { tools, run: progress.tools.as_ref(), turn: None, disclosed: &progress.disclosed }
+        .offered()
         .map(|(_, tool)| tool.name().to_owned())
         .collect();
     let (effect, consulted) = hook_stages::turn_start(
         &run.hooks(),
-        agent,
+        tools,
         progress.tools.as_ref(),
         turn,
         offered,
@@ -56,8 +59,9 @@ pub(crate) async fn turn(
     }
     let turn_tools = effect.tools;
 
-    let scope = ToolScope { run: progress.tools.as_ref(), turn: turn_tools.as_deref(), disclosed: &progress.disclosed };
-    let visible: Vec<_> = scope.offered(agent).map(|(i, _)| &agent.definitions[i]).collect();
+    let scope =
+        ToolScope { tools, run: progress.tools.as_ref(), turn: turn_tools.as_deref(), disclosed: &progress.disclosed };
+    let visible: Vec<_> = scope.offered().map(|(i, _)| tools.definition(i)).collect();
     let kept = caches.history.as_ref().and_then(|budget| {
         let fixed = agent.config.system.as_ref().map_or(0, String::len)
             + visible
@@ -125,7 +129,7 @@ pub(crate) async fn turn(
     if message.tool_calls.is_empty() {
         return final_answer::conclude(run, progress, answer, turn, message).await;
     }
-    run_batch(run, progress, message, response, turn, turn_tools).await
+    run_batch(run, tools, progress, message, response, turn, turn_tools).await
 }
 
 /// Emits `message_end` for a complete assistant message.

@@ -6,7 +6,6 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::built::AgentInner;
 use super::tool_scope::ToolScope;
 use crate::json::JsonError;
 use crate::message::ToolCall;
@@ -36,27 +35,18 @@ pub(crate) enum HookApproval {
 
 /// Checks the calls of one response in call order. The first call with an id is
 /// the valid one; a later call repeating it gets the error.
-pub(crate) fn check_calls<'a>(
-    agent: &'a AgentInner,
-    scope: ToolScope<'_>,
-    calls: &[ToolCall],
-) -> Vec<Result<ValidCall<'a>, String>> {
+pub(crate) fn check_calls<'a>(scope: ToolScope<'a>, calls: &[ToolCall]) -> Vec<Result<ValidCall<'a>, String>> {
     let mut seen_ids = HashSet::with_capacity(calls.len());
     calls
         .iter()
         .map(|call| {
             let fresh_id = seen_ids.insert(call.id.as_str());
-            check_call(agent, scope, call, fresh_id)
+            check_call(scope, call, fresh_id)
         })
         .collect()
 }
 
-fn check_call<'a>(
-    agent: &'a AgentInner,
-    scope: ToolScope<'_>,
-    call: &ToolCall,
-    fresh_id: bool,
-) -> Result<ValidCall<'a>, String> {
+fn check_call<'a>(scope: ToolScope<'a>, call: &ToolCall, fresh_id: bool) -> Result<ValidCall<'a>, String> {
     if call.id.trim().is_empty() {
         return Err(format!("The call to \"{}\" has no id, so it was not run.", call.name));
     }
@@ -69,9 +59,8 @@ fn check_call<'a>(
     if call.name.trim().is_empty() {
         return Err("The call has no tool name, so it was not run.".to_owned());
     }
-    let tool = match agent.tool(&call.name) {
-        Some((_, tool)) if scope.offers(tool) => tool,
-        _ => return Err(unknown_tool(agent, scope, &call.name)),
+    let Some(tool) = scope.offered_tool(&call.name) else {
+        return Err(unknown_tool(scope, &call.name));
     };
     let arguments: Value = crate::json::parse_unique(&call.arguments).map_err(|e| match e {
         JsonError::Syntax(e) => {
@@ -98,8 +87,8 @@ pub(crate) fn check_arguments(tool: &Tool, name: &str, arguments: &Value) -> Res
     tool.schema().validate(arguments).map_err(|problems| format!("Invalid arguments for \"{name}\": {problems}"))
 }
 
-fn unknown_tool(agent: &AgentInner, scope: ToolScope<'_>, name: &str) -> String {
-    let available: Vec<&str> = scope.offered(agent).map(|(_, tool)| tool.name()).collect();
+fn unknown_tool(scope: ToolScope<'_>, name: &str) -> String {
+    let available: Vec<&str> = scope.offered().map(|(_, tool)| tool.name()).collect();
     if available.is_empty() {
         format!("Unknown tool \"{name}\". No tools are available.")
     } else {

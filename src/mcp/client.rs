@@ -1,20 +1,49 @@
-//! The protocol on an open connection: the `initialize` handshake, the
-//! server's tools (every page), and calls to them.
+//! The protocol on a transport: which era the server speaks (the stateless
+//! 2026-07-28 version, or the `initialize` handshake of 2025-11-25 and
+//! before), the server's tools (every page), calls to them, and the
+//! subscription to changes of its tool list.
+//!
+//! Finding the era: the client asks `server/discover` in the 2026-07-28
+//! version; a `DiscoverResult` naming that version, or a refusal with
+//! `-32022` that names it, makes the server modern, and anything else
+//! legacy. Over stdio the `initialize` request goes out at once behind the
+//! probe, so a legacy server that never answers the probe costs no wait:
+//! whichever answer settles the era first wins (a dual-era server that took
+//! the probe refuses the handshake; a legacy one refuses the probe or stays
+//! silent and answers the handshake). Over HTTP the probe is answered at
+//! once, with a result or a status, so the handshake follows only when
+//! needed.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
 
-use super::connection::Connection;
 use super::error::McpError;
-use super::PROTOCOL_VERSION;
+use super::rpc::{Answer, Exchange, Rpc, ServerNotice};
+
+/// The stateless version of the protocol, the newest this client speaks.
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// The handshake version this client asks for in `initialize`.
+pub const HANDSHAKE_VERSION: &str = "2025-11-25";
+/// Every handshake version this client accepts a server's answer in.
+const HANDSHAKE_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+/// The error by which a modern server refuses a version it does not speak.
+const UNSUPPORTED_VERSION: i64 = -32022;
 
 /// The most pages of a tool list read: a server whose list goes on past
 /// them breaks the protocol.
 const MAX_PAGES: usize = 1000;
+/// How often a modern request answered `input_required` (with only a
+/// `requestState`: ferrule offers no input) is made again, and the pause
+/// before the first retry, doubling up to the last.
+const INPUT_ROUNDS: u32 = 10;
+const FIRST_INPUT_PAUSE: Duration = Duration::from_millis(50);
+const LONGEST_INPUT_PAUSE: Duration = Duration::from_millis(250);
 
 /// One tool of a server, as its `tools/list` describes it.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -42,44 +71,166 @@ pub struct ToolList {
     pub left_out: Vec<(String, String)>,
 }
 
-/// A server past the handshake. Shared by its holder's tasks; every method
+/// How the probe and the handshake go out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    /// The handshake goes out behind the probe at once (stdio: requests are
+    /// answered in one stream, and a legacy server may never answer the probe).
+    Pipelined,
+    /// The handshake goes out only when the probe's answer says so (HTTP).
+    Sequential,
+}
+
+/// A server whose era is known. Shared by its holder's tasks; every method
 /// may be called from any thread of the runtime.
 pub struct McpClient {
-    connection: Arc<Connection>,
-    /// The server's `serverInfo`, as it gave it.
+    rpc: Arc<dyn Rpc>,
+    /// The protocol version spoken.
+    pub protocol_version: String,
+    /// Whether the server speaks the stateless version (every request
+    /// carries it; no handshake, no session).
+    pub modern: bool,
+    /// The server's `serverInfo`, as it gave it (null when it gave none).
     pub server_info: Value,
     /// The server's `capabilities`, as it gave them.
     pub capabilities: Value,
-    /// The protocol version the server answered with.
-    pub protocol_version: String,
+    next_token: AtomicU64,
+}
+
+/// What the probe's answer says.
+enum Verdict {
+    /// The server speaks the stateless version: its discover result.
+    Modern(Value),
+    /// The server may speak the handshake.
+    Legacy,
+    /// Neither: why.
+    Failed(McpError),
 }
 
 impl McpClient {
-    /// Performs the `initialize` handshake on `connection` within `timeout`:
-    /// ferrule offers no roots, sampling or elicitation.
-    pub async fn initialize(connection: Arc<Connection>, timeout: Duration) -> Result<McpClient, McpError> {
-        let params = json!({
-            "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "ferrule", "version": env!("CARGO_PKG_VERSION")},
-        });
-        let result = connection.exchange("initialize", params, timeout, false).await?;
-        let protocol_version = result["protocolVersion"]
+    /// Finds the era of the server on `rpc` (see the module's doc), each
+    /// request allowed `timeout`; ferrule offers no roots, sampling or
+    /// elicitation.
+    pub async fn connect(rpc: Arc<dyn Rpc>, timeout: Duration, probe: Probe) -> Result<McpClient, McpError> {
+        let discover = rpc.exchange("server/discover", stamped(json!({})), timeout, unabandoned(Some(MODERN_VERSION)));
+        let established = match probe {
+            Probe::Sequential => match verdict(discover.await) {
+                Verdict::Modern(result) => Ok(McpClient::modern(&rpc, &result)),
+                Verdict::Failed(error) => Err(error),
+                Verdict::Legacy => {
+                    let answer = rpc.exchange("initialize", handshake(), timeout, unabandoned(None)).await;
+                    McpClient::legacy(&rpc, answer)
+                }
+            },
+            Probe::Pipelined => {
+                // The probe's line is queued when its future is first polled,
+                // which join does in order: the probe goes out first.
+                let initialize = rpc.exchange("initialize", handshake(), timeout, unabandoned(None));
+                settle_pipelined(&rpc, discover, initialize).await
+            }
+        };
+        let client = established?;
+        if !client.modern {
+            client.rpc.notify("notifications/initialized", json!({}), Some(client.version())).await?;
+        }
+        Ok(client)
+    }
+
+    /// The client of a server whose discover result is `result`.
+    fn modern(rpc: &Arc<dyn Rpc>, result: &Value) -> McpClient {
+        McpClient {
+            rpc: Arc::clone(rpc),
+            protocol_version: MODERN_VERSION.to_owned(),
+            modern: true,
+            server_info: result["_meta"]["io.modelcontextprotocol/serverInfo"].clone(),
+            capabilities: result["capabilities"].clone(),
+            next_token: AtomicU64::new(1),
+        }
+    }
+
+    /// The client of a server that answered `initialize` with `answer`.
+    fn legacy(rpc: &Arc<dyn Rpc>, answer: Answer) -> Result<McpClient, McpError> {
+        let result = answer?;
+        let version = result["protocolVersion"]
             .as_str()
-            .ok_or_else(|| McpError::Protocol("initialize answered without a protocolVersion".into()))?
-            .to_owned();
-        connection.notify("notifications/initialized", json!({}))?;
+            .ok_or_else(|| McpError::Protocol("initialize answered without a protocolVersion".into()))?;
+        if !HANDSHAKE_VERSIONS.contains(&version) {
+            return Err(McpError::Protocol(format!(
+                "the server speaks the protocol version {version:?}, none of {}",
+                HANDSHAKE_VERSIONS.join(", ")
+            )));
+        }
         Ok(McpClient {
-            connection,
+            rpc: Arc::clone(rpc),
+            protocol_version: version.to_owned(),
+            modern: false,
             server_info: result["serverInfo"].clone(),
             capabilities: result["capabilities"].clone(),
-            protocol_version,
+            next_token: AtomicU64::new(1),
         })
     }
 
-    /// The connection the client speaks on.
-    pub fn connection(&self) -> &Arc<Connection> {
-        &self.connection
+    /// The transport the client speaks on.
+    pub fn rpc(&self) -> &Arc<dyn Rpc> {
+        &self.rpc
+    }
+
+    /// Whether the server says its tool list changes (so a modern server
+    /// takes a subscription to the changes).
+    pub fn tools_change(&self) -> bool {
+        self.capabilities["tools"]["listChanged"] == true
+    }
+
+    /// The server's notices from now on (one receiver).
+    pub fn notices(&self) -> mpsc::Receiver<ServerNotice> {
+        self.rpc.notices()
+    }
+
+    /// Sends `method` with `params` in the client's era, waiting at most
+    /// `timeout` for each answer; a modern server's `input_required` without
+    /// input requests is asked again, echoing its `requestState`.
+    async fn request(
+        &self,
+        method: &str,
+        mut params: Value,
+        timeout: Duration,
+        progress: Option<mpsc::Sender<Value>>,
+    ) -> Answer {
+        if !self.modern {
+            let how = Exchange { progress, version: Some(self.version()), ..Exchange::default() };
+            return self.rpc.exchange(method, params, timeout, how).await;
+        }
+        params = stamped(params);
+        let mut pause = FIRST_INPUT_PAUSE;
+        for _ in 0..=INPUT_ROUNDS {
+            let how = Exchange { progress: progress.clone(), version: Some(MODERN_VERSION), ..Exchange::default() };
+            let result = self.rpc.exchange(method, params.clone(), timeout, how).await?;
+            match result.get("resultType").and_then(Value::as_str) {
+                None | Some("complete") => return Ok(result),
+                Some("input_required") if result.get("inputRequests").is_none() => {
+                    let Some(state) = result.get("requestState") else {
+                        return Err(McpError::Protocol(format!("{method} asked for input and gave no requestState")));
+                    };
+                    params["requestState"] = state.clone();
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(LONGEST_INPUT_PAUSE);
+                }
+                Some("input_required") => {
+                    return Err(McpError::Protocol(format!(
+                        "{method} asked for input (elicitation or sampling), which ferrule does not offer"
+                    )))
+                }
+                Some(other) => {
+                    return Err(McpError::Protocol(format!("{method} answered with the resultType {other:?}")))
+                }
+            }
+        }
+        Err(McpError::Protocol(format!("{method} still asked to be made again after {INPUT_ROUNDS} rounds")))
+    }
+
+    /// The version a request carries.
+    fn version(&self) -> &'static str {
+        HANDSHAKE_VERSIONS.iter().copied().find(|v| *v == self.protocol_version).unwrap_or(MODERN_VERSION)
     }
 
     /// Every tool of the server, each page asked for within `timeout`. A tool
@@ -94,7 +245,7 @@ impl McpClient {
                 Some(cursor) => json!({"cursor": cursor}),
                 None => json!({}),
             };
-            let page = self.connection.request("tools/list", params, timeout).await?;
+            let page = self.request("tools/list", params, timeout, None).await?;
             let listed =
                 page["tools"].as_array().ok_or_else(|| McpError::Protocol("tools/list gave no tools".into()))?;
             for tool in listed {
@@ -105,6 +256,7 @@ impl McpClient {
                     Err(e) => list.left_out.push((name(), e.to_string())),
                 }
             }
+            // An empty cursor is a cursor: only an absent or null one ends the list.
             cursor = match page.get("nextCursor") {
                 None | Some(Value::Null) => return Ok(list),
                 Some(Value::String(next)) if cursors.insert(next.clone()) => Some(next.clone()),
@@ -119,64 +271,220 @@ impl McpClient {
 
     /// Calls the tool `name` with `arguments`, waiting at most `timeout` for
     /// its result (the `CallToolResult`, as the server gave it). With
-    /// `progress_token`, the server may send progress for the call
-    /// ([`super::ServerNotice::Progress`]).
+    /// `progress`, the server is asked for the call's progress, whose
+    /// notifications' params go there.
     pub async fn call_tool(
         &self,
         name: &str,
         arguments: Value,
-        progress_token: Option<&str>,
+        progress: Option<mpsc::Sender<Value>>,
         timeout: Duration,
     ) -> Result<Value, McpError> {
         let mut params = json!({"name": name, "arguments": arguments});
-        if let Some(token) = progress_token {
+        if progress.is_some() {
+            let token = format!("ferrule-{}", self.next_token.fetch_add(1, Ordering::Relaxed));
             params["_meta"] = json!({"progressToken": token});
         }
-        let result = self.connection.request("tools/call", params, timeout).await?;
+        let result = self.request("tools/call", params, timeout, progress).await?;
         match result.is_object() {
             true => Ok(result),
             false => Err(McpError::Protocol(format!("tools/call of {name} answered {result}, not an object"))),
         }
+    }
+
+    /// Subscribes to changes of the tool list (modern servers: changes then
+    /// come as [`ServerNotice::ToolsChanged`]); returns when the server ends
+    /// the subscription, or the connection does. Dropping the future ends it.
+    pub async fn listen(self: Arc<Self>) -> Result<(), McpError> {
+        let params = json!({"notifications": {"toolsListChanged": true}});
+        self.request("subscriptions/listen", params, Duration::MAX, None).await.map(drop)
+    }
+}
+
+/// An exchange that is never cancelled (`initialize`, `server/discover`).
+fn unabandoned(version: Option<&'static str>) -> Exchange {
+    Exchange { cancellable: false, progress: None, version }
+}
+
+/// `params` with the stateless version's `_meta`: the version, no client
+/// capabilities, and who ferrule is.
+fn stamped(mut params: Value) -> Value {
+    let meta = params.as_object_mut().map(|p| p.entry("_meta").or_insert_with(|| Value::Object(Map::new())));
+    if let Some(Value::Object(meta)) = meta {
+        meta.insert("io.modelcontextprotocol/protocolVersion".into(), json!(MODERN_VERSION));
+        meta.insert("io.modelcontextprotocol/clientCapabilities".into(), json!({}));
+        meta.insert("io.modelcontextprotocol/clientInfo".into(), client_info());
+    }
+    params
+}
+
+fn client_info() -> Value {
+    json!({"name": "ferrule", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// The `initialize` request's params.
+fn handshake() -> Value {
+    json!({"protocolVersion": HANDSHAKE_VERSION, "capabilities": {}, "clientInfo": client_info()})
+}
+
+/// What the probe's answer says of the server's era.
+fn verdict(answer: Answer) -> Verdict {
+    let names_modern = |versions: &Value| versions.as_array().is_some_and(|v| v.iter().any(|v| v == MODERN_VERSION));
+    match answer {
+        Ok(result) if names_modern(&result["supportedVersions"]) && result["capabilities"].is_object() => {
+            Verdict::Modern(result)
+        }
+        // A discover result without this version: a server speaking the
+        // handshake that answers discover (go-sdk's stateful servers).
+        Ok(_) => Verdict::Legacy,
+        Err(error) if error.code() == Some(UNSUPPORTED_VERSION) => {
+            let McpError::Refused { data, .. } = &error else { return Verdict::Failed(error) };
+            let supported = &data["supported"];
+            let legacy =
+                supported.as_array().is_some_and(|v| v.iter().any(|v| HANDSHAKE_VERSIONS.iter().any(|h| v == h)));
+            match legacy {
+                true => Verdict::Legacy,
+                false => Verdict::Failed(McpError::Protocol(format!(
+                    "the server speaks none of ferrule's protocol versions (it speaks {supported})"
+                ))),
+            }
+        }
+        // A modern server refusing the request itself: no era would do.
+        Err(error @ McpError::Refused { code: -32021 | -32020, .. }) => Verdict::Failed(error),
+        // An outage, or a refusal of ferrule's credentials, is no era.
+        Err(error @ (McpError::Closed(_) | McpError::Spawn(_) | McpError::Network(_) | McpError::TimedOut { .. })) => {
+            Verdict::Failed(error)
+        }
+        Err(error @ McpError::Status { status: 401 | 403, .. }) => Verdict::Failed(error),
+        Err(_) => Verdict::Legacy,
+    }
+}
+
+/// The era from a probe and a handshake sent together: the probe's result
+/// makes the server modern; a handshake answered while the probe is not
+/// makes it legacy; a probe refused waits for the handshake.
+async fn settle_pipelined(
+    rpc: &Arc<dyn Rpc>,
+    discover: crate::BoxFuture<'_, Answer>,
+    initialize: crate::BoxFuture<'_, Answer>,
+) -> Result<McpClient, McpError> {
+    use futures_util::future::{select, Either};
+    match select(discover, initialize).await {
+        Either::Left((probed, initialize)) => match verdict(probed) {
+            Verdict::Modern(result) => Ok(McpClient::modern(rpc, &result)),
+            Verdict::Legacy => McpClient::legacy(rpc, initialize.await),
+            // A silent probe (timed out) still leaves the handshake.
+            Verdict::Failed(McpError::TimedOut { .. }) => McpClient::legacy(rpc, initialize.await),
+            Verdict::Failed(error) => Err(error),
+        },
+        Either::Right((Ok(result), _)) => McpClient::legacy(rpc, Ok(result)),
+        // The handshake refused: the probe decides (a server that locked
+        // itself to the stateless version refuses the handshake).
+        Either::Right((Err(refused), discover)) => match verdict(discover.await) {
+            Verdict::Modern(result) => Ok(McpClient::modern(rpc, &result)),
+            _ => Err(refused),
+        },
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::Connection;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-    #[tokio::test]
-    async fn tools_that_do_not_describe_themselves_are_left_out_by_name() {
+    /// A client of a server played by `answer`, which gives each request's
+    /// result or error (None: no answer at all).
+    async fn played(answer: fn(&Value) -> Option<Result<Value, Value>>) -> Result<McpClient, McpError> {
         let (client_side, server_side) = tokio::io::duplex(1 << 16);
         let (read, write) = tokio::io::split(client_side);
         let connection = Connection::open(read, write, 1 << 16, Box::new(|| Box::pin(async { String::new() })));
         let (server_read, mut server_write) = tokio::io::split(server_side);
-        let server = tokio::spawn(async move {
+        tokio::spawn(async move {
             let mut lines = BufReader::new(server_read).lines();
             while let Ok(Some(line)) = lines.next_line().await {
                 let request: Value = serde_json::from_str(&line).unwrap();
-                let result = match request["method"].as_str() {
-                    Some("initialize") => {
-                        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {}})
-                    }
-                    Some("tools/list") => json!({"tools": [
-                        {"name": "good", "inputSchema": {"type": "object"}},
-                        {"name": "no_schema"},
-                        {"name": "null_schema", "inputSchema": null},
-                        {"description": "no name", "inputSchema": {"type": "object"}},
-                    ]}),
-                    _ => continue,
+                let reply = match answer(&request) {
+                    None => continue,
+                    Some(Ok(result)) => json!({"jsonrpc": "2.0", "id": request["id"], "result": result}),
+                    Some(Err(error)) => json!({"jsonrpc": "2.0", "id": request["id"], "error": error}),
                 };
-                let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
-                server_write.write_all(format!("{answer}\n").as_bytes()).await.unwrap();
+                server_write.write_all(format!("{reply}\n").as_bytes()).await.unwrap();
             }
         });
-        let client = McpClient::initialize(connection, Duration::from_secs(30)).await.unwrap();
+        McpClient::connect(connection, Duration::from_secs(30), Probe::Pipelined).await
+    }
+
+    fn init_result() -> Value {
+        json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {"listChanged": true}}, "serverInfo": {"name": "old"}})
+    }
+
+    #[tokio::test]
+    async fn a_legacy_server_is_spoken_to_in_its_handshake_version_whatever_it_does_with_the_probe() {
+        for probe in [
+            |r: &Value| match r["method"].as_str() {
+                Some("initialize") => Some(Ok(init_result())),
+                _ => Some(Err(json!({"code": -32601, "message": "Method not found"}))),
+            },
+            |r: &Value| match r["method"].as_str() {
+                Some("initialize") => Some(Ok(init_result())),
+                _ => Some(Err(json!({"code": -32602, "message": "Invalid request parameters", "data": ""}))),
+            },
+            // Silent to the probe: no wait for it.
+            |r: &Value| match r["method"].as_str() {
+                Some("initialize") => Some(Ok(init_result())),
+                _ => None,
+            },
+        ] {
+            let client = played(probe).await.unwrap();
+            assert!(!client.modern && client.tools_change());
+            assert_eq!((client.protocol_version.as_str(), &client.server_info["name"]), ("2025-06-18", &json!("old")));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_modern_server_is_spoken_to_statelessly() {
+        let client = played(|r: &Value| match r["method"].as_str() {
+            Some("server/discover") => {
+                assert_eq!(r["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], MODERN_VERSION);
+                Some(Ok(json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "new"}}})))
+            }
+            _ => Some(Err(json!({"code": -32022, "message": "locked", "data": {"supported": ["2026-07-28"]}}))),
+        })
+        .await
+        .unwrap();
+        assert!(client.modern && !client.tools_change());
+        assert_eq!((client.protocol_version.as_str(), &client.server_info["name"]), (MODERN_VERSION, &json!("new")));
+        let refused = played(|r: &Value| match r["method"].as_str() {
+            Some("server/discover") => {
+                Some(Err(json!({"code": -32022, "message": "no", "data": {"supported": ["2099-01-01"]}})))
+            }
+            _ => Some(Err(json!({"code": -32022, "message": "no", "data": {"supported": ["2099-01-01"]}}))),
+        })
+        .await;
+        let refused = refused.err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(refused.contains("none of ferrule's protocol versions") && refused.contains("2099"), "{refused}");
+    }
+
+    #[tokio::test]
+    async fn tools_that_do_not_describe_themselves_are_left_out_by_name() {
+        let client = played(|r: &Value| match r["method"].as_str() {
+            Some("initialize") => Some(Ok(init_result())),
+            Some("tools/list") => Some(Ok(json!({"tools": [
+                {"name": "good", "inputSchema": {"type": "object"}},
+                {"name": "no_schema"},
+                {"name": "null_schema", "inputSchema": null},
+                {"description": "no name", "inputSchema": {"type": "object"}},
+            ]}))),
+            _ => None,
+        })
+        .await
+        .unwrap();
         let list = client.list_tools(Duration::from_secs(30)).await.unwrap();
         assert_eq!(list.tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["good"]);
         let left_out: Vec<&str> = list.left_out.iter().map(|(name, _)| name.as_str()).collect();
         assert_eq!(left_out, ["no_schema", "null_schema", ""]);
-        drop(client);
-        server.abort();
     }
 }

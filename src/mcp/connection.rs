@@ -13,27 +13,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::error::McpError;
 use super::line_reader::{next_frame, Frame};
+use super::notices::Notices;
+use super::rpc::{Answer, Exchange, Rpc, ServerNotice};
 use crate::BoxFuture;
-
-/// What the server said without being asked, for the connection's holder.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ServerNotice {
-    /// `notifications/tools/list_changed`.
-    ToolsChanged,
-    /// `notifications/progress` of a request that asked for it.
-    Progress {
-        /// The request's `progressToken` (a number as its digits).
-        token: String,
-        /// The notification's params (`progress`, `total`, `message`).
-        params: Value,
-    },
-    /// A line that is no JSON-RPC message, or a response to no request in
-    /// flight: what was wrong with it (the line itself is not kept).
-    Ignored(String),
-}
-
-/// The answer to one request: its result, or why there is none.
-type Answer = Result<Value, McpError>;
 
 /// What a connection adds to the reason it closed, once the other side is
 /// gone (the server's last stderr lines).
@@ -42,9 +24,7 @@ pub(crate) type WhyClosed = Box<dyn FnOnce() -> BoxFuture<'static, String> + Sen
 /// Lines waiting for the writer: a server that stops reading its input
 /// fills them, and then a request waits (within its timeout) for room.
 const QUEUED_LINES: usize = 64;
-/// Notices kept for a holder that does not read them; past them, notices
-/// are dropped and counted ([`Connection::dropped_notices`]).
-const QUEUED_NOTICES: usize = 1024;
+
 /// How long a cancellation waits for room in a full queue.
 const CANCEL_PATIENCE: Duration = Duration::from_secs(5);
 
@@ -57,10 +37,11 @@ pub struct Connection {
     lines: Mutex<Option<mpsc::Sender<Vec<u8>>>>,
     pending: Mutex<Pending>,
     next_id: AtomicU64,
-    notices: Mutex<Option<mpsc::Sender<ServerNotice>>>,
-    dropped_notices: AtomicU64,
+    notices: Notices,
     /// Becomes true when the reader has read all the server wrote.
     read_all: watch::Sender<bool>,
+    /// Why the connection closed, once it has.
+    closed: watch::Sender<Option<String>>,
 }
 
 /// The requests in flight, by id; once the connection is closed, why.
@@ -70,11 +51,19 @@ struct Pending {
     closed: Option<String>,
 }
 
-/// A request in flight: its method, its progress token, and where its answer goes.
+/// A request in flight: its method, where its progress goes, and where its
+/// answer goes.
 struct Waiting {
     method: String,
-    progress_token: Option<String>,
+    progress: Option<ProgressRoute>,
     answer: oneshot::Sender<Answer>,
+}
+
+/// Where the progress of one request goes: the `progressToken` it gave (a
+/// number as its digits) and the holder's queue for the notifications' params.
+struct ProgressRoute {
+    token: String,
+    updates: mpsc::Sender<Value>,
 }
 
 impl Connection {
@@ -93,9 +82,9 @@ impl Connection {
             lines: Mutex::new(Some(lines)),
             pending: Mutex::new(Pending::default()),
             next_id: AtomicU64::new(1),
-            notices: Mutex::new(None),
-            dropped_notices: AtomicU64::new(0),
+            notices: Notices::default(),
             read_all: watch::Sender::new(false),
+            closed: watch::Sender::new(None),
         });
         tokio::spawn(write_lines(output, queued));
         tokio::spawn(read_messages(Arc::downgrade(&connection), input, max_message_bytes, why_closed));
@@ -103,13 +92,9 @@ impl Connection {
     }
 
     /// The server's notices from now on (one receiver: a second call replaces
-    /// the first). Progress is passed on only for a request still in flight.
+    /// the first).
     pub fn notices(&self) -> mpsc::Receiver<ServerNotice> {
-        let (sender, receiver) = mpsc::channel(QUEUED_NOTICES);
-        if let Ok(mut notices) = self.notices.lock() {
-            *notices = Some(sender);
-        }
-        receiver
+        self.notices.subscribe()
     }
 
     /// Waits until everything the server wrote was read (its output ended,
@@ -119,9 +104,17 @@ impl Connection {
         let _ = read_all.wait_for(|done| *done).await;
     }
 
+    /// Waits until the connection closed (the server went away, or its
+    /// output broke the protocol beyond repair); why.
+    pub async fn closed(&self) -> String {
+        let mut closed = self.closed.subscribe();
+        let why = closed.wait_for(Option::is_some).await;
+        why.map(|why| why.clone().unwrap_or_default()).unwrap_or_default()
+    }
+
     /// How many notices were dropped because the holder did not read them.
     pub fn dropped_notices(&self) -> u64 {
-        self.dropped_notices.load(Ordering::Relaxed)
+        self.notices.dropped()
     }
 
     /// Sends the request `method` with `params` and waits at most `timeout`
@@ -129,30 +122,28 @@ impl Connection {
     /// ends without one (timeout, or the future dropped) after the request
     /// was queued, a `notifications/cancelled` is queued after it (waiting up
     /// to 5 s for room) and a late answer is dropped.
-    pub async fn request(self: &Arc<Self>, method: &str, params: Value, timeout: Duration) -> Answer {
-        self.exchange(method, params, timeout, true).await
+    pub async fn request(&self, method: &str, params: Value, timeout: Duration) -> Answer {
+        self.exchange(method, params, timeout, Exchange::default()).await
     }
 
-    /// [`request`](Self::request), but a request given up is cancelled at the
-    /// server only when `cancellable` (`initialize` must never be).
-    pub(crate) async fn exchange(
-        self: &Arc<Self>,
-        method: &str,
-        params: Value,
-        timeout: Duration,
-        cancellable: bool,
-    ) -> Answer {
+    /// [`request`](Self::request), as `how` says: whether a request given up
+    /// is cancelled at the server (`initialize` must never be), and where the
+    /// params of its progress notifications go (when `params` gives a
+    /// `_meta.progressToken`; while the queue is full, progress is dropped).
+    pub async fn exchange(&self, method: &str, params: Value, timeout: Duration, how: Exchange) -> Answer {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (answer, answered) = oneshot::channel();
-        let progress_token = token_of(&params["_meta"]["progressToken"]);
+        let progress = token_of(&params["_meta"]["progressToken"])
+            .zip(how.progress)
+            .map(|(token, updates)| ProgressRoute { token, updates });
         {
             let mut pending = self.pending.lock().map_err(|_| McpError::Closed("poisoned".into()))?;
             if let Some(why) = &pending.closed {
                 return Err(McpError::Closed(why.clone()));
             }
-            pending.waiting.insert(id, Waiting { method: method.to_owned(), progress_token, answer });
+            pending.waiting.insert(id, Waiting { method: method.to_owned(), progress, answer });
         }
-        let mut guard = InFlight { connection: Arc::clone(self), id, settled: !cancellable, sent: false };
+        let mut guard = InFlight { connection: self, id, settled: !how.cancellable, sent: false };
         let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
         let exchange = async {
             self.send(&message).await?;
@@ -195,6 +186,13 @@ impl Connection {
             }
             Err(_) => return,
         };
+        self.closed.send_if_modified(|closed| match closed {
+            Some(_) => false,
+            None => {
+                *closed = Some(why.to_owned());
+                true
+            }
+        });
         for (_, waiting) in waiting {
             let _ = waiting.answer.send(Err(McpError::Closed(why.to_owned())));
         }
@@ -217,11 +215,7 @@ impl Connection {
     fn answer(&self, id: u64, message: &Value) -> bool {
         self.settle(id, |method| match (message.get("result"), message.get("error")) {
             (Some(result), None) => Ok(result.clone()),
-            (None, Some(error)) => Err(McpError::Refused {
-                method,
-                code: error["code"].as_i64().unwrap_or_default(),
-                message: error["message"].as_str().unwrap_or_default().to_owned(),
-            }),
+            (None, Some(error)) => Err(McpError::refused(method, error)),
             (Some(_), Some(_)) => {
                 Err(McpError::Protocol(format!("the answer to {method} has both a result and an error")))
             }
@@ -241,21 +235,19 @@ impl Connection {
         true
     }
 
-    /// Whether `token` is the progress token of a request in flight.
-    fn in_flight(&self, token: &str) -> bool {
-        let pending = self.pending.lock();
-        pending.is_ok_and(|p| p.waiting.values().any(|w| w.progress_token.as_deref() == Some(token)))
+    /// Passes progress `params` to the request in flight whose progress token
+    /// is `token`; progress for no such request, or beyond its queue, is dropped.
+    fn progress(&self, token: &str, params: Value) {
+        let Ok(pending) = self.pending.lock() else { return };
+        let route = pending.waiting.values().filter_map(|w| w.progress.as_ref()).find(|route| route.token == token);
+        if let Some(route) = route {
+            let _ = route.updates.try_send(params);
+        }
     }
 
-    /// Passes `notice` to the holder, if it listens; one it has no room for is
-    /// dropped and counted.
+    /// Passes `notice` to the holder, if it listens.
     fn tell(&self, notice: ServerNotice) {
-        let Some(sender) = self.notices.lock().ok().and_then(|n| n.clone()) else {
-            return;
-        };
-        if let Err(mpsc::error::TrySendError::Full(_)) = sender.try_send(notice) {
-            self.dropped_notices.fetch_add(1, Ordering::Relaxed);
-        }
+        self.notices.tell(notice)
     }
 }
 
@@ -283,14 +275,14 @@ fn line_of(message: &Value) -> Result<Vec<u8>, McpError> {
 /// A request in flight: dropped unsettled (timed out, or its future
 /// dropped), it leaves the pending set and, once it was queued, a
 /// cancellation is queued after it.
-struct InFlight {
-    connection: Arc<Connection>,
+struct InFlight<'a> {
+    connection: &'a Connection,
     id: u64,
     settled: bool,
     sent: bool,
 }
 
-impl Drop for InFlight {
+impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if let Ok(mut pending) = self.connection.pending.lock() {
             pending.waiting.remove(&self.id);
@@ -328,6 +320,35 @@ async fn write_lines(mut output: impl AsyncWrite + Send + Unpin, mut queued: mps
         }
     }
     let _ = output.shutdown().await;
+}
+
+impl Rpc for Connection {
+    fn exchange<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+        timeout: Duration,
+        how: Exchange,
+    ) -> BoxFuture<'a, Answer> {
+        Box::pin(Connection::exchange(self, method, params, timeout, how))
+    }
+
+    fn notify<'a>(
+        &'a self,
+        method: &'a str,
+        params: Value,
+        _: Option<&'static str>,
+    ) -> BoxFuture<'a, Result<(), McpError>> {
+        Box::pin(std::future::ready(Connection::notify(self, method, params)))
+    }
+
+    fn notices(&self) -> mpsc::Receiver<ServerNotice> {
+        Connection::notices(self)
+    }
+
+    fn closed(&self) -> BoxFuture<'_, String> {
+        Box::pin(Connection::closed(self))
+    }
 }
 
 /// Reads the server's messages until its output ends, then fails every
@@ -434,13 +455,19 @@ async fn received(connection: &Arc<Connection>, line: &[u8]) {
             }
         }
         (Some("notifications/tools/list_changed"), None) => connection.tell(ServerNotice::ToolsChanged),
+        (Some("notifications/subscriptions/acknowledged"), None) => connection.tell(ServerNotice::Subscribed),
+        // The server ended a request of ours (a subscription): it fails.
+        (Some("notifications/cancelled"), None) => {
+            let params = message.get("params").unwrap_or(&Value::Null);
+            let reason = params["reason"].as_str().unwrap_or("no reason given").to_owned();
+            if let Some(id) = params["requestId"].as_u64() {
+                connection.settle(id, |method| Err(McpError::Closed(format!("it ended {method}: {reason}"))));
+            }
+        }
         (Some("notifications/progress"), None) => {
             let params = message.get("params").cloned().unwrap_or(Value::Null);
-            let Some(token) = token_of(&params["progressToken"]) else {
-                return;
-            };
-            if connection.in_flight(&token) {
-                connection.tell(ServerNotice::Progress { token, params });
+            if let Some(token) = token_of(&params["progressToken"]) {
+                connection.progress(&token, params);
             }
         }
         (Some(_), None) => {}
@@ -508,7 +535,12 @@ mod tests {
         let refused = refused.await.unwrap();
         assert_eq!(
             refused,
-            Err(McpError::Refused { method: "tools/list".into(), code: -32602, message: "bad cursor".into() })
+            Err(McpError::Refused {
+                method: "tools/list".into(),
+                code: -32602,
+                message: "bad cursor".into(),
+                data: Value::Null
+            })
         );
     }
 
@@ -546,13 +578,13 @@ mod tests {
         // A ping after the flood: its answer shows the flood was read.
         to_client.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n").await.unwrap();
         assert_eq!(read_line(&mut from_client).await["id"], 1);
-        assert_eq!(connection.dropped_notices(), 3000 - QUEUED_NOTICES as u64);
+        assert_eq!(connection.dropped_notices(), 3000 - crate::mcp::notices::QUEUED_NOTICES as u64);
         let mut kept = 0;
         while let Ok(notice) = notices.try_recv() {
             assert_eq!(notice, ServerNotice::ToolsChanged, "progress for no request in flight is not passed on");
             kept += 1;
         }
-        assert_eq!(kept, QUEUED_NOTICES);
+        assert_eq!(kept, crate::mcp::notices::QUEUED_NOTICES);
     }
 
     #[tokio::test]

@@ -10,6 +10,9 @@ pub enum McpError {
     /// the text says how, with the last lines of its stderr.
     #[error("the MCP server closed: {0}")]
     Closed(String),
+    /// An HTTP server could not be reached, or the exchange broke.
+    #[error("the MCP server could not be reached: {0}")]
+    Network(String),
     /// No answer within the time allowed.
     #[error("the MCP server did not answer {method} within {millis} ms")]
     TimedOut {
@@ -27,9 +30,41 @@ pub enum McpError {
         code: i64,
         /// The server's message.
         message: String,
+        /// The error's `data`, null when it gave none.
+        data: serde_json::Value,
+    },
+    /// An HTTP server answered with a status and no JSON-RPC answer.
+    #[error("the MCP server answered {method} with HTTP {status}{text}")]
+    Status {
+        /// The request's method.
+        method: String,
+        /// The HTTP status.
+        status: u16,
+        /// The start of the body, after ": " (empty when there is none).
+        text: String,
     },
     /// The server broke the protocol (an answer of the wrong shape, a
     /// message over the size limit, a tool list that never ends).
     #[error("the MCP server broke the protocol: {0}")]
     Protocol(String),
+}
+
+impl McpError {
+    /// The error a JSON-RPC `error` object answering `method` makes.
+    pub(crate) fn refused(method: impl Into<String>, error: &serde_json::Value) -> McpError {
+        McpError::Refused {
+            method: method.into(),
+            code: error["code"].as_i64().unwrap_or_default(),
+            message: error["message"].as_str().unwrap_or_default().to_owned(),
+            data: error.get("data").cloned().unwrap_or_default(),
+        }
+    }
+
+    /// The JSON-RPC error code, when the server answered with one.
+    pub fn code(&self) -> Option<i64> {
+        match self {
+            McpError::Refused { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
 }

@@ -14,11 +14,11 @@
 use serde_json::Value;
 
 use crate::message::Part;
-use crate::tool::{json_kind, ToolResult};
+use crate::tool::{json_kind, InputSchema, ToolResult};
 
 /// ferrule's result for the MCP `result` of a call to `tool`, whose structured
 /// content must satisfy `output_schema` when the tool declares one.
-pub fn tool_result(tool: &str, result: &Value, output_schema: Option<&jsonschema::Validator>) -> ToolResult {
+pub fn tool_result(tool: &str, result: &Value, output_schema: Option<&InputSchema>) -> ToolResult {
     let Some(content) = result.get("content").and_then(Value::as_array) else {
         let kind = result.get("content").map_or("none", json_kind);
         return ToolResult::error(format!("the MCP tool {tool} answered without a list of content ({kind})"));
@@ -35,10 +35,7 @@ pub fn tool_result(tool: &str, result: &Value, output_schema: Option<&jsonschema
     if let (Some(schema), false) = (output_schema, is_error) {
         let mismatch = match structured {
             None => Some("it gave no structured content".to_owned()),
-            Some(structured) => schema.iter_errors(structured).next().map(|error| {
-                let at = error.instance_path().to_string();
-                format!("at {}: {error}", if at.is_empty() { "the root" } else { at.as_str() })
-            }),
+            Some(structured) => schema.validate(structured).err(),
         };
         if let Some(mismatch) = mismatch {
             converted.is_error = true;
@@ -154,7 +151,7 @@ mod tests {
 
     #[test]
     fn structured_content_is_details_checked_against_the_output_schema() {
-        let schema = jsonschema::validator_for(&json!({"type": "object", "required": ["sum"],
+        let schema = InputSchema::compile_declared(json!({"type": "object", "required": ["sum"],
             "properties": {"sum": {"type": "integer"}}}))
         .unwrap();
         let fits = json!({"content": [], "structuredContent": {"sum": 3}});

@@ -14,13 +14,17 @@
 //! process it started hold its stdout open), then every request in flight
 //! fails, and whatever else is left of its group is killed. Stopping it closes its stdin,
 //! then sends the group SIGTERM and, after a grace period, SIGKILL; dropping
-//! it kills the group at once.
+//! it kills the group at once. A host that exits through `exit` (returning
+//! from `main` included) kills the groups of the servers still running in
+//! an exit handler; one that ends otherwise (`_exit`, a signal, Go's
+//! `os.Exit`) leaves what a server started behind, while the server itself
+//! dies with it.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::BufReader;
@@ -30,12 +34,14 @@ use tokio::sync::watch;
 use super::connection::{Connection, WhyClosed};
 use super::error::McpError;
 use super::line_reader::{next_frame, Frame};
+use super::log::{LogSource, ServerLog};
 
 /// The host's variables a server sees (when the host has them).
 const PASSED_VARIABLES: &[&str] =
     &["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "USER", "LOGNAME", "SHELL", "TERM", "TMPDIR", "TZ"];
-/// The stderr lines kept, and the bytes kept of each.
-const STDERR_LINES: usize = 32;
+/// The stderr lines a closed connection's reason gives, and the bytes kept of
+/// each line.
+const STDERR_LINES: usize = 8;
 const STDERR_LINE_BYTES: usize = 1024;
 /// How long the reason a connection closed waits for the server's stderr to end.
 const STDERR_AFTER_EXIT: Duration = Duration::from_millis(200);
@@ -61,17 +67,22 @@ pub struct StdioServer {
     /// reaped its id may be reused, so it is signalled no more).
     group: Arc<AtomicI32>,
     connection: Arc<Connection>,
-    stderr: Arc<Mutex<VecDeque<String>>>,
+    log: Arc<ServerLog>,
     /// Becomes true when the server has exited and was reaped.
     exited: watch::Receiver<bool>,
 }
 
 impl StdioServer {
     /// Starts the server; `max_message_bytes` bounds every message read from
-    /// it. Must be called within the Tokio runtime, on a thread that lives as
-    /// long as the server (a worker thread, not the blocking pool): the
-    /// server's death signal is tied to that thread.
-    pub fn spawn(command: &StdioCommand, max_message_bytes: usize) -> Result<StdioServer, McpError> {
+    /// it, and its stderr goes to `log`. Must be called within the Tokio
+    /// runtime, on a thread that lives as long as the server (a worker
+    /// thread, not the blocking pool): the server's death signal is tied to
+    /// that thread.
+    pub fn spawn(
+        command: &StdioCommand,
+        max_message_bytes: usize,
+        log: Arc<ServerLog>,
+    ) -> Result<StdioServer, McpError> {
         let mut process = Command::new(&command.command);
         process.args(&command.args).env_clear().stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         for name in PASSED_VARIABLES {
@@ -107,30 +118,30 @@ impl StdioServer {
             McpError::Spawn(format!("{}{place}: {e}", command.command))
         })?;
         let group = Arc::new(AtomicI32::new(child.id().map(|pid| pid as i32).unwrap_or_default()));
+        live_groups::add(group.load(Ordering::SeqCst));
         let (Some(stdin), Some(stdout), Some(stderr)) = (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             return Err(McpError::Spawn("the server's pipes are missing".into()));
         };
-        let tail = Arc::new(Mutex::new(VecDeque::new()));
         let (drained, drained_watch) = watch::channel(false);
         tokio::spawn({
-            let tail = Arc::clone(&tail);
+            let log = Arc::clone(&log);
             async move {
-                drain(stderr, tail).await;
+                drain(stderr, &log).await;
                 let _ = drained.send(true);
             }
         });
         let connection =
-            Connection::open(stdout, stdin, max_message_bytes, last_words(drained_watch.clone(), Arc::clone(&tail)));
+            Connection::open(stdout, stdin, max_message_bytes, last_words(drained_watch.clone(), Arc::clone(&log)));
         let (exited, exited_watch) = watch::channel(false);
         tokio::spawn({
-            let (connection, why) = (Arc::downgrade(&connection), last_words(drained_watch, Arc::clone(&tail)));
+            let (connection, why) = (Arc::downgrade(&connection), last_words(drained_watch, Arc::clone(&log)));
             let group = Arc::clone(&group);
             async move {
                 let status = child.wait().await;
                 // What is left of the group goes with the server, before its id can be reused.
                 signal_group(&group, libc::SIGKILL);
-                group.store(0, Ordering::SeqCst);
+                live_groups::remove(group.swap(0, Ordering::SeqCst));
                 let _ = exited.send(true);
                 let why = why().await;
                 if let Some(connection) = connection.upgrade() {
@@ -141,7 +152,7 @@ impl StdioServer {
                 }
             }
         });
-        Ok(StdioServer { group, connection, stderr: tail, exited: exited_watch })
+        Ok(StdioServer { group, connection, log, exited: exited_watch })
     }
 
     /// The connection to the server.
@@ -151,7 +162,7 @@ impl StdioServer {
 
     /// The last lines the server wrote to stderr.
     pub fn stderr_tail(&self) -> Vec<String> {
-        lines_of(&self.stderr)
+        self.log.stderr_tail(usize::MAX)
     }
 
     /// The server's process id (its group's too); 0 once it is gone.
@@ -199,6 +210,47 @@ impl Drop for StdioServer {
     }
 }
 
+/// The process groups of the servers still running, which an exit handler
+/// kills when the host exits through `exit`.
+mod live_groups {
+    use std::sync::{Mutex, Once};
+
+    static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+    static HANDLER: Once = Once::new();
+
+    /// Adds a server's group (0: none).
+    pub(super) fn add(group: i32) {
+        if group <= 0 {
+            return;
+        }
+        HANDLER.call_once(|| {
+            // SAFETY: registers a function without arguments that touches only a static.
+            unsafe { libc::atexit(kill_all) };
+        });
+        if let Ok(mut groups) = GROUPS.lock() {
+            groups.push(group);
+        }
+    }
+
+    /// Removes a group whose server was reaped.
+    pub(super) fn remove(group: i32) {
+        if let Ok(mut groups) = GROUPS.lock() {
+            groups.retain(|&g| g != group);
+        }
+    }
+
+    /// The exit handler: never waits for the lock (a thread that held it when
+    /// the host called exit will never let go).
+    extern "C" fn kill_all() {
+        if let Ok(groups) = GROUPS.try_lock() {
+            for &group in groups.iter() {
+                // SAFETY: killpg has no memory effects.
+                unsafe { libc::killpg(group, libc::SIGKILL) };
+            }
+        }
+    }
+}
+
 /// Sends `signal` to the process group `group`, unless it is gone (0).
 fn signal_group(group: &AtomicI32, signal: libc::c_int) {
     let group = group.load(Ordering::SeqCst);
@@ -211,11 +263,11 @@ fn signal_group(group: &AtomicI32, signal: libc::c_int) {
 /// The server's last stderr lines, for the reason its connection closed:
 /// read once its stderr ended too, or after a moment (a process it started
 /// may hold stderr open).
-fn last_words(mut drained: watch::Receiver<bool>, tail: Arc<Mutex<VecDeque<String>>>) -> WhyClosed {
+fn last_words(mut drained: watch::Receiver<bool>, log: Arc<ServerLog>) -> WhyClosed {
     Box::new(move || {
         Box::pin(async move {
             let _ = tokio::time::timeout(STDERR_AFTER_EXIT, drained.wait_for(|done| *done)).await;
-            let lines = lines_of(&tail);
+            let lines = log.stderr_tail(STDERR_LINES);
             match lines.is_empty() {
                 true => String::new(),
                 false => format!("; its stderr ended: {}", lines.join(" | ")),
@@ -224,13 +276,8 @@ fn last_words(mut drained: watch::Receiver<bool>, tail: Arc<Mutex<VecDeque<Strin
     })
 }
 
-/// The lines of a stderr tail.
-fn lines_of(tail: &Mutex<VecDeque<String>>) -> Vec<String> {
-    tail.lock().map(|lines| lines.iter().cloned().collect()).unwrap_or_default()
-}
-
-/// Reads the server's stderr to its end, keeping the last lines.
-async fn drain(stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<String>>>) {
+/// Reads the server's stderr to its end, into its log.
+async fn drain(stderr: tokio::process::ChildStderr, log: &ServerLog) {
     let mut input = BufReader::new(stderr);
     loop {
         let line = match next_frame(&mut input, STDERR_LINE_BYTES).await {
@@ -240,11 +287,6 @@ async fn drain(stderr: tokio::process::ChildStderr, tail: Arc<Mutex<VecDeque<Str
             }
             Ok(Frame::End) | Err(_) => return,
         };
-        if let Ok(mut lines) = tail.lock() {
-            if lines.len() == STDERR_LINES {
-                lines.pop_front();
-            }
-            lines.push_back(line);
-        }
+        log.push(LogSource::Stderr, line);
     }
 }

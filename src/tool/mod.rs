@@ -83,6 +83,20 @@ impl ToolSpec {
         Ok(ToolSpec { name, description: description.into(), schema, options })
     }
 
+    /// A definition whose schema was compiled already (a tool from an MCP
+    /// server, compiled in the dialect it declares); the name is checked as
+    /// in [`new`](Self::new).
+    pub fn with_schema(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        schema: InputSchema,
+        options: ToolOptions,
+    ) -> Result<Self> {
+        let name = name.into();
+        check_name(&name)?;
+        Ok(ToolSpec { name, description: description.into(), schema, options })
+    }
+
     /// The tool's name.
     pub fn name(&self) -> &str {
         &self.name

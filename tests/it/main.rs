@@ -16,6 +16,7 @@ mod ffi_providers;
 mod hooks;
 mod host_json;
 mod invocation;
+mod mcp_agent;
 mod mcp_stdio;
 mod module_graph;
 mod provider_http;

@@ -2,31 +2,32 @@
 //! on the `mcp` 2.x Python SDK that `scripts/setup.sh` installs in
 //! `build/mcp-python`; `FERRULE_MCP_PYTHON` names another interpreter).
 
-use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
-use ferrule::mcp::{McpClient, McpError, ServerNotice, StdioCommand, StdioServer};
+use crate::common::mcp::{python, script};
+use ferrule::mcp::{McpClient, McpError, Probe, ServerLog, StdioCommand, StdioServer, MODERN_VERSION};
 use serde_json::{json, Value};
 
 /// Long enough for any answer on a loaded machine: a test that waits this
 /// long has failed.
 const PATIENCE: Duration = Duration::from_secs(60);
 
-fn python() -> String {
-    let default = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("build/mcp-python/bin/python");
-    let python = std::env::var("FERRULE_MCP_PYTHON").map(PathBuf::from).unwrap_or(default);
-    assert!(python.exists(), "{} is missing: run scripts/setup.sh (make test does)", python.display());
-    python.display().to_string()
+fn server_command() -> StdioCommand {
+    StdioCommand { command: python(), args: vec![script("stdio_server.py")], ..StdioCommand::default() }
 }
 
-fn server_command() -> StdioCommand {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/stdio_server.py");
-    StdioCommand { command: python(), args: vec![script.display().to_string()], ..StdioCommand::default() }
+fn spawn(command: &StdioCommand, max_message_bytes: usize) -> StdioServer {
+    StdioServer::spawn(command, max_message_bytes, Arc::new(ServerLog::default())).unwrap()
+}
+
+async fn client_of(server: &StdioServer, timeout: Duration) -> Result<McpClient, McpError> {
+    McpClient::connect(server.connection().clone(), timeout, Probe::Pipelined).await
 }
 
 async fn connect(max_message_bytes: usize) -> (StdioServer, McpClient) {
-    let server = StdioServer::spawn(&server_command(), max_message_bytes).unwrap();
-    let client = McpClient::initialize(server.connection().clone(), PATIENCE).await.unwrap();
+    let server = spawn(&server_command(), max_message_bytes);
+    let client = client_of(&server, PATIENCE).await.unwrap();
     (server, client)
 }
 
@@ -34,53 +35,40 @@ fn text_of(result: &Value) -> String {
     result["content"].as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect()
 }
 
-/// Whether the process `pid` is gone: for the server, reaped; for a process
-/// it started (whose reaper is not ours to wait for), at least a zombie.
-fn gone(pid: i32, reaped: bool) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => !reaped && stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
-}
-
 async fn until_gone(pid: i32, reaped: bool) -> bool {
-    for _ in 0..600 {
-        if gone(pid, reaped) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
+    tokio::task::spawn_blocking(move || crate::common::mcp::until_gone(pid, reaped)).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_server_lists_and_calls_its_tools() {
     let (server, client) = connect(1 << 20).await;
-    assert_eq!(client.protocol_version, "2025-11-25");
+    // The server speaks both eras: the probe finds the stateless one.
+    assert_eq!((client.protocol_version.as_str(), client.modern), (MODERN_VERSION, true));
     assert_eq!(client.server_info["name"], "ferrule-test-server");
     let listed = client.list_tools(PATIENCE).await.unwrap();
     assert!(listed.left_out.is_empty(), "{:?}", listed.left_out);
     let tools = listed.tools;
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["echo", "fail", "count", "sleep", "shout", "spawn_stubborn", "environment", "die"]);
+    assert_eq!(
+        names,
+        ["echo", "fail", "count", "sleep", "shout", "spawn_stubborn", "environment", "die", "pid", "grow", "add"]
+    );
     assert_eq!(tools[0].input_schema["required"], json!(["text"]));
     let echoed = client.call_tool("echo", json!({"text": "héllo"}), None, PATIENCE).await.unwrap();
     assert_eq!((text_of(&echoed).as_str(), echoed["isError"].as_bool()), ("héllo", Some(false)));
     let failed = client.call_tool("fail", json!({"reason": "no luck"}), None, PATIENCE).await.unwrap();
     assert_eq!(failed["isError"], true, "{failed}");
     assert!(text_of(&failed).contains("no luck"), "{failed}");
-    let mut notices = server.connection().notices();
-    let counted = client.call_tool("count", json!({"to": 3}), Some("call-1"), PATIENCE).await.unwrap();
+    let (updates, mut progress) = tokio::sync::mpsc::channel(16);
+    let counted = client.call_tool("count", json!({"to": 3}), Some(updates), PATIENCE).await.unwrap();
     assert_eq!(text_of(&counted), "counted to 3");
-    let mut progress = Vec::new();
-    while let Ok(notice) = notices.try_recv() {
-        if let ServerNotice::Progress { token, params } = notice {
-            progress.push((token, params["progress"].as_f64(), params["message"].clone()));
-        }
+    let mut seen = Vec::new();
+    while let Ok(params) = progress.try_recv() {
+        seen.push((params["progress"].as_f64(), params["message"].clone()));
     }
-    let expected: Vec<(String, Option<f64>, Value)> =
-        (1..=3).map(|step| ("call-1".to_owned(), Some(step as f64), json!(format!("step {step}")))).collect();
-    assert_eq!(progress, expected, "every progress notification came before the result");
+    let expected: Vec<(Option<f64>, Value)> =
+        (1..=3).map(|step| (Some(step as f64), json!(format!("step {step}")))).collect();
+    assert_eq!(seen, expected, "every progress notification came before the result");
     let unknown = client.call_tool("nonexistent", json!({}), None, PATIENCE).await;
     assert!(
         matches!(&unknown, Ok(result) if result["isError"] == true) || matches!(unknown, Err(McpError::Refused { .. }))
@@ -126,7 +114,7 @@ async fn a_server_that_floods_its_stderr_is_not_blocked() {
     let shouted = client.call_tool("shout", json!({"megabytes": 8}), None, PATIENCE).await.unwrap();
     assert_eq!(text_of(&shouted), "shouted");
     let tail = server.stderr_tail();
-    assert!(!tail.is_empty() && tail.len() <= 32, "a bounded tail: {} lines", tail.len());
+    assert!(!tail.is_empty() && tail.len() <= 64, "a bounded tail: {} lines", tail.len());
     let kept = |line: &String| line.len() <= 1024 + 20 && line.ends_with("... (2047 bytes)");
     assert!(tail.iter().all(kept), "a long line keeps its head: {:?}", tail.last().map(|l| &l[l.len() - 30..]));
     server.stop(Duration::from_secs(5)).await;
@@ -169,8 +157,8 @@ async fn stopping_or_dropping_a_server_ends_everything_it_started() {
 async fn a_server_gets_a_minimal_environment_and_its_own_variables() {
     let mut command = server_command();
     command.env.insert("FERRULE_MCP_GIVEN".into(), "given".into());
-    let server = StdioServer::spawn(&command, 1 << 20).unwrap();
-    let client = McpClient::initialize(server.connection().clone(), PATIENCE).await.unwrap();
+    let server = spawn(&command, 1 << 20);
+    let client = client_of(&server, PATIENCE).await.unwrap();
     let listed = client.call_tool("environment", json!({}), None, PATIENCE).await.unwrap();
     let names: Vec<String> = text_of(&listed).lines().map(str::to_owned).collect();
     assert!(names.contains(&"FERRULE_MCP_GIVEN".to_owned()) && names.contains(&"PATH".to_owned()), "{names:?}");
@@ -193,9 +181,9 @@ async fn a_server_that_never_reads_its_input_times_out_and_still_stops() {
         args: vec!["-c".into(), "import time; time.sleep(120)".into()],
         ..StdioCommand::default()
     };
-    let server = StdioServer::spawn(&command, 1 << 20).unwrap();
+    let server = spawn(&command, 1 << 20);
     let short = Duration::from_millis(300);
-    let silent = McpClient::initialize(server.connection().clone(), short).await;
+    let silent = client_of(&server, short).await;
     assert!(matches!(silent, Err(McpError::TimedOut { .. })), "{:?}", silent.err());
     let big = json!({"text": "z".repeat(1 << 20)});
     for _ in 0..3 {
@@ -209,14 +197,13 @@ async fn a_server_that_never_reads_its_input_times_out_and_still_stops() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_dies_fails_its_calls_even_while_a_child_holds_its_output() {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/stdio_server.py");
     let command = StdioCommand {
         command: "sh".into(),
-        args: vec!["-c".into(), format!("sleep 120 & exec '{}' '{}'", python(), script.display())],
+        args: vec!["-c".into(), format!("sleep 120 & exec '{}' '{}'", python(), script("stdio_server.py"))],
         ..StdioCommand::default()
     };
-    let server = StdioServer::spawn(&command, 1 << 20).unwrap();
-    let client = McpClient::initialize(server.connection().clone(), PATIENCE).await.unwrap();
+    let server = spawn(&command, 1 << 20);
+    let client = client_of(&server, PATIENCE).await.unwrap();
     let dying = client.call_tool("die", json!({}), None, PATIENCE).await;
     match dying {
         // The exit kills what is left of the group, so the output ends too:

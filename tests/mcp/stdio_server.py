@@ -3,7 +3,9 @@
 Its tools force the client's behaviours: an echo, a failing tool, one that
 reports progress, one that sleeps (for timeouts and cancellation), one that
 floods stderr before answering, one that starts a grandchild ignoring SIGTERM,
-one that lists its environment, and one that kills the server mid-call.
+one that lists its environment, one that kills the server mid-call, one that
+gives its process id, one that adds a tool and says the list changed, and one
+with structured output.
 """
 
 import asyncio
@@ -74,6 +76,31 @@ def die() -> str:
     sys.stderr.write("dying now\n")
     sys.stderr.flush()
     os._exit(3)
+
+
+@server.tool()
+def pid() -> int:
+    """Gives the server's process id."""
+    return os.getpid()
+
+
+@server.tool()
+async def grow(name: str, ctx: Context) -> str:
+    """Adds a tool called `name` that answers with its name, and says the list changed."""
+    server.add_tool(lambda: name, name=name, description=f"Answers {name}.")
+    # Both eras: subscribers of the stateless one, the session of the handshake.
+    await ctx.notify_tools_changed()
+    try:
+        await ctx.session.send_tool_list_changed()
+    except Exception:
+        pass
+    return f"grew {name}"
+
+
+@server.tool(structured_output=True)
+def add(a: int, b: int) -> dict[str, int]:
+    """Adds two numbers, with a structured result."""
+    return {"sum": a + b}
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use serde_json::Value;
 
 pub(crate) use error::{in_band, Failure, Secret};
+pub(crate) use redirect::{policy as same_origin_redirects, refusal as redirect_refusal};
 pub(crate) use sse::{SseEvent, SseParser};
 pub(crate) use transcript::{json_bytes, EncodedTranscript, JsonObject};
 

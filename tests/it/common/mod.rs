@@ -188,6 +188,7 @@ pub fn assert_event_invariants(events: &[Value]) {
 }
 
 pub mod fixtures;
+pub mod mcp;
 pub mod openai_spec;
 pub mod server;
 

@@ -40,6 +40,9 @@ extension FerruleError.Code {
     public static let invalidOutput = FerruleError.Code(rawValue: 18)
     /// A hook aborted the run (`{"abort": "reason"}`).
     public static let hookAborted = FerruleError.Code(rawValue: 19)
+    /// An MCP server the agent configuration marks `required` was not ready by its startup timeout,
+    /// or could not be started again.
+    public static let mcpUnavailable = FerruleError.Code(rawValue: 20)
     /// The provider rejected the credentials (HTTP 401, 403).
     public static let providerAuth = FerruleError.Code(rawValue: 32)
     /// The provider rejected the request (HTTP 400, 413, 422).
@@ -78,6 +81,7 @@ extension FerruleError.Code {
         17: "RESOURCE_EXHAUSTED",
         18: "INVALID_OUTPUT",
         19: "HOOK_ABORTED",
+        20: "MCP_UNAVAILABLE",
         32: "PROVIDER_AUTH",
         33: "PROVIDER_INVALID_REQUEST",
         34: "PROVIDER_NOT_FOUND",

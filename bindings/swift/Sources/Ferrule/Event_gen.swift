@@ -30,6 +30,14 @@ public enum Event: Sendable {
     /// A request left out the oldest messages to stay within `history.max_input_tokens`; the
     /// transcript keeps them.
     case historyCompacted(turn: Int, dropped: Int)
+    /// An MCP server's state or tools changed since the run was last told of it; the first turn (or
+    /// the batch a resumed run begins with) tells of every server. Sent before the turn's model
+    /// request: the tools it names are those the turn offers.
+    case mcpServer(server: String, status: String, tools: [String], added: [String], removed: [String], leftOut: [LeftOutTool], restarts: Int, error: String?, protocolVersion: String?)
+    /// Lines an MCP server wrote to its stderr, and notes of ferrule's about it (beginning
+    /// `ferrule: `), since the run last reported its log (at most its last 64 lines). Sent with the
+    /// turn's `mcp_server` events.
+    case mcpServerLog(server: String, lines: [String], missed: Int)
     /// A round is over.
     case turnEnd(turn: Int)
     /// The run is over. Always the last event.
@@ -51,6 +59,8 @@ public enum Event: Sendable {
         case .retry: "retry"
         case .messageInjected: "message_injected"
         case .historyCompacted: "history_compacted"
+        case .mcpServer: "mcp_server"
+        case .mcpServerLog: "mcp_server_log"
         case .turnEnd: "turn_end"
         case .runEnd: "run_end"
         case .unknown(let type, _): type
@@ -85,6 +95,7 @@ private struct WireEvent: Codable {
 
     private enum Keys: String, CodingKey {
         case type
+        case added
         case argumentsDelta = "arguments_delta"
         case attempt
         case call
@@ -95,13 +106,21 @@ private struct WireEvent: Codable {
         case id
         case index
         case isError = "is_error"
+        case leftOut = "left_out"
+        case lines
         case message
+        case missed
         case name
         case partial
+        case protocolVersion = "protocol_version"
+        case removed
+        case restarts
         case result
+        case server
         case status
         case text
         case thinking
+        case tools
         case turn
     }
 
@@ -159,6 +178,22 @@ private struct WireEvent: Codable {
             event = .historyCompacted(
                 turn: try c.decode(Int.self, forKey: .turn),
                 dropped: try c.decode(Int.self, forKey: .dropped))
+        case "mcp_server":
+            event = .mcpServer(
+                server: try c.decode(String.self, forKey: .server),
+                status: try c.decode(String.self, forKey: .status),
+                tools: try c.decode([String].self, forKey: .tools),
+                added: try c.decode([String].self, forKey: .added),
+                removed: try c.decode([String].self, forKey: .removed),
+                leftOut: try c.decode([LeftOutTool].self, forKey: .leftOut),
+                restarts: try c.decode(Int.self, forKey: .restarts),
+                error: try c.decodeIfPresent(String.self, forKey: .error),
+                protocolVersion: try c.decodeIfPresent(String.self, forKey: .protocolVersion))
+        case "mcp_server_log":
+            event = .mcpServerLog(
+                server: try c.decode(String.self, forKey: .server),
+                lines: try c.decode([String].self, forKey: .lines),
+                missed: try c.decode(Int.self, forKey: .missed))
         case "turn_end":
             event = .turnEnd(
                 turn: try c.decode(Int.self, forKey: .turn))
@@ -213,6 +248,20 @@ private struct WireEvent: Codable {
         case .historyCompacted(let turn, let dropped):
             try c.encode(turn, forKey: .turn)
             try c.encode(dropped, forKey: .dropped)
+        case .mcpServer(let server, let status, let tools, let added, let removed, let leftOut, let restarts, let error, let protocolVersion):
+            try c.encode(server, forKey: .server)
+            try c.encode(status, forKey: .status)
+            try c.encode(tools, forKey: .tools)
+            try c.encode(added, forKey: .added)
+            try c.encode(removed, forKey: .removed)
+            try c.encode(leftOut, forKey: .leftOut)
+            try c.encode(restarts, forKey: .restarts)
+            try c.encodeIfPresent(error, forKey: .error)
+            try c.encodeIfPresent(protocolVersion, forKey: .protocolVersion)
+        case .mcpServerLog(let server, let lines, let missed):
+            try c.encode(server, forKey: .server)
+            try c.encode(lines, forKey: .lines)
+            try c.encode(missed, forKey: .missed)
         case .turnEnd(let turn):
             try c.encode(turn, forKey: .turn)
         case .runEnd(let status, let result, let error):

@@ -19,6 +19,9 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     /// Bound on the text of one tool result in bytes; 0 means none. Longer text is cut with a note
     /// saying so.
     public var maxToolResultBytes: Int?
+    /// MCP servers whose tools the model is offered beside the agent's own, by the name each
+    /// server's tools are prefixed with.
+    public var mcpServers: [String: MCPServer]?
     /// How many times an answer that fails `output_schema` goes back to the model with what is
     /// wrong, before the run fails with `INVALID_OUTPUT`.
     public var outputRetries: Int?
@@ -47,6 +50,7 @@ public struct AgentConfig: Sendable, Hashable, Codable {
         maxConcurrentTools: Int? = nil,
         maxRounds: Int? = nil,
         maxToolResultBytes: Int? = nil,
+        mcpServers: [String: MCPServer]? = nil,
         outputRetries: Int? = nil,
         outputSchema: JSONValue? = nil,
         runTimeoutMs: Int? = nil,
@@ -62,6 +66,7 @@ public struct AgentConfig: Sendable, Hashable, Codable {
         self.maxConcurrentTools = maxConcurrentTools
         self.maxRounds = maxRounds
         self.maxToolResultBytes = maxToolResultBytes
+        self.mcpServers = mcpServers
         self.outputRetries = outputRetries
         self.outputSchema = outputSchema
         self.runTimeoutMs = runTimeoutMs
@@ -79,6 +84,7 @@ public struct AgentConfig: Sendable, Hashable, Codable {
         case maxConcurrentTools = "max_concurrent_tools"
         case maxRounds = "max_rounds"
         case maxToolResultBytes = "max_tool_result_bytes"
+        case mcpServers = "mcp_servers"
         case outputRetries = "output_retries"
         case outputSchema = "output_schema"
         case runTimeoutMs = "run_timeout_ms"
@@ -282,6 +288,98 @@ public struct BuiltinTools: Sendable, Hashable, Codable {
         case excluded
         case needsApproval = "needs_approval"
         case workingDirectory = "working_directory"
+    }
+}
+
+/// One MCP server: a command ferrule starts and speaks to over its stdin and stdout, or the URL of
+/// a server speaking streamable HTTP (never both), and which of its tools the model sees. Unknown
+/// fields are rejected.
+public struct MCPServer: Sendable, Hashable, Codable {
+    /// The server's tools to offer, by the server's own names; absent offers every one, an empty
+    /// list none.
+    public var allowedTools: [String]?
+    /// The program's arguments.
+    public var args: [String]?
+    /// The environment variable whose value is sent as `Authorization: Bearer` to `url`, read each
+    /// time ferrule connects. It never appears in an event or an error.
+    public var bearerTokenEnv: String?
+    /// The program to start (found on `PATH` when it is not a path).
+    public var command: String?
+    /// The server's working directory; the host's when absent.
+    public var cwd: String?
+    /// Variables added to the server's environment, which otherwise holds only the host's `PATH`,
+    /// `HOME`, `LANG` and the like, never its whole environment.
+    public var env: [String: String]?
+    /// The server's tools never offered, by the server's own names; applied last, always wins.
+    public var excludedTools: [String]?
+    /// HTTP headers sent with every request to `url`. Their values never appear in an event or an
+    /// error.
+    public var headers: [String: String]?
+    /// Whether calls of the server's tools run only once the host approved them: `true`, `false`
+    /// (default), or a list of the server's tool names.
+    public var needsApproval: JSONValue?
+    /// The model sees the tool `t` of the server `s` as `s__t` (true, default), or as `t`, when no
+    /// other tool has that name.
+    public var prefix: Bool?
+    /// A run fails with `MCP_UNAVAILABLE` when the server is not ready by its startup timeout (or
+    /// cannot be restarted); otherwise its tools are simply absent.
+    public var required: Bool?
+    /// How long in milliseconds a run's first model request waits for the server to start, answer
+    /// and list its tools; 0 means without bound.
+    public var startupTimeoutMs: Int?
+    /// Bound on one call of the server's tools in milliseconds; 0 means the agent's
+    /// `tool_timeout_ms`.
+    public var toolTimeoutMs: Int?
+    /// The server's streamable HTTP endpoint (`http` or `https`).
+    public var url: String?
+
+    public init(
+        allowedTools: [String]? = nil,
+        args: [String]? = nil,
+        bearerTokenEnv: String? = nil,
+        command: String? = nil,
+        cwd: String? = nil,
+        env: [String: String]? = nil,
+        excludedTools: [String]? = nil,
+        headers: [String: String]? = nil,
+        needsApproval: JSONValue? = nil,
+        prefix: Bool? = nil,
+        required: Bool? = nil,
+        startupTimeoutMs: Int? = nil,
+        toolTimeoutMs: Int? = nil,
+        url: String? = nil
+    ) {
+        self.allowedTools = allowedTools
+        self.args = args
+        self.bearerTokenEnv = bearerTokenEnv
+        self.command = command
+        self.cwd = cwd
+        self.env = env
+        self.excludedTools = excludedTools
+        self.headers = headers
+        self.needsApproval = needsApproval
+        self.prefix = prefix
+        self.required = required
+        self.startupTimeoutMs = startupTimeoutMs
+        self.toolTimeoutMs = toolTimeoutMs
+        self.url = url
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case allowedTools = "allowed_tools"
+        case args
+        case bearerTokenEnv = "bearer_token_env"
+        case command
+        case cwd
+        case env
+        case excludedTools = "excluded_tools"
+        case headers
+        case needsApproval = "needs_approval"
+        case prefix
+        case required
+        case startupTimeoutMs = "startup_timeout_ms"
+        case toolTimeoutMs = "tool_timeout_ms"
+        case url
     }
 }
 

@@ -599,3 +599,36 @@ public struct FinalAnswerPayload: Sendable, Hashable, Codable {
         try container.encode(message, forKey: .message)
     }
 }
+
+/// A tool of a server that the model is not offered, and why.
+public struct LeftOutTool: Sendable, Hashable, Codable {
+    /// The tool's name on the server (empty when the server gave none).
+    public var name: String
+    /// Why it is not offered.
+    public var reason: String
+
+    public init(
+        name: String,
+        reason: String
+    ) {
+        self.name = name
+        self.reason = reason
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name
+        case reason
+    }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        name = try container.decode(String.self, forKey: .name)
+        reason = try container.decode(String.self, forKey: .reason)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(name, forKey: .name)
+        try container.encode(reason, forKey: .reason)
+    }
+}

@@ -48,6 +48,11 @@ enum class ErrorCode(val value: Int) {
     INVALID_OUTPUT(18),
     /** A hook aborted the run (`{"abort": "reason"}`). */
     HOOK_ABORTED(19),
+    /**
+     * An MCP server the agent configuration marks `required` was not ready by its startup timeout,
+     * or could not be started again.
+     */
+    MCP_UNAVAILABLE(20),
     /** The provider rejected the credentials (HTTP 401, 403). */
     PROVIDER_AUTH(32),
     /** The provider rejected the request (HTTP 400, 413, 422). */

@@ -163,6 +163,54 @@ sealed class Event {
         override val type get() = "history_compacted"
     }
 
+    /**
+     * An MCP server's state or tools changed since the run was last told of it; the first turn (or
+     * the batch a resumed run begins with) tells of every server. Sent before the turn's model
+     * request: the tools it names are those the turn offers.
+     */
+    @Serializable
+    data class MCPServer(
+        @SerialName("run_id") override val runId: String,
+        /** The server's name in the configuration. */
+        val server: String,
+        /** Whether its tools are offered. */
+        val status: String,
+        /** The tools offered from it, by the names the model sees. */
+        val tools: List<String>,
+        /** Tools offered now that the run was not told of before. */
+        val added: List<String>,
+        /** Tools the run was told of that are no longer offered. */
+        val removed: List<String>,
+        /** Tools of the server not offered, with why. */
+        @SerialName("left_out") val leftOut: List<LeftOutTool>,
+        /** How often it was started again after it failed or went away. */
+        val restarts: Int,
+        /** Why it is unavailable. */
+        val error: String? = null,
+        /** The protocol version it speaks, when ready. */
+        @SerialName("protocol_version") val protocolVersion: String? = null,
+    ) : Event() {
+        override val type get() = "mcp_server"
+    }
+
+    /**
+     * Lines an MCP server wrote to its stderr, and notes of ferrule's about it (beginning `ferrule:
+     * `), since the run last reported its log (at most its last 64 lines). Sent with the turn's
+     * `mcp_server` events.
+     */
+    @Serializable
+    data class MCPServerLog(
+        @SerialName("run_id") override val runId: String,
+        /** The server's name in the configuration. */
+        val server: String,
+        /** The lines, oldest first. */
+        val lines: List<String>,
+        /** Lines that went before the run could report them. */
+        val missed: Long,
+    ) : Event() {
+        override val type get() = "mcp_server_log"
+    }
+
     /** A round is over. */
     @Serializable
     data class TurnEnd(
@@ -204,6 +252,8 @@ sealed class Event {
             "retry" to Retry.serializer(),
             "message_injected" to MessageInjected.serializer(),
             "history_compacted" to HistoryCompacted.serializer(),
+            "mcp_server" to MCPServer.serializer(),
+            "mcp_server_log" to MCPServerLog.serializer(),
             "turn_end" to TurnEnd.serializer(),
             "run_end" to RunEnd.serializer(),
         )

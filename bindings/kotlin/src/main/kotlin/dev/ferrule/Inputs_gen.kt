@@ -32,6 +32,11 @@ data class AgentConfig(
      */
     @SerialName("max_tool_result_bytes") val maxToolResultBytes: Long? = null,
     /**
+     * MCP servers whose tools the model is offered beside the agent's own, by the name each
+     * server's tools are prefixed with.
+     */
+    @SerialName("mcp_servers") val mcpServers: Map<String, McpServer>? = null,
+    /**
      * How many times an answer that fails `output_schema` goes back to the model with what is
      * wrong, before the run fails with `INVALID_OUTPUT`.
      */
@@ -166,6 +171,70 @@ data class BuiltinTools(
      * absent: the process directory.
      */
     @SerialName("working_directory") val workingDirectory: String? = null,
+)
+
+/**
+ * One MCP server: a command ferrule starts and speaks to over its stdin and stdout, or the URL of a
+ * server speaking streamable HTTP (never both), and which of its tools the model sees. Unknown
+ * fields are rejected.
+ */
+@Serializable
+data class McpServer(
+    /**
+     * The server's tools to offer, by the server's own names; absent offers every one, an empty
+     * list none.
+     */
+    @SerialName("allowed_tools") val allowedTools: List<String>? = null,
+    /** The program's arguments. */
+    val args: List<String>? = null,
+    /**
+     * The environment variable whose value is sent as `Authorization: Bearer` to `url`, read each
+     * time ferrule connects. It never appears in an event or an error.
+     */
+    @SerialName("bearer_token_env") val bearerTokenEnv: String? = null,
+    /** The program to start (found on `PATH` when it is not a path). */
+    val command: String? = null,
+    /** The server's working directory; the host's when absent. */
+    val cwd: String? = null,
+    /**
+     * Variables added to the server's environment, which otherwise holds only the host's `PATH`,
+     * `HOME`, `LANG` and the like, never its whole environment.
+     */
+    val env: Map<String, String>? = null,
+    /** The server's tools never offered, by the server's own names; applied last, always wins. */
+    @SerialName("excluded_tools") val excludedTools: List<String>? = null,
+    /**
+     * HTTP headers sent with every request to `url`. Their values never appear in an event or an
+     * error.
+     */
+    val headers: Map<String, String>? = null,
+    /**
+     * Whether calls of the server's tools run only once the host approved them: `true`, `false`
+     * (default), or a list of the server's tool names.
+     */
+    @SerialName("needs_approval") val needsApproval: JsonElement? = null,
+    /**
+     * The model sees the tool `t` of the server `s` as `s__t` (true, default), or as `t`, when no
+     * other tool has that name.
+     */
+    val prefix: Boolean? = null,
+    /**
+     * A run fails with `MCP_UNAVAILABLE` when the server is not ready by its startup timeout (or
+     * cannot be restarted); otherwise its tools are simply absent.
+     */
+    val required: Boolean? = null,
+    /**
+     * How long in milliseconds a run's first model request waits for the server to start, answer
+     * and list its tools; 0 means without bound.
+     */
+    @SerialName("startup_timeout_ms") val startupTimeoutMs: Long? = null,
+    /**
+     * Bound on one call of the server's tools in milliseconds; 0 means the agent's
+     * `tool_timeout_ms`.
+     */
+    @SerialName("tool_timeout_ms") val toolTimeoutMs: Long? = null,
+    /** The server's streamable HTTP endpoint (`http` or `https`). */
+    val url: String? = null,
 )
 
 /**

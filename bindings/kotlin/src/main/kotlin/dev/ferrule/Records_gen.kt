@@ -193,3 +193,12 @@ data class FinalAnswerPayload(
     /** The answer: an assistant message. */
     val message: Message,
 )
+
+/** A tool of a server that the model is not offered, and why. */
+@Serializable
+data class LeftOutTool(
+    /** The tool's name on the server (empty when the server gave none). */
+    val name: String,
+    /** Why it is not offered. */
+    val reason: String,
+)

@@ -1,0 +1,522 @@
+//! One MCP server of an agent, kept running by a task of its own: started in
+//! the background when the agent is built, its tool list kept current (list
+//! changes of either era, coalesced), started again after it failed or went
+//! away when a run next needs it (with backoff), and stopped when the agent
+//! goes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::client::{McpClient, McpTool, Probe, ToolList};
+use super::config::{McpServerConfig, Transport};
+use super::error::McpError;
+use super::http::HttpLink;
+use super::log::{LogSource, ServerLog};
+use super::naming::model_name;
+use super::report::LeftOutTool;
+use super::rpc::{Rpc, ServerNotice};
+use super::stdio::{StdioCommand, StdioServer};
+use super::tool::McpToolFunction;
+use crate::tool::{InputSchema, Tool, ToolOptions, ToolSpec};
+
+/// How long a server has to exit after its stdin closed, and again after
+/// SIGTERM, before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+/// A server that ran this long before it went away is started again at
+/// once, and its backoff starts over.
+const STABLE_AFTER: Duration = Duration::from_secs(30);
+/// The pause before the second start after a failure, doubling up to the
+/// longest.
+const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const LONGEST_BACKOFF: Duration = Duration::from_secs(30);
+/// The least time between two listings of the tools: a storm of list
+/// changes makes one listing per pause.
+const RELIST_PAUSE: Duration = Duration::from_millis(250);
+/// The pause before a subscription to list changes that ended is renewed.
+const RESUBSCRIBE_PAUSE: Duration = Duration::from_secs(1);
+/// How long a start waits for a new subscription to be acknowledged before
+/// it lists the tools anyway.
+const ACKNOWLEDGE_PATIENCE: Duration = Duration::from_secs(5);
+/// The JSON-RPC error of a method the server does not offer.
+const METHOD_NOT_FOUND: i64 = -32601;
+
+/// What a server is, as runs see it.
+#[derive(Clone)]
+pub(crate) enum ServerState {
+    /// Being started (or started again).
+    Starting,
+    /// Answering, with its tools.
+    Ready(Arc<Ready>),
+    /// Not running: why, and when it may be started again.
+    Down(Arc<Down>),
+}
+
+/// A server that answers.
+pub(crate) struct Ready {
+    pub(crate) client: Arc<McpClient>,
+    /// Its tools the model is offered (before names taken by other tools
+    /// are left out), in the order listed, each with its name on the server.
+    pub(crate) tools: Vec<(String, Arc<Tool>)>,
+    pub(crate) left_out: Vec<LeftOutTool>,
+    pub(crate) restarts: u32,
+    pub(crate) generation: u64,
+}
+
+/// A server that is not running.
+pub(crate) struct Down {
+    pub(crate) reason: String,
+    /// A run that needs it from then on starts it again.
+    pub(crate) retry_at: Instant,
+    pub(crate) restarts: u32,
+    pub(crate) generation: u64,
+}
+
+/// One server and its state. Shared by its task, the agent's server set and
+/// (weakly) its tools; any thread.
+pub(crate) struct Server {
+    pub(crate) name: String,
+    pub(crate) config: McpServerConfig,
+    /// The largest message read from it.
+    max_message_bytes: usize,
+    state: watch::Sender<ServerState>,
+    /// The generation of the failure a run asked to start it again after.
+    wanted: watch::Sender<u64>,
+    /// How often runs asked the running server to take in the changes it
+    /// announced, and how many of those asks it has answered.
+    syncs_asked: watch::Sender<u64>,
+    syncs_done: watch::Sender<u64>,
+    /// Numbers the server set's states.
+    generations: Arc<std::sync::atomic::AtomicU64>,
+    stop: CancellationToken,
+    pub(crate) log: Arc<ServerLog>,
+}
+
+/// A running server: the client, what must be stopped with it, its
+/// notices, and (a modern server whose tools change) the subscription to
+/// the changes, while it lasts.
+struct Live {
+    client: Arc<McpClient>,
+    owner: Owner,
+    notices: mpsc::Receiver<ServerNotice>,
+    subscription: Option<Subscription>,
+}
+
+/// A subscription to a server's list changes: ends when the server or the
+/// connection ends it.
+type Subscription = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), McpError>> + Send>>;
+
+/// What a running server's connection holds.
+enum Owner {
+    Stdio(StdioServer),
+    Http(Arc<HttpLink>),
+}
+
+impl Owner {
+    /// Stops the server: its process ends (stdio), or its session (HTTP).
+    async fn stop(self) {
+        match self {
+            Owner::Stdio(server) => server.stop(STOP_GRACE).await,
+            Owner::Http(link) => link.end_session().await,
+        }
+    }
+}
+
+impl Server {
+    /// The server `name` of `config`, not started yet.
+    pub(crate) fn new(
+        name: String,
+        config: McpServerConfig,
+        max_message_bytes: usize,
+        generations: Arc<std::sync::atomic::AtomicU64>,
+        stop: CancellationToken,
+    ) -> Server {
+        Server {
+            name,
+            config,
+            max_message_bytes,
+            state: watch::Sender::new(ServerState::Starting),
+            wanted: watch::Sender::new(0),
+            syncs_asked: watch::Sender::new(0),
+            syncs_done: watch::Sender::new(0),
+            generations,
+            stop,
+            log: Arc::default(),
+        }
+    }
+
+    /// The state now.
+    pub(crate) fn state(&self) -> ServerState {
+        self.state.borrow().clone()
+    }
+
+    /// The server while it answers.
+    pub(crate) fn ready(&self) -> Option<Arc<Ready>> {
+        match &*self.state.borrow() {
+            ServerState::Ready(ready) => Some(Arc::clone(ready)),
+            _ => None,
+        }
+    }
+
+    /// Waits until the server is no longer starting, or `cancel` is cancelled.
+    pub(crate) async fn settled(&self, cancel: &CancellationToken) {
+        let mut state = self.state.subscribe();
+        tokio::select! {
+            _ = cancel.cancelled() => {}
+            _ = state.wait_for(|state| !matches!(state, ServerState::Starting)) => {}
+        }
+    }
+
+    /// Asks for the server to be started again after the failure `down`
+    /// (once its backoff is over), and waits until that start is over.
+    pub(crate) async fn restart(&self, down: &Down, cancel: &CancellationToken) {
+        let mut state = self.state.subscribe();
+        self.wanted.send_if_modified(|wanted| {
+            let asked = *wanted < down.generation;
+            *wanted = (*wanted).max(down.generation);
+            asked
+        });
+        let moved_on = |state: &ServerState| match state {
+            ServerState::Starting => false,
+            ServerState::Ready(_) => true,
+            ServerState::Down(now) => now.generation != down.generation,
+        };
+        tokio::select! {
+            _ = cancel.cancelled() => {}
+            _ = self.stop.cancelled() => {}
+            _ = state.wait_for(moved_on) => {}
+        }
+    }
+
+    /// Waits until the running server took in every change of its tools it
+    /// announced before now (listing them again when it announced one), or
+    /// it stopped running, or `cancel` is cancelled.
+    pub(crate) async fn synced(&self, cancel: &CancellationToken) {
+        let mut asked = 0;
+        self.syncs_asked.send_modify(|count| {
+            *count += 1;
+            asked = *count;
+        });
+        let mut done = self.syncs_done.subscribe();
+        let mut state = self.state.subscribe();
+        tokio::select! {
+            _ = cancel.cancelled() => {}
+            _ = done.wait_for(|done| *done >= asked) => {}
+            _ = state.wait_for(|state| !matches!(state, ServerState::Ready(_))) => {}
+        }
+    }
+
+    fn next_generation(&self) -> u64 {
+        self.generations.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
+    }
+
+    /// Keeps the server running until the agent goes; runs on ferrule's
+    /// runtime (a server's death signal is tied to the thread that started it,
+    /// which must live as long as it: a worker's).
+    pub(crate) async fn supervise(self: Arc<Self>) {
+        let mut failures = 0u32;
+        let mut restarts = 0u32;
+        loop {
+            self.state.send_replace(ServerState::Starting);
+            let started = tokio::select! {
+                _ = self.stop.cancelled() => return,
+                started = self.start() => started,
+            };
+            let reason = match started {
+                Ok((mut live, listing)) => {
+                    let up_since = Instant::now();
+                    self.publish(&live.client, &listing, restarts);
+                    let why = self.serve(&mut live).await;
+                    // The server's tools see it gone at once.
+                    self.state.send_replace(ServerState::Starting);
+                    live.owner.stop().await;
+                    if self.stop.is_cancelled() {
+                        return;
+                    }
+                    if up_since.elapsed() >= STABLE_AFTER {
+                        failures = 0;
+                    }
+                    why
+                }
+                Err(why) => why,
+            };
+            failures += 1;
+            let backoff = match failures {
+                1 => Duration::ZERO,
+                n => FIRST_BACKOFF.saturating_mul(1 << (n - 2).min(16)).min(LONGEST_BACKOFF),
+            };
+            let generation = self.next_generation();
+            let down = Down { reason, retry_at: Instant::now() + backoff, restarts, generation };
+            self.state.send_replace(ServerState::Down(Arc::new(down)));
+            let mut wanted = self.wanted.subscribe();
+            tokio::select! {
+                _ = self.stop.cancelled() => return,
+                _ = wanted.wait_for(|wanted| *wanted >= generation) => {}
+            }
+            restarts += 1;
+        }
+    }
+
+    /// The startup timeout; without bound when it is 0.
+    fn startup_timeout(&self) -> Duration {
+        match self.config.startup_timeout_ms {
+            0 => Duration::MAX,
+            ms => Duration::from_millis(ms),
+        }
+    }
+
+    /// Starts the server, finds its era and lists its tools, within the
+    /// startup timeout; why not, with the last lines of its stderr.
+    async fn start(&self) -> Result<(Live, ToolList), String> {
+        let timeout = self.startup_timeout();
+        let attempt = async {
+            let mut live = self.link(timeout).await?;
+            // Subscribed before the listing, no change after it is missed.
+            if live.client.modern && live.client.tools_change() {
+                self.subscribe(&mut live).await;
+            }
+            let listing = live.client.list_tools(timeout).await?;
+            Ok::<_, McpError>((live, listing))
+        };
+        match tokio::time::timeout(timeout, attempt).await {
+            Ok(Ok(started)) => Ok(started),
+            Ok(Err(error)) => Err(error.to_string()),
+            Err(_) => {
+                let stderr = self.log.stderr_tail(4);
+                let tail = match stderr.is_empty() {
+                    true => String::new(),
+                    false => format!("; its stderr ended: {}", stderr.join(" | ")),
+                };
+                Err(format!("it was not ready within its startup timeout of {} ms{tail}", timeout.as_millis()))
+            }
+        }
+    }
+
+    /// Connects to the server and finds its era.
+    async fn link(&self, timeout: Duration) -> Result<Live, McpError> {
+        let config = &self.config;
+        let (rpc, owner, probe): (Arc<dyn Rpc>, Owner, Probe) = match config.transport() {
+            Transport::Stdio => {
+                let command = StdioCommand {
+                    command: config.command.clone().unwrap_or_default(),
+                    args: config.args.clone(),
+                    env: config.env.clone(),
+                    cwd: config.cwd.as_ref().map(Into::into),
+                };
+                let server = StdioServer::spawn(&command, self.max_message_bytes, Arc::clone(&self.log))?;
+                (server.connection().clone(), Owner::Stdio(server), Probe::Pipelined)
+            }
+            Transport::Http => {
+                let link = Arc::new(HttpLink::new(config, self.max_message_bytes, Arc::clone(&self.log))?);
+                (link.clone(), Owner::Http(link), Probe::Sequential)
+            }
+        };
+        let client = McpClient::connect(rpc, timeout, probe).await;
+        match client {
+            Ok(client) => {
+                let notices = client.notices();
+                Ok(Live { client: Arc::new(client), owner, notices, subscription: None })
+            }
+            Err(error) => {
+                owner.stop().await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Makes the server ready with the tools of `listing`.
+    fn publish(self: &Arc<Self>, client: &Arc<McpClient>, listing: &ToolList, restarts: u32) {
+        let (tools, left_out) = self.tools_of(listing);
+        let ready = Ready { client: Arc::clone(client), tools, left_out, restarts, generation: self.next_generation() };
+        self.state.send_replace(ServerState::Ready(Arc::new(ready)));
+    }
+
+    /// Subscribes `live` to its server's list changes, and waits a while for
+    /// the server to say the subscription is in place.
+    async fn subscribe(&self, live: &mut Live) {
+        let mut subscription: Subscription = Box::pin(Arc::clone(&live.client).listen());
+        let acknowledged = tokio::time::sleep(ACKNOWLEDGE_PATIENCE);
+        tokio::pin!(acknowledged);
+        loop {
+            tokio::select! {
+                ended = &mut subscription => {
+                    if self.unsubscribed(ended) {
+                        live.subscription = Some(Box::pin(resubscribe(Arc::clone(&live.client))));
+                    }
+                    return;
+                }
+                _ = &mut acknowledged => break,
+                notice = live.notices.recv() => match notice {
+                    Some(ServerNotice::Subscribed) | None => break,
+                    // A change before the listing is in the listing.
+                    Some(ServerNotice::ToolsChanged) => {}
+                    Some(ServerNotice::Ignored(what)) => self.log.push(LogSource::Ferrule, what),
+                },
+            }
+        }
+        live.subscription = Some(subscription);
+    }
+
+    /// Notes why a subscription ended; whether to subscribe again (not when
+    /// the server does not offer subscriptions).
+    fn unsubscribed(&self, ended: Result<(), McpError>) -> bool {
+        let why = match &ended {
+            Ok(()) => "the server ended it".to_owned(),
+            Err(error) => error.to_string(),
+        };
+        self.log.push(LogSource::Ferrule, format!("the subscription to list changes ended: {why}"));
+        !matches!(ended, Err(error) if error.code() == Some(METHOD_NOT_FOUND))
+    }
+
+    /// Serves the running server: list changes, notes, until it goes away
+    /// (why) or the agent goes.
+    async fn serve(self: &Arc<Self>, live: &mut Live) -> String {
+        let client = Arc::clone(&live.client);
+        let client = &client;
+        let notices = &mut live.notices;
+        let mut listing_due: Option<Instant> = None;
+        let mut last_listing = Instant::now();
+        // A modern server announces list changes on a subscription, renewed
+        // when it ends (after listing again: changes may have been missed).
+        let mut subscription = live.subscription.take();
+        let mut syncs = self.syncs_asked.subscribe();
+        loop {
+            let due = listing_due.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            tokio::select! {
+                // A run's turn begins: changes announced so far take effect now.
+                Ok(()) = syncs.changed() => {
+                    let asked = *syncs.borrow_and_update();
+                    while let Ok(notice) = notices.try_recv() {
+                        self.noticed(notice, &mut listing_due, last_listing);
+                    }
+                    if listing_due.take().is_some() {
+                        last_listing = Instant::now();
+                        self.list_again(client).await;
+                    }
+                    self.syncs_done.send_modify(|done| *done = (*done).max(asked));
+                }
+                _ = self.stop.cancelled() => return "ferrule stopped it".to_owned(),
+                why = client.rpc().closed() => return why,
+                Some(notice) = notices.recv() => self.noticed(notice, &mut listing_due, last_listing),
+                ended = until_ended(&mut subscription) => {
+                    listing_due.get_or_insert(last_listing + RELIST_PAUSE);
+                    subscription = match self.unsubscribed(ended) {
+                        true => Some(Box::pin(resubscribe(Arc::clone(client)))),
+                        false => None,
+                    };
+                }
+                _ = tokio::time::sleep_until(due), if listing_due.is_some() => {
+                    listing_due = None;
+                    last_listing = Instant::now();
+                    self.list_again(client).await;
+                }
+            }
+        }
+    }
+
+    /// Takes in one notice: a change of the tools makes a listing due (at
+    /// least a pause after the last one, so a storm of them makes one per pause).
+    fn noticed(&self, notice: ServerNotice, listing_due: &mut Option<Instant>, last_listing: Instant) {
+        match notice {
+            ServerNotice::ToolsChanged => {
+                listing_due.get_or_insert(last_listing + RELIST_PAUSE);
+            }
+            ServerNotice::Ignored(what) => self.log.push(LogSource::Ferrule, what),
+            ServerNotice::Subscribed => {}
+        }
+    }
+
+    /// Lists the tools again and publishes them when they changed.
+    async fn list_again(self: &Arc<Self>, client: &Arc<McpClient>) {
+        match client.list_tools(self.startup_timeout()).await {
+            Ok(listing) => self.relisted(client, &listing),
+            Err(error) => self.log.push(LogSource::Ferrule, format!("listing its tools failed: {error}")),
+        }
+    }
+
+    /// Publishes a new listing when it changed what runs see.
+    fn relisted(self: &Arc<Self>, client: &Arc<McpClient>, listing: &ToolList) {
+        let Some(current) = self.ready() else { return };
+        let (tools, left_out) = self.tools_of(listing);
+        let same = tools.len() == current.tools.len()
+            && tools.iter().zip(&current.tools).all(|((_, a), (_, b))| same_tool(a, b))
+            && left_out == current.left_out;
+        if !same {
+            let generation = self.next_generation();
+            let ready = Ready { client: Arc::clone(client), tools, left_out, restarts: current.restarts, generation };
+            self.state.send_replace(ServerState::Ready(Arc::new(ready)));
+        }
+    }
+
+    /// The tools of `listing` the configuration offers, as ferrule's tools,
+    /// and those left out with why.
+    fn tools_of(self: &Arc<Self>, listing: &ToolList) -> (Vec<(String, Arc<Tool>)>, Vec<LeftOutTool>) {
+        let mut left_out: Vec<LeftOutTool> = listing
+            .left_out
+            .iter()
+            .map(|(name, reason)| LeftOutTool { name: name.clone(), reason: reason.clone() })
+            .collect();
+        let mut tools = Vec::new();
+        for listed in listing.tools.iter().filter(|tool| self.config.offers(&tool.name)) {
+            match self.tool(listed) {
+                Ok(tool) => tools.push((listed.name.clone(), Arc::new(tool))),
+                Err(reason) => left_out.push(LeftOutTool { name: listed.name.clone(), reason }),
+            }
+        }
+        for name in self.config.allowed_tools.iter().flatten() {
+            if !listing.tools.iter().any(|tool| &tool.name == name) {
+                let reason = "allowed_tools names it, but the server has no such tool".to_owned();
+                left_out.push(LeftOutTool { name: name.clone(), reason });
+            }
+        }
+        (tools, left_out)
+    }
+
+    /// One listed tool as ferrule's.
+    fn tool(self: &Arc<Self>, listed: &McpTool) -> Result<Tool, String> {
+        let schema = InputSchema::compile_declared(listed.input_schema.clone())
+            .map_err(|e| format!("its inputSchema was refused: {}", e.message))?;
+        let output = match &listed.output_schema {
+            None => None,
+            Some(document) => Some(Arc::new(
+                InputSchema::compile_declared(document.clone())
+                    .map_err(|e| format!("its outputSchema was refused: {}", e.message))?,
+            )),
+        };
+        let options = ToolOptions {
+            timeout_ms: self.config.tool_timeout_ms,
+            needs_approval: self.config.needs_approval.covers(&listed.name),
+            ..ToolOptions::default()
+        };
+        let name = model_name(&self.name, &listed.name, self.config.prefix);
+        let description = listed.description.clone().unwrap_or_default();
+        let spec = ToolSpec::with_schema(name, description, schema, options).map_err(|e| e.message)?;
+        let function = McpToolFunction { server: Arc::downgrade(self), tool: listed.name.clone(), output };
+        Ok(spec.implement(function))
+    }
+}
+
+/// Whether two tools are the same to the model and to their server.
+fn same_tool(a: &Tool, b: &Tool) -> bool {
+    a.name() == b.name()
+        && a.description() == b.description()
+        && a.schema().document() == b.schema().document()
+        && a.options() == b.options()
+}
+
+/// The end of `subscription`; pending forever without one.
+async fn until_ended(subscription: &mut Option<Subscription>) -> Result<(), McpError> {
+    match subscription {
+        Some(subscription) => subscription.await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A subscription made again after a pause.
+async fn resubscribe(client: Arc<McpClient>) -> Result<(), McpError> {
+    tokio::time::sleep(RESUBSCRIBE_PAUSE).await;
+    client.listen().await
+}

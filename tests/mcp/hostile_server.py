@@ -1,0 +1,127 @@
+"""A hand-written MCP server over stdio (no SDK) that speaks the 2025-11-25
+handshake and breaks the protocol on request, for ferrule's client tests.
+
+It refuses `server/discover` (-32601, as the Node servers do), answers
+`initialize`, lists its tools in pages (the second cursor is the empty
+string, which is a cursor), and each tool misbehaves one way:
+
+- `mismatch`: structured content that breaks its output schema;
+- `garbage`: lines that are no JSON-RPC, an answer to an id never asked,
+  a request of the server's, then the answer;
+- `late_progress`: the answer, then progress for the request it answered;
+- `storm`: thousands of list-changed notifications, then the answer;
+- `huge`: a text result of `megabytes` MB;
+- `picture`: an image, an audio clip and an embedded blob;
+- `echo`: its text.
+
+With `--silent` it never answers anything (a server that hangs at start).
+"""
+
+import json
+import sys
+
+SILENT = "--silent" in sys.argv
+
+TOOLS = [
+    {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
+    {
+        "name": "mismatch",
+        "inputSchema": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"},
+        "outputSchema": {
+            "type": "object",
+            "properties": {"sum": {"type": "integer"}},
+            "required": ["sum"],
+        },
+    },
+    {"name": "garbage", "inputSchema": {"type": "object"}},
+    {"name": "late_progress", "inputSchema": {"type": "object"}},
+    {"name": "storm", "inputSchema": {"type": "object"}},
+    {
+        "name": "huge",
+        "inputSchema": {"type": "object", "properties": {"megabytes": {"type": "integer"}}, "required": ["megabytes"]},
+    },
+    {"name": "picture", "inputSchema": {"type": "object"}},
+    {"name": "broken_schema", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "https://example.com/x"}}}},
+]
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def answer(id_, result):
+    send({"jsonrpc": "2.0", "id": id_, "result": result})
+
+
+def text(value):
+    return {"content": [{"type": "text", "text": value}]}
+
+
+def call(id_, name, arguments, meta):
+    token = meta.get("progressToken")
+    if name == "echo":
+        answer(id_, text(arguments.get("text", "")))
+    elif name == "mismatch":
+        answer(id_, {"content": [{"type": "text", "text": "many"}], "structuredContent": {"sum": "many"}})
+    elif name == "garbage":
+        sys.stdout.write("this is not json\n[1, 2, 3]\n\n")
+        send({"jsonrpc": "2.0", "id": 987654, "result": {}})
+        send({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"})
+        send({"jsonrpc": "2.0", "id": "srv-2", "method": "sampling/createMessage", "params": {}})
+        answer(id_, text("survived"))
+    elif name == "late_progress":
+        answer(id_, text("early"))
+        if token is not None:
+            for step in range(3):
+                send({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": token, "progress": step + 1, "message": "too late"}})
+    elif name == "storm":
+        line = json.dumps({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}) + "\n"
+        sys.stdout.write(line * 5000)
+        answer(id_, text("calm"))
+    elif name == "huge":
+        answer(id_, text("h" * (arguments["megabytes"] << 20)))
+    elif name == "picture":
+        answer(id_, {"content": [
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+            {"type": "resource", "resource": {"uri": "file:///r/report.pdf", "blob": "JVBERi0=",
+                                              "mimeType": "application/pdf"}},
+        ]})
+    else:
+        send({"jsonrpc": "2.0", "id": id_, "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
+
+
+def main():
+    if SILENT:
+        print("silent here", file=sys.stderr, flush=True)
+    for line in sys.stdin:
+        if SILENT:
+            continue
+        message = json.loads(line)
+        method, id_ = message.get("method"), message.get("id")
+        if id_ is None:
+            continue
+        params = message.get("params") or {}
+        if method == "initialize":
+            answer(id_, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}},
+                         "serverInfo": {"name": "hostile", "version": "1"}})
+        elif method == "tools/list":
+            cursor = params.get("cursor")
+            if cursor is None:
+                answer(id_, {"tools": TOOLS[:3], "nextCursor": ""})
+            elif cursor == "":
+                answer(id_, {"tools": TOOLS[3:6], "nextCursor": "last"})
+            else:
+                answer(id_, {"tools": TOOLS[6:]})
+        elif method == "tools/call":
+            call(id_, params.get("name"), params.get("arguments") or {}, params.get("_meta") or {})
+        elif method == "ping":
+            answer(id_, {})
+        else:
+            send({"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "Method not found"}})
+
+
+if __name__ == "__main__":
+    main()
