@@ -17,6 +17,7 @@ mod hooks;
 mod host_json;
 mod invocation;
 mod mcp_agent;
+mod mcp_http;
 mod mcp_stdio;
 mod module_graph;
 mod provider_http;
