@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need, when it is missing: the pinned
 # cbindgen (for the header check), cmake, ninja and cJSON (for the C tests), and
-# the pinned Python MCP SDK the MCP tests' servers run on (build/mcp-python).
+# the pinned Python MCP SDKs the MCP tests' servers run on (build/mcp-python:
+# mcp 2.x; build/mcp-python-1: mcp 1.x).
 # Idempotent; run by `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,13 +26,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-# The MCP tests' servers: a virtual environment with exactly the pinned packages.
-mcp_python=build/mcp-python
-mcp_requirements=tests/mcp/requirements.txt
-if ! cmp -s "$mcp_requirements" "$mcp_python/requirements.txt" 2>/dev/null; then
-    echo "setup: installing the MCP test servers' Python packages in $mcp_python"
-    rm -rf "$mcp_python"
-    python3 -m venv "$mcp_python"
-    "$mcp_python/bin/pip" install --quiet --disable-pip-version-check -r "$mcp_requirements"
-    cp "$mcp_requirements" "$mcp_python/requirements.txt"
-fi
+# The MCP tests' servers: virtual environments with exactly the pinned packages,
+# made again when their requirements change.
+python_env() {
+    local dir=$1 requirements=$2
+    if ! cmp -s "$requirements" "$dir/requirements.txt" 2>/dev/null; then
+        echo "setup: installing the Python packages of $requirements in $dir"
+        rm -rf "$dir"
+        python3 -m venv "$dir"
+        "$dir/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+        cp "$requirements" "$dir/requirements.txt"
+    fi
+}
+python_env build/mcp-python tests/mcp/requirements.txt
+python_env build/mcp-python-1 tests/mcp/requirements-1.txt

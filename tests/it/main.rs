@@ -18,6 +18,7 @@ mod host_json;
 mod invocation;
 mod mcp_agent;
 mod mcp_http;
+mod mcp_legacy;
 mod mcp_stdio;
 mod module_graph;
 mod provider_http;

@@ -2,43 +2,10 @@
 //! 2.x Python SDK, both eras on one endpoint) on 127.0.0.1, reached from the
 //! agent configuration's `url`.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
-use crate::common::mcp::{python, script};
+use crate::common::mcp::{python, script, HttpServer};
 use crate::common::*;
 use ferrule::agent::{Agent, RunStatus};
 use serde_json::{json, Value};
-
-/// The test server, running until dropped (its stdin's end stops it).
-struct HttpServer {
-    child: Child,
-    url: String,
-}
-
-impl HttpServer {
-    fn start(options: &[&str]) -> HttpServer {
-        let mut child = Command::new(python())
-            .arg(script("http_server.py"))
-            .args(options)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the HTTP test server starts");
-        let mut port = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut port).unwrap();
-        let url = format!("http://127.0.0.1:{}/mcp", port.trim());
-        HttpServer { child, url }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn http_agent(script: Value, server: Value, extra: Value) -> Agent {
     let mut config = json!({"mcp_servers": {"web": server}});
@@ -48,7 +15,7 @@ fn http_agent(script: Value, server: Value, extra: Value) -> Agent {
 
 #[test]
 fn a_stateless_http_server_lists_calls_streams_progress_and_announces_changes() {
-    let server = HttpServer::start(&[]);
+    let server = HttpServer::start(&python(), &script("http_server.py"), &[]);
     let script = json!([
         {"tool_calls": [
             call("c1", "web__echo", json!({"text": "héllo wörld"})),
@@ -64,14 +31,21 @@ fn a_stateless_http_server_lists_calls_streams_progress_and_announces_changes() 
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     assert_event_invariants(&events);
     let report = of_type(&events, "mcp_server")[0];
-    assert_eq!((report["status"].as_str(), report["protocol_version"].as_str()), (Some("ready"), Some("2026-07-28")), "{report}");
+    assert_eq!(
+        (report["status"].as_str(), report["protocol_version"].as_str()),
+        (Some("ready"), Some("2026-07-28")),
+        "{report}"
+    );
     let texts: Vec<String> = tool_results(&result).iter().map(text).collect();
     assert_eq!(texts[0], "héllo wörld");
     assert_eq!(texts[1], "counted to 3");
     assert_eq!(texts[3], "sprout", "the change announced on the subscription took effect at the next turn");
     let headers: Value = serde_json::from_str(&texts[4]).unwrap();
     assert_eq!(headers["x-team"], "a");
-    assert_eq!((headers["mcp-method"].as_str(), headers["mcp-name"].as_str()), (Some("tools/call"), Some("seen_headers")));
+    assert_eq!(
+        (headers["mcp-method"].as_str(), headers["mcp-name"].as_str()),
+        (Some("tools/call"), Some("seen_headers"))
+    );
     assert_eq!(headers["mcp-protocol-version"], "2026-07-28");
     let updates: Vec<&str> = of_type(&events, "tool_execution_update")
         .iter()
@@ -83,7 +57,7 @@ fn a_stateless_http_server_lists_calls_streams_progress_and_announces_changes() 
 
 #[test]
 fn json_answers_and_a_call_past_its_timeout_leave_the_server_usable() {
-    let server = HttpServer::start(&["--json"]);
+    let server = HttpServer::start(&python(), &script("http_server.py"), &["--json"]);
     let script = json!([
         {"tool_calls": [call("c1", "web__sleep", json!({"seconds": 30}))]},
         {"tool_calls": [call("c2", "web__echo", json!({"text": "after"}))]},
@@ -102,7 +76,7 @@ fn json_answers_and_a_call_past_its_timeout_leave_the_server_usable() {
 #[test]
 fn a_bearer_token_is_sent_and_never_repeated() {
     const TOKEN: &str = "tok-ferrule-http-9QxW2rT7vK3mZ8pL";
-    let server = HttpServer::start(&["--token", TOKEN]);
+    let server = HttpServer::start(&python(), &script("http_server.py"), &["--token", TOKEN]);
     // SAFETY: no other test reads or writes these variables.
     unsafe {
         std::env::set_var("FERRULE_TEST_MCP_TOKEN", TOKEN);
