@@ -101,8 +101,10 @@ header-check:
 	@diff -u include/ferrule.h $(BUILD)/ferrule.h || { echo "include/ferrule.h is stale: run make header and commit it"; exit 1; }
 
 # The one judge of the conformance observations every runner writes
-# (tests/conformance/README.md).
+# (tests/conformance/README.md), built with the MCP test server the MCP
+# scenarios start by name from PATH.
 JUDGE = target/release/ferrule-conformance
+MCP_TEST_PATH = $(CURDIR)/target/release:$$PATH
 judge:
 	$(CARGO) build --release -p ferrule-conformance
 
@@ -117,13 +119,13 @@ test-c: lib judge
 # Its conformance runner hands its observations to the judge.
 test-go: lib judge
 	test -z "$$(gofmt -l bindings/go examples/go bench/go)" || { gofmt -l bindings/go examples/go bench/go; echo "gofmt: the files above are not formatted"; exit 1; }
-	cd bindings/go && go vet ./... && FERRULE_OBSERVATIONS=$(CURDIR)/$(BUILD)/conformance/go go test -race -count=1 ./...
+	cd bindings/go && go vet ./... && PATH=$(MCP_TEST_PATH) FERRULE_OBSERVATIONS=$(CURDIR)/$(BUILD)/conformance/go go test -race -count=1 ./...
 	cd examples/go && go vet ./...
 	cd bench/go && go vet ./...
 	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(BUILD)/prefix
 	readelf -d $(BUILD)/prefix/lib/libferrule.so | grep -q 'SONAME.*libferrule.so.$(ABI_VERSION)'
 	cd bindings/go && PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/prefix/lib/pkgconfig \
-		LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/prefix/lib FERRULE_OBSERVATIONS=$(CURDIR)/$(BUILD)/conformance/go-system \
+		LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/prefix/lib FERRULE_OBSERVATIONS=$(CURDIR)/$(BUILD)/conformance/go-system PATH=$(MCP_TEST_PATH) \
 		go test -tags ferrule_system -count=1 -run Conformance ./...
 
 # The Swift binding, built and tested inside a Debian trixie root (scripts/swift.sh):
@@ -148,7 +150,7 @@ test-swift: lib judge
 KOTLIN_MVN = mvn -q -B -Dstyle.color=never
 KOTLIN_README = examples/kotlin/target/readme/QuickStart.kt
 test-kotlin: kotlin-native judge
-	cd bindings/kotlin && $(KOTLIN_MVN) install
+	cd bindings/kotlin && PATH=$(MCP_TEST_PATH) $(KOTLIN_MVN) install
 	@mkdir -p $(dir $(KOTLIN_README))
 	{ echo 'package readme'; awk '/^# Kotlin quick start$$/ { found = 1 } found && /^```kotlin/ { code = 1; next } \
 		code && /^```/ { exit } code' docs/kotlin.md; } > $(KOTLIN_README)

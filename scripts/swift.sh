@@ -83,7 +83,9 @@ passed=()
 for name in OPENAI_API_KEY ANTHROPIC_API_KEY FERRULE_MODEL FERRULE_BENCH_RUNS; do
     [ -n "${!name:-}" ] && passed+=("$name=${!name}")
 done
-unshare --pid --fork --kill-child --mount-proc="$ROOT/proc" chroot "$ROOT" /usr/bin/env -i HOME=/root PATH=/usr/bin:/bin LANG=C.UTF-8 \
+# target/release is on PATH for the MCP test server the conformance scenarios start.
+unshare --pid --fork --kill-child --mount-proc="$ROOT/proc" chroot "$ROOT" /usr/bin/env -i HOME=/root \
+    PATH="$inside/target/release:/usr/bin:/bin" LANG=C.UTF-8 \
     FERRULE_LIB_DIR="$inside/target/release" "${passed[@]}" \
     /bin/sh -c "cd $inside/bindings/swift && exec \"\$@\"" swift "$@" &
 child=$!

@@ -133,9 +133,27 @@ fn hook(spec: &Value, shared: &Arc<Shared>) -> ferrule::Result<Hook> {
     })
 }
 
+/// The name by which scenarios start the conformance MCP test server, which
+/// the other runners find on their `PATH`.
+const MCP_TEST_SERVER: &str = "ferrule-mcp-test-server";
+
+/// `config` with the MCP test server named by its path in the target
+/// directory of this test (built beside it, as part of the workspace).
+fn with_mcp_test_server(mut config: Value) -> Value {
+    let built = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.parent()?.join(MCP_TEST_SERVER)));
+    let servers = config.get_mut("mcp_servers").and_then(Value::as_object_mut);
+    for server in servers.into_iter().flat_map(|servers| servers.values_mut()) {
+        if let (Some(built), true) = (&built, server["command"] == MCP_TEST_SERVER) {
+            assert!(built.exists(), "{} is missing: build the workspace (cargo test --workspace)", built.display());
+            server["command"] = json!(built.display().to_string());
+        }
+    }
+    config
+}
+
 /// The scenario's agent with `tools`.
 fn agent(document: &Value, tools: &Value, shared: &Arc<Shared>) -> ferrule::Result<Agent> {
-    let mut builder = AgentBuilder::from_json(&document["config"].to_string())?;
+    let mut builder = AgentBuilder::from_json(&with_mcp_test_server(document["config"].clone()).to_string())?;
     for spec in tools.as_array().into_iter().flatten() {
         builder.add_tool(tool(spec, shared)?)?;
     }
