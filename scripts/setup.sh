@@ -2,7 +2,8 @@
 # Installs what the build and the tests need, when it is missing: the pinned
 # cbindgen (for the header check), cmake, ninja and cJSON (for the C tests), and
 # the pinned Python MCP SDKs the MCP tests' servers run on (build/mcp-python:
-# mcp 2.x; build/mcp-python-1: mcp 1.x).
+# mcp 2.x; build/mcp-python-1: mcp 1.x) and the registry's Node MCP servers
+# (build/mcp-node).
 # Idempotent; run by `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,3 +41,14 @@ python_env() {
 }
 python_env build/mcp-python tests/mcp/requirements.txt
 python_env build/mcp-python-1 tests/mcp/requirements-1.txt
+
+# The registry's Node MCP servers (and the MCP conformance suite), exactly as
+# tests/mcp/node/package-lock.json pins them.
+node_env=build/mcp-node
+if ! cmp -s tests/mcp/node/package-lock.json "$node_env/package-lock.json" 2>/dev/null; then
+    echo "setup: installing the Node packages of tests/mcp/node in $node_env"
+    rm -rf "$node_env"
+    mkdir -p "$node_env"
+    cp tests/mcp/node/package.json tests/mcp/node/package-lock.json "$node_env/"
+    (cd "$node_env" && npm ci --no-audit --no-fund --loglevel=error)
+fi

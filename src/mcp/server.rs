@@ -382,7 +382,9 @@ impl Server {
         // A modern server announces list changes on a subscription, renewed
         // when it ends (after listing again: changes may have been missed).
         let mut subscription = live.subscription.take();
+        // Runs may have asked before this subscription: their asks are answered first.
         let mut syncs = self.syncs_asked.subscribe();
+        syncs.mark_changed();
         loop {
             let due = listing_due.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
             tokio::select! {

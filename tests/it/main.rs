@@ -19,6 +19,7 @@ mod invocation;
 mod mcp_agent;
 mod mcp_http;
 mod mcp_legacy;
+mod mcp_registry;
 mod mcp_stdio;
 mod module_graph;
 mod provider_http;

@@ -33,7 +33,16 @@ public enum Event: Sendable {
     /// An MCP server's state or tools changed since the run was last told of it; the first turn (or
     /// the batch a resumed run begins with) tells of every server. Sent before the turn's model
     /// request: the tools it names are those the turn offers.
-    case mcpServer(server: String, status: String, tools: [String], added: [String], removed: [String], leftOut: [LeftOutTool], restarts: Int, error: String?, protocolVersion: String?)
+    case mcpServer(
+        server: String,
+        status: String,
+        tools: [String],
+        added: [String],
+        removed: [String],
+        leftOut: [LeftOutTool],
+        restarts: Int,
+        error: String?,
+        protocolVersion: String?)
     /// Lines an MCP server wrote to its stderr, and notes of ferrule's about it (beginning
     /// `ferrule: `), since the run last reported its log (at most its last 64 lines). Sent with the
     /// turn's `mcp_server` events.
@@ -248,7 +257,16 @@ private struct WireEvent: Codable {
         case .historyCompacted(let turn, let dropped):
             try c.encode(turn, forKey: .turn)
             try c.encode(dropped, forKey: .dropped)
-        case .mcpServer(let server, let status, let tools, let added, let removed, let leftOut, let restarts, let error, let protocolVersion):
+        case .mcpServer(
+            let server,
+            let status,
+            let tools,
+            let added,
+            let removed,
+            let leftOut,
+            let restarts,
+            let error,
+            let protocolVersion):
             try c.encode(server, forKey: .server)
             try c.encode(status, forKey: .status)
             try c.encode(tools, forKey: .tools)

@@ -31,9 +31,8 @@ fn send(out: &Out, message: Value) {
 }
 
 fn tools() -> Value {
-    let object = |properties: Value, required: Value| {
-        json!({"type": "object", "properties": properties, "required": required})
-    };
+    let object =
+        |properties: Value, required: Value| json!({"type": "object", "properties": properties, "required": required});
     json!([
         {"name": "echo", "description": "Answers its text.",
          "inputSchema": object(json!({"text": {"type": "string"}}), json!(["text"]))},
@@ -55,15 +54,24 @@ fn text(value: &str) -> Value {
 }
 
 /// The result of calling `name`, after its progress went out.
-fn call(out: &Out, name: &str, arguments: &Value, token: Option<&Value>, cancelled: &dyn Fn() -> bool) -> Option<Value> {
+fn call(
+    out: &Out,
+    name: &str,
+    arguments: &Value,
+    token: Option<&Value>,
+    cancelled: &dyn Fn() -> bool,
+) -> Option<Value> {
     match name {
         "echo" => Some(text(arguments["text"].as_str().unwrap_or_default())),
         "count" => {
             let to = arguments["to"].as_u64().unwrap_or(0);
             for step in 1..=to {
                 if let Some(token) = token {
-                    send(out, json!({"jsonrpc": "2.0", "method": "notifications/progress",
-                        "params": {"progressToken": token, "progress": step, "total": to, "message": format!("step {step}")}}));
+                    send(
+                        out,
+                        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                        "params": {"progressToken": token, "progress": step, "total": to, "message": format!("step {step}")}}),
+                    );
                 }
             }
             Some(text(&format!("counted to {to}")))
@@ -84,7 +92,9 @@ fn call(out: &Out, name: &str, arguments: &Value, token: Option<&Value>, cancell
             }
             Some(text(&format!("waited {ms} ms")))
         }
-        other => Some(json!({"content": [{"type": "text", "text": format!("Unknown tool: {other}")}], "isError": true})),
+        other => {
+            Some(json!({"content": [{"type": "text", "text": format!("Unknown tool: {other}")}], "isError": true}))
+        }
     }
 }
 
@@ -107,7 +117,8 @@ fn main() {
             continue;
         };
         let answer = |result: Value| json!({"jsonrpc": "2.0", "id": id, "result": result});
-        let refuse = |code: i64, text: &str| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}});
+        let refuse =
+            |code: i64, text: &str| json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": text}});
         let stamped = |mut result: Value| {
             if modern {
                 result["resultType"] = json!("complete");
@@ -117,13 +128,19 @@ fn main() {
         match method.as_str() {
             "server/discover" => {
                 modern = true;
-                send(&out, answer(json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                send(
+                    &out,
+                    answer(json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
                     "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "private",
-                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "ferrule-mcp-test-server", "version": "1"}}})));
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "ferrule-mcp-test-server", "version": "1"}}})),
+                );
             }
             "initialize" if modern => send(&out, refuse(-32022, "this connection speaks 2026-07-28")),
-            "initialize" => send(&out, answer(json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                "serverInfo": {"name": "ferrule-mcp-test-server", "version": "1"}}))),
+            "initialize" => send(
+                &out,
+                answer(json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "ferrule-mcp-test-server", "version": "1"}})),
+            ),
             "ping" => send(&out, answer(json!({}))),
             "tools/list" => send(&out, answer(stamped(json!({"tools": tools()})))),
             "tools/call" => {
