@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
+.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
 
 all: lib
 
@@ -53,7 +53,7 @@ demo-approval: $(BUILD)/approval
 
 # Every suite, in order, each one's wall time printed after it and all of them
 # at the end.
-SUITES = test-rust test-header test-c test-go test-swift test-kotlin
+SUITES = test-rust test-mcp-conformance test-header test-c test-go test-swift test-kotlin
 test: setup
 	@mkdir -p $(BUILD); : > $(BUILD)/suite-times.txt
 	@for suite in $(SUITES); do \
@@ -71,6 +71,12 @@ test-rust:
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	$(CARGO) test --release --workspace
 	$(CARGO) run --release -q -p ferrule-codegen -- --check
+
+# The MCP conformance suite's client scenarios against ferrule's MCP client,
+# judged by the committed baselines of expected failures (tests/mcp/conformance.sh).
+test-mcp-conformance:
+	$(CARGO) build --release --example mcp_conformance_client
+	bash tests/mcp/conformance.sh
 
 # The bindings' generated files (codegen/, listed in codegen/src/outputs.rs),
 # written anew from schema/ferrule.schema.json; make test fails while any is stale.

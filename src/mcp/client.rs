@@ -13,17 +13,24 @@
 //! silent and answers the handshake). Over HTTP the probe is answered at
 //! once, with a result or a status, so the handshake follows only when
 //! needed.
+//!
+//! Over HTTP in the stateless version, a tool's arguments annotated
+//! `x-mcp-header` are sent as headers with each call
+//! ([`super::param_headers`]), and a tool whose annotations break the rules
+//! is left out of the list.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
+use super::config::Transport;
 use super::error::McpError;
+use super::param_headers::{header_values, param_headers, ParamHeader};
 use super::rpc::{Answer, Exchange, Rpc, ServerNotice};
 
 /// The stateless version of the protocol, the newest this client speaks.
@@ -34,6 +41,9 @@ pub const HANDSHAKE_VERSION: &str = "2025-11-25";
 const HANDSHAKE_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
 /// The error by which a modern server refuses a version it does not speak.
 const UNSUPPORTED_VERSION: i64 = -32022;
+/// The error by which a modern HTTP server refuses headers that do not
+/// match the request (a tool's `Mcp-Param-*` among them).
+const HEADER_MISMATCH: i64 = -32020;
 
 /// The most pages of a tool list read: a server whose list goes on past
 /// them breaks the protocol.
@@ -71,16 +81,6 @@ pub struct ToolList {
     pub left_out: Vec<(String, String)>,
 }
 
-/// How the probe and the handshake go out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Probe {
-    /// The handshake goes out behind the probe at once (stdio: requests are
-    /// answered in one stream, and a legacy server may never answer the probe).
-    Pipelined,
-    /// The handshake goes out only when the probe's answer says so (HTTP).
-    Sequential,
-}
-
 /// A server whose era is known. Shared by its holder's tasks; every method
 /// may be called from any thread of the runtime.
 pub struct McpClient {
@@ -95,6 +95,9 @@ pub struct McpClient {
     /// The server's `capabilities`, as it gave them.
     pub capabilities: Value,
     next_token: AtomicU64,
+    /// The arguments each tool sends as headers, by the tool's name, when
+    /// the server speaks the stateless version over HTTP.
+    param_headers: Option<Mutex<HashMap<String, Vec<ParamHeader>>>>,
 }
 
 /// What the probe's answer says.
@@ -103,33 +106,46 @@ enum Verdict {
     Modern(Value),
     /// The server may speak the handshake.
     Legacy,
+    /// The server refused the version it says it speaks: ask again.
+    Again,
     /// Neither: why.
     Failed(McpError),
 }
 
 impl McpClient {
-    /// Finds the era of the server on `rpc` (see the module's doc), each
-    /// request allowed `timeout`; ferrule offers no roots, sampling or
-    /// elicitation.
-    pub async fn connect(rpc: Arc<dyn Rpc>, timeout: Duration, probe: Probe) -> Result<McpClient, McpError> {
-        let discover = rpc.exchange("server/discover", stamped(json!({})), timeout, unabandoned(Some(MODERN_VERSION)));
-        let established = match probe {
-            Probe::Sequential => match verdict(discover.await) {
-                Verdict::Modern(result) => Ok(McpClient::modern(&rpc, &result)),
-                Verdict::Failed(error) => Err(error),
-                Verdict::Legacy => {
-                    let answer = rpc.exchange("initialize", handshake(), timeout, unabandoned(None)).await;
-                    McpClient::legacy(&rpc, answer)
+    /// Finds the era of the server on `rpc`, reached over `transport` (see
+    /// the module's doc), each request allowed `timeout`; ferrule offers no
+    /// roots, sampling or elicitation.
+    pub async fn connect(rpc: Arc<dyn Rpc>, timeout: Duration, transport: Transport) -> Result<McpClient, McpError> {
+        let probe_once =
+            || rpc.exchange("server/discover", stamped(json!({})), timeout, unabandoned(Some(MODERN_VERSION)));
+        let discover = probe_once();
+        let established = match transport {
+            Transport::Http => {
+                let mut verdict = verdict(discover.await);
+                if matches!(verdict, Verdict::Again) {
+                    verdict = self::verdict(probe_once().await);
                 }
-            },
-            Probe::Pipelined => {
+                match verdict {
+                    Verdict::Modern(result) => Ok(McpClient::modern(&rpc, &result)),
+                    Verdict::Failed(error) => Err(error),
+                    Verdict::Legacy | Verdict::Again => {
+                        let answer = rpc.exchange("initialize", handshake(), timeout, unabandoned(None)).await;
+                        McpClient::legacy(&rpc, answer)
+                    }
+                }
+            }
+            Transport::Stdio => {
                 // The probe's line is queued when its future is first polled,
                 // which join does in order: the probe goes out first.
                 let initialize = rpc.exchange("initialize", handshake(), timeout, unabandoned(None));
                 settle_pipelined(&rpc, discover, initialize).await
             }
         };
-        let client = established?;
+        let mut client = established?;
+        if client.modern && transport == Transport::Http {
+            client.param_headers = Some(Mutex::default());
+        }
         if !client.modern {
             client.rpc.notify("notifications/initialized", json!({}), Some(client.version())).await?;
         }
@@ -145,6 +161,7 @@ impl McpClient {
             server_info: result["_meta"]["io.modelcontextprotocol/serverInfo"].clone(),
             capabilities: result["capabilities"].clone(),
             next_token: AtomicU64::new(1),
+            param_headers: None,
         }
     }
 
@@ -167,6 +184,7 @@ impl McpClient {
             server_info: result["serverInfo"].clone(),
             capabilities: result["capabilities"].clone(),
             next_token: AtomicU64::new(1),
+            param_headers: None,
         })
     }
 
@@ -195,6 +213,7 @@ impl McpClient {
         mut params: Value,
         timeout: Duration,
         progress: Option<mpsc::Sender<Value>>,
+        headers: Vec<(String, String)>,
     ) -> Answer {
         if !self.modern {
             let how = Exchange { progress, version: Some(self.version()), ..Exchange::default() };
@@ -203,7 +222,12 @@ impl McpClient {
         params = stamped(params);
         let mut pause = FIRST_INPUT_PAUSE;
         for _ in 0..=INPUT_ROUNDS {
-            let how = Exchange { progress: progress.clone(), version: Some(MODERN_VERSION), ..Exchange::default() };
+            let how = Exchange {
+                progress: progress.clone(),
+                version: Some(MODERN_VERSION),
+                headers: headers.clone(),
+                ..Exchange::default()
+            };
             let result = self.rpc.exchange(method, params.clone(), timeout, how).await?;
             match result.get("resultType").and_then(Value::as_str) {
                 None | Some("complete") => return Ok(result),
@@ -238,6 +262,7 @@ impl McpClient {
     /// of the list, named with why in [`ToolList::left_out`].
     pub async fn list_tools(&self, timeout: Duration) -> Result<ToolList, McpError> {
         let mut list = ToolList::default();
+        let mut table = HashMap::new();
         let mut cursors = HashSet::new();
         let mut cursor: Option<String> = None;
         for _ in 0..MAX_PAGES {
@@ -245,20 +270,31 @@ impl McpClient {
                 Some(cursor) => json!({"cursor": cursor}),
                 None => json!({}),
             };
-            let page = self.request("tools/list", params, timeout, None).await?;
+            let page = self.request("tools/list", params, timeout, None, Vec::new()).await?;
             let listed =
                 page["tools"].as_array().ok_or_else(|| McpError::Protocol("tools/list gave no tools".into()))?;
             for tool in listed {
                 let name = || tool["name"].as_str().unwrap_or_default().to_owned();
                 match McpTool::deserialize(tool) {
-                    Ok(tool) if tool.input_schema.is_object() => list.tools.push(tool),
+                    Ok(tool) if tool.input_schema.is_object() => match self.headers_of(&tool) {
+                        Ok(headers) => {
+                            table.insert(tool.name.clone(), headers);
+                            list.tools.push(tool);
+                        }
+                        Err(why) => list.left_out.push((tool.name, why)),
+                    },
                     Ok(_) => list.left_out.push((name(), "its inputSchema is not an object".to_owned())),
                     Err(e) => list.left_out.push((name(), e.to_string())),
                 }
             }
             // An empty cursor is a cursor: only an absent or null one ends the list.
             cursor = match page.get("nextCursor") {
-                None | Some(Value::Null) => return Ok(list),
+                None | Some(Value::Null) => {
+                    if let Some(headers) = &self.param_headers {
+                        *headers.lock().unwrap_or_else(|e| e.into_inner()) = table;
+                    }
+                    return Ok(list);
+                }
                 Some(Value::String(next)) if cursors.insert(next.clone()) => Some(next.clone()),
                 Some(Value::String(next)) => {
                     return Err(McpError::Protocol(format!("tools/list gave the cursor {next:?} twice")))
@@ -269,10 +305,22 @@ impl McpClient {
         Err(McpError::Protocol(format!("tools/list went on past {MAX_PAGES} pages")))
     }
 
+    /// The arguments `tool` sends as headers: none unless the server speaks
+    /// the stateless version over HTTP; an error when its annotations break
+    /// the rules (the tool is then left out).
+    fn headers_of(&self, tool: &McpTool) -> Result<Vec<ParamHeader>, String> {
+        match &self.param_headers {
+            None => Ok(Vec::new()),
+            Some(_) => param_headers(&tool.input_schema).map_err(|why| format!("its x-mcp-header annotations: {why}")),
+        }
+    }
+
     /// Calls the tool `name` with `arguments`, waiting at most `timeout` for
     /// its result (the `CallToolResult`, as the server gave it). With
     /// `progress`, the server is asked for the call's progress, whose
-    /// notifications' params go there.
+    /// notifications' params go there. A stateless HTTP server that refuses
+    /// the call's headers (its tool changed) has its tools listed again and
+    /// the call made once more.
     pub async fn call_tool(
         &self,
         name: &str,
@@ -285,7 +333,19 @@ impl McpClient {
             let token = format!("ferrule-{}", self.next_token.fetch_add(1, Ordering::Relaxed));
             params["_meta"] = json!({"progressToken": token});
         }
-        let result = self.request("tools/call", params, timeout, progress).await?;
+        let headers = || match &self.param_headers {
+            Some(table) => {
+                let table = table.lock().unwrap_or_else(|e| e.into_inner());
+                table.get(name).map(|headers| header_values(headers, &params["arguments"])).unwrap_or_default()
+            }
+            None => Vec::new(),
+        };
+        let mut answer = self.request("tools/call", params.clone(), timeout, progress.clone(), headers()).await;
+        if matches!(&answer, Err(error) if error.code() == Some(HEADER_MISMATCH)) && self.param_headers.is_some() {
+            self.list_tools(timeout).await?;
+            answer = self.request("tools/call", params.clone(), timeout, progress, headers()).await;
+        }
+        let result = answer?;
         match result.is_object() {
             true => Ok(result),
             false => Err(McpError::Protocol(format!("tools/call of {name} answered {result}, not an object"))),
@@ -297,13 +357,13 @@ impl McpClient {
     /// the subscription, or the connection does. Dropping the future ends it.
     pub async fn listen(self: Arc<Self>) -> Result<(), McpError> {
         let params = json!({"notifications": {"toolsListChanged": true}});
-        self.request("subscriptions/listen", params, Duration::MAX, None).await.map(drop)
+        self.request("subscriptions/listen", params, Duration::MAX, None, Vec::new()).await.map(drop)
     }
 }
 
 /// An exchange that is never cancelled (`initialize`, `server/discover`).
 fn unabandoned(version: Option<&'static str>) -> Exchange {
-    Exchange { cancellable: false, progress: None, version }
+    Exchange { cancellable: false, version, ..Exchange::default() }
 }
 
 /// `params` with the stateless version's `_meta`: the version, no client
@@ -340,6 +400,9 @@ fn verdict(answer: Answer) -> Verdict {
         Err(error) if error.code() == Some(UNSUPPORTED_VERSION) => {
             let McpError::Refused { data, .. } = &error else { return Verdict::Failed(error) };
             let supported = &data["supported"];
+            if names_modern(supported) {
+                return Verdict::Again;
+            }
             let legacy =
                 supported.as_array().is_some_and(|v| v.iter().any(|v| HANDSHAKE_VERSIONS.iter().any(|h| v == h)));
             match legacy {
@@ -372,7 +435,7 @@ async fn settle_pipelined(
     match select(discover, initialize).await {
         Either::Left((probed, initialize)) => match verdict(probed) {
             Verdict::Modern(result) => Ok(McpClient::modern(rpc, &result)),
-            Verdict::Legacy => McpClient::legacy(rpc, initialize.await),
+            Verdict::Legacy | Verdict::Again => McpClient::legacy(rpc, initialize.await),
             // A silent probe (timed out) still leaves the handshake.
             Verdict::Failed(McpError::TimedOut { .. }) => McpClient::legacy(rpc, initialize.await),
             Verdict::Failed(error) => Err(error),
@@ -412,7 +475,7 @@ mod tests {
                 server_write.write_all(format!("{reply}\n").as_bytes()).await.unwrap();
             }
         });
-        McpClient::connect(connection, Duration::from_secs(30), Probe::Pipelined).await
+        McpClient::connect(connection, Duration::from_secs(30), Transport::Stdio).await
     }
 
     fn init_result() -> Value {

@@ -47,6 +47,10 @@ const FIRST_REOPEN_PAUSE: Duration = Duration::from_secs(1);
 const LONGEST_REOPEN_PAUSE: Duration = Duration::from_secs(30);
 
 const SESSION_HEADER: &str = "mcp-session-id";
+/// How often a cut stream is resumed, and the pause before a resumption
+/// when the stream asked for none.
+const MAX_RESUMPTIONS: usize = 2;
+const DEFAULT_RETRY: Duration = Duration::from_secs(1);
 
 /// A server at a URL. Shared (`Arc`) by the client and the server's task;
 /// any thread of the runtime.
@@ -180,7 +184,7 @@ impl Rpc for HttpLink {
     ) -> BoxFuture<'a, Result<(), McpError>> {
         Box::pin(async move {
             let body = json!({"jsonrpc": "2.0", "method": method, "params": params});
-            let response = self.inner.send(Method::POST, Some(&body), method, version).await?;
+            let response = self.inner.send(Method::POST, Some(&body), method, version, &[]).await?;
             let status = response.status();
             if !status.is_success() {
                 let text = quoted(&read_bounded(response, ERROR_BODY_BYTES).await.unwrap_or_default());
@@ -222,8 +226,12 @@ impl Inner {
         body: Option<&Value>,
         method: &str,
         version: Option<&'static str>,
+        headers: &[(String, String)],
     ) -> Result<reqwest::Response, McpError> {
         let mut request = self.client.request(method_http, self.url.clone());
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
         if let Some(version) = version {
             request = request.header("mcp-protocol-version", version);
         }
@@ -255,7 +263,7 @@ impl Inner {
     /// Posts one request and reads its answer.
     async fn post(self: &Arc<Self>, method: &str, body: &Value, how: &Exchange) -> Answer {
         let had_session = self.session.lock().is_ok_and(|s| s.is_some());
-        let response = self.send(Method::POST, Some(body), method, how.version).await?;
+        let response = self.send(Method::POST, Some(body), method, how.version, &how.headers).await?;
         let status = response.status();
         if method == "initialize" && status.is_success() {
             let session = response.headers().get(SESSION_HEADER).filter(|v| v.to_str().is_ok()).cloned();
@@ -282,10 +290,30 @@ impl Inner {
             .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("text/event-stream"));
         if event_stream {
             let progress = Progress::of(body, how);
-            return match self.read_events(response, Some((method, &progress))).await {
-                Some(answer) => answer,
-                None => Err(McpError::Closed(format!("its stream for {method} ended without an answer"))),
-            };
+            let asked = Some((method, &progress));
+            let mut outcome = self.read_events(response, asked).await;
+            // A handshake-era stream cut before its answer is resumed where it
+            // was cut: a GET with its last event id, after the pause it asked for.
+            let legacy = how.version.is_some_and(|version| version != MODERN_VERSION);
+            let mut last_event_id = None;
+            for _ in 0..MAX_RESUMPTIONS {
+                let Err(cut) = &outcome else { break };
+                last_event_id = cut.last_event_id.clone().or(last_event_id);
+                let (true, Some(id)) = (legacy, last_event_id.clone()) else { break };
+                tokio::time::sleep(cut.retry.unwrap_or(DEFAULT_RETRY)).await;
+                let resume = [("last-event-id".to_owned(), id)];
+                let response = self.send(Method::GET, None, method, how.version, &resume).await?;
+                if !response.status().is_success() {
+                    let status = response.status().as_u16();
+                    return Err(McpError::Status {
+                        method: method.to_owned(),
+                        status,
+                        text: " resuming its stream".into(),
+                    });
+                }
+                outcome = self.read_events(response, asked).await;
+            }
+            return outcome.unwrap_or_else(|cut| Err(cut.why));
         }
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             return Err(McpError::Protocol(format!("it accepted {method} without answering it")));
@@ -298,15 +326,22 @@ impl Inner {
 
     /// Reads server-sent events: notices go to the holder, progress to the
     /// request `asked` (when there is one), the server's requests are
-    /// answered; the answer to `asked` ends the reading (None when the stream
-    /// ended without it, or a GET stream ended).
+    /// answered; the answer to `asked` ends the reading. A stream that ends
+    /// or breaks without it (a GET stream always does) is cut: why, and
+    /// where it could be resumed.
     async fn read_events(
         self: &Arc<Self>,
         mut response: reqwest::Response,
         asked: Option<(&str, &Progress)>,
-    ) -> Option<Answer> {
+    ) -> Result<Answer, StreamCut> {
         let mut parser = SseParser::new(self.max_message_bytes);
         let mut events = Vec::new();
+        let method = asked.map_or("", |(method, _)| method);
+        let cut = |parser: &SseParser, why: McpError| StreamCut {
+            why,
+            last_event_id: parser.last_event_id().map(str::to_owned),
+            retry: parser.retry_ms().map(Duration::from_millis),
+        };
         loop {
             let chunk = response.chunk().await;
             let ended = matches!(chunk, Ok(None));
@@ -314,13 +349,13 @@ impl Inner {
                 Ok(Some(chunk)) => parser.feed(&chunk, &mut events),
                 Ok(None) => parser.finish(&mut events),
                 Err(e) => {
-                    let why = format!("its stream broke: {}", network_text(&e));
-                    return asked.map(|_| Err(McpError::Network(why)));
+                    let why = format!("its stream for {method} broke: {}", network_text(&e));
+                    return Err(cut(&parser, McpError::Network(why)));
                 }
             };
             if let Err(error) = fed {
-                let why = format!("its stream broke the protocol: {}", error.message);
-                return asked.map(|_| Err(McpError::Protocol(why)));
+                let why = format!("its stream for {method} broke the protocol: {}", error.message);
+                return Err(cut(&parser, McpError::Protocol(why)));
             }
             for event in events.drain(..) {
                 if event.data.trim().is_empty() {
@@ -331,11 +366,12 @@ impl Inner {
                     continue;
                 };
                 if let Some(answer) = self.received(&message, asked) {
-                    return Some(answer);
+                    return Ok(answer);
                 }
             }
             if ended {
-                return None;
+                let why = McpError::Closed(format!("its stream for {method} ended without an answer"));
+                return Err(cut(&parser, why));
             }
         }
     }
@@ -391,7 +427,7 @@ impl Inner {
         // Without waiting: the stream must go on being read.
         tokio::spawn(async move {
             if let Some(inner) = inner.upgrade() {
-                let _ = inner.send(Method::POST, Some(&reply), "", version).await;
+                let _ = inner.send(Method::POST, Some(&reply), "", version, &[]).await;
             }
         });
     }
@@ -423,6 +459,14 @@ impl Inner {
     }
 }
 
+/// A stream that ended or broke before its answer: why, its last event id
+/// and the pause it asked for before a reader resumes it.
+struct StreamCut {
+    why: McpError,
+    last_event_id: Option<String>,
+    retry: Option<Duration>,
+}
+
 /// A handshake-era request given up before its answer: dropped armed, it
 /// posts `notifications/cancelled` for it, in the background.
 struct Unanswered<'a> {
@@ -444,7 +488,7 @@ impl Drop for Unanswered<'_> {
                 let Some(inner) = inner.upgrade() else { return };
                 let body = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
                     "params": {"requestId": id, "reason": "the request was cancelled"}});
-                let _ = inner.send(Method::POST, Some(&body), "notifications/cancelled", version).await;
+                let _ = inner.send(Method::POST, Some(&body), "notifications/cancelled", version, &[]).await;
             });
         }
     }
@@ -482,7 +526,7 @@ async fn notice_stream(inner: Weak<Inner>, stop: CancellationToken) {
         let version = link.version.lock().ok().and_then(|v| *v);
         let opened = tokio::select! {
             _ = stop.cancelled() => return,
-            opened = link.send(Method::GET, None, "", version) => opened,
+            opened = link.send(Method::GET, None, "", version, &[]) => opened,
         };
         match opened {
             Ok(response) if response.status().is_success() => {
@@ -570,7 +614,7 @@ fn network_text(error: &reqwest::Error) -> String {
 
 /// A value for `Mcp-Name`: as it is when it is plain visible ASCII, else
 /// `=?base64?...?=` of its UTF-8 bytes.
-fn header_text(value: &str) -> String {
+pub(crate) fn header_text(value: &str) -> String {
     let plain = value.bytes().all(|b| (0x20..=0x7e).contains(&b))
         && value.trim() == value
         && !(value.starts_with("=?base64?") && value.ends_with("?="));

@@ -28,6 +28,7 @@ mod line_reader;
 mod log;
 mod naming;
 pub(crate) mod notices;
+mod param_headers;
 mod report;
 mod result;
 mod rpc;
@@ -36,7 +37,7 @@ mod servers;
 mod stdio;
 mod tool;
 
-pub use client::{McpClient, McpTool, Probe, ToolList, HANDSHAKE_VERSION, MODERN_VERSION};
+pub use client::{McpClient, McpTool, ToolList, HANDSHAKE_VERSION, MODERN_VERSION};
 pub use config::{McpServerConfig, NeedsApproval, Transport};
 pub use connection::Connection;
 pub use error::McpError;

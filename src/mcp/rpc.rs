@@ -39,11 +39,14 @@ pub struct Exchange {
     /// The version of the protocol it is made in (for HTTP's
     /// `MCP-Protocol-Version`); none before the version is known.
     pub version: Option<&'static str>,
+    /// HTTP headers it carries beyond the protocol's own (a tool's
+    /// `Mcp-Param-*`); other transports send none.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Default for Exchange {
     fn default() -> Self {
-        Exchange { cancellable: true, progress: None, version: None }
+        Exchange { cancellable: true, progress: None, version: None, headers: Vec::new() }
     }
 }
 

@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::client::{McpClient, McpTool, Probe, ToolList};
+use super::client::{McpClient, McpTool, ToolList};
 use super::config::{McpServerConfig, Transport};
 use super::error::McpError;
 use super::http::HttpLink;
@@ -298,7 +298,8 @@ impl Server {
     /// Connects to the server and finds its era.
     async fn link(&self, timeout: Duration) -> Result<Live, McpError> {
         let config = &self.config;
-        let (rpc, owner, probe): (Arc<dyn Rpc>, Owner, Probe) = match config.transport() {
+        let transport = config.transport();
+        let (rpc, owner): (Arc<dyn Rpc>, Owner) = match transport {
             Transport::Stdio => {
                 let command = StdioCommand {
                     command: config.command.clone().unwrap_or_default(),
@@ -307,14 +308,14 @@ impl Server {
                     cwd: config.cwd.as_ref().map(Into::into),
                 };
                 let server = StdioServer::spawn(&command, self.max_message_bytes, Arc::clone(&self.log))?;
-                (server.connection().clone(), Owner::Stdio(server), Probe::Pipelined)
+                (server.connection().clone(), Owner::Stdio(server))
             }
             Transport::Http => {
                 let link = Arc::new(HttpLink::new(config, self.max_message_bytes, Arc::clone(&self.log))?);
-                (link.clone(), Owner::Http(link), Probe::Sequential)
+                (link.clone(), Owner::Http(link))
             }
         };
-        let client = McpClient::connect(rpc, timeout, probe).await;
+        let client = McpClient::connect(rpc, timeout, transport).await;
         match client {
             Ok(client) => {
                 let notices = client.notices();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::mcp::{python, script};
-use ferrule::mcp::{McpClient, McpError, Probe, ServerLog, StdioCommand, StdioServer, MODERN_VERSION};
+use ferrule::mcp::{McpClient, McpError, ServerLog, StdioCommand, StdioServer, Transport, MODERN_VERSION};
 use serde_json::{json, Value};
 
 /// Long enough for any answer on a loaded machine: a test that waits this
@@ -22,7 +22,7 @@ fn spawn(command: &StdioCommand, max_message_bytes: usize) -> StdioServer {
 }
 
 async fn client_of(server: &StdioServer, timeout: Duration) -> Result<McpClient, McpError> {
-    McpClient::connect(server.connection().clone(), timeout, Probe::Pipelined).await
+    McpClient::connect(server.connection().clone(), timeout, Transport::Stdio).await
 }
 
 async fn connect(max_message_bytes: usize) -> (StdioServer, McpClient) {

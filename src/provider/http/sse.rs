@@ -5,7 +5,8 @@
 //! ends without a blank line is dispatched (Anthropic does this), and an event
 //! larger than a bound fails the stream instead of growing memory without end.
 //! Lines end in LF, CRLF or CR (Gemini uses CRLF); `:` comment lines (OpenRouter)
-//! are skipped; `id` and `retry` fields are ignored.
+//! are skipped. The last `id` and `retry` seen are kept for a reader that
+//! resumes a stream (MCP's handshake era); providers ignore them.
 
 use crate::error::{Error, ErrorCode};
 
@@ -27,6 +28,8 @@ pub(crate) struct SseParser {
     has_data: bool,
     max_event_bytes: usize,
     at_start: bool,
+    last_event_id: Option<String>,
+    retry_ms: Option<u64>,
 }
 
 impl SseParser {
@@ -40,7 +43,19 @@ impl SseParser {
             has_data: false,
             max_event_bytes,
             at_start: true,
+            last_event_id: None,
+            retry_ms: None,
         }
+    }
+
+    /// The last event id the stream gave (`id:`), empty ids included.
+    pub(crate) fn last_event_id(&self) -> Option<&str> {
+        self.last_event_id.as_deref()
+    }
+
+    /// The reconnection time the stream asked for (`retry:`), in milliseconds.
+    pub(crate) fn retry_ms(&self) -> Option<u64> {
+        self.retry_ms
     }
 
     /// Parses `chunk`, appending every event it completes to `events`.
@@ -118,6 +133,10 @@ impl SseParser {
                 self.has_data = true;
             }
             "event" => self.name = Some(value.to_owned()),
+            "id" if !value.contains('\0') => self.last_event_id = Some(value.to_owned()),
+            "retry" if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) => {
+                self.retry_ms = value.parse().ok();
+            }
             _ => {}
         }
         Ok(())
@@ -191,5 +210,21 @@ mod tests {
         let mut parser = SseParser::new(1024);
         let err = parser.feed(b"data: \xff\n\n", &mut Vec::new()).unwrap_err();
         assert_eq!(err.code, ErrorCode::ProviderMalformedStream);
+    }
+}
+
+#[cfg(test)]
+mod resumption_tests {
+    use super::*;
+
+    #[test]
+    fn the_last_id_and_retry_are_kept_for_a_reader_that_resumes() {
+        let mut parser = SseParser::new(1 << 20);
+        let mut events = Vec::new();
+        parser
+            .feed(b"id: event-1\nretry: 500\ndata: \n\nid: event-2\ndata: {}\n\nretry: soon\n\n", &mut events)
+            .unwrap();
+        assert_eq!((parser.last_event_id(), parser.retry_ms()), (Some("event-2"), Some(500)));
+        assert_eq!(events.len(), 2, "an event with empty data is one");
     }
 }
