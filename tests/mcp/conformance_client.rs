@@ -74,7 +74,7 @@ async fn exercise(url: &str, scenario: &str, context: &Value) -> Result<(), Stri
 }
 
 fn main() {
-    let url = std::env::args().last().unwrap_or_default();
+    let url = std::env::args().next_back().unwrap_or_default();
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
