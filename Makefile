@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
+.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
 
 all: lib
 
@@ -212,6 +212,14 @@ xcframework:
 demo-go: lib
 	cd examples/go && go run .
 
+# One MCP tool call over stdio and HTTP, ferrule's client beside the OpenAI
+# Agents SDK's against the same servers (docs/performance.md).
+bench-mcp: judge
+	./scripts/setup.sh bench
+	$(CARGO) bench --bench mcp
+	$(BUILD)/bench-python/bin/python bench/mcp/peer.py $(CURDIR)/target/release/ferrule-mcp-test-server \
+		$(CURDIR)/$(BUILD)/mcp-python/bin/python $(CURDIR)/tests/mcp/http_server.py
+
 # W1-W3 with the tool in Go: ferrule's Go binding beside eino, in one run.
 bench-go: lib
 	cd bench/go && go test -run '^$$' -bench . -benchtime 5x
@@ -231,3 +239,4 @@ bench: setup lib
 	$(MAKE) --no-print-directory bench-go
 	$(MAKE) --no-print-directory bench-swift
 	$(MAKE) --no-print-directory bench-kotlin
+	$(MAKE) --no-print-directory bench-mcp

@@ -41,6 +41,10 @@ python_env() {
 }
 python_env build/mcp-python tests/mcp/requirements.txt
 python_env build/mcp-python-1 tests/mcp/requirements-1.txt
+# With "bench": the MCP benchmark's peer (make bench-mcp).
+if [ "${1:-}" = bench ]; then
+    python_env build/bench-python bench/mcp/requirements.txt
+fi
 
 # The registry's Node MCP servers (and the MCP conformance suite), exactly as
 # tests/mcp/node/package-lock.json pins them.

@@ -54,6 +54,12 @@ pub fn type_name(definition: &str) -> Result<String, String> {
     Ok(if name.starts_with("Json") { definition.to_owned() } else { name.to_owned() })
 }
 
+/// A JSON name as a Kotlin class name: initialisms too are words
+/// (`mcp_server` → `McpServer`, as Kotlin writes them).
+pub fn class_name(json: &str) -> String {
+    crate::names::pascal_with(json, &[])
+}
+
 /// A JSON field name as a Kotlin property name: initialisms too are words
 /// (`callId`, as Kotlin writes them).
 pub fn property_name(json: &str) -> String {

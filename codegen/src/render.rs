@@ -83,6 +83,7 @@ pub fn environment() -> Result<Environment<'static>, String> {
         crate::kotlin::choice_class(&read_back::<Choice>(choice, "choice")?.key).map(Serde).map_err(template_error)
     });
     env.add_filter("kotlin_property", |json: String| crate::kotlin::property_name(&json));
+    env.add_filter("kotlin_class", |json: String| crate::kotlin::class_name(&json));
     env.add_filter("kotlin_type", |ty: minijinja::Value| {
         crate::kotlin::type_of(&field_type(ty)?).map_err(template_error)
     });

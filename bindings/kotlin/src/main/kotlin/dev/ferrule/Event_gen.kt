@@ -169,7 +169,7 @@ sealed class Event {
      * request: the tools it names are those the turn offers.
      */
     @Serializable
-    data class MCPServer(
+    data class McpServer(
         @SerialName("run_id") override val runId: String,
         /** The server's name in the configuration. */
         val server: String,
@@ -199,7 +199,7 @@ sealed class Event {
      * `mcp_server` events.
      */
     @Serializable
-    data class MCPServerLog(
+    data class McpServerLog(
         @SerialName("run_id") override val runId: String,
         /** The server's name in the configuration. */
         val server: String,
@@ -252,8 +252,8 @@ sealed class Event {
             "retry" to Retry.serializer(),
             "message_injected" to MessageInjected.serializer(),
             "history_compacted" to HistoryCompacted.serializer(),
-            "mcp_server" to MCPServer.serializer(),
-            "mcp_server_log" to MCPServerLog.serializer(),
+            "mcp_server" to McpServer.serializer(),
+            "mcp_server_log" to McpServerLog.serializer(),
             "turn_end" to TurnEnd.serializer(),
             "run_end" to RunEnd.serializer(),
         )
