@@ -66,7 +66,8 @@ test: setup
 setup:
 	./scripts/setup.sh
 
-test-rust:
+# The conformance scenarios start the MCP test server the judge's package builds.
+test-rust: judge
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	$(CARGO) test --release --workspace

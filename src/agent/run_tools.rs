@@ -11,7 +11,8 @@ use super::event::EventKind;
 use super::next_step::Ending;
 use super::tool_set::ToolSet;
 use crate::error::{Error, ErrorCode};
-use crate::mcp::{McpServerStatus, ServerReport};
+use crate::mcp::{McpServerStatus, McpServers, McpSnapshot, ServerReport};
+use tokio_util::sync::CancellationToken;
 
 /// One run's view of its agent's tools.
 pub(crate) struct RunTools {
@@ -41,11 +42,12 @@ impl RunTools {
     pub(crate) async fn refresh(&mut self, run: &RunContext) -> Result<(), Ending> {
         let agent = run.agent();
         let Some(mcp) = &agent.mcp else { return Ok(()) };
-        mcp.servers.settle(&run.cancel).await;
-        if run.cancel.is_cancelled() {
-            return Err(Ending::Cancelled);
+        let mut snapshot = settled(&mcp.servers, &run.cancel).await?;
+        // A required server that went away between the wait and the snapshot
+        // is waited for once more.
+        if snapshot.servers.iter().any(|r| r.required && r.status != McpServerStatus::Ready) {
+            snapshot = settled(&mcp.servers, &run.cancel).await?;
         }
-        let snapshot = mcp.servers.snapshot();
         self.current = mcp.tool_set(&agent.tools, &snapshot);
         for report in &snapshot.servers {
             let previous = self.reported.get(&report.server);
@@ -72,6 +74,15 @@ impl RunTools {
             ))),
             None => Ok(()),
         }
+    }
+}
+
+/// The servers once they settled; the run's end when it was cancelled meanwhile.
+async fn settled(servers: &McpServers, cancel: &CancellationToken) -> Result<Arc<McpSnapshot>, Ending> {
+    servers.settle(cancel).await;
+    match cancel.is_cancelled() {
+        true => Err(Ending::Cancelled),
+        false => Ok(servers.snapshot()),
     }
 }
 

@@ -28,6 +28,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
+use super::bounded::{bounded, quoted, TEXT_BYTES};
 use super::config::Transport;
 use super::error::McpError;
 use super::param_headers::{header_values, param_headers, ParamHeader};
@@ -47,7 +48,11 @@ const HEADER_MISMATCH: i64 = -32020;
 
 /// The most pages of a tool list read: a server whose list goes on past
 /// them breaks the protocol.
-const MAX_PAGES: usize = 1000;
+const MAX_PAGES: usize = 100;
+/// The most tools of a server offered, and the largest input or output
+/// schema (as JSON) a tool may have; the rest are left out, saying so.
+const MAX_TOOLS: usize = 1024;
+const MAX_SCHEMA_BYTES: usize = 64 << 10;
 /// How often a modern request answered `input_required` (with only a
 /// `requestState`: ferrule offers no input) is made again, and the pause
 /// before the first retry, doubling up to the last.
@@ -173,7 +178,8 @@ impl McpClient {
             .ok_or_else(|| McpError::Protocol("initialize answered without a protocolVersion".into()))?;
         if !HANDSHAKE_VERSIONS.contains(&version) {
             return Err(McpError::Protocol(format!(
-                "the server speaks the protocol version {version:?}, none of {}",
+                "the server speaks the protocol version {}, none of {}",
+                quoted(&json!(version)),
                 HANDSHAKE_VERSIONS.join(", ")
             )));
         }
@@ -245,7 +251,8 @@ impl McpClient {
                     )))
                 }
                 Some(other) => {
-                    return Err(McpError::Protocol(format!("{method} answered with the resultType {other:?}")))
+                    let other = quoted(&json!(other));
+                    return Err(McpError::Protocol(format!("{method} answered with the resultType {other}")));
                 }
             }
         }
@@ -262,6 +269,7 @@ impl McpClient {
     /// of the list, named with why in [`ToolList::left_out`].
     pub async fn list_tools(&self, timeout: Duration) -> Result<ToolList, McpError> {
         let mut list = ToolList::default();
+        let mut beyond = 0usize;
         let mut table = HashMap::new();
         let mut cursors = HashSet::new();
         let mut cursor: Option<String> = None;
@@ -276,6 +284,10 @@ impl McpClient {
             for tool in listed {
                 let name = || tool["name"].as_str().unwrap_or_default().to_owned();
                 match McpTool::deserialize(tool) {
+                    _ if list.tools.len() + list.left_out.len() >= MAX_TOOLS => beyond += 1,
+                    Ok(tool) if schema_bytes(&tool) > MAX_SCHEMA_BYTES => {
+                        list.left_out.push((name(), format!("its schemas are larger than {MAX_SCHEMA_BYTES} bytes")))
+                    }
                     Ok(tool) if tool.input_schema.is_object() => match self.headers_of(&tool) {
                         Ok(headers) => {
                             table.insert(tool.name.clone(), headers);
@@ -284,12 +296,16 @@ impl McpClient {
                         Err(why) => list.left_out.push((tool.name, why)),
                     },
                     Ok(_) => list.left_out.push((name(), "its inputSchema is not an object".to_owned())),
-                    Err(e) => list.left_out.push((name(), e.to_string())),
+                    Err(e) => list.left_out.push((name(), bounded(&e.to_string(), TEXT_BYTES))),
                 }
             }
             // An empty cursor is a cursor: only an absent or null one ends the list.
             cursor = match page.get("nextCursor") {
                 None | Some(Value::Null) => {
+                    if beyond > 0 {
+                        let why = format!("{beyond} more tools were left out: a server offers at most {MAX_TOOLS}");
+                        list.left_out.push((String::new(), why));
+                    }
                     if let Some(headers) = &self.param_headers {
                         *headers.lock().unwrap_or_else(|e| e.into_inner()) = table;
                     }
@@ -361,6 +377,11 @@ impl McpClient {
     }
 }
 
+/// The size of a tool's schemas as JSON.
+fn schema_bytes(tool: &McpTool) -> usize {
+    tool.input_schema.to_string().len() + tool.output_schema.as_ref().map_or(0, |schema| schema.to_string().len())
+}
+
 /// An exchange that is never cancelled (`initialize`, `server/discover`).
 fn unabandoned(version: Option<&'static str>) -> Exchange {
     Exchange { cancellable: false, version, ..Exchange::default() }
@@ -408,7 +429,8 @@ fn verdict(answer: Answer) -> Verdict {
             match legacy {
                 true => Verdict::Legacy,
                 false => Verdict::Failed(McpError::Protocol(format!(
-                    "the server speaks none of ferrule's protocol versions (it speaks {supported})"
+                    "the server speaks none of ferrule's protocol versions (it speaks {})",
+                    quoted(supported)
                 ))),
             }
         }

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 /// One MCP server: a command ferrule starts and speaks to over its stdin and
 /// stdout, or the URL of a server speaking streamable HTTP (never both), and
 /// which of its tools the model sees. Unknown fields are rejected.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
     /// The program to start (found on `PATH` when it is not a path).
@@ -69,6 +69,31 @@ pub struct McpServerConfig {
     /// absent.
     #[serde(default)]
     pub required: bool,
+}
+
+/// The configuration without the values of `env` and `headers` (which may
+/// be secrets).
+impl std::fmt::Debug for McpServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names =
+            |map: &BTreeMap<String, String>| map.keys().map(|key| format!("{key}: [redacted]")).collect::<Vec<_>>();
+        f.debug_struct("McpServerConfig")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &names(&self.env))
+            .field("cwd", &self.cwd)
+            .field("url", &self.url)
+            .field("headers", &names(&self.headers))
+            .field("bearer_token_env", &self.bearer_token_env)
+            .field("startup_timeout_ms", &self.startup_timeout_ms)
+            .field("tool_timeout_ms", &self.tool_timeout_ms)
+            .field("allowed_tools", &self.allowed_tools)
+            .field("excluded_tools", &self.excluded_tools)
+            .field("needs_approval", &self.needs_approval)
+            .field("prefix", &self.prefix)
+            .field("required", &self.required)
+            .finish()
+    }
 }
 
 /// Which of a server's tools need the host's approval.

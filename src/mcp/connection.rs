@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::bounded::{answerable_id, bounded, quoted};
 use super::error::McpError;
 use super::line_reader::{next_frame, Frame};
 use super::notices::Notices;
@@ -25,6 +26,8 @@ pub(crate) type WhyClosed = Box<dyn FnOnce() -> BoxFuture<'static, String> + Sen
 /// fills them, and then a request waits (within its timeout) for room.
 const QUEUED_LINES: usize = 64;
 
+/// The requests given up unanswered that are remembered.
+const ABANDONED_KEPT: usize = 64;
 /// How long a cancellation waits for room in a full queue.
 const CANCEL_PATIENCE: Duration = Duration::from_secs(5);
 
@@ -42,12 +45,16 @@ pub struct Connection {
     read_all: watch::Sender<bool>,
     /// Why the connection closed, once it has.
     closed: watch::Sender<Option<String>>,
+    /// The reader and the writer, ended by [`Connection::abandon_io`].
+    tasks: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
 /// The requests in flight, by id; once the connection is closed, why.
 #[derive(Default)]
 struct Pending {
     waiting: HashMap<u64, Waiting>,
+    /// The last requests given up unanswered, whose late answers are no news.
+    abandoned: std::collections::VecDeque<u64>,
     closed: Option<String>,
 }
 
@@ -85,9 +92,13 @@ impl Connection {
             notices: Notices::default(),
             read_all: watch::Sender::new(false),
             closed: watch::Sender::new(None),
+            tasks: Mutex::new(Vec::new()),
         });
-        tokio::spawn(write_lines(output, queued));
-        tokio::spawn(read_messages(Arc::downgrade(&connection), input, max_message_bytes, why_closed));
+        let writer = tokio::spawn(write_lines(output, queued));
+        let reader = tokio::spawn(read_messages(Arc::downgrade(&connection), input, max_message_bytes, why_closed));
+        if let Ok(mut tasks) = connection.tasks.lock() {
+            tasks.extend([writer.abort_handle(), reader.abort_handle()]);
+        }
         connection
     }
 
@@ -177,6 +188,14 @@ impl Connection {
         }
     }
 
+    /// Ends the reader and the writer, whatever they wait for (a process the
+    /// server started in a session of its own may hold its pipes open).
+    pub(crate) fn abandon_io(&self) {
+        if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.drain(..).for_each(|task| task.abort());
+        }
+    }
+
     /// Fails every request in flight, and every later one, with `why`.
     pub(crate) fn fail_all(&self, why: &str) {
         let waiting = match self.pending.lock() {
@@ -235,6 +254,15 @@ impl Connection {
         true
     }
 
+    /// Whether `id` is that of a request given up unanswered (which the
+    /// server may still answer, or answer with a refusal): forgotten now.
+    fn forgotten(&self, id: &Value) -> bool {
+        let Some(id) = id.as_u64() else { return false };
+        let Ok(mut pending) = self.pending.lock() else { return false };
+        let found = pending.abandoned.iter().position(|&a| a == id);
+        found.map(|at| pending.abandoned.remove(at)).is_some()
+    }
+
     /// Passes progress `params` to the request in flight whose progress token
     /// is `token`; progress for no such request, or beyond its queue, is dropped.
     fn progress(&self, token: &str, params: Value) {
@@ -285,7 +313,13 @@ struct InFlight<'a> {
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         if let Ok(mut pending) = self.connection.pending.lock() {
-            pending.waiting.remove(&self.id);
+            // A request given up unanswered: its late answer is dropped quietly.
+            if pending.waiting.remove(&self.id).is_some() && self.sent {
+                if pending.abandoned.len() == ABANDONED_KEPT {
+                    pending.abandoned.pop_front();
+                }
+                pending.abandoned.push_back(self.id);
+            }
         }
         if self.settled || !self.sent {
             return;
@@ -344,6 +378,14 @@ impl Rpc for Connection {
 
     fn notices(&self) -> mpsc::Receiver<ServerNotice> {
         Connection::notices(self)
+    }
+
+    fn take_tools_changed(&self) -> bool {
+        self.notices.take_tools_changed()
+    }
+
+    fn dropped_notices(&self) -> u64 {
+        Connection::dropped_notices(self)
     }
 
     fn closed(&self) -> BoxFuture<'_, String> {
@@ -411,10 +453,12 @@ fn oversized_answer(head: &[u8], tail: &[u8]) -> Option<u64> {
         digits[..end].parse().ok().map(|id| (id, skipped + end))
     };
     let head = String::from_utf8_lossy(head);
-    if head.contains("\"method\"") {
+    let body = ["\"result\"", "\"error\""].iter().filter_map(|key| head.find(key)).min()?;
+    // A "method" key before the body makes it a message of the server's; one
+    // inside the body (a result that holds such a key) does not.
+    if head[..body].contains("\"method\"") {
         return None;
     }
-    let body = ["\"result\"", "\"error\""].iter().filter_map(|key| head.find(key)).min()?;
     if let Some(key) = head[..body].find("\"id\":") {
         return number(&head[key + 5..]).map(|(id, _)| id);
     }
@@ -439,12 +483,17 @@ async fn received(connection: &Arc<Connection>, line: &[u8]) {
     match (method, message.get("id")) {
         (None, Some(id)) => {
             let known = id.as_u64().is_some_and(|id| connection.answer(id, &message));
-            if !known {
+            if !known && !connection.forgotten(id) {
+                let id = quoted(id);
                 connection.tell(ServerNotice::Ignored(format!("an answer to no request in flight (id {id})")));
             }
         }
+        (Some(_), Some(id)) if !answerable_id(id) => {
+            connection.tell(ServerNotice::Ignored(format!("a request with the id {}, left unanswered", quoted(id))));
+        }
         (Some(method), Some(id)) => {
-            let reply = match method {
+            let method = bounded(method, 128);
+            let reply = match method.as_str() {
                 "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
                 _ => json!({"jsonrpc": "2.0", "id": id,
                     "error": {"code": -32601, "message": format!("ferrule does not offer {method}")}}),
@@ -572,19 +621,23 @@ mod tests {
     async fn a_notice_flood_is_bounded_and_stray_progress_is_not_passed_on() {
         let (connection, mut from_client, mut to_client) = played();
         let mut notices = connection.notices();
+        let garbage = "not json\n".repeat(3000);
         let changed = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n".repeat(3000);
         let stray = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"x\",\"progress\":1}}\n";
-        to_client.write_all(format!("{stray}{changed}").as_bytes()).await.unwrap();
+        to_client.write_all(format!("{stray}{changed}{garbage}").as_bytes()).await.unwrap();
         // A ping after the flood: its answer shows the flood was read.
         to_client.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n").await.unwrap();
         assert_eq!(read_line(&mut from_client).await["id"], 1);
-        assert_eq!(connection.dropped_notices(), 3000 - crate::mcp::notices::QUEUED_NOTICES as u64);
-        let mut kept = 0;
+        let queued = crate::mcp::notices::QUEUED_NOTICES;
+        assert_eq!(connection.dropped_notices(), 3000 + 1 - queued as u64);
+        let mut seen = Vec::new();
         while let Ok(notice) = notices.try_recv() {
-            assert_eq!(notice, ServerNotice::ToolsChanged, "progress for no request in flight is not passed on");
-            kept += 1;
+            seen.push(notice);
         }
-        assert_eq!(kept, crate::mcp::notices::QUEUED_NOTICES);
+        assert_eq!(seen.len(), queued);
+        assert_eq!(seen[0], ServerNotice::ToolsChanged, "a storm of changes is one notice; stray progress none");
+        assert!(seen[1..].iter().all(|notice| matches!(notice, ServerNotice::Ignored(_))));
+        assert!(connection.notices.take_tools_changed() && !connection.notices.take_tools_changed());
     }
 
     #[tokio::test]

@@ -55,8 +55,8 @@ impl McpError {
         McpError::Refused {
             method: method.into(),
             code: error["code"].as_i64().unwrap_or_default(),
-            message: error["message"].as_str().unwrap_or_default().to_owned(),
-            data: error.get("data").cloned().unwrap_or_default(),
+            message: super::bounded::bounded(error["message"].as_str().unwrap_or_default(), super::bounded::TEXT_BYTES),
+            data: super::bounded::small_data(error.get("data")),
         }
     }
 

@@ -27,6 +27,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::bounded::{answerable_id, bounded, quoted};
 use super::client::MODERN_VERSION;
 use super::config::McpServerConfig;
 use super::error::McpError;
@@ -47,6 +48,13 @@ const FIRST_REOPEN_PAUSE: Duration = Duration::from_secs(1);
 const LONGEST_REOPEN_PAUSE: Duration = Duration::from_secs(30);
 
 const SESSION_HEADER: &str = "mcp-session-id";
+/// The shortest header value scrubbed from what the server says: shorter
+/// ones (`a`, `on`) would scrub ordinary words.
+const SECRET_CHARS: usize = 4;
+/// The posts made without waiting that may be under way at once, and how
+/// long each may take.
+const BACKGROUND_POSTS: usize = 8;
+const BACKGROUND_POST_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a cut stream is resumed, and the pause before a resumption
 /// when the stream asked for none.
 const MAX_RESUMPTIONS: usize = 2;
@@ -72,8 +80,10 @@ struct Inner {
     notices: Notices,
     closed: watch::Sender<Option<String>>,
     log: Arc<ServerLog>,
-    /// Ends the GET stream.
+    /// Ends the GET stream and the posts under way.
     background: CancellationToken,
+    /// Bounds the posts made without waiting (replies, cancellations).
+    background_posts: Arc<tokio::sync::Semaphore>,
 }
 
 impl HttpLink {
@@ -86,7 +96,10 @@ impl HttpLink {
         let mut headers = HeaderMap::new();
         let mut secrets = Vec::new();
         for (name, value) in &config.headers {
-            secrets.extend(Secret::header_value(value));
+            // Every value of four characters or more counts as a secret.
+            if value.chars().count() >= SECRET_CHARS {
+                secrets.push(Secret::new(value.clone()));
+            }
             let (Ok(name), Ok(mut value)) =
                 (HeaderName::try_from(name.as_str()), HeaderValue::try_from(value.as_str()))
             else {
@@ -127,6 +140,7 @@ impl HttpLink {
             closed: watch::Sender::new(None),
             log,
             background: CancellationToken::new(),
+            background_posts: Arc::new(tokio::sync::Semaphore::new(BACKGROUND_POSTS)),
         };
         Ok(HttpLink { inner: Arc::new(inner) })
     }
@@ -172,7 +186,12 @@ impl Rpc for HttpLink {
                 Err(_) => Err(McpError::TimedOut { method: method.to_owned(), millis: timeout.as_millis() }),
             };
             guard.armed &= matches!(answer, Err(McpError::TimedOut { .. }));
-            answer.map_err(|error| self.inner.scrub(error))
+            // A server that cannot be reached any more is gone: it is reached
+            // anew (a fresh handshake) when next needed.
+            if let Err(McpError::Network(why)) = &answer {
+                self.inner.close(&format!("it could not be reached: {why}"));
+            }
+            answer.map(|result| self.inner.scrub_json(result)).map_err(|error| self.inner.scrub(error))
         })
     }
 
@@ -187,7 +206,7 @@ impl Rpc for HttpLink {
             let response = self.inner.send(Method::POST, Some(&body), method, version, &[]).await?;
             let status = response.status();
             if !status.is_success() {
-                let text = quoted(&read_bounded(response, ERROR_BODY_BYTES).await.unwrap_or_default());
+                let text = body_start(&read_bounded(response, ERROR_BODY_BYTES).await.unwrap_or_default());
                 return Err(self.inner.scrub(McpError::Status {
                     method: method.to_owned(),
                     status: status.as_u16(),
@@ -198,7 +217,10 @@ impl Rpc for HttpLink {
                 if let Ok(mut agreed) = self.inner.version.lock() {
                     *agreed = version;
                 }
-                tokio::spawn(notice_stream(Arc::downgrade(&self.inner), self.inner.background.clone()));
+                // A server without sessions has no stream of its own notices.
+                if self.inner.session.lock().is_ok_and(|session| session.is_some()) {
+                    tokio::spawn(notice_stream(Arc::downgrade(&self.inner), self.inner.background.clone()));
+                }
             }
             Ok(())
         })
@@ -206,6 +228,14 @@ impl Rpc for HttpLink {
 
     fn notices(&self) -> mpsc::Receiver<ServerNotice> {
         self.inner.notices.subscribe()
+    }
+
+    fn take_tools_changed(&self) -> bool {
+        self.inner.notices.take_tools_changed()
+    }
+
+    fn dropped_notices(&self) -> u64 {
+        self.inner.notices.dropped()
     }
 
     fn closed(&self) -> BoxFuture<'_, String> {
@@ -280,7 +310,11 @@ impl Inner {
             let text = read_bounded(response, ERROR_BODY_BYTES).await.unwrap_or_default();
             return match serde_json::from_slice::<Value>(&text) {
                 Ok(message) if message["error"].is_object() => Err(McpError::refused(method, &message["error"])),
-                _ => Err(McpError::Status { method: method.to_owned(), status: status.as_u16(), text: quoted(&text) }),
+                _ => Err(McpError::Status {
+                    method: method.to_owned(),
+                    status: status.as_u16(),
+                    text: body_start(&text),
+                }),
             };
         }
         let event_stream = response
@@ -362,7 +396,7 @@ impl Inner {
                     continue;
                 }
                 let Ok(message @ Value::Object(_)) = serde_json::from_str::<Value>(&event.data) else {
-                    self.log.push(LogSource::Ferrule, "ignored an event that is no JSON-RPC message".into());
+                    self.note("ignored an event that is no JSON-RPC message".into());
                     continue;
                 };
                 if let Some(answer) = self.received(&message, asked) {
@@ -383,7 +417,7 @@ impl Inner {
             (None, Some(_)) => match asked {
                 Some((method, _)) => Some(answer_of(method, message)),
                 None => {
-                    self.log.push(LogSource::Ferrule, "ignored an answer on its notice stream".into());
+                    self.note("ignored an answer on its notice stream".into());
                     None
                 }
             },
@@ -401,7 +435,7 @@ impl Inner {
             }
             (Some("notifications/progress"), None) => {
                 if let Some((_, progress)) = asked {
-                    progress.pass(message.get("params").cloned().unwrap_or_default());
+                    progress.pass(self.scrub_json(message.get("params").cloned().unwrap_or_default()));
                 }
                 None
             }
@@ -417,19 +451,48 @@ impl Inner {
     /// Answers a request of the server's on a stream (a handshake-era server
     /// may ping): a ping with `{}`, anything else as not offered.
     fn reply(self: &Arc<Self>, method: &str, id: Value) {
+        // Only a handshake-era server asks ferrule anything; a stateless one may not.
+        let Some(version) = self.version.lock().ok().and_then(|v| *v) else {
+            self.note(format!("ignored a request of the server's ({})", bounded(method, 128)));
+            return;
+        };
+        if !answerable_id(&id) {
+            return self.note(format!("a request with the id {}, left unanswered", quoted(&id)));
+        }
         let reply = match method {
             "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
             _ => json!({"jsonrpc": "2.0", "id": id,
-                "error": {"code": -32601, "message": format!("ferrule does not offer {method}")}}),
+                "error": {"code": -32601, "message": format!("ferrule does not offer {}", bounded(method, 128))}}),
         };
-        let version = self.version.lock().ok().and_then(|v| *v);
-        let inner = Arc::downgrade(self);
-        // Without waiting: the stream must go on being read.
+        self.post_in_background(reply, "", Some(version));
+    }
+
+    /// Posts `body` without waiting (the stream being read must go on): at
+    /// most a few such posts at once, each within a few seconds; past them,
+    /// the post is dropped and noted.
+    fn post_in_background(self: &Arc<Self>, body: Value, method: &'static str, version: Option<&'static str>) {
+        let Ok(permit) = Arc::clone(&self.background_posts).try_acquire_owned() else {
+            return self.note(format!(
+                "dropped a {}: too many are under way",
+                if method.is_empty() { "reply" } else { method }
+            ));
+        };
+        let (inner, stop) = (Arc::downgrade(self), self.background.clone());
         tokio::spawn(async move {
-            if let Some(inner) = inner.upgrade() {
-                let _ = inner.send(Method::POST, Some(&reply), "", version, &[]).await;
+            let Some(link) = inner.upgrade() else { return };
+            let send = link.send(Method::POST, Some(&body), method, version, &[]);
+            tokio::select! {
+                _ = stop.cancelled() => {}
+                _ = tokio::time::timeout(BACKGROUND_POST_TIMEOUT, send) => {}
             }
+            drop(permit);
         });
+    }
+
+    /// Adds a note of ferrule's to the server's log, scrubbed of secrets.
+    fn note(&self, text: String) {
+        let text = self.secrets.iter().fold(text, |text, secret| secret.scrub(&text));
+        self.log.push(LogSource::Ferrule, text);
     }
 
     /// Closes the connection for good: `why`.
@@ -441,6 +504,15 @@ impl Inner {
                 true
             }
         });
+    }
+
+    /// `value` with every configured secret scrubbed from its strings (what a
+    /// server that echoes headers answers).
+    fn scrub_json(&self, value: Value) -> Value {
+        match self.secrets.is_empty() {
+            true => value,
+            false => scrub_value(value, &|text: String| self.secrets.iter().fold(text, |t, s| s.scrub(&t))),
+        }
     }
 
     /// `error` with every configured secret scrubbed from the server's words.
@@ -481,16 +553,12 @@ impl Drop for Unanswered<'_> {
         if !self.armed {
             return;
         }
-        let inner = Arc::downgrade(self.inner);
-        let (id, version) = (self.id, self.version);
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                let Some(inner) = inner.upgrade() else { return };
-                let body = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                    "params": {"requestId": id, "reason": "the request was cancelled"}});
-                let _ = inner.send(Method::POST, Some(&body), "notifications/cancelled", version, &[]).await;
-            });
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
         }
+        let body = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": self.id, "reason": "the request was cancelled"}});
+        self.inner.post_in_background(body, "notifications/cancelled", self.version);
     }
 }
 
@@ -541,10 +609,8 @@ async fn notice_stream(inner: Weak<Inner>, stop: CancellationToken) {
                 link.close("its session ended (HTTP 404)");
                 return;
             }
-            Ok(response) => {
-                link.log.push(LogSource::Ferrule, format!("its notice stream was refused (HTTP {})", response.status()))
-            }
-            Err(error) => link.log.push(LogSource::Ferrule, format!("its notice stream failed: {error}")),
+            Ok(response) => link.note(format!("its notice stream was refused (HTTP {})", response.status())),
+            Err(error) => link.note(format!("its notice stream failed: {error}")),
         }
         drop(link);
         tokio::select! {
@@ -584,7 +650,7 @@ fn over_limit(method: &str, problem: String) -> McpError {
 }
 
 /// The start of a body, for an error: ": " and its first characters.
-fn quoted(body: &[u8]) -> String {
+fn body_start(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
     match text.is_empty() {

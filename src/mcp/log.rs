@@ -5,8 +5,13 @@
 use std::collections::VecDeque;
 use std::sync::Mutex;
 
+use super::bounded::{bounded, TEXT_BYTES};
+
 /// The lines kept.
 const KEPT_LINES: usize = 64;
+/// The longest line kept as it is: 1 KiB and the note of how long a line
+/// cut to it was.
+const LINE_BYTES: usize = TEXT_BYTES + 32;
 
 /// Where a line of the log comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,8 +47,12 @@ struct Lines {
 }
 
 impl ServerLog {
-    /// Adds a line, dropping the oldest past the bound.
+    /// Adds a line (cut to about 1 KiB), dropping the oldest past the bound.
     pub fn push(&self, source: LogSource, line: String) {
+        let line = match line.len() > LINE_BYTES {
+            true => bounded(&line, TEXT_BYTES),
+            false => line,
+        };
         let Ok(mut lines) = self.inner.lock() else { return };
         if lines.kept.len() == KEPT_LINES {
             lines.kept.pop_front();

@@ -19,6 +19,7 @@
 //! bytes; otherwise the connection fails), notices and progress are queued
 //! within bounds, and the log keeps its last lines.
 
+mod bounded;
 mod client;
 mod config;
 mod connection;

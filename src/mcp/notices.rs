@@ -2,7 +2,7 @@
 //! queue, replaced when the holder asks again; notices past its bound are
 //! dropped and counted.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use tokio::sync::mpsc;
@@ -17,6 +17,9 @@ pub(crate) const QUEUED_NOTICES: usize = 1024;
 pub(crate) struct Notices {
     sender: Mutex<Option<mpsc::Sender<ServerNotice>>>,
     dropped: AtomicU64,
+    /// A change of the tools announced and not yet taken in: it outlives a
+    /// full queue, and while it stands further announcements queue nothing.
+    tools_changed: AtomicBool,
 }
 
 impl Notices {
@@ -32,12 +35,20 @@ impl Notices {
     /// Passes `notice` on, if the holder listens; one it has no room for is
     /// dropped and counted.
     pub(crate) fn tell(&self, notice: ServerNotice) {
+        if notice == ServerNotice::ToolsChanged && self.tools_changed.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let Some(sender) = self.sender.lock().ok().and_then(|n| n.clone()) else {
             return;
         };
         if let Err(mpsc::error::TrySendError::Full(_)) = sender.try_send(notice) {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Whether a change of the tools was announced since the last call.
+    pub(crate) fn take_tools_changed(&self) -> bool {
+        self.tools_changed.swap(false, Ordering::SeqCst)
     }
 
     /// How many notices were dropped because the holder did not read them.

@@ -76,6 +76,13 @@ pub trait Rpc: Send + Sync + 'static {
     /// the first).
     fn notices(&self) -> mpsc::Receiver<ServerNotice>;
 
+    /// Whether the server announced a change of its tools since the last
+    /// call (also when the notice queue had no room for it).
+    fn take_tools_changed(&self) -> bool;
+
+    /// How many notices were dropped because the holder did not read them.
+    fn dropped_notices(&self) -> u64;
+
     /// Waits until the connection is gone for good (the server exited, or
     /// its session ended); why.
     fn closed(&self) -> BoxFuture<'_, String>;

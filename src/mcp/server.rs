@@ -11,8 +11,9 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::bounded::{bounded, TEXT_BYTES};
 use super::client::{McpClient, McpTool, ToolList};
-use super::config::{McpServerConfig, Transport};
+use super::config::{McpServerConfig, NeedsApproval, Transport};
 use super::error::McpError;
 use super::http::HttpLink;
 use super::log::{LogSource, ServerLog};
@@ -36,8 +37,19 @@ const LONGEST_BACKOFF: Duration = Duration::from_secs(30);
 /// The least time between two listings of the tools: a storm of list
 /// changes makes one listing per pause.
 const RELIST_PAUSE: Duration = Duration::from_millis(250);
-/// The pause before a subscription to list changes that ended is renewed.
+/// The pause before a subscription to list changes that ended is renewed,
+/// doubling while renewals fail, up to the longest.
 const RESUBSCRIBE_PAUSE: Duration = Duration::from_secs(1);
+const LONGEST_RESUBSCRIBE_PAUSE: Duration = Duration::from_secs(60);
+/// The bound on listing a running server's tools when the startup timeout
+/// sets none.
+const UNBOUNDED_LISTING: Duration = Duration::from_secs(60);
+/// The most bytes of a tool's name (a server's) repeated in an event.
+const NAME_BYTES: usize = 128;
+/// The most bytes of the reason a server is down.
+const DOWN_REASON_BYTES: usize = 4 * TEXT_BYTES;
+/// A time that never comes, for a timer with nothing to wait for.
+const FAR_AWAY: Duration = Duration::from_secs(365 * 24 * 3600);
 /// How long a start waits for a new subscription to be acknowledged before
 /// it lists the tools anyway.
 const ACKNOWLEDGE_PATIENCE: Duration = Duration::from_secs(5);
@@ -64,6 +76,8 @@ pub(crate) struct Ready {
     pub(crate) left_out: Vec<LeftOutTool>,
     pub(crate) restarts: u32,
     pub(crate) generation: u64,
+    /// The listing the tools were made of.
+    listing: ToolList,
 }
 
 /// A server that is not running.
@@ -93,6 +107,8 @@ pub(crate) struct Server {
     generations: Arc<std::sync::atomic::AtomicU64>,
     stop: CancellationToken,
     pub(crate) log: Arc<ServerLog>,
+    /// The names the model was last offered of its tools.
+    known_names: std::sync::Mutex<Vec<String>>,
 }
 
 /// A running server: the client, what must be stopped with it, its
@@ -105,9 +121,12 @@ struct Live {
     subscription: Option<Subscription>,
 }
 
+/// Work the serve loop polls beside everything else.
+type Pending<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
 /// A subscription to a server's list changes: ends when the server or the
 /// connection ends it.
-type Subscription = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), McpError>> + Send>>;
+type Subscription = Pending<Result<(), McpError>>;
 
 /// What a running server's connection holds.
 enum Owner {
@@ -145,6 +164,7 @@ impl Server {
             generations,
             stop,
             log: Arc::default(),
+            known_names: std::sync::Mutex::default(),
         }
     }
 
@@ -215,8 +235,21 @@ impl Server {
 
     /// Keeps the server running until the agent goes; runs on ferrule's
     /// runtime (a server's death signal is tied to the thread that started it,
-    /// which must live as long as it: a worker's).
+    /// which must live as long as it: a worker's). A panic of its own leaves
+    /// the server down for good, never a run waiting for it.
     pub(crate) async fn supervise(self: Arc<Self>) {
+        use futures_util::FutureExt;
+        let kept = std::panic::AssertUnwindSafe(Arc::clone(&self).keep_running()).catch_unwind().await;
+        if let Err(payload) = kept {
+            let reason = format!("ferrule's task for it failed: {}", crate::panic::describe(payload.as_ref()));
+            let down =
+                Down { reason, retry_at: Instant::now() + FAR_AWAY, restarts: 0, generation: self.next_generation() };
+            self.state.send_replace(ServerState::Down(Arc::new(down)));
+        }
+    }
+
+    /// The supervisor's loop: start, serve, go down, start again when asked.
+    async fn keep_running(self: Arc<Self>) {
         let mut failures = 0u32;
         let mut restarts = 0u32;
         loop {
@@ -229,7 +262,7 @@ impl Server {
                 Ok((mut live, listing)) => {
                     let up_since = Instant::now();
                     self.publish(&live.client, &listing, restarts);
-                    let why = self.serve(&mut live).await;
+                    let why = bounded(&self.serve(&mut live).await, DOWN_REASON_BYTES);
                     // The server's tools see it gone at once.
                     self.state.send_replace(ServerState::Starting);
                     live.owner.stop().await;
@@ -272,18 +305,32 @@ impl Server {
     /// startup timeout; why not, with the last lines of its stderr.
     async fn start(&self) -> Result<(Live, ToolList), String> {
         let timeout = self.startup_timeout();
-        let attempt = async {
-            let mut live = self.link(timeout).await?;
-            // Subscribed before the listing, no change after it is missed.
-            if live.client.modern && live.client.tools_change() {
-                self.subscribe(&mut live).await;
-            }
-            let listing = live.client.list_tools(timeout).await?;
-            Ok::<_, McpError>((live, listing))
+        let mut linked: Option<Live> = None;
+        let outcome = {
+            let attempt = async {
+                let live = linked.insert(self.link(timeout).await?);
+                // Subscribed before the listing, no change after it is missed.
+                if live.client.modern && live.client.tools_change() {
+                    self.subscribe(live).await;
+                }
+                live.client.list_tools(timeout).await
+            };
+            tokio::time::timeout(timeout, attempt).await
         };
-        match tokio::time::timeout(timeout, attempt).await {
-            Ok(Ok(started)) => Ok(started),
-            Ok(Err(error)) => Err(error.to_string()),
+        let outcome = match (outcome, linked) {
+            (Ok(Ok(listing)), Some(live)) => return Ok((live, listing)),
+            (outcome, live) => {
+                // A server that started but failed afterwards is stopped as any
+                // other (in the background: the run waiting for it need not).
+                if let Some(live) = live {
+                    tokio::spawn(live.owner.stop());
+                }
+                outcome
+            }
+        };
+        match outcome {
+            Ok(Ok(_)) => Err("it was not ready".to_owned()),
+            Ok(Err(error)) => Err(bounded(&error.to_string(), DOWN_REASON_BYTES)),
             Err(_) => {
                 let stderr = self.log.stderr_tail(4);
                 let tail = match stderr.is_empty() {
@@ -331,8 +378,25 @@ impl Server {
     /// Makes the server ready with the tools of `listing`.
     fn publish(self: &Arc<Self>, client: &Arc<McpClient>, listing: &ToolList, restarts: u32) {
         let (tools, left_out) = self.tools_of(listing);
-        let ready = Ready { client: Arc::clone(client), tools, left_out, restarts, generation: self.next_generation() };
+        self.remember(&tools);
+        let generation = self.next_generation();
+        let ready =
+            Ready { client: Arc::clone(client), tools, left_out, restarts, generation, listing: listing.clone() };
         self.state.send_replace(ServerState::Ready(Arc::new(ready)));
+    }
+
+    /// Remembers the names the model sees for `tools`, which stay the
+    /// server's (for telling names that collide) while it is not running.
+    fn remember(&self, tools: &[(String, Arc<Tool>)]) {
+        if let Ok(mut known) = self.known_names.lock() {
+            *known = tools.iter().map(|(_, tool)| tool.name().to_owned()).collect();
+        }
+    }
+
+    /// The names the model was last offered of the server's tools, whether it
+    /// runs or not.
+    pub(crate) fn known_names(&self) -> Vec<String> {
+        self.known_names.lock().map(|known| known.clone()).unwrap_or_default()
     }
 
     /// Subscribes `live` to its server's list changes, and waits a while for
@@ -345,7 +409,7 @@ impl Server {
             tokio::select! {
                 ended = &mut subscription => {
                     if self.unsubscribed(ended) {
-                        live.subscription = Some(Box::pin(resubscribe(Arc::clone(&live.client))));
+                        live.subscription = Some(Box::pin(resubscribe(Arc::clone(&live.client), 1)));
                     }
                     return;
                 }
@@ -353,7 +417,9 @@ impl Server {
                 notice = live.notices.recv() => match notice {
                     Some(ServerNotice::Subscribed) | None => break,
                     // A change before the listing is in the listing.
-                    Some(ServerNotice::ToolsChanged) => {}
+                    Some(ServerNotice::ToolsChanged) => {
+                        live.client.rpc().take_tools_changed();
+                    }
                     Some(ServerNotice::Ignored(what)) => self.log.push(LogSource::Ferrule, what),
                 },
             }
@@ -372,49 +438,78 @@ impl Server {
         !matches!(ended, Err(error) if error.code() == Some(METHOD_NOT_FOUND))
     }
 
-    /// Serves the running server: list changes, notes, until it goes away
-    /// (why) or the agent goes.
+    /// Serves the running server: list changes, notes, runs' asks to take
+    /// in changes, until it goes away (why) or the agent goes. A listing runs
+    /// beside all of that, so a server that never answers one holds up no run
+    /// past the listing's own bound, and never its stop.
     async fn serve(self: &Arc<Self>, live: &mut Live) -> String {
         let client = Arc::clone(&live.client);
         let client = &client;
         let notices = &mut live.notices;
         let mut listing_due: Option<Instant> = None;
         let mut last_listing = Instant::now();
+        let mut listing: Option<Pending<Result<ToolList, McpError>>> = None;
+        // Asks answered when the listing under way ends.
+        let mut asked_during_listing: Option<u64> = None;
         // A modern server announces list changes on a subscription, renewed
-        // when it ends (after listing again: changes may have been missed).
+        // (with backoff) when it ends, after listing again: changes may have
+        // been missed meanwhile.
         let mut subscription = live.subscription.take();
+        let mut renewals = 0u32;
+        let mut dropped_reported = 0;
         // Runs may have asked before this subscription: their asks are answered first.
         let mut syncs = self.syncs_asked.subscribe();
         syncs.mark_changed();
         loop {
-            let due = listing_due.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
+            let due = listing_due.filter(|_| listing.is_none()).unwrap_or_else(|| Instant::now() + FAR_AWAY);
             tokio::select! {
                 // A run's turn begins: changes announced so far take effect now.
                 Ok(()) = syncs.changed() => {
                     let asked = *syncs.borrow_and_update();
                     while let Ok(notice) = notices.try_recv() {
-                        self.noticed(notice, &mut listing_due, last_listing);
+                        self.noticed(notice, client, &mut listing_due, last_listing);
                     }
-                    if listing_due.take().is_some() {
+                    self.noticed_changes(client, &mut listing_due, last_listing, &mut dropped_reported);
+                    if listing.is_none() && listing_due.take().is_some() {
                         last_listing = Instant::now();
-                        self.list_again(client).await;
+                        listing = Some(self.list_again(client));
                     }
-                    self.syncs_done.send_modify(|done| *done = (*done).max(asked));
+                    match listing.is_some() {
+                        true => asked_during_listing = Some(asked),
+                        false => self.syncs_done.send_modify(|done| *done = (*done).max(asked)),
+                    }
                 }
                 _ = self.stop.cancelled() => return "ferrule stopped it".to_owned(),
                 why = client.rpc().closed() => return why,
-                Some(notice) = notices.recv() => self.noticed(notice, &mut listing_due, last_listing),
+                Some(notice) = notices.recv() => self.noticed(notice, client, &mut listing_due, last_listing),
                 ended = until_ended(&mut subscription) => {
                     listing_due.get_or_insert(last_listing + RELIST_PAUSE);
                     subscription = match self.unsubscribed(ended) {
-                        true => Some(Box::pin(resubscribe(Arc::clone(client)))),
+                        true => {
+                            renewals += 1;
+                            Some(Box::pin(resubscribe(Arc::clone(client), renewals)))
+                        }
                         false => None,
                     };
                 }
-                _ = tokio::time::sleep_until(due), if listing_due.is_some() => {
+                _ = tokio::time::sleep_until(due), if listing_due.is_some() && listing.is_none() => {
                     listing_due = None;
                     last_listing = Instant::now();
-                    self.list_again(client).await;
+                    listing = Some(self.list_again(client));
+                }
+                listed = until_ended(&mut listing) => {
+                    listing = None;
+                    match listed {
+                        Ok(listed) => {
+                            // A subscription that lasted until a listing is a working one.
+                            renewals = 0;
+                            self.relisted(client, &listed);
+                        }
+                        Err(error) => self.log.push(LogSource::Ferrule, format!("listing its tools failed: {error}")),
+                    }
+                    if let Some(asked) = asked_during_listing.take() {
+                        self.syncs_done.send_modify(|done| *done = (*done).max(asked));
+                    }
                 }
             }
         }
@@ -422,9 +517,16 @@ impl Server {
 
     /// Takes in one notice: a change of the tools makes a listing due (at
     /// least a pause after the last one, so a storm of them makes one per pause).
-    fn noticed(&self, notice: ServerNotice, listing_due: &mut Option<Instant>, last_listing: Instant) {
+    fn noticed(
+        &self,
+        notice: ServerNotice,
+        client: &McpClient,
+        listing_due: &mut Option<Instant>,
+        last_listing: Instant,
+    ) {
         match notice {
             ServerNotice::ToolsChanged => {
+                client.rpc().take_tools_changed();
                 listing_due.get_or_insert(last_listing + RELIST_PAUSE);
             }
             ServerNotice::Ignored(what) => self.log.push(LogSource::Ferrule, what),
@@ -432,46 +534,80 @@ impl Server {
         }
     }
 
-    /// Lists the tools again and publishes them when they changed.
-    async fn list_again(self: &Arc<Self>, client: &Arc<McpClient>) {
-        match client.list_tools(self.startup_timeout()).await {
-            Ok(listing) => self.relisted(client, &listing),
-            Err(error) => self.log.push(LogSource::Ferrule, format!("listing its tools failed: {error}")),
+    /// Takes in what the notices could not carry: a change of the tools
+    /// announced while the queue was full, and how many notices were dropped.
+    fn noticed_changes(
+        &self,
+        client: &McpClient,
+        listing_due: &mut Option<Instant>,
+        last: Instant,
+        reported: &mut u64,
+    ) {
+        if client.rpc().take_tools_changed() {
+            listing_due.get_or_insert(last + RELIST_PAUSE);
         }
+        let dropped = client.rpc().dropped_notices();
+        if dropped > *reported {
+            self.log.push(LogSource::Ferrule, format!("{} of its notices were dropped unread", dropped - *reported));
+            *reported = dropped;
+        }
+    }
+
+    /// A listing of the tools, bounded in time as a start is (a minute
+    /// when the startup timeout sets no bound).
+    fn list_again(&self, client: &Arc<McpClient>) -> Pending<Result<ToolList, McpError>> {
+        let client = Arc::clone(client);
+        let bound = match self.config.startup_timeout_ms {
+            0 => UNBOUNDED_LISTING,
+            ms => Duration::from_millis(ms),
+        };
+        Box::pin(async move {
+            match tokio::time::timeout(bound, client.list_tools(bound)).await {
+                Ok(listed) => listed,
+                Err(_) => Err(McpError::TimedOut { method: "tools/list".into(), millis: bound.as_millis() }),
+            }
+        })
     }
 
     /// Publishes a new listing when it changed what runs see.
     fn relisted(self: &Arc<Self>, client: &Arc<McpClient>, listing: &ToolList) {
         let Some(current) = self.ready() else { return };
-        let (tools, left_out) = self.tools_of(listing);
-        let same = tools.len() == current.tools.len()
-            && tools.iter().zip(&current.tools).all(|((_, a), (_, b))| same_tool(a, b))
-            && left_out == current.left_out;
-        if !same {
-            let generation = self.next_generation();
-            let ready = Ready { client: Arc::clone(client), tools, left_out, restarts: current.restarts, generation };
-            self.state.send_replace(ServerState::Ready(Arc::new(ready)));
+        if *listing == current.listing {
+            return;
         }
+        let (tools, left_out) = self.tools_of(listing);
+        self.remember(&tools);
+        let generation = self.next_generation();
+        let restarts = current.restarts;
+        let ready =
+            Ready { client: Arc::clone(client), tools, left_out, restarts, generation, listing: listing.clone() };
+        self.state.send_replace(ServerState::Ready(Arc::new(ready)));
     }
 
     /// The tools of `listing` the configuration offers, as ferrule's tools,
     /// and those left out with why.
     fn tools_of(self: &Arc<Self>, listing: &ToolList) -> (Vec<(String, Arc<Tool>)>, Vec<LeftOutTool>) {
-        let mut left_out: Vec<LeftOutTool> = listing
-            .left_out
-            .iter()
-            .map(|(name, reason)| LeftOutTool { name: name.clone(), reason: reason.clone() })
-            .collect();
+        let mut left_out: Vec<LeftOutTool> =
+            listing.left_out.iter().map(|(name, reason)| left_out_tool(name, reason)).collect();
         let mut tools = Vec::new();
         for listed in listing.tools.iter().filter(|tool| self.config.offers(&tool.name)) {
             match self.tool(listed) {
                 Ok(tool) => tools.push((listed.name.clone(), Arc::new(tool))),
-                Err(reason) => left_out.push(LeftOutTool { name: listed.name.clone(), reason }),
+                Err(reason) => left_out.push(left_out_tool(&listed.name, &reason)),
             }
         }
-        for name in self.config.allowed_tools.iter().flatten() {
-            if !listing.tools.iter().any(|tool| &tool.name == name) {
-                let reason = "allowed_tools names it, but the server has no such tool".to_owned();
+        let approval = match &self.config.needs_approval {
+            NeedsApproval::Named(names) => names.iter().collect(),
+            NeedsApproval::All(_) => Vec::new(),
+        };
+        let named = [
+            ("allowed_tools", self.config.allowed_tools.iter().flatten().collect::<Vec<_>>()),
+            ("excluded_tools", self.config.excluded_tools.iter().collect()),
+            ("needs_approval", approval),
+        ];
+        for (field, names) in named {
+            for name in names.into_iter().filter(|name| !listing.tools.iter().any(|tool| &tool.name == *name)) {
+                let reason = format!("{field} names it, but the server has no such tool");
                 left_out.push(LeftOutTool { name: name.clone(), reason });
             }
         }
@@ -502,24 +638,23 @@ impl Server {
     }
 }
 
-/// Whether two tools are the same to the model and to their server.
-fn same_tool(a: &Tool, b: &Tool) -> bool {
-    a.name() == b.name()
-        && a.description() == b.description()
-        && a.schema().document() == b.schema().document()
-        && a.options() == b.options()
+/// A tool left out, its name and reason (a server's words) cut short.
+fn left_out_tool(name: &str, reason: &str) -> LeftOutTool {
+    LeftOutTool { name: bounded(name, NAME_BYTES), reason: bounded(reason, TEXT_BYTES) }
 }
 
-/// The end of `subscription`; pending forever without one.
-async fn until_ended(subscription: &mut Option<Subscription>) -> Result<(), McpError> {
-    match subscription {
-        Some(subscription) => subscription.await,
+/// What `work` ends with; pending forever without work.
+async fn until_ended<T>(work: &mut Option<Pending<T>>) -> T {
+    match work {
+        Some(work) => work.await,
         None => std::future::pending().await,
     }
 }
 
-/// A subscription made again after a pause.
-async fn resubscribe(client: Arc<McpClient>) -> Result<(), McpError> {
-    tokio::time::sleep(RESUBSCRIBE_PAUSE).await;
+/// A subscription made again, after a pause that doubles with each
+/// `renewal` (from 1) up to a minute.
+async fn resubscribe(client: Arc<McpClient>, renewal: u32) -> Result<(), McpError> {
+    let pause = RESUBSCRIBE_PAUSE.saturating_mul(1 << renewal.saturating_sub(1).min(16)).min(LONGEST_RESUBSCRIBE_PAUSE);
+    tokio::time::sleep(pause).await;
     client.listen().await
 }

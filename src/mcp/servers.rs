@@ -12,7 +12,10 @@ use tokio_util::sync::CancellationToken;
 use super::config::McpServerConfig;
 use super::log::NewLines;
 use super::report::{LeftOutTool, McpServerStatus, ServerReport};
-use super::server::{Server, ServerState};
+use super::server::{Down, Server, ServerState};
+
+/// The longest pause a run waits out for a required server to be started again.
+const REQUIRED_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
 use crate::tool::Tool;
 
 /// The servers of one agent. Owned by the agent: dropping it stops every
@@ -80,16 +83,21 @@ impl McpServers {
 
     /// Waits, for every server at once, until the servers still starting are
     /// ready or failed, those that failed and are due to be started again
-    /// were (once), and those that announced a change of their tools listed
-    /// them again; returns early when `cancel` is cancelled.
+    /// were (once; a required server's pause is waited out), and those that
+    /// announced a change of their tools listed them again; returns early
+    /// when `cancel` is cancelled.
     pub async fn settle(&self, cancel: &CancellationToken) {
         let waits = self.servers.iter().map(|server| async move {
             let mut restarted = false;
             while !cancel.is_cancelled() {
                 match server.state() {
                     ServerState::Starting => server.settled(cancel).await,
-                    ServerState::Down(down) if !restarted && down.retry_at <= Instant::now() => {
+                    ServerState::Down(down) if !restarted && due(&down, server.config.required) => {
                         restarted = true;
+                        tokio::select! {
+                            _ = cancel.cancelled() => return,
+                            _ = tokio::time::sleep_until(down.retry_at) => {}
+                        }
                         server.restart(&down, cancel).await;
                     }
                     ServerState::Ready(_) => return server.synced(cancel).await,
@@ -101,7 +109,10 @@ impl McpServers {
     }
 
     /// The servers and their tools now. A tool whose name the agent's own
-    /// tools or an earlier server's (by name) took is left out.
+    /// tools take is left out, and so is every tool whose name another
+    /// server's tool has (as that server last listed it, running or not): which
+    /// server a name calls never depends on which servers are up, so a call
+    /// approved for one server's tool never runs another's.
     pub fn snapshot(&self) -> Arc<McpSnapshot> {
         let states: Vec<ServerState> = self.servers.iter().map(|server| server.state()).collect();
         let key: Vec<u64> = states
@@ -116,7 +127,13 @@ impl McpServers {
         if let Some(snapshot) = cached.as_ref().filter(|snapshot| snapshot.key == key) {
             return Arc::clone(snapshot);
         }
-        let mut owners: HashMap<&str, &str> = HashMap::new();
+        let known: Vec<Vec<String>> = self.servers.iter().map(|server| server.known_names()).collect();
+        let mut holders: HashMap<&str, Vec<&str>> = HashMap::new();
+        for (server, names) in self.servers.iter().zip(&known) {
+            for name in names {
+                holders.entry(name).or_default().push(&server.name);
+            }
+        }
         let mut tools = Vec::new();
         let mut servers = Vec::new();
         for (server, state) in self.servers.iter().zip(&states) {
@@ -143,16 +160,24 @@ impl McpServers {
                     report.left_out = ready.left_out.clone();
                     for (own_name, tool) in &ready.tools {
                         let name = tool.name();
-                        let owner = match self.taken.contains(name) {
-                            true => Some("the agent's own tool".to_owned()),
-                            false => owners.get(name).map(|owner| format!("a tool of the server \"{owner}\"")),
+                        let others = holders.get(name).into_iter().flatten().filter(|holder| **holder != server.name);
+                        let others: Vec<&str> = others.copied().collect();
+                        let reason = if self.taken.contains(name) {
+                            Some(format!("its name {name} is that of the agent's own tool"))
+                        } else if !others.is_empty() {
+                            Some(format!(
+                                "its name {name} is also that of a tool of the server \"{}\"",
+                                others.join("\", \"")
+                            ))
+                        } else if report.tools.iter().any(|offered| offered == name) {
+                            Some(format!("its name {name} is that of another of its tools"))
+                        } else {
+                            None
                         };
-                        if let Some(owner) = owner {
-                            let reason = format!("its name {name} is taken by {owner}");
+                        if let Some(reason) = reason {
                             report.left_out.push(LeftOutTool { name: own_name.clone(), reason });
                             continue;
                         }
-                        owners.insert(name, &server.name);
                         report.tools.push(name.to_owned());
                         tools.push(Arc::clone(tool));
                     }
@@ -170,6 +195,13 @@ impl McpServers {
         let found = self.servers.iter().find(|s| s.name == server);
         found.map(|s| s.log.since(from)).unwrap_or(NewLines { next: from, ..NewLines::default() })
     }
+}
+
+/// Whether a run starts `down`'s server again now: once its pause is over,
+/// or, for a required server, after waiting out a pause of the usual length.
+fn due(down: &Down, required: bool) -> bool {
+    let now = Instant::now();
+    down.retry_at <= now || (required && down.retry_at <= now + REQUIRED_PATIENCE)
 }
 
 impl Drop for McpServers {

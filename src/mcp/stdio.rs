@@ -47,8 +47,8 @@ const STDERR_LINE_BYTES: usize = 1024;
 const STDERR_AFTER_EXIT: Duration = Duration::from_millis(200);
 
 /// How to start a server: its program, arguments, added environment and
-/// working directory.
-#[derive(Debug, Clone, Default)]
+/// working directory. Its `Debug` leaves out the variables' values.
+#[derive(Clone, Default)]
 pub struct StdioCommand {
     /// The program, found on `PATH` when not a path.
     pub command: String,
@@ -58,6 +58,17 @@ pub struct StdioCommand {
     pub env: BTreeMap<String, String>,
     /// The working directory; the host's when `None`.
     pub cwd: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for StdioCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioCommand")
+            .field("command", &self.command)
+            .field("args", &self.args)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .finish()
+    }
 }
 
 /// A running server and the connection to it. Owned by one holder; its
@@ -124,7 +135,7 @@ impl StdioServer {
             return Err(McpError::Spawn("the server's pipes are missing".into()));
         };
         let (drained, drained_watch) = watch::channel(false);
-        tokio::spawn({
+        let draining = tokio::spawn({
             let log = Arc::clone(&log);
             async move {
                 drain(stderr, &log).await;
@@ -149,7 +160,10 @@ impl StdioServer {
                     let status = status.map_or_else(|e| e.to_string(), |status| status.to_string());
                     connection.fail_all(&format!("it exited ({status}){why}"));
                     connection.close_input();
+                    connection.abandon_io();
                 }
+                // The pipes are let go, whoever else holds them.
+                draining.abort();
             }
         });
         Ok(StdioServer { group, connection, log, exited: exited_watch })

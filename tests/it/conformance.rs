@@ -144,7 +144,7 @@ fn with_mcp_test_server(mut config: Value) -> Value {
     let servers = config.get_mut("mcp_servers").and_then(Value::as_object_mut);
     for server in servers.into_iter().flat_map(|servers| servers.values_mut()) {
         if let (Some(built), true) = (&built, server["command"] == MCP_TEST_SERVER) {
-            assert!(built.exists(), "{} is missing: build the workspace (cargo test --workspace)", built.display());
+            assert!(built.exists(), "{} is missing: build it with the same profile as this test (cargo build -p ferrule-conformance, or make judge)", built.display());
             server["command"] = json!(built.display().to_string());
         }
     }

@@ -51,6 +51,8 @@ fn the_models_calls_reach_the_servers_tools_with_their_progress() {
     let offered: Vec<&str> = server["tools"].as_array().unwrap().iter().map(|t| t.as_str().unwrap()).collect();
     assert!(offered.contains(&"py__echo") && offered.contains(&"py__count"), "{offered:?}");
     assert_eq!(server["added"], server["tools"]);
+    let logged: String = of_type(&events, "mcp_server_log").iter().map(|l| l["lines"].to_string()).collect();
+    assert!(!logged.contains("no request in flight"), "the handshake given up is no news: {logged}");
     let results: Vec<String> = tool_results(&result).iter().map(text).collect();
     assert_eq!(results[..2], ["héllo".to_owned(), "counted to 3".to_owned()]);
     assert!(results[2].contains("\"sum\"") && results[2].contains('5'), "{results:?}");
@@ -68,7 +70,7 @@ fn the_models_calls_reach_the_servers_tools_with_their_progress() {
 #[test]
 fn selection_approval_and_names_follow_the_configuration() {
     let servers = json!({
-        "py": server(json!({"allowed_tools": ["echo", "add", "missing"], "excluded_tools": ["add"],
+        "py": server(json!({"allowed_tools": ["echo", "add", "missing"], "excluded_tools": ["add", "gone"],
                            "needs_approval": ["echo"]})),
         "raw": server(json!({"prefix": false, "allowed_tools": ["echo", "pid"]})),
     });
@@ -79,7 +81,12 @@ fn selection_approval_and_names_follow_the_configuration() {
     let py = reports.iter().find(|r| r["server"] == "py").unwrap();
     assert_eq!(py["tools"], json!(["py__echo"]));
     assert_eq!(py["left_out"][0]["name"], "missing");
-    assert!(py["left_out"][0]["reason"].as_str().unwrap().contains("no such tool"));
+    assert!(py["left_out"][0]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("allowed_tools names it, but the server has no such tool"));
+    assert_eq!(py["left_out"][1]["name"], "gone");
+    assert!(py["left_out"][1]["reason"].as_str().unwrap().contains("excluded_tools names it"));
     let raw = reports.iter().find(|r| r["server"] == "raw").unwrap();
     assert_eq!(raw["tools"], json!(["echo"]), "unprefixed");
     let taken = raw["left_out"].as_array().unwrap().iter().find(|l| l["name"] == "pid").expect("pid left out");
@@ -204,7 +211,7 @@ fn a_hostile_server_gets_a_bounded_outcome_for_each_fault_and_loses_nothing_else
     let report = of_type(&events, "mcp_server")[0];
     // The handshake era, found after the probe was refused; every page listed.
     assert_eq!(report["protocol_version"], "2025-11-25");
-    assert_eq!(report["tools"].as_array().unwrap().len(), 7, "{report}");
+    assert_eq!(report["tools"].as_array().unwrap().len(), 11, "{report}");
     let broken = &report["left_out"][0];
     assert_eq!(broken["name"], "broken_schema");
     assert!(broken["reason"].as_str().unwrap().contains("https://example.com/x"), "{broken}");
@@ -227,6 +234,64 @@ fn a_hostile_server_gets_a_bounded_outcome_for_each_fault_and_loses_nothing_else
     assert!(notes.contains("an answer to no request in flight (id 987654)"), "{notes}");
     let reports = of_type(&events, "mcp_server");
     assert_eq!(reports.len(), 1, "a storm of list changes that changed nothing is not a change");
+}
+
+#[test]
+fn what_a_server_says_is_bounded_before_it_is_kept_or_repeated() {
+    let script = json!([
+        {"tool_calls": [call("c1", "bad__big_ids", json!({})), call("c2", "bad__huge_method", json!({})),
+                        call("c3", "bad__echo", json!({"text": "beside"}))]},
+        {"tool_calls": [call("c4", "bad__echo", json!({"text": "after"}))]},
+        {"text": "done"}
+    ]);
+    let extra = json!({"mcp_servers": {"bad": hostile(&[])}, "max_tool_result_bytes": 100_000});
+    let (result, events) = run(&agent(script, extra, vec![]), "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let logged = of_type(&events, "mcp_server_log");
+    let size: usize = logged.iter().map(|l| l.to_string().len()).sum();
+    assert!(size < 128 << 10, "the log events hold {size} bytes");
+    assert!(logged.iter().any(|l| l["lines"].to_string().contains("no request in flight")), "{logged:?}");
+    let texts: Vec<String> = tool_results(&result).iter().map(text).collect();
+    assert!(texts[1].contains("over the limit"), "the oversized answer failed its call: {}", texts[1]);
+    assert_eq!(texts[2..], ["beside".to_owned(), "after".to_owned()], "and nothing else");
+    let reports = of_type(&events, "mcp_server");
+    assert_eq!(reports.len(), 1, "the server was not started again: {reports:?}");
+}
+
+#[test]
+fn a_listing_that_never_ends_holds_up_no_turn_past_its_bound_nor_the_servers_stop() {
+    let script = json!([
+        {"tool_calls": [call("c1", "bad__pid", json!({})), call("c2", "bad__hang_list", json!({}))]},
+        {"tool_calls": [call("c3", "bad__echo", json!({"text": "on"}))]},
+        {"tool_calls": [call("c4", "bad__echo", json!({"text": "and on"}))]},
+        {"text": "done"}
+    ]);
+    let mut server = hostile(&[]);
+    server["startup_timeout_ms"] = json!(1000);
+    let agent = agent(script, json!({"mcp_servers": {"bad": server}}), vec![]);
+    let started = std::time::Instant::now();
+    let (result, _) = run(&agent, "go");
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "a turn waited on the listing");
+    let texts: Vec<String> = tool_results(&result).iter().map(text).collect();
+    assert_eq!(texts[2..], ["on".to_owned(), "and on".to_owned()]);
+    let pid: i32 = texts[0].parse().unwrap();
+    drop((agent, result));
+    assert!(until_gone(pid, false), "the server outlived its agent while a listing hung");
+}
+
+#[test]
+fn a_name_two_servers_give_their_tools_is_offered_by_neither() {
+    let mut one = hostile(&[]);
+    one["prefix"] = json!(false);
+    let two = one.clone();
+    let script = json!([{"tool_calls": [call("c1", "echo", json!({"text": "whose?"}))]}, {"text": "done"}]);
+    let (result, events) = run(&agent(script, json!({"mcp_servers": {"one": one, "two": two}}), vec![]), "go");
+    for report in of_type(&events, "mcp_server") {
+        assert_eq!(report["tools"], json!([]), "{report}");
+        let echo = report["left_out"].as_array().unwrap().iter().find(|l| l["name"] == "echo").unwrap();
+        assert!(echo["reason"].as_str().unwrap().contains("also that of a tool of the server"), "{echo}");
+    }
+    assert!(text(&tool_results(&result)[0]).contains("Unknown tool \"echo\""));
 }
 
 #[test]

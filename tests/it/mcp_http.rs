@@ -116,3 +116,34 @@ fn a_server_that_is_not_there_is_unavailable_at_once() {
     let error = of_type(&events, "mcp_server")[0]["error"].as_str().unwrap().to_owned();
     assert!(error.contains("could not connect"), "{error}");
 }
+
+#[test]
+fn a_server_that_goes_away_after_it_started_is_down_and_a_required_one_fails_the_run() {
+    let server = HttpServer::start(&python(), &script("http_server.py"), &["--json"]);
+    let script = json!([{"tool_calls": [call("c1", "web__echo", json!({"text": "x"}))]}, {"text": "done"}]);
+    let agent = http_agent(script, json!({"url": server.url, "required": true}), json!({}));
+    let (result, _) = run(&agent, "go");
+    assert_eq!(text(&tool_results(&result)[0]), "x");
+    drop(server);
+    // The broken subscription, or the call, finds the server gone; the turn
+    // after that cannot start it again.
+    let (result, events) = run(&agent, "go");
+    assert_eq!(result.status, RunStatus::Failed, "the required server is gone");
+    assert_eq!(result.error.as_ref().unwrap().code, ferrule::ErrorCode::McpUnavailable);
+    assert_event_invariants(&events);
+}
+
+#[test]
+fn a_short_header_value_the_server_echoes_is_never_repeated() {
+    let server = HttpServer::start(&python(), &script("http_server.py"), &[]);
+    let script = json!([{"tool_calls": [call("c1", "web__seen_headers", json!({}))]}, {"text": "done"}]);
+    let config = json!({"url": server.url, "headers": {"X-Team": "k3y-S3c"}});
+    let (result, events) = run(&http_agent(script, config, json!({})), "go");
+    let seen = text(&tool_results(&result)[0]);
+    assert!(
+        seen.contains("x-team") && seen.contains("[redacted]"),
+        "the header went, scrubbed on its way back: {seen}"
+    );
+    let everything = format!("{}{:?}", serde_json::to_string(&events).unwrap(), result);
+    assert!(!everything.contains("k3y-S3c"), "a header value reached an event or the result");
+}

@@ -12,15 +12,21 @@ string, which is a cursor), and each tool misbehaves one way:
 - `storm`: thousands of list-changed notifications, then the answer;
 - `huge`: a text result of `megabytes` MB;
 - `picture`: an image, an audio clip and an embedded blob;
+- `big_ids`: answers to ids never asked, each id a string of 100 kB;
+- `hang_list`: says the list changed, then never answers `tools/list` again;
+- `huge_method`: a 2 MB result whose structured content has a "method" key;
+- `pid`: its process id;
 - `echo`: its text.
 
 With `--silent` it never answers anything (a server that hangs at start).
 """
 
 import json
+import os
 import sys
 
 SILENT = "--silent" in sys.argv
+STATE = {"hang_list": False}
 
 TOOLS = [
     {"name": "echo", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}},
@@ -41,6 +47,10 @@ TOOLS = [
         "inputSchema": {"type": "object", "properties": {"megabytes": {"type": "integer"}}, "required": ["megabytes"]},
     },
     {"name": "picture", "inputSchema": {"type": "object"}},
+    {"name": "big_ids", "inputSchema": {"type": "object"}},
+    {"name": "hang_list", "inputSchema": {"type": "object"}},
+    {"name": "huge_method", "inputSchema": {"type": "object"}},
+    {"name": "pid", "inputSchema": {"type": "object"}},
     {"name": "broken_schema", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "https://example.com/x"}}}},
 ]
 
@@ -82,6 +92,18 @@ def call(id_, name, arguments, meta):
         answer(id_, text("calm"))
     elif name == "huge":
         answer(id_, text("h" * (arguments["megabytes"] << 20)))
+    elif name == "big_ids":
+        for n in range(50):
+            send({"jsonrpc": "2.0", "id": f"{n}-" + "i" * 100_000, "result": {}})
+        answer(id_, text("sent"))
+    elif name == "hang_list":
+        STATE["hang_list"] = True
+        send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+        answer(id_, text("hanging"))
+    elif name == "pid":
+        answer(id_, text(str(os.getpid())))
+    elif name == "huge_method":
+        answer(id_, {"content": [], "structuredContent": {"method": "GET", "blob": "x" * (2 << 20)}})
     elif name == "picture":
         answer(id_, {"content": [
             {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
@@ -108,6 +130,8 @@ def main():
             answer(id_, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": True}},
                          "serverInfo": {"name": "hostile", "version": "1"}})
         elif method == "tools/list":
+            if STATE["hang_list"]:
+                continue
             cursor = params.get("cursor")
             if cursor is None:
                 answer(id_, {"tools": TOOLS[:3], "nextCursor": ""})

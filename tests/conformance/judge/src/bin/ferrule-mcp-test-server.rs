@@ -142,7 +142,14 @@ fn main() {
                 "serverInfo": {"name": "ferrule-mcp-test-server", "version": "1"}})),
             ),
             "ping" => send(&out, answer(json!({}))),
-            "tools/list" => send(&out, answer(stamped(json!({"tools": tools()})))),
+            "tools/list" => {
+                let mut listed = stamped(json!({"tools": tools()}));
+                if modern {
+                    listed["ttlMs"] = json!(0);
+                    listed["cacheScope"] = json!("private");
+                }
+                send(&out, answer(listed));
+            }
             "tools/call" => {
                 let (out, cancelled_ids, ending) = (Arc::clone(&out), Arc::clone(&cancelled_ids), Arc::clone(&ending));
                 let key = id.to_string();
