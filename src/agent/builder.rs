@@ -79,7 +79,7 @@ impl AgentBuilder {
         };
         let tools = Arc::new(ToolSet::new(tools.into_iter().map(Arc::new).collect()));
         if let ToolChoice::Named(name) = &config.tool_choice {
-            if !tools.contains(name) && config.mcp_servers.is_empty() {
+            if !tools.contains(name) && !config.may_name_mcp_tool(name) {
                 return Err(Error::invalid_arg(format!("agent config: tool_choice names unknown tool \"{name}\"")));
             }
         }

@@ -33,9 +33,9 @@ pub(crate) struct AgentInner {
 
 impl AgentInner {
     /// Whether a run of the agent may offer a tool called `name`: one of its
-    /// own, or (when it has MCP servers, whose tools come and go) any.
+    /// own, or a name one of its MCP servers' tools may have.
     pub(crate) fn may_offer(&self, name: &str) -> bool {
-        self.mcp.is_some() || self.tools.contains(name)
+        self.tools.contains(name) || self.config.may_name_mcp_tool(name)
     }
 }
 

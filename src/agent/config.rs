@@ -116,6 +116,12 @@ impl AgentConfig {
         }
         self.mcp_servers.iter().try_for_each(|(name, server)| server.check(name))
     }
+
+    /// Whether `name` may be the model's name of a tool of one of the MCP
+    /// servers (whose tools come and go, so only the names' form is known).
+    pub fn may_name_mcp_tool(&self, name: &str) -> bool {
+        self.mcp_servers.iter().any(|(server, config)| crate::mcp::may_name(server, name, config.prefix))
+    }
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ pub use connection::Connection;
 pub use error::McpError;
 pub use http::HttpLink;
 pub use log::{LogSource, NewLines, ServerLog};
-pub use naming::model_name;
+pub use naming::{may_name, model_name};
 pub use report::{LeftOutTool, McpServerStatus, ServerReport};
 pub use result::tool_result;
 pub use rpc::{Answer, Exchange, Rpc, ServerNotice};

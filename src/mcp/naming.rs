@@ -15,13 +15,28 @@ pub fn model_name(server: &str, tool: &str, prefix: bool) -> String {
         true => format!("{server}__{tool}"),
         false => tool.to_owned(),
     };
-    let name: String =
-        whole.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    let name: String = whole.chars().map(cleaned).collect();
     if name.len() <= MAX_NAME_LEN && !name.is_empty() && name == whole {
         return name;
     }
     let kept: String = name.chars().take(MAX_NAME_LEN - 9).collect();
     format!("{kept}_{:08x}", fnv1a(whole.as_bytes()) as u32)
+}
+
+/// Whether `name` may be the model's name of one of the tools of the server
+/// `server`: any name when its tools are not prefixed, else one that begins as
+/// every name [`model_name`] gives them does.
+pub fn may_name(server: &str, name: &str, prefix: bool) -> bool {
+    let start: String = format!("{server}__").chars().map(cleaned).take(MAX_NAME_LEN - 9).collect();
+    !prefix || name.starts_with(&start)
+}
+
+/// `c`, or `_` in place of a character outside `[A-Za-z0-9_-]`.
+fn cleaned(c: char) -> char {
+    match c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+        true => c,
+        false => '_',
+    }
 }
 
 /// The 64-bit FNV-1a hash of `bytes`.
@@ -50,5 +65,15 @@ mod tests {
         assert_eq!(long, model_name("server", &"t".repeat(80), true), "stable");
         assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c, "FNV-1a's published value");
         assert_eq!(model_name("s", "", false).len(), 9, "an empty name is hashed: {}", model_name("s", "", false));
+    }
+
+    #[test]
+    fn a_servers_names_are_told_apart_from_others() {
+        for (server, tool) in [("files", "read"), ("git hub", "a.b"), (&*"s".repeat(70), "t"), ("files", "")] {
+            assert!(may_name(server, &model_name(server, tool, true), true), "{server} {tool}");
+        }
+        assert!(!may_name("files", "fles__read", true));
+        assert!(!may_name("files", "read", true));
+        assert!(may_name("files", "read", false), "unprefixed names may be anything");
     }
 }

@@ -323,3 +323,18 @@ fn bad_server_configurations_are_refused_at_build() {
         assert!(error.message.contains(named), "{servers}: {}", error.message);
     }
 }
+
+#[test]
+fn a_tool_choice_no_server_could_offer_is_refused_at_build() {
+    let build = |servers: Value, choice: &str| {
+        let config = json!({"model": {"provider": "scripted"}, "mcp_servers": servers, "tool_choice": {"name": choice}});
+        let built = ferrule::agent::AgentBuilder::from_json(&config.to_string()).and_then(|b| b.build());
+        built.map(drop).map_err(|error| (error.code, error.message))
+    };
+    let files = json!({"files": {"command": "true"}});
+    let refused = build(files.clone(), "fles__read").expect_err("a typo in the server's name");
+    assert_eq!(refused.0, ErrorCode::InvalidArg);
+    assert!(refused.1.contains("fles__read"), "{}", refused.1);
+    assert!(build(files, "files__read").is_ok(), "a name the server's tools may have");
+    assert!(build(json!({"files": {"command": "true", "prefix": false}}), "read").is_ok(), "unprefixed");
+}
