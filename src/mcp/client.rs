@@ -46,13 +46,18 @@ const UNSUPPORTED_VERSION: i64 = -32022;
 /// match the request (a tool's `Mcp-Param-*` among them).
 const HEADER_MISMATCH: i64 = -32020;
 
-/// The most pages of a tool list read: a server whose list goes on past
-/// them breaks the protocol.
+/// The most pages of a tool list read, the most tools kept from them and
+/// the most bytes of their names, descriptions and schemas: what a server's
+/// list holds past any of them is left out, saying so.
 const MAX_PAGES: usize = 100;
-/// The most tools of a server offered, and the largest input or output
-/// schema (as JSON) a tool may have; the rest are left out, saying so.
-const MAX_TOOLS: usize = 1024;
+const MAX_TOOLS: usize = 4096;
+const LISTING_BYTES: usize = 16 << 20;
+/// The largest input or output schema (as JSON) a tool may have, and the
+/// longest name: such a tool is left out, saying why.
 const MAX_SCHEMA_BYTES: usize = 64 << 10;
+const MAX_NAME_BYTES: usize = 128;
+/// The longest description kept: a longer one is cut.
+const DESCRIPTION_BYTES: usize = 8 << 10;
 /// How often a modern request answered `input_required` (with only a
 /// `requestState`: ferrule offers no input) is made again, and the pause
 /// before the first retry, doubling up to the last.
@@ -266,10 +271,11 @@ impl McpClient {
 
     /// Every tool of the server, each page asked for within `timeout`. A tool
     /// that does not describe itself (no name, no input schema) is left out
-    /// of the list, named with why in [`ToolList::left_out`].
+    /// of the list, named with why in [`ToolList::left_out`]; so is what the
+    /// list holds past its bounds (one entry, without a name).
     pub async fn list_tools(&self, timeout: Duration) -> Result<ToolList, McpError> {
         let mut list = ToolList::default();
-        let mut beyond = 0usize;
+        let (mut beyond, mut bytes) = (0usize, 0usize);
         let mut table = HashMap::new();
         let mut cursors = HashSet::new();
         let mut cursor: Option<String> = None;
@@ -282,14 +288,21 @@ impl McpClient {
             let listed =
                 page["tools"].as_array().ok_or_else(|| McpError::Protocol("tools/list gave no tools".into()))?;
             for tool in listed {
-                let name = || tool["name"].as_str().unwrap_or_default().to_owned();
+                let name = || bounded(tool["name"].as_str().unwrap_or_default(), MAX_NAME_BYTES);
+                let full = list.tools.len() + list.left_out.len() >= MAX_TOOLS || bytes >= LISTING_BYTES;
                 match McpTool::deserialize(tool) {
-                    _ if list.tools.len() + list.left_out.len() >= MAX_TOOLS => beyond += 1,
+                    _ if full => beyond += 1,
+                    Ok(tool) if tool.name.len() > MAX_NAME_BYTES => {
+                        list.left_out.push((name(), format!("its name is longer than {MAX_NAME_BYTES} bytes")))
+                    }
                     Ok(tool) if schema_bytes(&tool) > MAX_SCHEMA_BYTES => {
                         list.left_out.push((name(), format!("its schemas are larger than {MAX_SCHEMA_BYTES} bytes")))
                     }
-                    Ok(tool) if tool.input_schema.is_object() => match self.headers_of(&tool) {
+                    Ok(mut tool) if tool.input_schema.is_object() => match self.headers_of(&tool) {
                         Ok(headers) => {
+                            tool.description = tool.description.map(|text| bounded(&text, DESCRIPTION_BYTES));
+                            bytes += tool.name.len() + tool.description.as_ref().map_or(0, String::len);
+                            bytes += schema_bytes(&tool);
                             table.insert(tool.name.clone(), headers);
                             list.tools.push(tool);
                         }
@@ -301,24 +314,31 @@ impl McpClient {
             }
             // An empty cursor is a cursor: only an absent or null one ends the list.
             cursor = match page.get("nextCursor") {
-                None | Some(Value::Null) => {
-                    if beyond > 0 {
-                        let why = format!("{beyond} more tools were left out: a server offers at most {MAX_TOOLS}");
-                        list.left_out.push((String::new(), why));
-                    }
-                    if let Some(headers) = &self.param_headers {
-                        *headers.lock().unwrap_or_else(|e| e.into_inner()) = table;
-                    }
-                    return Ok(list);
-                }
+                None | Some(Value::Null) => None,
                 Some(Value::String(next)) if cursors.insert(next.clone()) => Some(next.clone()),
-                Some(Value::String(next)) => {
-                    return Err(McpError::Protocol(format!("tools/list gave the cursor {next:?} twice")))
+                Some(twice @ Value::String(_)) => {
+                    return Err(McpError::Protocol(format!("tools/list gave the cursor {} twice", quoted(twice))))
                 }
-                Some(other) => return Err(McpError::Protocol(format!("tools/list gave the cursor {other}"))),
+                Some(other) => return Err(McpError::Protocol(format!("tools/list gave the cursor {}", quoted(other)))),
             };
+            if cursor.is_none() || beyond > 0 {
+                break;
+            }
         }
-        Err(McpError::Protocol(format!("tools/list went on past {MAX_PAGES} pages")))
+        let rest = match (beyond, &cursor) {
+            (0, None) => None,
+            (0, Some(_)) => Some(format!("the rest of the list was left out: it goes on past {MAX_PAGES} pages")),
+            (n, None) => Some(format!("{n} more tools were left out")),
+            (n, Some(_)) => Some(format!("{n} more tools and the pages after them were left out")),
+        };
+        if let Some(rest) = rest {
+            let bounds = format!("a server offers at most {MAX_TOOLS} tools, of {} MiB in all", LISTING_BYTES >> 20);
+            list.left_out.push((String::new(), format!("{rest} ({bounds})")));
+        }
+        if let Some(headers) = &self.param_headers {
+            *headers.lock().unwrap_or_else(|e| e.into_inner()) = table;
+        }
+        Ok(list)
     }
 
     /// The arguments `tool` sends as headers: none unless the server speaks
@@ -437,9 +457,13 @@ fn verdict(answer: Answer) -> Verdict {
         // A modern server refusing the request itself: no era would do.
         Err(error @ McpError::Refused { code: -32021 | -32020, .. }) => Verdict::Failed(error),
         // An outage, or a refusal of ferrule's credentials, is no era.
-        Err(error @ (McpError::Closed(_) | McpError::Spawn(_) | McpError::Network(_) | McpError::TimedOut { .. })) => {
-            Verdict::Failed(error)
-        }
+        Err(
+            error @ (McpError::Closed(_)
+            | McpError::Spawn(_)
+            | McpError::Unreachable(_)
+            | McpError::Network(_)
+            | McpError::TimedOut { .. }),
+        ) => Verdict::Failed(error),
         Err(error @ McpError::Status { status: 401 | 403, .. }) => Verdict::Failed(error),
         Err(_) => Verdict::Legacy,
     }

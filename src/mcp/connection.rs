@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::bounded::{answerable_id, bounded, quoted};
+use super::bounded::{answerable_id, bounded, quoted, TEXT_BYTES};
 use super::error::McpError;
 use super::line_reader::{next_frame, Frame};
 use super::notices::Notices;
@@ -412,17 +412,18 @@ async fn read_messages(
             Ok(Frame::Line(line)) => received(&connection, &line).await,
             Ok(Frame::Oversized { length, head, tail }) => {
                 let over = format!("a message of {length} bytes, over the limit of {max_message_bytes}");
-                match oversized_answer(&head, &tail) {
+                match oversized(&head, &tail) {
                     // The answer to one request: that one fails.
-                    Some(id) => {
+                    Oversized::Answer(id) => {
                         let failed = |method| Err(McpError::Protocol(format!("its answer to {method} was {over}")));
-                        if !connection.settle(id, failed) {
+                        if !connection.settle(id, failed) && !connection.forgotten(&Value::from(id)) {
                             connection
                                 .tell(ServerNotice::Ignored(format!("{over}, to no request in flight (id {id})")));
                         }
                     }
+                    Oversized::Servers => connection.tell(ServerNotice::Ignored(format!("{over}, dropped unread"))),
                     // Which request it answered cannot be told: every request fails.
-                    None => break format!("it sent {over}"),
+                    Oversized::Unknown => break format!("it sent {over}"),
                 }
             }
             Ok(Frame::End) => break "its output ended".to_owned(),
@@ -439,28 +440,42 @@ async fn read_messages(
     }
 }
 
-/// The id of the response an oversized line is, from its first and last
-/// bytes: a response names its id before its result or error
-/// (`{"jsonrpc":"2.0","id":7,"result":...`) or after it, last
-/// (`...,"jsonrpc":"2.0","id":7}`). None when it shows no id there, or when
-/// its first bytes show a `"method"` key (a request or notification of the
-/// server's, whose id is not ours, or a body that cannot be read this way).
-fn oversized_answer(head: &[u8], tail: &[u8]) -> Option<u64> {
+/// What a line over the size limit is, told from its first and last bytes.
+enum Oversized {
+    /// The answer to the request with this id: a response names its id
+    /// before its result or error (`{"jsonrpc":"2.0","id":7,"result":...`)
+    /// or after it, last (`...,"jsonrpc":"2.0","id":7}`).
+    Answer(u64),
+    /// A request or notification of the server's: its first bytes show a
+    /// `"method"` key before any result or error.
+    Servers,
+    /// Neither can be told.
+    Unknown,
+}
+
+fn oversized(head: &[u8], tail: &[u8]) -> Oversized {
+    let head = String::from_utf8_lossy(head);
+    let body = ["\"result\"", "\"error\""].iter().filter_map(|key| head.find(key)).min();
+    // A "method" key before the body makes it a message of the server's; one
+    // inside the body (a result that holds such a key) does not.
+    match (head.find("\"method\""), body) {
+        (Some(method), body) if body.is_none_or(|body| method < body) => Oversized::Servers,
+        (_, None) => Oversized::Unknown,
+        (_, Some(body)) => answered_id(&head[..body], tail).map_or(Oversized::Unknown, Oversized::Answer),
+    }
+}
+
+/// The id of an oversized answer (see [`Oversized::Answer`]) from what comes
+/// before its body, or else from its last bytes.
+fn answered_id(before_body: &str, tail: &[u8]) -> Option<u64> {
     let number = |text: &str| -> Option<(u64, usize)> {
         let digits = text.trim_start();
         let skipped = text.len() - digits.len();
         let end = digits.find(|c: char| !c.is_ascii_digit()).unwrap_or(digits.len());
         digits[..end].parse().ok().map(|id| (id, skipped + end))
     };
-    let head = String::from_utf8_lossy(head);
-    let body = ["\"result\"", "\"error\""].iter().filter_map(|key| head.find(key)).min()?;
-    // A "method" key before the body makes it a message of the server's; one
-    // inside the body (a result that holds such a key) does not.
-    if head[..body].contains("\"method\"") {
-        return None;
-    }
-    if let Some(key) = head[..body].find("\"id\":") {
-        return number(&head[key + 5..]).map(|(id, _)| id);
+    if let Some(key) = before_body.find("\"id\":") {
+        return number(&before_body[key + 5..]).map(|(id, _)| id);
     }
     let tail = String::from_utf8_lossy(tail);
     let tail = tail.trim_end();
@@ -508,7 +523,7 @@ async fn received(connection: &Arc<Connection>, line: &[u8]) {
         // The server ended a request of ours (a subscription): it fails.
         (Some("notifications/cancelled"), None) => {
             let params = message.get("params").unwrap_or(&Value::Null);
-            let reason = params["reason"].as_str().unwrap_or("no reason given").to_owned();
+            let reason = bounded(params["reason"].as_str().unwrap_or("no reason given"), TEXT_BYTES);
             if let Some(id) = params["requestId"].as_u64() {
                 connection.settle(id, |method| Err(McpError::Closed(format!("it ended {method}: {reason}"))));
             }
@@ -527,6 +542,24 @@ async fn received(connection: &Arc<Connection>, line: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_oversized_line_is_told_by_its_ends() {
+        let kind = |head: &str, tail: &str| match oversized(head.as_bytes(), tail.as_bytes()) {
+            Oversized::Answer(id) => format!("answer {id}"),
+            Oversized::Servers => "servers".to_owned(),
+            Oversized::Unknown => "unknown".to_owned(),
+        };
+        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":7,"result":{"method":"#, "}}"), "answer 7");
+        assert_eq!(kind(r#"{"result":{"content":[{"text":"xx"#, r#"x"}]},"jsonrpc":"2.0","id":12}"#), "answer 12");
+        assert_eq!(
+            kind(r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"xx"#, "x\"}}"),
+            "servers"
+        );
+        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":"s-1","method":"sampling/createMessage","params""#, "}}"), "servers");
+        assert_eq!(kind(r#"{"jsonrpc":"2.0","result":{"text":"xx"#, r#"x"},"id":"7"}"#), "unknown");
+        assert_eq!(kind(r#"["xx"#, "x]"), "unknown");
+    }
 
     /// A connection to a server played by the test: its lines in, its lines out.
     fn played() -> (Arc<Connection>, impl tokio::io::AsyncBufRead + Unpin, impl AsyncWrite + Unpin) {
@@ -662,7 +695,18 @@ mod tests {
         let (first, second, third) = (first.await.unwrap(), second.await.unwrap(), third.await.unwrap());
         assert!(over(first.clone()) && over(second.clone()), "{first:?} {second:?}");
         assert_eq!(third, Ok(json!({})), "the other request got its answer");
-        let anonymous = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":\"{big}\"}}\n");
+        // A message of the server's is dropped, and the request goes on.
+        let notice = format!("{{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":\"{big}\"}}\n");
+        let waiting = ask(&connection);
+        let id = read_line(&mut from_client).await["id"].clone();
+        to_client.write_all(notice.as_bytes()).await.unwrap();
+        to_client
+            .write_all(format!("{}\n", json!({"jsonrpc": "2.0", "id": id, "result": {}})).as_bytes())
+            .await
+            .unwrap();
+        assert_eq!(waiting.await.unwrap(), Ok(json!({})));
+        // A line that cannot be told fails every request.
+        let anonymous = format!("{{\"jsonrpc\":\"2.0\",\"params\":\"{big}\"}}\n");
         let waiting = ask(&connection);
         let _ = read_line(&mut from_client).await;
         to_client.write_all(anonymous.as_bytes()).await.unwrap();

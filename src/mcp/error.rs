@@ -10,8 +10,11 @@ pub enum McpError {
     /// the text says how, with the last lines of its stderr.
     #[error("the MCP server closed: {0}")]
     Closed(String),
-    /// An HTTP server could not be reached, or the exchange broke.
+    /// An HTTP server could not be reached (no connection could be made).
     #[error("the MCP server could not be reached: {0}")]
+    Unreachable(String),
+    /// An exchange with an HTTP server broke after it began.
+    #[error("the exchange with the MCP server broke: {0}")]
     Network(String),
     /// No answer within the time allowed.
     #[error("the MCP server did not answer {method} within {millis} ms")]

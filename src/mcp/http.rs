@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::bounded::{answerable_id, bounded, quoted};
+use super::bounded::{answerable_id, bounded, quoted, TEXT_BYTES};
 use super::client::MODERN_VERSION;
 use super::config::McpServerConfig;
 use super::error::McpError;
@@ -48,9 +48,13 @@ const FIRST_REOPEN_PAUSE: Duration = Duration::from_secs(1);
 const LONGEST_REOPEN_PAUSE: Duration = Duration::from_secs(30);
 
 const SESSION_HEADER: &str = "mcp-session-id";
-/// The shortest header value scrubbed from what the server says: shorter
-/// ones (`a`, `on`) would scrub ordinary words.
+/// The shortest value of a credential's header scrubbed from what the server
+/// says: shorter ones (`a`, `on`) would scrub ordinary words. Other headers'
+/// values are secrets from eight characters, as `model.headers`' are.
 const SECRET_CHARS: usize = 4;
+/// Words that make a header's name a credential's.
+const CREDENTIAL_WORDS: [&str; 9] =
+    ["auth", "key", "token", "secret", "password", "cookie", "session", "credential", "signature"];
 /// The posts made without waiting that may be under way at once, and how
 /// long each may take.
 const BACKGROUND_POSTS: usize = 8;
@@ -96,10 +100,11 @@ impl HttpLink {
         let mut headers = HeaderMap::new();
         let mut secrets = Vec::new();
         for (name, value) in &config.headers {
-            // Every value of four characters or more counts as a secret.
-            if value.chars().count() >= SECRET_CHARS {
-                secrets.push(Secret::new(value.clone()));
-            }
+            let credential = names_a_credential(name) && value.chars().count() >= SECRET_CHARS;
+            secrets.extend(match credential {
+                true => Some(Secret::new(value.clone())),
+                false => Secret::header_value(value),
+            });
             let (Ok(name), Ok(mut value)) =
                 (HeaderName::try_from(name.as_str()), HeaderValue::try_from(value.as_str()))
             else {
@@ -186,12 +191,20 @@ impl Rpc for HttpLink {
                 Err(_) => Err(McpError::TimedOut { method: method.to_owned(), millis: timeout.as_millis() }),
             };
             guard.armed &= matches!(answer, Err(McpError::TimedOut { .. }));
+            let answer = match answer {
+                // What a call answers reaches the model and events; a server
+                // that echoes headers has them scrubbed from it.
+                Ok(result) if method == "tools/call" => Ok(self.inner.scrub_json(result)),
+                Ok(result) => Ok(result),
+                Err(error) => Err(self.inner.scrub(error)),
+            };
             // A server that cannot be reached any more is gone: it is reached
-            // anew (a fresh handshake) when next needed.
-            if let Err(McpError::Network(why)) = &answer {
+            // anew (a fresh handshake) when next needed. An exchange that broke
+            // midway (a proxy's idle timeout, a connection reset) fails alone.
+            if let Err(McpError::Unreachable(why)) = &answer {
                 self.inner.close(&format!("it could not be reached: {why}"));
             }
-            answer.map(|result| self.inner.scrub_json(result)).map_err(|error| self.inner.scrub(error))
+            answer
         })
     }
 
@@ -287,7 +300,10 @@ impl Inner {
         } else {
             request = request.header(ACCEPT, "text/event-stream");
         }
-        request.send().await.map_err(|e| McpError::Network(network_text(&e)))
+        request.send().await.map_err(|e| match e.is_connect() {
+            true => McpError::Unreachable(network_text(&e)),
+            false => McpError::Network(network_text(&e)),
+        })
     }
 
     /// Posts one request and reads its answer.
@@ -441,7 +457,7 @@ impl Inner {
             }
             // A subscription the server ended.
             (Some("notifications/cancelled"), None) => asked.map(|(method, _)| {
-                let reason = message["params"]["reason"].as_str().unwrap_or("no reason given");
+                let reason = bounded(message["params"]["reason"].as_str().unwrap_or("no reason given"), TEXT_BYTES);
                 Err(McpError::Closed(format!("it ended {method}: {reason}")))
             }),
             (Some(_), None) | (None, None) => None,
@@ -524,6 +540,7 @@ impl Inner {
             }
             McpError::Status { method, status, text } => McpError::Status { method, status, text: clean(text) },
             McpError::Closed(why) => McpError::Closed(clean(why)),
+            McpError::Unreachable(why) => McpError::Unreachable(clean(why)),
             McpError::Network(why) => McpError::Network(clean(why)),
             McpError::Protocol(why) => McpError::Protocol(clean(why)),
             other => other,
@@ -691,6 +708,13 @@ pub(crate) fn header_text(value: &str) -> String {
             format!("=?base64?{}?=", base64::engine::general_purpose::STANDARD.encode(value))
         }
     }
+}
+
+/// Whether the header `name` carries a credential, by its name
+/// (`Authorization`, `X-Api-Key`, `Cookie`...).
+fn names_a_credential(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    CREDENTIAL_WORDS.iter().any(|word| name.contains(word))
 }
 
 /// `value` with every string scrubbed.

@@ -449,8 +449,10 @@ impl Server {
         let mut listing_due: Option<Instant> = None;
         let mut last_listing = Instant::now();
         let mut listing: Option<Pending<Result<ToolList, McpError>>> = None;
-        // Asks answered when the listing under way ends.
+        // Asks answered when the listing under way ends, and an ask made
+        // after a change announced since it began, answered by the next.
         let mut asked_during_listing: Option<u64> = None;
+        let mut asked_for_next: Option<u64> = None;
         // A modern server announces list changes on a subscription, renewed
         // (with backoff) when it ends, after listing again: changes may have
         // been missed meanwhile.
@@ -474,9 +476,10 @@ impl Server {
                         last_listing = Instant::now();
                         listing = Some(self.list_again(client));
                     }
-                    match listing.is_some() {
-                        true => asked_during_listing = Some(asked),
-                        false => self.syncs_done.send_modify(|done| *done = (*done).max(asked)),
+                    match (listing.is_some(), listing_due.is_some()) {
+                        (true, true) => asked_for_next = Some(asked),
+                        (true, false) => asked_during_listing = Some(asked),
+                        (false, _) => self.syncs_done.send_modify(|done| *done = (*done).max(asked)),
                     }
                 }
                 _ = self.stop.cancelled() => return "ferrule stopped it".to_owned(),
@@ -509,6 +512,12 @@ impl Server {
                     }
                     if let Some(asked) = asked_during_listing.take() {
                         self.syncs_done.send_modify(|done| *done = (*done).max(asked));
+                    }
+                    if let Some(asked) = asked_for_next.take() {
+                        listing_due = None;
+                        last_listing = Instant::now();
+                        listing = Some(self.list_again(client));
+                        asked_during_listing = Some(asked);
                     }
                 }
             }

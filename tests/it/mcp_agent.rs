@@ -259,6 +259,29 @@ fn what_a_server_says_is_bounded_before_it_is_kept_or_repeated() {
 }
 
 #[test]
+fn a_list_past_its_bounds_is_offered_up_to_them_with_the_rest_left_out() {
+    for (flag, wanted, rest) in [
+        ("--crowded", "c3000", "more tools and the pages after them were left out"),
+        ("--endless", "e90", "goes on past 100 pages"),
+    ] {
+        let mut server = hostile(&[flag]);
+        server["allowed_tools"] = json!(["echo", wanted, "n".repeat(200)]);
+        let extra = json!({"mcp_servers": {"bad": server}});
+        let (result, events) = run(&agent(json!([{"text": "done"}]), extra, vec![]), "go");
+        assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+        let report = &of_type(&events, "mcp_server")[0];
+        assert_eq!(report["tools"], json!(["bad__echo", format!("bad__{wanted}")]), "{flag}: {}", report["error"]);
+        let left_out = report["left_out"].as_array().unwrap();
+        assert!(left_out.iter().any(|l| l["reason"].as_str().unwrap().contains(rest)), "{flag}: {left_out:?}");
+        if flag == "--crowded" {
+            let long = left_out.iter().find(|l| l["name"].as_str().unwrap().starts_with("nnn")).expect("the long name");
+            assert!(long["reason"].as_str().unwrap().contains("longer than 128 bytes"), "{long}");
+            assert!(long["name"].as_str().unwrap().len() < 200, "the name is cut in the event: {long}");
+        }
+    }
+}
+
+#[test]
 fn a_listing_that_never_ends_holds_up_no_turn_past_its_bound_nor_the_servers_stop() {
     let script = json!([
         {"tool_calls": [call("c1", "bad__pid", json!({})), call("c2", "bad__hang_list", json!({}))]},
@@ -327,7 +350,8 @@ fn bad_server_configurations_are_refused_at_build() {
 #[test]
 fn a_tool_choice_no_server_could_offer_is_refused_at_build() {
     let build = |servers: Value, choice: &str| {
-        let config = json!({"model": {"provider": "scripted"}, "mcp_servers": servers, "tool_choice": {"name": choice}});
+        let config =
+            json!({"model": {"provider": "scripted"}, "mcp_servers": servers, "tool_choice": {"name": choice}});
         let built = ferrule::agent::AgentBuilder::from_json(&config.to_string()).and_then(|b| b.build());
         built.map(drop).map_err(|error| (error.code, error.message))
     };

@@ -134,16 +134,18 @@ fn a_server_that_goes_away_after_it_started_is_down_and_a_required_one_fails_the
 }
 
 #[test]
-fn a_short_header_value_the_server_echoes_is_never_repeated() {
+fn credential_headers_the_server_echoes_are_never_repeated_and_plain_ones_stay() {
     let server = HttpServer::start(&python(), &script("http_server.py"), &[]);
     let script = json!([{"tool_calls": [call("c1", "web__seen_headers", json!({}))]}, {"text": "done"}]);
-    let config = json!({"url": server.url, "headers": {"X-Team": "k3y-S3c"}});
-    let (result, events) = run(&http_agent(script, config, json!({})), "go");
-    let seen = text(&tool_results(&result)[0]);
-    assert!(
-        seen.contains("x-team") && seen.contains("[redacted]"),
-        "the header went, scrubbed on its way back: {seen}"
-    );
+    let headers = json!({"X-Api-Key": "k3y-S3c", "X-Team": "team-alpha-value", "X-Tenant": "acme", "Cookie": "seen"});
+    let (result, events) = run(&http_agent(script, json!({"url": server.url, "headers": headers}), json!({})), "go");
+    let seen: Value = serde_json::from_str(&text(&tool_results(&result)[0])).expect("the headers, as JSON");
+    assert_eq!(seen["x-api-key"], "[redacted]", "a credential's header, however short: {seen}");
+    assert_eq!(seen["x-team"], "[redacted]", "a value long enough to be a key: {seen}");
+    assert_eq!(seen["x-tenant"], "acme", "a plain value stays: {seen}");
+    assert_eq!(seen["cookie"], "[redacted]", "the tool seen_headers was listed and called all the same: {seen}");
     let everything = format!("{}{:?}", serde_json::to_string(&events).unwrap(), result);
-    assert!(!everything.contains("k3y-S3c"), "a header value reached an event or the result");
+    for secret in ["k3y-S3c", "team-alpha-value"] {
+        assert!(!everything.contains(secret), "{secret} reached an event or the result");
+    }
 }

@@ -19,6 +19,9 @@ string, which is a cursor), and each tool misbehaves one way:
 - `echo`: its text.
 
 With `--silent` it never answers anything (a server that hangs at start).
+With `--crowded` its last page leads to pages of 1,000 more tools each (`c0`,
+`c1`...; among the first, one with a 200-character name), without end; with
+`--endless`, to pages of one tool each (`e0`, `e1`...), without end.
 """
 
 import json
@@ -26,6 +29,7 @@ import os
 import sys
 
 SILENT = "--silent" in sys.argv
+CROWD = 1000 if "--crowded" in sys.argv else 1 if "--endless" in sys.argv else 0
 STATE = {"hang_list": False}
 
 TOOLS = [
@@ -53,6 +57,15 @@ TOOLS = [
     {"name": "pid", "inputSchema": {"type": "object"}},
     {"name": "broken_schema", "inputSchema": {"type": "object", "properties": {"x": {"$ref": "https://example.com/x"}}}},
 ]
+
+
+def crowd(page):
+    """The `page`th page after the last of `TOOLS`, with `--crowded` or `--endless`."""
+    prefix = "c" if CROWD > 1 else "e"
+    tools = [{"name": f"{prefix}{page * CROWD + n}", "inputSchema": {"type": "object"}} for n in range(CROWD)]
+    if page == 0 and CROWD > 1:
+        tools[1]["name"] = "n" * 200
+    return tools
 
 
 def send(message):
@@ -137,8 +150,12 @@ def main():
                 answer(id_, {"tools": TOOLS[:3], "nextCursor": ""})
             elif cursor == "":
                 answer(id_, {"tools": TOOLS[3:6], "nextCursor": "last"})
-            else:
+            elif cursor == "last" and not CROWD:
                 answer(id_, {"tools": TOOLS[6:]})
+            elif cursor == "last":
+                answer(id_, {"tools": TOOLS[6:], "nextCursor": "0"})
+            else:
+                answer(id_, {"tools": crowd(int(cursor)), "nextCursor": str(int(cursor) + 1)})
         elif method == "tools/call":
             call(id_, params.get("name"), params.get("arguments") or {}, params.get("_meta") or {})
         elif method == "ping":

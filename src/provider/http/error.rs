@@ -2,6 +2,7 @@
 //! or an in-band stream event, with the provider's own message, and never
 //! carrying the API key.
 
+use aho_corasick::AhoCorasick;
 use std::time::Duration;
 
 use reqwest::header::HeaderMap;
@@ -147,7 +148,12 @@ fn seconds(number: f64) -> Duration {
 
 /// An API key, kept out of `Debug` output and scrubbed from provider messages.
 #[derive(Clone)]
-pub(crate) struct Secret(String);
+pub(crate) struct Secret {
+    key: String,
+    /// Every piece of the key of `KEY_FRAGMENT` bytes, searched for at once
+    /// (none for a key shorter than that, which is searched for whole).
+    fragments: Option<AhoCorasick>,
+}
 
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -160,42 +166,56 @@ const KEY_FRAGMENT: usize = 8;
 
 impl Secret {
     pub(crate) fn new(key: String) -> Self {
-        Secret(key)
+        let fragments = key.as_bytes().windows(KEY_FRAGMENT);
+        // A build refused (it cannot be, for so few short patterns) leaves
+        // the key searched for whole.
+        let fragments = (key.len() >= KEY_FRAGMENT).then(|| AhoCorasick::new(fragments).ok()).flatten();
+        Secret { key, fragments }
     }
 
     /// A `model.headers` value as a secret, if it is long enough to be one (eight
     /// characters or more; shorter values such as `true` are left in messages).
     pub(crate) fn header_value(value: &str) -> Option<Self> {
-        (value.chars().count() >= KEY_FRAGMENT).then(|| Secret(value.to_owned()))
+        (value.chars().count() >= KEY_FRAGMENT).then(|| Secret::new(value.to_owned()))
     }
 
     pub(crate) fn expose(&self) -> &str {
-        &self.0
+        &self.key
     }
 
-    /// `message` with every word that contains a piece of the key (8 characters
-    /// or more) replaced by `[redacted]`; providers echo keys, sometimes in part.
+    /// `message` with every word that contains a piece of the key (8 bytes or
+    /// more) replaced by `[redacted]`; providers echo keys, sometimes in part.
+    /// Linear in the message's length, however long the key.
     pub(crate) fn scrub(&self, message: &str) -> String {
-        let key = self.0.as_bytes();
-        if key.len() < KEY_FRAGMENT {
-            return message.replace(&self.0, "[redacted]");
+        let Some(fragments) = &self.fragments else {
+            return message.replace(&self.key, "[redacted]");
+        };
+        // Where pieces of the key begin, in order (all are as long).
+        let mut pieces = fragments.find_overlapping_iter(message).map(|found| found.start()).peekable();
+        if pieces.peek().is_none() {
+            return message.to_owned();
         }
-        let leaks =
-            |word: &str| key.windows(KEY_FRAGMENT).any(|w| word.as_bytes().windows(KEY_FRAGMENT).any(|m| m == w));
         let mut out = String::with_capacity(message.len());
-        let mut word = String::new();
-        for c in message.chars().chain(std::iter::once(' ')) {
-            if c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '`') {
-                out.push_str(if leaks(&word) { "[redacted]" } else { &word });
-                word.clear();
-                out.push(c);
-            } else {
-                word.push(c);
+        let mut word_start = 0;
+        let ends = message.char_indices().filter(|&(_, c)| is_separator(c)).map(|(at, _)| at);
+        for word_end in ends.chain(std::iter::once(message.len())) {
+            let word = &message[word_start..word_end];
+            // Pieces that began before this word do not lie within it.
+            while pieces.next_if(|&start| start < word_start).is_some() {}
+            let leaks = pieces.peek().is_some_and(|&start| start + KEY_FRAGMENT <= word_end);
+            out.push_str(if leaks { "[redacted]" } else { word });
+            if let Some(separator) = message[word_end..].chars().next() {
+                out.push(separator);
+                word_start = word_end + separator.len_utf8();
             }
         }
-        out.pop();
         out
     }
+}
+
+/// Whether `c` ends a word for [`Secret::scrub`].
+fn is_separator(c: char) -> bool {
+    c.is_whitespace() || matches!(c, '"' | '\'' | ',' | '`')
 }
 
 #[cfg(test)]
@@ -250,5 +270,14 @@ mod tests {
         assert!(!scrubbed.contains("0123456789"), "{scrubbed}");
         assert!(scrubbed.starts_with("Incorrect API key provided: [redacted]"), "{scrubbed}");
         assert!(scrubbed.contains("'[redacted]'"), "{scrubbed}");
+        assert_eq!(
+            scrubbed, "Incorrect API key provided: [redacted] Also '[redacted]' and [redacted]",
+            "each word holding a piece goes whole, the rest stays"
+        );
+        let near = "sk-test 0123456 789abcd, sk-tes-0é12345";
+        assert_eq!(secret.scrub(near), near, "pieces split by separators or other text are no key");
+        assert_eq!(Secret::new("k3y".into()).scrub("a k3y, k3ys"), "a [redacted], [redacted]s", "a short key, whole");
+        let long = format!("{}{}", "A".repeat(1 << 20), "456789abcdefXYZ");
+        assert_eq!(secret.scrub(&format!("x {long} y")), "x [redacted] y", "a megabyte's word, in one pass");
     }
 }
