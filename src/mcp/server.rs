@@ -254,10 +254,10 @@ impl Server {
         let mut restarts = 0u32;
         loop {
             self.state.send_replace(ServerState::Starting);
-            let started = tokio::select! {
-                _ = self.stop.cancelled() => return,
-                started = self.start() => started,
-            };
+            let started = self.start().await;
+            if self.stop.is_cancelled() {
+                return;
+            }
             let reason = match started {
                 Ok((mut live, listing)) => {
                     let up_since = Instant::now();
@@ -302,36 +302,43 @@ impl Server {
     }
 
     /// Starts the server, finds its era and lists its tools, within the
-    /// startup timeout; why not, with the last lines of its stderr.
+    /// startup timeout; why not, with the last lines of its stderr. A server
+    /// the agent's going interrupts is stopped as a running one is.
     async fn start(&self) -> Result<(Live, ToolList), String> {
         let timeout = self.startup_timeout();
-        let mut linked: Option<Live> = None;
-        let outcome = {
-            let attempt = async {
-                let live = linked.insert(self.link(timeout).await?);
-                // Subscribed before the listing, no change after it is missed.
-                if live.client.modern && live.client.tools_change() {
-                    self.subscribe(live).await;
-                }
-                live.client.list_tools(timeout).await
+        let (rpc, owner) = self.open().map_err(|error| bounded(&error.to_string(), DOWN_REASON_BYTES))?;
+        let attempt = async {
+            let client = Arc::new(McpClient::connect(rpc, timeout, self.config.transport()).await?);
+            let mut notices = client.notices();
+            // Subscribed before the listing, no change after it is missed.
+            let subscription = match client.modern && client.tools_change() {
+                true => self.subscribe(&client, &mut notices).await,
+                false => None,
             };
-            tokio::time::timeout(timeout, attempt).await
+            let listing = client.list_tools(timeout).await?;
+            Ok::<_, McpError>((client, notices, subscription, listing))
         };
-        let outcome = match (outcome, linked) {
-            (Ok(Ok(listing)), Some(live)) => return Ok((live, listing)),
-            (outcome, live) => {
-                // A server that started but failed afterwards is stopped as any
-                // other (in the background: the run waiting for it need not).
-                if let Some(live) = live {
-                    tokio::spawn(live.owner.stop());
-                }
-                outcome
-            }
+        let outcome = tokio::select! {
+            _ = self.stop.cancelled() => None,
+            outcome = tokio::time::timeout(timeout, attempt) => Some(outcome),
         };
         match outcome {
-            Ok(Ok(_)) => Err("it was not ready".to_owned()),
-            Ok(Err(error)) => Err(bounded(&error.to_string(), DOWN_REASON_BYTES)),
-            Err(_) => {
+            Some(Ok(Ok((client, notices, subscription, listing)))) => {
+                Ok((Live { client, owner, notices, subscription }, listing))
+            }
+            None => {
+                owner.stop().await;
+                Err("ferrule stopped it".to_owned())
+            }
+            // A server that started but failed afterwards is stopped as any
+            // other (in the background: the run waiting for it need not).
+            Some(Ok(Err(error))) if !matches!(error, McpError::TimedOut { .. }) => {
+                tokio::spawn(owner.stop());
+                Err(bounded(&error.to_string(), DOWN_REASON_BYTES))
+            }
+            // The whole start, or a request of it, ran out of time.
+            Some(_) => {
+                tokio::spawn(owner.stop());
                 let stderr = self.log.stderr_tail(4);
                 let tail = match stderr.is_empty() {
                     true => String::new(),
@@ -342,11 +349,10 @@ impl Server {
         }
     }
 
-    /// Connects to the server and finds its era.
-    async fn link(&self, timeout: Duration) -> Result<Live, McpError> {
+    /// Starts the server's process (stdio) or makes its link (HTTP).
+    fn open(&self) -> Result<(Arc<dyn Rpc>, Owner), McpError> {
         let config = &self.config;
-        let transport = config.transport();
-        let (rpc, owner): (Arc<dyn Rpc>, Owner) = match transport {
+        Ok(match config.transport() {
             Transport::Stdio => {
                 let command = StdioCommand {
                     command: config.command.clone().unwrap_or_default(),
@@ -361,18 +367,7 @@ impl Server {
                 let link = Arc::new(HttpLink::new(config, self.max_message_bytes, Arc::clone(&self.log))?);
                 (link.clone(), Owner::Http(link))
             }
-        };
-        let client = McpClient::connect(rpc, timeout, transport).await;
-        match client {
-            Ok(client) => {
-                let notices = client.notices();
-                Ok(Live { client: Arc::new(client), owner, notices, subscription: None })
-            }
-            Err(error) => {
-                owner.stop().await;
-                Err(error)
-            }
-        }
+        })
     }
 
     /// Makes the server ready with the tools of `listing`.
@@ -399,32 +394,36 @@ impl Server {
         self.known_names.lock().map(|known| known.clone()).unwrap_or_default()
     }
 
-    /// Subscribes `live` to its server's list changes, and waits a while for
-    /// the server to say the subscription is in place.
-    async fn subscribe(&self, live: &mut Live) {
-        let mut subscription: Subscription = Box::pin(Arc::clone(&live.client).listen());
+    /// Subscribes `client` to its server's list changes, and waits a while
+    /// for the server to say the subscription is in place (on `notices`).
+    async fn subscribe(
+        &self,
+        client: &Arc<McpClient>,
+        notices: &mut mpsc::Receiver<ServerNotice>,
+    ) -> Option<Subscription> {
+        let mut subscription: Subscription = Box::pin(Arc::clone(client).listen());
         let acknowledged = tokio::time::sleep(ACKNOWLEDGE_PATIENCE);
         tokio::pin!(acknowledged);
         loop {
             tokio::select! {
                 ended = &mut subscription => {
-                    if self.unsubscribed(ended) {
-                        live.subscription = Some(Box::pin(resubscribe(Arc::clone(&live.client), 1)));
-                    }
-                    return;
+                    return match self.unsubscribed(ended) {
+                        true => Some(Box::pin(resubscribe(Arc::clone(client), 1))),
+                        false => None,
+                    };
                 }
                 _ = &mut acknowledged => break,
-                notice = live.notices.recv() => match notice {
+                notice = notices.recv() => match notice {
                     Some(ServerNotice::Subscribed) | None => break,
                     // A change before the listing is in the listing.
                     Some(ServerNotice::ToolsChanged) => {
-                        live.client.rpc().take_tools_changed();
+                        client.rpc().take_tools_changed();
                     }
                     Some(ServerNotice::Ignored(what)) => self.log.push(LogSource::Ferrule, what),
                 },
             }
         }
-        live.subscription = Some(subscription);
+        Some(subscription)
     }
 
     /// Notes why a subscription ended; whether to subscribe again (not when

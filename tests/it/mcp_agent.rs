@@ -333,6 +333,27 @@ fn the_servers_go_with_the_last_handle_of_their_agent() {
 }
 
 #[test]
+fn an_agent_gone_while_its_server_starts_stops_it_gracefully() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("goodbye");
+    let says = |what: &str| {
+        let patience = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::time::Instant::now() < patience {
+            if std::fs::read_to_string(&marker).is_ok_and(|said| said == what) {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        false
+    };
+    let server = hostile(&["--silent", "--goodbye", marker.to_str().unwrap()]);
+    let agent = agent(json!([{"text": "done"}]), json!({"mcp_servers": {"bad": server}}), vec![]);
+    assert!(says("started"), "the server started");
+    drop(agent);
+    assert!(says("stdin closed"), "the server that never answered its handshake saw its input end, not a SIGKILL");
+}
+
+#[test]
 fn bad_server_configurations_are_refused_at_build() {
     for (servers, named) in [
         (json!({"s": {"command": "x", "url": "http://127.0.0.1:1/mcp"}}), "mcp_servers.s.url"),

@@ -19,6 +19,8 @@ string, which is a cursor), and each tool misbehaves one way:
 - `echo`: its text.
 
 With `--silent` it never answers anything (a server that hangs at start).
+With `--goodbye PATH` it writes `started` to PATH as it starts, and
+`stdin closed` when its input ends (a server stopped gracefully sees that).
 With `--crowded` its last page leads to pages of 1,000 more tools each (`c0`,
 `c1`...; among the first, one with a 200-character name), without end; with
 `--endless`, to pages of one tool each (`e0`, `e1`...), without end.
@@ -128,7 +130,15 @@ def call(id_, name, arguments, meta):
         send({"jsonrpc": "2.0", "id": id_, "error": {"code": -32602, "message": f"Unknown tool: {name}"}})
 
 
+def goodbye(what):
+    """Writes `what` to the file `--goodbye` names, if it names one."""
+    if "--goodbye" in sys.argv:
+        with open(sys.argv[sys.argv.index("--goodbye") + 1], "w") as file:
+            file.write(what)
+
+
 def main():
+    goodbye("started")
     if SILENT:
         print("silent here", file=sys.stderr, flush=True)
     for line in sys.stdin:
@@ -162,6 +172,7 @@ def main():
             answer(id_, {})
         else:
             send({"jsonrpc": "2.0", "id": id_, "error": {"code": -32601, "message": "Method not found"}})
+    goodbye("stdin closed")
 
 
 if __name__ == "__main__":
