@@ -6,6 +6,9 @@ use serde_json::Value;
 
 /// The most bytes of a server's text kept in one message.
 pub(crate) const TEXT_BYTES: usize = 1024;
+/// The most bytes of a name a server gives (a tool's, a method's, a string
+/// id) that ferrule keeps or repeats.
+pub(crate) const NAME_BYTES: usize = 128;
 /// The most bytes of a JSON value a message quotes.
 const QUOTED_JSON_BYTES: usize = 64;
 /// The largest error `data` kept.
@@ -39,9 +42,9 @@ pub(crate) fn small_data(data: Option<&Value>) -> Value {
 }
 
 /// Whether `id` is an id ferrule repeats in an answer: a number, or a string
-/// of at most 128 bytes.
+/// of at most [`NAME_BYTES`].
 pub(crate) fn answerable_id(id: &Value) -> bool {
-    id.is_number() || id.as_str().is_some_and(|id| id.len() <= 128)
+    id.is_number() || id.as_str().is_some_and(|id| id.len() <= NAME_BYTES)
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
-use super::bounded::{bounded, quoted, TEXT_BYTES};
+use super::bounded::{bounded, quoted, NAME_BYTES, TEXT_BYTES};
 use super::config::Transport;
 use super::error::McpError;
 use super::param_headers::{header_values, param_headers, ParamHeader};
@@ -52,10 +52,9 @@ const HEADER_MISMATCH: i64 = -32020;
 const MAX_PAGES: usize = 100;
 const MAX_TOOLS: usize = 4096;
 const LISTING_BYTES: usize = 16 << 20;
-/// The largest input or output schema (as JSON) a tool may have, and the
-/// longest name: such a tool is left out, saying why.
+/// The largest input or output schema (as JSON) a tool may have: a tool
+/// with a larger one, or with a name over `NAME_BYTES`, is left out, saying why.
 const MAX_SCHEMA_BYTES: usize = 64 << 10;
-const MAX_NAME_BYTES: usize = 128;
 /// The longest description kept: a longer one is cut.
 const DESCRIPTION_BYTES: usize = 8 << 10;
 /// How often a modern request answered `input_required` (with only a
@@ -288,21 +287,24 @@ impl McpClient {
             let listed =
                 page["tools"].as_array().ok_or_else(|| McpError::Protocol("tools/list gave no tools".into()))?;
             for tool in listed {
-                let name = || bounded(tool["name"].as_str().unwrap_or_default(), MAX_NAME_BYTES);
-                let full = list.tools.len() + list.left_out.len() >= MAX_TOOLS || bytes >= LISTING_BYTES;
-                match McpTool::deserialize(tool) {
-                    _ if full => beyond += 1,
-                    Ok(tool) if tool.name.len() > MAX_NAME_BYTES => {
-                        list.left_out.push((name(), format!("its name is longer than {MAX_NAME_BYTES} bytes")))
+                if list.tools.len() + list.left_out.len() >= MAX_TOOLS || bytes >= LISTING_BYTES {
+                    beyond += 1;
+                    continue;
+                }
+                let name = || bounded(tool["name"].as_str().unwrap_or_default(), NAME_BYTES);
+                let parsed = McpTool::deserialize(tool);
+                let schemas = parsed.as_ref().map_or(0, schema_bytes);
+                match parsed {
+                    Ok(tool) if tool.name.len() > NAME_BYTES => {
+                        list.left_out.push((name(), format!("its name is longer than {NAME_BYTES} bytes")))
                     }
-                    Ok(tool) if schema_bytes(&tool) > MAX_SCHEMA_BYTES => {
+                    Ok(_) if schemas > MAX_SCHEMA_BYTES => {
                         list.left_out.push((name(), format!("its schemas are larger than {MAX_SCHEMA_BYTES} bytes")))
                     }
                     Ok(mut tool) if tool.input_schema.is_object() => match self.headers_of(&tool) {
                         Ok(headers) => {
                             tool.description = tool.description.map(|text| bounded(&text, DESCRIPTION_BYTES));
-                            bytes += tool.name.len() + tool.description.as_ref().map_or(0, String::len);
-                            bytes += schema_bytes(&tool);
+                            bytes += tool.name.len() + tool.description.as_ref().map_or(0, String::len) + schemas;
                             table.insert(tool.name.clone(), headers);
                             list.tools.push(tool);
                         }

@@ -15,7 +15,7 @@ use super::bounded::{answerable_id, bounded, quoted, TEXT_BYTES};
 use super::error::McpError;
 use super::line_reader::{next_frame, Frame};
 use super::notices::Notices;
-use super::rpc::{Answer, Exchange, Rpc, ServerNotice};
+use super::rpc::{reply_to, Answer, Exchange, Rpc, ServerNotice};
 use crate::BoxFuture;
 
 /// What a connection adds to the reason it closed, once the other side is
@@ -507,12 +507,7 @@ async fn received(connection: &Arc<Connection>, line: &[u8]) {
             connection.tell(ServerNotice::Ignored(format!("a request with the id {}, left unanswered", quoted(id))));
         }
         (Some(method), Some(id)) => {
-            let method = bounded(method, 128);
-            let reply = match method.as_str() {
-                "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
-                _ => json!({"jsonrpc": "2.0", "id": id,
-                    "error": {"code": -32601, "message": format!("ferrule does not offer {method}")}}),
-            };
+            let reply = reply_to(method, id);
             // Without waiting: the reader must go on reading whatever happens.
             if let (Ok(line), Ok(sender)) = (line_of(&reply), connection.sender()) {
                 let _ = sender.try_send(line);

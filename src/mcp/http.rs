@@ -27,13 +27,13 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::bounded::{answerable_id, bounded, quoted, TEXT_BYTES};
+use super::bounded::{answerable_id, bounded, quoted, NAME_BYTES, TEXT_BYTES};
 use super::client::MODERN_VERSION;
 use super::config::McpServerConfig;
 use super::error::McpError;
 use super::log::{LogSource, ServerLog};
 use super::notices::Notices;
-use super::rpc::{Answer, Exchange, Rpc, ServerNotice};
+use super::rpc::{reply_to, Answer, Exchange, Rpc, ServerNotice};
 use crate::provider::http::{redirect_refusal, same_origin_redirects, Secret, SseParser};
 use crate::BoxFuture;
 
@@ -469,18 +469,13 @@ impl Inner {
     fn reply(self: &Arc<Self>, method: &str, id: Value) {
         // Only a handshake-era server asks ferrule anything; a stateless one may not.
         let Some(version) = self.version.lock().ok().and_then(|v| *v) else {
-            self.note(format!("ignored a request of the server's ({})", bounded(method, 128)));
+            self.note(format!("ignored a request of the server's ({})", bounded(method, NAME_BYTES)));
             return;
         };
         if !answerable_id(&id) {
             return self.note(format!("a request with the id {}, left unanswered", quoted(&id)));
         }
-        let reply = match method {
-            "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
-            _ => json!({"jsonrpc": "2.0", "id": id,
-                "error": {"code": -32601, "message": format!("ferrule does not offer {}", bounded(method, 128))}}),
-        };
-        self.post_in_background(reply, "", Some(version));
+        self.post_in_background(reply_to(method, &id), "", Some(version));
     }
 
     /// Posts `body` without waiting (the stream being read must go on): at
@@ -507,8 +502,12 @@ impl Inner {
 
     /// Adds a note of ferrule's to the server's log, scrubbed of secrets.
     fn note(&self, text: String) {
-        let text = self.secrets.iter().fold(text, |text, secret| secret.scrub(&text));
-        self.log.push(LogSource::Ferrule, text);
+        self.log.push(LogSource::Ferrule, self.clean(text));
+    }
+
+    /// `text` with every configured secret scrubbed from it.
+    fn clean(&self, text: String) -> String {
+        self.secrets.iter().fold(text, |text, secret| secret.scrub(&text))
     }
 
     /// Closes the connection for good: `why`.
@@ -527,13 +526,13 @@ impl Inner {
     fn scrub_json(&self, value: Value) -> Value {
         match self.secrets.is_empty() {
             true => value,
-            false => scrub_value(value, &|text: String| self.secrets.iter().fold(text, |t, s| s.scrub(&t))),
+            false => scrub_value(value, &|text| self.clean(text)),
         }
     }
 
     /// `error` with every configured secret scrubbed from the server's words.
     fn scrub(&self, error: McpError) -> McpError {
-        let clean = |text: String| self.secrets.iter().fold(text, |text, secret| secret.scrub(&text));
+        let clean = |text| self.clean(text);
         match error {
             McpError::Refused { method, code, message, data } => {
                 McpError::Refused { method, code, message: clean(message), data: scrub_value(data, &clean) }

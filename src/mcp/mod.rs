@@ -16,7 +16,8 @@
 //! results as ferrule's ([`tool_result`]). Everything read from a server is
 //! bounded: a message beyond the limit is refused without being parsed (an
 //! answer fails its request alone when its id shows in its first or last
-//! bytes; otherwise the connection fails), notices and progress are queued
+//! bytes, a message of the server's is dropped; otherwise the connection
+//! fails), notices and progress are queued
 //! within bounds, and the log keeps its last lines.
 
 mod bounded;
@@ -30,6 +31,7 @@ mod log;
 mod naming;
 pub(crate) mod notices;
 mod param_headers;
+mod relisting;
 mod report;
 mod result;
 mod rpc;

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::bounded::{bounded, NAME_BYTES};
 use super::error::McpError;
 use crate::BoxFuture;
 
@@ -86,4 +87,14 @@ pub trait Rpc: Send + Sync + 'static {
     /// Waits until the connection is gone for good (the server exited, or
     /// its session ended); why.
     fn closed(&self) -> BoxFuture<'_, String>;
+}
+
+/// What ferrule answers a request of the server's (`method`, `id`): a ping
+/// with `{}`, anything else as not offered (ferrule offers no capability).
+pub(crate) fn reply_to(method: &str, id: &Value) -> Value {
+    match method {
+        "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+        _ => json!({"jsonrpc": "2.0", "id": id,
+            "error": {"code": -32601, "message": format!("ferrule does not offer {}", bounded(method, NAME_BYTES))}}),
+    }
 }

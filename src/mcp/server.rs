@@ -11,13 +11,14 @@ use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::bounded::{bounded, TEXT_BYTES};
+use super::bounded::{bounded, NAME_BYTES, TEXT_BYTES};
 use super::client::{McpClient, McpTool, ToolList};
 use super::config::{McpServerConfig, NeedsApproval, Transport};
 use super::error::McpError;
 use super::http::HttpLink;
 use super::log::{LogSource, ServerLog};
 use super::naming::model_name;
+use super::relisting::Relisting;
 use super::report::LeftOutTool;
 use super::rpc::{Rpc, ServerNotice};
 use super::stdio::{StdioCommand, StdioServer};
@@ -34,9 +35,6 @@ const STABLE_AFTER: Duration = Duration::from_secs(30);
 /// longest.
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const LONGEST_BACKOFF: Duration = Duration::from_secs(30);
-/// The least time between two listings of the tools: a storm of list
-/// changes makes one listing per pause.
-const RELIST_PAUSE: Duration = Duration::from_millis(250);
 /// The pause before a subscription to list changes that ended is renewed,
 /// doubling while renewals fail, up to the longest.
 const RESUBSCRIBE_PAUSE: Duration = Duration::from_secs(1);
@@ -44,12 +42,10 @@ const LONGEST_RESUBSCRIBE_PAUSE: Duration = Duration::from_secs(60);
 /// The bound on listing a running server's tools when the startup timeout
 /// sets none.
 const UNBOUNDED_LISTING: Duration = Duration::from_secs(60);
-/// The most bytes of a tool's name (a server's) repeated in an event.
-const NAME_BYTES: usize = 128;
+/// A time that never comes, for a timer with nothing to wait for.
+pub(super) const FAR_AWAY: Duration = Duration::from_secs(365 * 24 * 3600);
 /// The most bytes of the reason a server is down.
 const DOWN_REASON_BYTES: usize = 4 * TEXT_BYTES;
-/// A time that never comes, for a timer with nothing to wait for.
-const FAR_AWAY: Duration = Duration::from_secs(365 * 24 * 3600);
 /// How long a start waits for a new subscription to be acknowledged before
 /// it lists the tools anyway.
 const ACKNOWLEDGE_PATIENCE: Duration = Duration::from_secs(5);
@@ -122,7 +118,7 @@ struct Live {
 }
 
 /// Work the serve loop polls beside everything else.
-type Pending<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+pub(super) type Pending<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
 
 /// A subscription to a server's list changes: ends when the server or the
 /// connection ends it.
@@ -445,9 +441,7 @@ impl Server {
         let client = Arc::clone(&live.client);
         let client = &client;
         let notices = &mut live.notices;
-        let mut listing_due: Option<Instant> = None;
-        let mut last_listing = Instant::now();
-        let mut listing: Option<Pending<Result<ToolList, McpError>>> = None;
+        let mut relisting = Relisting::new();
         // Asks answered when the listing under way ends, and an ask made
         // after a change announced since it began, answered by the next.
         let mut asked_during_listing: Option<u64> = None;
@@ -462,20 +456,19 @@ impl Server {
         let mut syncs = self.syncs_asked.subscribe();
         syncs.mark_changed();
         loop {
-            let due = listing_due.filter(|_| listing.is_none()).unwrap_or_else(|| Instant::now() + FAR_AWAY);
+            let next_listing = relisting.next_at();
             tokio::select! {
                 // A run's turn begins: changes announced so far take effect now.
                 Ok(()) = syncs.changed() => {
                     let asked = *syncs.borrow_and_update();
                     while let Ok(notice) = notices.try_recv() {
-                        self.noticed(notice, client, &mut listing_due, last_listing);
+                        self.noticed(notice, client, &mut relisting);
                     }
-                    self.noticed_changes(client, &mut listing_due, last_listing, &mut dropped_reported);
-                    if listing.is_none() && listing_due.take().is_some() {
-                        last_listing = Instant::now();
-                        listing = Some(self.list_again(client));
+                    self.noticed_changes(client, &mut relisting, &mut dropped_reported);
+                    if !relisting.under_way() && relisting.is_due() {
+                        relisting.begin(self.list_again(client));
                     }
-                    match (listing.is_some(), listing_due.is_some()) {
+                    match (relisting.under_way(), relisting.is_due()) {
                         (true, true) => asked_for_next = Some(asked),
                         (true, false) => asked_during_listing = Some(asked),
                         (false, _) => self.syncs_done.send_modify(|done| *done = (*done).max(asked)),
@@ -483,9 +476,9 @@ impl Server {
                 }
                 _ = self.stop.cancelled() => return "ferrule stopped it".to_owned(),
                 why = client.rpc().closed() => return why,
-                Some(notice) = notices.recv() => self.noticed(notice, client, &mut listing_due, last_listing),
+                Some(notice) = notices.recv() => self.noticed(notice, client, &mut relisting),
                 ended = until_ended(&mut subscription) => {
-                    listing_due.get_or_insert(last_listing + RELIST_PAUSE);
+                    relisting.changed();
                     subscription = match self.unsubscribed(ended) {
                         true => {
                             renewals += 1;
@@ -494,13 +487,10 @@ impl Server {
                         false => None,
                     };
                 }
-                _ = tokio::time::sleep_until(due), if listing_due.is_some() && listing.is_none() => {
-                    listing_due = None;
-                    last_listing = Instant::now();
-                    listing = Some(self.list_again(client));
+                _ = tokio::time::sleep_until(next_listing), if relisting.is_due() && !relisting.under_way() => {
+                    relisting.begin(self.list_again(client));
                 }
-                listed = until_ended(&mut listing) => {
-                    listing = None;
+                listed = relisting.ended() => {
                     match listed {
                         Ok(listed) => {
                             // A subscription that lasted until a listing is a working one.
@@ -513,9 +503,7 @@ impl Server {
                         self.syncs_done.send_modify(|done| *done = (*done).max(asked));
                     }
                     if let Some(asked) = asked_for_next.take() {
-                        listing_due = None;
-                        last_listing = Instant::now();
-                        listing = Some(self.list_again(client));
+                        relisting.begin(self.list_again(client));
                         asked_during_listing = Some(asked);
                     }
                 }
@@ -523,19 +511,12 @@ impl Server {
         }
     }
 
-    /// Takes in one notice: a change of the tools makes a listing due (at
-    /// least a pause after the last one, so a storm of them makes one per pause).
-    fn noticed(
-        &self,
-        notice: ServerNotice,
-        client: &McpClient,
-        listing_due: &mut Option<Instant>,
-        last_listing: Instant,
-    ) {
+    /// Takes in one notice: a change of the tools makes a listing due.
+    fn noticed(&self, notice: ServerNotice, client: &McpClient, relisting: &mut Relisting) {
         match notice {
             ServerNotice::ToolsChanged => {
                 client.rpc().take_tools_changed();
-                listing_due.get_or_insert(last_listing + RELIST_PAUSE);
+                relisting.changed();
             }
             ServerNotice::Ignored(what) => self.log.push(LogSource::Ferrule, what),
             ServerNotice::Subscribed => {}
@@ -544,15 +525,9 @@ impl Server {
 
     /// Takes in what the notices could not carry: a change of the tools
     /// announced while the queue was full, and how many notices were dropped.
-    fn noticed_changes(
-        &self,
-        client: &McpClient,
-        listing_due: &mut Option<Instant>,
-        last: Instant,
-        reported: &mut u64,
-    ) {
+    fn noticed_changes(&self, client: &McpClient, relisting: &mut Relisting, reported: &mut u64) {
         if client.rpc().take_tools_changed() {
-            listing_due.get_or_insert(last + RELIST_PAUSE);
+            relisting.changed();
         }
         let dropped = client.rpc().dropped_notices();
         if dropped > *reported {
@@ -580,16 +555,9 @@ impl Server {
     /// Publishes a new listing when it changed what runs see.
     fn relisted(self: &Arc<Self>, client: &Arc<McpClient>, listing: &ToolList) {
         let Some(current) = self.ready() else { return };
-        if *listing == current.listing {
-            return;
+        if *listing != current.listing {
+            self.publish(client, listing, current.restarts);
         }
-        let (tools, left_out) = self.tools_of(listing);
-        self.remember(&tools);
-        let generation = self.next_generation();
-        let restarts = current.restarts;
-        let ready =
-            Ready { client: Arc::clone(client), tools, left_out, restarts, generation, listing: listing.clone() };
-        self.state.send_replace(ServerState::Ready(Arc::new(ready)));
     }
 
     /// The tools of `listing` the configuration offers, as ferrule's tools,
@@ -652,7 +620,7 @@ fn left_out_tool(name: &str, reason: &str) -> LeftOutTool {
 }
 
 /// What `work` ends with; pending forever without work.
-async fn until_ended<T>(work: &mut Option<Pending<T>>) -> T {
+pub(super) async fn until_ended<T>(work: &mut Option<Pending<T>>) -> T {
     match work {
         Some(work) => work.await,
         None => std::future::pending().await,

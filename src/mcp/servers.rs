@@ -13,10 +13,10 @@ use super::config::McpServerConfig;
 use super::log::NewLines;
 use super::report::{LeftOutTool, McpServerStatus, ServerReport};
 use super::server::{Down, Server, ServerState};
+use crate::tool::Tool;
 
 /// The longest pause a run waits out for a required server to be started again.
 const REQUIRED_PATIENCE: std::time::Duration = std::time::Duration::from_secs(60);
-use crate::tool::Tool;
 
 /// The servers of one agent. Owned by the agent: dropping it stops every
 /// server (in the background: stdin closed, then SIGTERM and SIGKILL to its
