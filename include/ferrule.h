@@ -176,6 +176,41 @@ typedef void (*ferrule_event_fn)(void *user_data,
                                  const char *event_json,
                                  size_t len);
 
+// Describes an agent to `ferrule_agent_builder_add_agent`. Strings are
+// `(ptr, len)` UTF-8, copied during the call.
+typedef struct ferrule_agent_tool_spec {
+  // `sizeof(ferrule_agent_tool_spec)`.
+  uint32_t struct_size;
+  // The name the calling model knows the agent by: the tool's name, or
+  // after `transfer_to_` for a handoff (1 to 64 characters of
+  // `A-Z a-z 0-9 _ -` in all).
+  const char *name;
+  // Length of `name` in bytes.
+  size_t name_len;
+  // What the agent does, for the calling model.
+  const char *description;
+  // Length of `description` in bytes.
+  size_t description_len;
+  // The agent; the builder takes a handle of its own, so the host may free
+  // this one at once. Must not be NULL.
+  const struct ferrule_agent *agent;
+  // The input schema (JSON Schema 2020-12); empty means `{"input":
+  // string}`, the string being the nested run's prompt (with a schema, the
+  // arguments as JSON text are the prompt).
+  const char *input_schema;
+  // Length of `input_schema` in bytes.
+  size_t input_schema_len;
+  // `"tool"` (or empty) or `"handoff"`.
+  const char *mode;
+  // Length of `mode` in bytes.
+  size_t mode_len;
+  // Options JSON (`timeout_ms`, `needs_approval`, `handoff_messages`:
+  // `"all"` or `"without_tool_calls"`) or empty.
+  const char *options;
+  // Length of `options` in bytes.
+  size_t options_len;
+} ferrule_agent_tool_spec;
+
 // A borrowed UTF-8 string: `len` bytes at `ptr`, followed by a NUL at `ptr[len]`.
 // The function that returns it says how long it stays valid.
 typedef struct ferrule_str {
@@ -268,6 +303,18 @@ struct ferrule_error *ferrule_agent_start(const struct ferrule_agent *agent,
                                           void *user_data,
                                           ferrule_free_fn free_user_data,
                                           struct ferrule_run **out);
+
+// Adds a built agent the model is offered: as a tool whose calls run it
+// nested in the calling run (its events arrive as `agent_event`s, its tokens
+// count in the call's and the run's usage, cancelling the run cancels it), or
+// as a handoff, the tool `transfer_to_<name>`, after which the run goes on
+// with that agent. The name, schema and options are checked as a tool's
+// (`FERRULE_ERROR_INVALID_ARG`, `_INVALID_SCHEMA`, `_DUPLICATE_TOOL`);
+// `FERRULE_ERROR_RESOURCE_EXHAUSTED` when agents would nest more than 8 deep.
+// `spec` is only read during the call. Not for use on one builder from two
+// threads at once.
+struct ferrule_error *ferrule_agent_builder_add_agent(struct ferrule_agent_builder *builder,
+                                                      const struct ferrule_agent_tool_spec *spec);
 
 // Panics with `message` inside ferrule's panic boundary and returns the resulting
 // `FERRULE_ERROR_PANIC` error. Exists so hosts and bindings can test how they

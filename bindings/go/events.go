@@ -9,3 +9,16 @@ type Event interface {
 	// RunID is the id of the run it belongs to.
 	RunID() string
 }
+
+// NestedEvent is an event of a run nested in another (an agent called as a
+// tool), as an AgentEventEvent carries it; switch on its Event as on any.
+type NestedEvent struct {
+	Event
+}
+
+// UnmarshalJSON reads the nested event as decodeEvent does: one of an unknown
+// type (or that does not decode) is an *UnknownEvent.
+func (n *NestedEvent) UnmarshalJSON(data []byte) error {
+	n.Event = decodeEvent(data)
+	return nil
+}

@@ -198,6 +198,44 @@ type MCPServerLogEvent struct {
 // EventType is "mcp_server_log".
 func (*MCPServerLogEvent) EventType() string { return "mcp_server_log" }
 
+// AgentEventEvent: An event of a run nested in this one: the run of an agent called as a tool.
+// Delivered in order, between the call's `tool_execution_start` and `tool_execution_end` (none
+// after it); never in the transcript.
+type AgentEventEvent struct {
+	eventBase
+	// The id of the call that started the nested run.
+	CallID string `json:"call_id"`
+	// The name the calling agent knows the nested one by (the tool's name).
+	Agent string `json:"agent"`
+	// How deep the nested run is: 1 inside the run the host started.
+	Depth int `json:"depth"`
+	// The nested run's event, with its own `run_id` (an `agent_event` itself when the nested run
+	// called an agent in turn).
+	Event NestedEvent `json:"event"`
+}
+
+// EventType is "agent_event".
+func (*AgentEventEvent) EventType() string { return "agent_event" }
+
+// HandoffEvent: The run handed control to another agent: from here on that agent's system prompt,
+// tools and model answer, with the transcript its handoff carries.
+type HandoffEvent struct {
+	eventBase
+	// The round whose batch made the handoff.
+	Turn int `json:"turn"`
+	// The id of the `transfer_to_...` call.
+	CallID string `json:"call_id"`
+	// The agent that takes over, by its handoff's name.
+	To string `json:"to"`
+	// How many messages of the transcript the handoff left out.
+	Dropped int `json:"dropped"`
+	// The agent that handed off: null for the run's own.
+	From string `json:"from,omitempty"`
+}
+
+// EventType is "handoff".
+func (*HandoffEvent) EventType() string { return "handoff" }
+
 // TurnEndEvent: A round is over.
 type TurnEndEvent struct {
 	eventBase
@@ -268,6 +306,10 @@ func decodeEvent(data []byte) Event {
 		event = &MCPServerEvent{}
 	case "mcp_server_log":
 		event = &MCPServerLogEvent{}
+	case "agent_event":
+		event = &AgentEventEvent{}
+	case "handoff":
+		event = &HandoffEvent{}
 	case "turn_end":
 		event = &TurnEndEvent{}
 	case "run_end":

@@ -25,6 +25,9 @@ type Result struct {
 	Interruptions []Interruption `json:"interruptions"`
 	// What an `interrupted` run needs to go on (run input `resume`); null otherwise.
 	State json.RawMessage `json:"state"`
+	// The agent answering when the run stopped, by the name of the handoff that gave it the run;
+	// null when no handoff was made.
+	Agent string `json:"agent"`
 }
 
 // UnmarshalJSON reads the JSON; a null value becomes nil.

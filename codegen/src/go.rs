@@ -35,6 +35,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("McpServerStatus", "string"),
     ("McpServerConfig", "MCPServer"),
     ("NeedsApproval", "any"),
+    ("Event", "NestedEvent"),
 ];
 
 /// The fields of a message or part Go holds under a name of their own: a

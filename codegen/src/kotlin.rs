@@ -34,6 +34,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("McpServerStatus", "String"),
     ("McpServerConfig", "McpServer"),
     ("NeedsApproval", "JsonElement"),
+    ("Event", "@Serializable(with = NestedEventSerializer::class) Event"),
 ];
 
 /// The fields of a message or part Kotlin holds in one property although

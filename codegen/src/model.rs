@@ -129,6 +129,10 @@ pub struct UnionVariant {
     pub tag: String,
     pub doc: String,
     pub fields: Vec<Field>,
+    /// A field holds a value of the union itself (an event in an event), which
+    /// a language may have to hold by reference (Swift's `indirect`).
+    #[serde(default)]
+    pub recursive: bool,
 }
 
 /// A union of object types told apart by the constant `type`, with the fields
@@ -167,7 +171,10 @@ pub fn read_tagged(schema: &Value, name: &str) -> Result<Union, String> {
 
 /// The union `definition` (`$defs/<name>`) of `variants`, with the fields
 /// every variant carries.
-fn tagged(definition: &Value, name: &str, variants: Vec<UnionVariant>) -> Result<Union, String> {
+fn tagged(definition: &Value, name: &str, mut variants: Vec<UnionVariant>) -> Result<Union, String> {
+    for variant in &mut variants {
+        variant.recursive = variant.fields.iter().any(|field| field.ty.name.as_deref() == Some(name));
+    }
     let common = fields_of(definition, "type").map_err(|e| format!("{name}: {e}"))?;
     let names: std::collections::BTreeSet<String> =
         variants.iter().flat_map(|v| v.fields.iter().map(|f| f.json.clone())).collect();
@@ -223,7 +230,7 @@ fn read_variants<'a>(
             if declared {
                 in_declared_order(branch, name, tag, key, &mut fields)?;
             }
-            Ok(UnionVariant { tag: tag.to_owned(), doc: doc_of(branch), fields })
+            Ok(UnionVariant { tag: tag.to_owned(), doc: doc_of(branch), fields, recursive: false })
         })
         .collect::<Result<Vec<_>, String>>()?;
     Ok((definition, variants))

@@ -33,6 +33,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("McpServerStatus", "String"),
     ("McpServerConfig", "MCPServer"),
     ("NeedsApproval", "JSONValue"),
+    ("Event", "Event"),
 ];
 
 /// Stored properties a Swift struct has beyond its JSON (never read or
@@ -381,7 +382,8 @@ mod tests {
         let left_out = member(Field::optional("tool_calls", calls.clone()), calls, false, false);
         assert!(flat_coding(&left_out).unwrap().encode.starts_with("if !toolCalls.isEmpty"));
         let base64 = FieldType { encoding: Some("base64".into()), ..FieldType::of("string") };
-        let variant = |fields: Vec<Field>| UnionVariant { tag: "thinking".into(), doc: String::new(), fields };
+        let variant =
+            |fields: Vec<Field>| UnionVariant { tag: "thinking".into(), doc: String::new(), fields, recursive: false };
         let text = variant(vec![
             Field { required: true, ..Field::optional("thinking", FieldType::of("string")) },
             Field::optional("data", base64.clone()),

@@ -19,6 +19,7 @@ use futures_util::FutureExt;
 
 use super::approval::{self, Approvals};
 use super::call_progress::CallProgress;
+use super::call_site::AgentCallSite;
 use super::call_updates::CallUpdates;
 use super::context::RunContext;
 use super::eager::eager_next;
@@ -28,7 +29,7 @@ use super::recorder::{BatchEnd, BatchOutcome, CallEnd, Recorder};
 use super::tool_scope::ToolScope;
 use super::validation::{check_calls, ValidCall};
 use crate::message::ToolCall;
-use crate::tool::{Execution, Invocation, OnError, ToolOutcome, ToolResult, UpdateSink};
+use crate::tool::{Caller, Execution, Invocation, OnError, ToolOutcome, ToolResult, UpdateSink};
 
 /// What a batch needs from its run.
 pub(crate) struct BatchContext<'a> {
@@ -87,6 +88,18 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], resp
     let interruptions = approval::gate(context.approvals, calls, &mut checked);
     if !interruptions.is_empty() {
         return recorder.interrupted(interruptions);
+    }
+    let mut handoffs = calls
+        .iter()
+        .zip(checked.iter_mut())
+        .filter(|(call, check)| check.is_ok() && agent.handoffs.contains_key(&call.name));
+    if handoffs.next().is_some() {
+        for (call, check) in handoffs {
+            *check = Err(format!(
+                "The call to \"{}\" was not run: only the first handoff of a response is made, and an earlier call made one.",
+                call.name
+            ));
+        }
     }
     let sequential = agent.config.tool_execution == Execution::Sequential
         || checked.iter().any(|c| matches!(c, Ok(v) if v.tool.options().execution == Execution::Sequential));
@@ -185,6 +198,12 @@ fn launch(
         0 => run.agent().config.tool_timeout_ms,
         ms => ms,
     };
+    let function = tool.function().clone();
+    let caller = function.starts_runs().then(|| {
+        let site =
+            AgentCallSite { nesting: run.nesting.clone(), events: run.events.clone(), progress: progress.clone() };
+        Arc::new(site) as Caller
+    });
     let updates = match progress {
         Some(progress) => UpdateSink::new(CallUpdates::new(call, progress, run.events.clone())),
         None => UpdateSink::discard(),
@@ -193,8 +212,7 @@ fn launch(
     if valid.replaced {
         call.arguments = valid.arguments.to_string();
     }
-    let invocation = Invocation::in_run(call, valid.arguments, cancel.clone(), updates, run.serial);
-    let function = tool.function().clone();
+    let invocation = Invocation::in_run(call, valid.arguments, cancel.clone(), updates, run.serial, caller);
     let bounded = async move {
         let returned = function.invoke(invocation);
         if timeout_ms == 0 {

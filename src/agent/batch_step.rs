@@ -9,7 +9,7 @@ use super::next_step::{Ending, NextStep};
 use super::progress::RunProgress;
 use super::tool_scope::ToolScope;
 use super::tool_set::ToolSet;
-use crate::message::{AssistantMessage, Message};
+use crate::message::{AssistantMessage, Message, ToolResultMessage};
 
 /// Validates and executes `message`'s calls as one batch of `turn` (0 outside
 /// any), among `tools` and the tool set `turn_tools` a `turn_start` hook chose
@@ -37,6 +37,7 @@ pub(crate) async fn run_batch(
         approvals: Approvals { decided: &progress.decided, standing: &progress.standing },
     };
     let outcome = batch::execute(&context, &message.tool_calls, response).await;
+    run.nesting.take_uncounted(&mut progress.usage);
     if !outcome.interruptions.is_empty() {
         // Nothing of the batch ran: the message waits, whole, for decisions, in
         // the turn's tool set, and the decisions given so far stay with it.
@@ -58,13 +59,18 @@ pub(crate) async fn run_batch(
     if !message.tool_calls.is_empty() || !message.content.is_empty() {
         progress.messages.push(Message::Assistant(message));
     }
-    progress.messages.extend(outcome.results.into_iter().flatten().map(Message::Tool));
+    let results: Vec<ToolResultMessage> = outcome.results.into_iter().flatten().collect();
+    // The first handoff that ran (the batch let only one run).
+    let handoff = results.iter().find(|r| !r.is_error && run.agent().handoffs.contains_key(&r.name)).cloned();
+    progress.messages.extend(results.into_iter().map(Message::Tool));
     if outcome.cancelled {
         NextStep::End(Ending::Cancelled)
     } else if let Some(error) = outcome.hook_failure.or(outcome.fatal) {
         NextStep::End(Ending::Failed(error))
     } else if outcome.terminate {
         NextStep::End(Ending::Terminated)
+    } else if let Some(call) = handoff {
+        NextStep::Handoff { call_id: call.tool_call_id.clone(), tool: call.name.clone() }
     } else {
         NextStep::RunAgain
     }

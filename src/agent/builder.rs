@@ -1,17 +1,21 @@
 //! Building an agent: a checked configuration, host tools and hooks, and the
 //! model; `build` selects the built-in tools and compiles every schema.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::built::{Agent, AgentInner};
+use super::agent_tool::{check_mode, AgentCall, AgentToolSpec, HandoffCall};
+use super::agent_tool_options::AgentToolMode;
+use super::built::{Agent, AgentInner, Handoff};
 use super::config::AgentConfig;
 use super::mcp_tools::McpTools;
+use super::nesting::MAX_AGENT_DEPTH;
 use super::tool_set::ToolSet;
 use crate::error::{Error, ErrorCode, Result};
 use crate::hook::Hook;
 use crate::mcp::McpServers;
 use crate::provider::{Generator, ToolChoice};
-use crate::tool::{InputSchema, Tool};
+use crate::tool::{InputSchema, Tool, ToolOptions, ToolSpec};
 
 /// The largest message read from an MCP server when `max_tool_result_bytes`
 /// sets no bound (and the least one when it does: tool lists and images
@@ -25,13 +29,23 @@ pub struct AgentBuilder {
     tools: Vec<Tool>,
     hooks: Vec<Hook>,
     generator: Option<Box<dyn Generator>>,
+    handoffs: HashMap<String, Handoff>,
+    /// The height of the agent's tree of agents so far.
+    height: u32,
 }
 
 impl AgentBuilder {
     /// A builder from a checked configuration.
     pub fn new(config: AgentConfig) -> Result<Self> {
         config.check()?;
-        Ok(AgentBuilder { config, tools: Vec::new(), hooks: Vec::new(), generator: None })
+        Ok(AgentBuilder {
+            config,
+            tools: Vec::new(),
+            hooks: Vec::new(),
+            generator: None,
+            handoffs: HashMap::new(),
+            height: 1,
+        })
     }
 
     /// A builder from configuration JSON.
@@ -43,6 +57,54 @@ impl AgentBuilder {
     pub fn add_tool(&mut self, tool: Tool) -> Result<()> {
         self.check_unique(tool.name())?;
         self.tools.push(tool);
+        Ok(())
+    }
+
+    /// Adds an agent the model is offered: as a tool named `spec.name`, whose
+    /// calls run it nested in the calling run, or as a handoff, the tool
+    /// `transfer_to_<name>`, which hands the run to it. The name, schema and
+    /// options are checked as a tool's (`DUPLICATE_TOOL` for a name taken);
+    /// `RESOURCE_EXHAUSTED` when the tree of agents would be deeper than 8.
+    pub fn add_agent(&mut self, spec: AgentToolSpec) -> Result<()> {
+        check_mode(&spec)?;
+        let height = spec.agent.parts().height + 1;
+        if height > MAX_AGENT_DEPTH {
+            return Err(Error::new(
+                ErrorCode::ResourceExhausted,
+                format!(
+                    "agent \"{}\": agents would nest {height} deep (an agent in an agent ...), and the bound is {MAX_AGENT_DEPTH}",
+                    spec.name
+                ),
+            ));
+        }
+        let options = ToolOptions {
+            timeout_ms: spec.options.timeout_ms,
+            needs_approval: spec.options.needs_approval,
+            ..ToolOptions::default()
+        };
+        let name: Arc<str> = spec.name.as_str().into();
+        let tool = match spec.mode {
+            AgentToolMode::Tool => {
+                let tool_spec = ToolSpec::new(&spec.name, spec.description.as_str(), spec.schema(), options)?;
+                let input_argument = spec.input_schema.is_none();
+                tool_spec.implement(AgentCall { agent: spec.agent, name, input_argument })
+            }
+            AgentToolMode::Handoff => {
+                let description = match spec.description.trim() {
+                    "" => format!("Hand the conversation to the agent \"{}\".", spec.name),
+                    given => given.to_owned(),
+                };
+                let tool_spec =
+                    ToolSpec::new(format!("transfer_to_{}", spec.name), description, spec.schema(), options)?;
+                self.check_unique(tool_spec.name())?;
+                let handoff =
+                    Handoff { name: name.clone(), agent: spec.agent, messages: spec.options.handoff_messages };
+                self.handoffs.insert(tool_spec.name().to_owned(), handoff);
+                tool_spec.implement(HandoffCall { name })
+            }
+        };
+        self.add_tool(tool)?;
+        self.height = self.height.max(height);
         Ok(())
     }
 
@@ -68,7 +130,7 @@ impl AgentBuilder {
     /// on ferrule's runtime (`RESOURCE_EXHAUSTED` when the runtime cannot
     /// start); a run's first turn waits for them.
     pub fn build(self) -> Result<Agent> {
-        let AgentBuilder { config, tools, hooks, generator } = self;
+        let AgentBuilder { config, tools, hooks, generator, handoffs, height } = self;
         let tools = match &config.builtin_tools {
             Some(builtins) => crate::builtin::select(builtins, tools, config.model.api_key_env.as_deref())?,
             None => tools,
@@ -101,6 +163,6 @@ impl AgentBuilder {
                 Some(McpTools::new(McpServers::start(&config.mcp_servers, taken, largest, runtime)))
             }
         };
-        Ok(Agent::new(AgentInner { config, tools, hooks, generator, output, mcp }))
+        Ok(Agent::new(AgentInner { config, tools, hooks, generator, output, mcp, handoffs, height }))
     }
 }

@@ -1,8 +1,10 @@
 //! A built agent: its configuration, tools, hooks and model, immutable and
 //! shared by every run it starts.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
+use super::agent_tool_options::HandoffMessages;
 use super::config::AgentConfig;
 use super::mcp_tools::McpTools;
 use super::tool_set::ToolSet;
@@ -29,6 +31,20 @@ pub(crate) struct AgentInner {
     /// The MCP servers, when the configuration names any: stopped when the
     /// agent goes.
     pub(crate) mcp: Option<McpTools>,
+    /// The agents the model may hand the run to, by their tools' names.
+    pub(crate) handoffs: HashMap<String, Handoff>,
+    /// How deep the agent's tree of agents is: 1 without agents, one more
+    /// than the deepest agent it calls as a tool or hands off to.
+    pub(crate) height: u32,
+}
+
+/// An agent the model may hand the run to.
+pub(crate) struct Handoff {
+    /// The name the handing agent knows it by (after `transfer_to_`).
+    pub(crate) name: Arc<str>,
+    pub(crate) agent: Agent,
+    /// Which messages the handoff carries.
+    pub(crate) messages: HandoffMessages,
 }
 
 impl AgentInner {

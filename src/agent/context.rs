@@ -11,6 +11,7 @@ use super::event::EventKind;
 use super::event_queue::EventEmitter;
 use super::handle::RunShared;
 use super::hook_caller::HookCaller;
+use super::nesting::RunNesting;
 use crate::message::Message;
 
 /// A run's fixed inputs, shared by its steps.
@@ -29,6 +30,8 @@ pub(crate) struct RunContext {
     pub(crate) shared: Arc<RunShared>,
     /// Set when the run's deadline (`run_timeout_ms`) cancelled it.
     pub(crate) timed_out: Arc<AtomicBool>,
+    /// Where the run sits among runs nested in one another.
+    pub(crate) nesting: Arc<RunNesting>,
 }
 
 impl RunContext {

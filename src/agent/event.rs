@@ -154,6 +154,36 @@ pub enum EventKind {
         /// Lines that went before the run could report them.
         missed: u64,
     },
+    /// An event of a run nested in this one: the run of an agent called as a
+    /// tool. Delivered in order, between the call's `tool_execution_start` and
+    /// `tool_execution_end` (none after it); never in the transcript.
+    AgentEvent {
+        /// The id of the call that started the nested run.
+        call_id: String,
+        /// The name the calling agent knows the nested one by (the tool's name).
+        agent: Arc<str>,
+        /// How deep the nested run is: 1 inside the run the host started.
+        depth: u32,
+        /// The nested run's event, with its own `run_id` (an `agent_event`
+        /// itself when the nested run called an agent in turn).
+        event: Box<Event>,
+    },
+    /// The run handed control to another agent: from here on that agent's
+    /// system prompt, tools and model answer, with the transcript its
+    /// handoff carries.
+    Handoff {
+        /// The round whose batch made the handoff.
+        turn: u32,
+        /// The id of the `transfer_to_...` call.
+        call_id: String,
+        /// The agent that handed off: null for the run's own.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        from: Option<Arc<str>>,
+        /// The agent that takes over, by its handoff's name.
+        to: Arc<str>,
+        /// How many messages of the transcript the handoff left out.
+        dropped: usize,
+    },
     /// A round is over.
     TurnEnd {
         /// The round.

@@ -6,6 +6,11 @@
 //! of their own, never hold delivery up). `run_end` is always the last event; the
 //! sink is dropped right after it is delivered. A call's updates are delivered
 //! only before its end event, whichever thread sent them and however late.
+//!
+//! A run nested in another (an agent called as a tool) has no queue of its
+//! own: its events go, wrapped as `agent_event`s of the call that started it,
+//! into the queue of the run the host started, and like updates they are
+//! delivered only before that call's end event.
 
 use std::sync::Arc;
 
@@ -21,10 +26,49 @@ use crate::runtime::{CallbackKind, CallbackPool, CallbackScope};
 const EVENT_QUEUE_CAPACITY: usize = 256;
 
 /// An event on its way to the dispatcher, with the call it concerns when that
-/// decides whether it is delivered.
+/// decides whether it is delivered, and for a nested run's event the calls it
+/// is nested in.
 struct Queued {
     event: Event,
     call: CallTag,
+    within: Option<Arc<Enclosing>>,
+}
+
+/// The agent call a nested run's events are wrapped in, and those around it.
+struct Enclosing {
+    /// The id of the run that made the call.
+    run_id: Arc<str>,
+    call_id: String,
+    /// The name the calling agent knows the nested one by.
+    agent: Arc<str>,
+    /// The nested run's depth (1 inside a run the host started).
+    depth: u32,
+    /// The call's progress: once its end was delivered, the nested run's
+    /// events are not.
+    progress: Arc<CallProgress>,
+    outer: Option<Arc<Enclosing>>,
+}
+
+impl Enclosing {
+    /// Whether the end of this call, or of one around it, was delivered.
+    fn ended(&self) -> bool {
+        self.progress.end_delivered() || self.outer.as_ref().is_some_and(|outer| outer.ended())
+    }
+
+    /// `event` of the nested run, wrapped as the runs around it see it.
+    fn wrap(&self, event: Event) -> Event {
+        let kind = EventKind::AgentEvent {
+            call_id: self.call_id.clone(),
+            agent: self.agent.clone(),
+            depth: self.depth,
+            event: Box::new(event),
+        };
+        let wrapped = Event { kind, run_id: self.run_id.clone() };
+        match &self.outer {
+            Some(outer) => outer.wrap(wrapped),
+            None => wrapped,
+        }
+    }
 }
 
 /// How an event relates to a call's progress.
@@ -41,8 +85,12 @@ enum CallTag {
 #[derive(Clone)]
 pub(crate) struct EventEmitter {
     run_id: Arc<str>,
+    /// The serial of the run whose dispatcher delivers the events (the run the
+    /// host started, for a nested run).
     run_serial: u64,
     queue: Option<mpsc::Sender<Queued>>,
+    /// For a nested run: the call its events are wrapped in.
+    within: Option<Arc<Enclosing>>,
 }
 
 impl EventEmitter {
@@ -68,7 +116,47 @@ impl EventEmitter {
 
     async fn queue_async(&self, kind: EventKind, call: CallTag) {
         if let Some(queue) = &self.queue {
-            let _ = queue.send(Queued { event: Event { kind, run_id: self.run_id.clone() }, call }).await;
+            let _ = queue.send(self.queued(kind, call)).await;
+        }
+    }
+
+    fn queued(&self, kind: EventKind, call: CallTag) -> Queued {
+        let event = Event { kind, run_id: self.run_id.clone() };
+        let event = match &self.within {
+            Some(enclosing) => enclosing.wrap(event),
+            None => event,
+        };
+        Queued { event, call, within: self.within.clone() }
+    }
+
+    /// The emitter of run `run_id`, nested in this emitter's run by the call
+    /// `call_id` of the agent known as `agent`: its events go into this run's
+    /// queue, wrapped, while the call's end (or the end of a call around it)
+    /// was not delivered. Disabled when this one is.
+    pub(crate) fn nested(
+        &self,
+        run_id: Arc<str>,
+        call_id: &str,
+        agent: Arc<str>,
+        depth: u32,
+        progress: Option<Arc<CallProgress>>,
+    ) -> EventEmitter {
+        let (Some(queue), Some(progress)) = (&self.queue, progress) else {
+            return EventEmitter { run_id, run_serial: self.run_serial, queue: None, within: None };
+        };
+        let enclosing = Enclosing {
+            run_id: self.run_id.clone(),
+            call_id: call_id.to_owned(),
+            agent,
+            depth,
+            progress,
+            outer: self.within.clone(),
+        };
+        EventEmitter {
+            run_id,
+            run_serial: self.run_serial,
+            queue: Some(queue.clone()),
+            within: Some(Arc::new(enclosing)),
         }
     }
 
@@ -78,8 +166,7 @@ impl EventEmitter {
     /// run's events) a full queue is `WOULD_DEADLOCK` instead.
     pub(crate) fn emit_update_blocking(&self, kind: EventKind, progress: &Arc<CallProgress>) -> Result<()> {
         let Some(queue) = &self.queue else { return Ok(()) };
-        let queued =
-            Queued { event: Event { kind, run_id: self.run_id.clone() }, call: CallTag::Update(progress.clone()) };
+        let queued = self.queued(kind, CallTag::Update(progress.clone()));
         if crate::runtime::on_runtime_thread() || CallbackScope::is_delivering_events_of(self.run_serial) {
             return match queue.try_send(queued) {
                 Ok(()) | Err(TrySendError::Closed(_)) => Ok(()),
@@ -107,10 +194,11 @@ pub(crate) fn channel(
     threads: &'static CallbackPool,
 ) -> (EventEmitter, Option<impl std::future::Future<Output = ()> + Send>) {
     let Some(sink) = sink else {
-        return (EventEmitter { run_id, run_serial, queue: None }, None);
+        return (EventEmitter { run_id, run_serial, queue: None, within: None }, None);
     };
     let (tx, rx) = mpsc::channel(EVENT_QUEUE_CAPACITY);
-    (EventEmitter { run_id, run_serial, queue: Some(tx) }, Some(dispatch(rx, sink, run_serial, threads)))
+    let emitter = EventEmitter { run_id, run_serial, queue: Some(tx), within: None };
+    (emitter, Some(dispatch(rx, sink, run_serial, threads)))
 }
 
 /// Waits for events and hands them to an event thread. One trip delivers
@@ -147,7 +235,11 @@ fn deliver(
 ) -> Option<(Box<dyn EventSink>, mpsc::Receiver<Queued>)> {
     let _scope = CallbackScope::enter(run_serial, CallbackKind::Event);
     let mut next = Some(first);
-    while let Some(Queued { event, call }) = next {
+    while let Some(Queued { event, call, within }) = next {
+        if within.is_some_and(|enclosing| enclosing.ended()) {
+            next = queue.try_recv().ok();
+            continue;
+        }
         match call {
             CallTag::Update(progress) if progress.end_delivered() => {}
             CallTag::End(progress) => {

@@ -42,12 +42,13 @@ pub(crate) struct RunShared {
 }
 
 impl RunShared {
-    /// A run's shared part; `injections` wait for its first request.
-    pub(crate) fn new(id: Arc<str>, serial: u64, injections: Vec<Message>) -> Self {
+    /// A run's shared part, cancelled with `cancel`; `injections` wait for its
+    /// first request.
+    pub(crate) fn new(id: Arc<str>, serial: u64, cancel: CancellationToken, injections: Vec<Message>) -> Self {
         RunShared {
             id,
             serial,
-            cancel: CancellationToken::new(),
+            cancel,
             injections: Mutex::new(Some(injections)),
             result: Mutex::new(None),
             finished: Condvar::new(),

@@ -7,12 +7,15 @@
 //! [`NextStep`](next_step::NextStep). No module here uses one that uses it back
 //! (`tests/it/module_graph.rs` checks).
 
+mod agent_tool;
+mod agent_tool_options;
 mod approval;
 mod batch;
 mod batch_step;
 mod builder;
 mod built;
 mod call_progress;
+mod call_site;
 mod call_updates;
 mod config;
 mod context;
@@ -22,6 +25,7 @@ mod event;
 mod event_queue;
 mod final_answer;
 mod handle;
+mod handoff;
 mod history;
 mod hook_caller;
 mod hook_stages;
@@ -29,6 +33,7 @@ mod injection;
 mod input;
 mod mcp_tools;
 mod model_request;
+mod nesting;
 mod next_step;
 mod origin;
 mod progress;
@@ -46,6 +51,8 @@ mod transcript_json;
 mod turn;
 mod validation;
 
+pub use agent_tool::AgentToolSpec;
+pub use agent_tool_options::{AgentToolMode, AgentToolOptions, HandoffMessages};
 pub use approval::{Decision, Interruption};
 pub use builder::AgentBuilder;
 pub use built::Agent;

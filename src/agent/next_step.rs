@@ -11,6 +11,9 @@ pub(crate) enum NextStep {
     RunAgain,
     /// The run stops until the host decides on these calls; it can be resumed.
     Interrupt(Vec<Interruption>),
+    /// The run goes on with the agent the call `call_id` of the handoff tool
+    /// `tool` handed it to.
+    Handoff { call_id: String, tool: String },
     /// The run is over.
     End(Ending),
 }

@@ -10,6 +10,9 @@ use crate::provider::ToolChoice;
 
 /// Where a run begins.
 pub(crate) struct RunOrigin {
+    /// The agent that answers first: the one started, or the one an
+    /// interrupted run had handed off to.
+    pub(crate) agent: Agent,
     /// What the run has done before it starts (nothing, unless it resumes).
     pub(crate) progress: RunProgress,
     /// An assistant message whose calls run as the first batch, before any model
@@ -20,10 +23,11 @@ pub(crate) struct RunOrigin {
 }
 
 impl RunOrigin {
-    /// A run that starts from `messages`; with `execute`, an execute-only run.
-    fn fresh(messages: Vec<Message>, execute: Option<AssistantMessage>) -> Self {
+    /// A run of `agent` that starts from `messages`; with `execute`, an
+    /// execute-only run.
+    fn fresh(agent: &Agent, messages: Vec<Message>, execute: Option<AssistantMessage>) -> Self {
         let progress = RunProgress { execute_only: execute.is_some(), ..RunProgress::from_input(messages) };
-        RunOrigin { progress, pending: execute, resumed: false }
+        RunOrigin { agent: agent.clone(), progress, pending: execute, resumed: false }
     }
 }
 
@@ -32,12 +36,13 @@ impl Agent {
     /// the agent's tools and the decisions here, and so is a run's tool set.
     pub(crate) fn begin(&self, input: RunInput) -> Result<RunOrigin> {
         let mut origin = match input.source {
-            RunSource::Prompt(prompt) => RunOrigin::fresh(vec![Message::User(UserMessage::text(prompt))], None),
-            RunSource::Messages(messages) => RunOrigin::fresh(messages, None),
-            RunSource::Execute { messages, execute } => RunOrigin::fresh(messages, Some(execute)),
+            RunSource::Prompt(prompt) => RunOrigin::fresh(self, vec![Message::User(UserMessage::text(prompt))], None),
+            RunSource::Messages(messages) => RunOrigin::fresh(self, messages, None),
+            RunSource::Execute { messages, execute } => RunOrigin::fresh(self, messages, Some(execute)),
             RunSource::Resume { state, decisions } => {
-                let (progress, pending) = state.resume(decisions, self.parts())?;
-                RunOrigin { progress, pending: Some(pending), resumed: true }
+                let agent = self.handed_to(state.handed_to())?;
+                let (progress, pending) = state.resume(decisions, agent.parts())?;
+                RunOrigin { agent, progress, pending: Some(pending), resumed: true }
             }
         };
         if let Some(tools) = input.tools {
@@ -62,5 +67,22 @@ impl Agent {
             origin.progress.tools = Some(tools.into_iter().collect());
         }
         Ok(origin)
+    }
+
+    /// The agent the handoffs named `names` hand a run of this agent to, in turn.
+    fn handed_to(&self, names: &[String]) -> Result<Agent> {
+        let mut agent = self.clone();
+        for name in names {
+            let next = agent.parts().handoffs.values().find(|handoff| &*handoff.name == name);
+            agent = match next {
+                Some(handoff) => handoff.agent.clone(),
+                None => {
+                    return Err(Error::invalid_arg(format!(
+                        "run input: resume: the state's run was handed to \"{name}\", which the agent answering before it cannot hand off to; resume with an agent built from the same configuration, tools and agents"
+                    )))
+                }
+            };
+        }
+        Ok(agent)
     }
 }

@@ -43,6 +43,10 @@ pub struct RunProgress {
     /// The tool set a `turn_start` hook chose for the turn of the batch that
     /// runs first (or that the run was interrupted for).
     pub(crate) turn_tools: Option<Vec<String>>,
+    /// The handoffs the run made, in order, by name: the last one's agent
+    /// answers now (none: the run's own agent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) handed_to: Vec<String>,
 }
 
 impl RunProgress {

@@ -50,4 +50,7 @@ pub struct RunResult {
     /// What an `interrupted` run needs to go on (run input `resume`); null
     /// otherwise.
     pub state: Option<RunState>,
+    /// The agent answering when the run stopped, by the name of the handoff
+    /// that gave it the run; null when no handoff was made.
+    pub agent: Option<String>,
 }

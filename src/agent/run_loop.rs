@@ -8,6 +8,7 @@ use super::batch_step::run_batch;
 use super::context::RunContext;
 use super::event::EventKind;
 use super::final_answer::FinalAnswer;
+use super::handoff;
 use super::hook_stages;
 use super::next_step::{Ending, NextStep, Stop};
 use super::progress::RunProgress;
@@ -43,6 +44,8 @@ impl NextStep {
             NextStep::RunAgain => None,
             NextStep::Interrupt(interruptions) => Some(Stop::Interrupted(interruptions)),
             NextStep::End(ending) => Some(Stop::Ended(ending)),
+            // Made by the loop before it asks.
+            NextStep::Handoff { .. } => None,
         }
     }
 }
@@ -50,11 +53,10 @@ impl NextStep {
 impl RunLoop {
     /// Runs until the run stops.
     pub(crate) async fn drive(&mut self) -> Stop {
-        let run = &self.run;
-        run.events.emit(EventKind::RunStart).await;
+        self.run.events.emit(EventKind::RunStart).await;
         // A resumed run's run_start hooks ran when it started.
         if !self.resumed {
-            if let Err(stop) = hook_stages::run_start(&run.hooks(), &mut self.progress.messages).await {
+            if let Err(stop) = hook_stages::run_start(&self.run.hooks(), &mut self.progress.messages).await {
                 return Stop::Ended(stop.ending());
             }
             // The hooks may have replaced the input; nothing was encoded yet.
@@ -63,6 +65,7 @@ impl RunLoop {
         if let Some(message) = self.pending.take() {
             // An execute-only run's message, or the batch an interrupted run
             // waits on: it runs before any model request, outside any turn.
+            let run = &self.run;
             if run.cancel.is_cancelled() {
                 return Stop::Ended(Ending::Cancelled);
             }
@@ -74,16 +77,22 @@ impl RunLoop {
             let turn_tools = progress.turn_tools.take();
             let tools = self.tools.current();
             let step = run_batch(run, tools, progress, message, ResponseEnd::Complete, turn, turn_tools).await;
-            if let Some(stop) = step.stop() {
+            if let Some(stop) = self.follow(step, turn).await.stop() {
                 return stop;
             }
-            if progress.execute_only {
+            if self.progress.execute_only {
                 return Stop::Ended(Ending::Completed);
             }
         }
-        // Turns continue the count of a resumed run (and so does the scripted model).
-        let Some(first) = self.progress.rounds.checked_add(1) else { return Stop::Ended(Ending::MaxRounds) };
-        for number in first..=run.agent().config.max_rounds {
+        // Turns continue the count of a resumed run (and so does the scripted
+        // model); the agent answering decides how many there may be.
+        let mut number = self.progress.rounds;
+        loop {
+            number = match number.checked_add(1) {
+                Some(next) if next <= self.run.agent().config.max_rounds => next,
+                _ => return Stop::Ended(Ending::MaxRounds),
+            };
+            let run = &self.run;
             if run.cancel.is_cancelled() {
                 return Stop::Ended(Ending::Cancelled);
             }
@@ -96,13 +105,35 @@ impl RunLoop {
                 }
                 Err(ending) => NextStep::End(ending),
             };
+            let step = self.follow(step, number).await;
             self.open_turn = 0;
-            run.events.emit(EventKind::TurnEnd { turn: number }).await;
+            self.run.events.emit(EventKind::TurnEnd { turn: number }).await;
             if let Some(stop) = step.stop() {
                 return stop;
             }
         }
-        Stop::Ended(Ending::MaxRounds)
+    }
+
+    /// Makes the handoff a step asks for (then the run goes on); any other
+    /// step is returned as it is.
+    async fn follow(&mut self, step: NextStep, turn: u32) -> NextStep {
+        let NextStep::Handoff { call_id, tool } = step else { return step };
+        // The batch found the tool among the agent's handoffs.
+        let Some(handoff) = self.run.agent().handoffs.get(&tool) else { return NextStep::RunAgain };
+        let (to, agent, carried) = (handoff.name.clone(), handoff.agent.clone(), handoff.messages);
+        let from = self.progress.handed_to.last().map(|name| name.as_str().into());
+        let dropped = handoff::carry(&mut self.progress, carried);
+        // The run's tool set and decisions were for the agent handing off.
+        let progress = &mut self.progress;
+        progress.handed_to.push(to.to_string());
+        progress.tools = None;
+        progress.disclosed.clear();
+        progress.standing.clear();
+        self.run.agent = agent;
+        self.caches = RequestCaches::new(self.run.agent().config.history);
+        self.tools = RunTools::new(self.run.agent());
+        self.run.events.emit(EventKind::Handoff { turn, call_id, from, to, dropped }).await;
+        NextStep::RunAgain
     }
 
     /// The run's result from how it stopped, and what the run worked with (its
@@ -136,6 +167,7 @@ impl RunLoop {
             output: self.answer.output,
             interruptions,
             state,
+            agent: progress.handed_to.last().cloned(),
         };
         (result, self.run)
     }

@@ -6,14 +6,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use futures_util::FutureExt;
+use tokio_util::sync::CancellationToken;
 
 use super::built::Agent;
+use super::call_site::AgentCallSite;
 use super::context::RunContext;
 use super::deadline::RunDeadline;
 use super::event::{EventKind, EventSink};
-use super::event_queue;
+use super::event_queue::{self, EventEmitter};
 use super::final_answer::FinalAnswer;
 use super::handle::{Run, RunShared};
+use super::nesting::RunNesting;
 use super::next_step::{Ending, Stop};
 use super::origin::RunOrigin;
 use super::request_caches::RequestCaches;
@@ -33,34 +36,67 @@ impl Agent {
     /// when the runtime cannot start its threads.
     pub fn start(&self, input: super::RunInput, sink: Option<Box<dyn EventSink>>) -> Result<Run> {
         let origin = self.begin(input)?;
-        Ok(self.start_on(crate::runtime::threads()?, origin, sink))
+        Ok(origin.start_on(crate::runtime::threads()?, sink))
     }
+}
 
+impl RunOrigin {
     /// Starts a run on threads the caller already holds; cannot fail, so a caller
     /// that must not lose `sink` gets the threads first.
-    pub(crate) fn start_on(
-        &self,
-        threads: &'static Threads,
-        origin: RunOrigin,
-        sink: Option<Box<dyn EventSink>>,
-    ) -> Run {
-        let RunOrigin { mut progress, pending, resumed } = origin;
-        let serial = NEXT_RUN_SERIAL.fetch_add(1, Ordering::Relaxed);
-        let id: Arc<str> = format!("run-{serial}").into();
-        let shared = Arc::new(RunShared::new(id.clone(), serial, std::mem::take(&mut progress.injections)));
+    pub(crate) fn start_on(self, threads: &'static Threads, sink: Option<Box<dyn EventSink>>) -> Run {
+        let (serial, id) = next_run();
         let (events, dispatcher) = event_queue::channel(id.clone(), serial, sink, threads.events);
         let dispatcher = dispatcher.map(|d| threads.runtime.spawn(d));
+        let place = RunPlace { serial, id, events, nesting: RunNesting::top(), cancel: CancellationToken::new() };
+        self.launch(threads, place, dispatcher)
+    }
+
+    /// Starts the run of the call `call_id` of the agent known as `name`,
+    /// cancelled with `cancel`. Nested in the run of `site`, when the call is
+    /// one of a run's: its events go to that run's, and that run ends after
+    /// it; otherwise on its own, without events.
+    pub(crate) fn start_nested(
+        self,
+        threads: &'static Threads,
+        site: Option<&AgentCallSite>,
+        call_id: &str,
+        name: Arc<str>,
+        cancel: CancellationToken,
+    ) -> Run {
+        let (serial, id) = next_run();
+        let (nesting, events) = match site {
+            Some(site) => {
+                let nesting = RunNesting::inside(&site.nesting);
+                let events = site.events.nested(id.clone(), call_id, name, nesting.depth, site.progress.clone());
+                (nesting, events)
+            }
+            None => (RunNesting::top(), event_queue::channel(id.clone(), serial, None, threads.events).0),
+        };
+        self.launch(threads, RunPlace { serial, id, events, nesting, cancel }, None)
+    }
+
+    fn launch(
+        self,
+        threads: &'static Threads,
+        place: RunPlace,
+        dispatcher: Option<tokio::task::JoinHandle<()>>,
+    ) -> Run {
+        let RunOrigin { agent, mut progress, pending, resumed } = self;
+        let RunPlace { serial, id, events, nesting, cancel } = place;
+        let injections = std::mem::take(&mut progress.injections);
+        let shared = Arc::new(RunShared::new(id.clone(), serial, cancel, injections));
+        let caches = RequestCaches::new(agent.config().history);
+        let tools = RunTools::new(agent.parts());
         let run = RunContext {
-            agent: self.clone(),
+            agent,
             id,
             serial,
             cancel: shared.cancel.clone(),
             events,
             shared: shared.clone(),
             timed_out: Arc::default(),
+            nesting,
         };
-        let caches = RequestCaches::new(self.config().history);
-        let tools = RunTools::new(self.parts());
         let run =
             RunLoop { run, progress, pending, resumed, caches, tools, answer: FinalAnswer::default(), open_turn: 0 };
         threads.runtime.spawn(supervise(run, dispatcher, threads));
@@ -68,17 +104,38 @@ impl Agent {
     }
 }
 
+/// Who a starting run is: its serial number and id, where its events go,
+/// where it sits among nested runs, and what cancels it.
+struct RunPlace {
+    serial: u64,
+    id: Arc<str>,
+    events: EventEmitter,
+    nesting: Arc<RunNesting>,
+    cancel: CancellationToken,
+}
+
+/// A new run's serial number and id (`"run-7"`).
+fn next_run() -> (u64, Arc<str>) {
+    let serial = NEXT_RUN_SERIAL.fetch_add(1, Ordering::Relaxed);
+    (serial, format!("run-{serial}").into())
+}
+
 /// Runs the loop with its panics caught, so a panic still ends the run with one
 /// `failed` run_end (keeping the transcript so far). Then, in this order: the
-/// event dispatcher delivers run_end and drops the sink; the run lets go of its
-/// agent (when that was the last hold, the tools' user data is released on a
-/// callback thread, inside this run's scope); the result is published, which wakes
-/// every waiter. So when a wait returns, nothing of the run calls the host again.
+/// runs nested in it end (and their tokens are counted); the event dispatcher
+/// delivers run_end and drops the sink; the run lets go of its agent (when that
+/// was the last hold, the tools' user data is released on a callback thread,
+/// inside this run's scope); the result is published, which wakes every
+/// waiter; the run lets go of the run it is nested in. So when a wait returns,
+/// nothing of the run, or of a run nested in it, calls the host again.
 async fn supervise(mut run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<()>>, threads: &'static Threads) {
     let timeout_ms = run.run.agent().config.run_timeout_ms;
     let deadline = RunDeadline::start(timeout_ms, &run.run.cancel, &run.run.timed_out);
     let ended = AssertUnwindSafe(run.drive()).catch_unwind().await;
     let timed_out = deadline.is_some_and(RunDeadline::finish);
+    let nesting = run.run.nesting.clone();
+    nesting.children_ended().await;
+    nesting.take_uncounted(&mut run.progress.usage);
     let late_injections = run.run.shared.close_injections();
     let stop = match ended {
         // The deadline's cancellation ended the run (not a finish just before it).
@@ -120,4 +177,5 @@ async fn supervise(mut run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<
         threads.tool_callbacks.run_urgent(release).await;
     }
     shared.finish(result);
+    drop(nesting);
 }

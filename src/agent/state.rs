@@ -92,6 +92,11 @@ impl RunState {
         RunState { progress: progress.clone(), awaiting }
     }
 
+    /// The handoffs the run had made, by name, in order.
+    pub(crate) fn handed_to(&self) -> &[String] {
+        &self.progress.handed_to
+    }
+
     /// Reads a state from run input: its version first (so a state from a later
     /// ferrule is refused as such), then every field, then its consistency.
     pub(crate) fn from_value(value: Value) -> Result<Self> {

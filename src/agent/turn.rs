@@ -107,7 +107,7 @@ pub(crate) async fn turn(
     if let Some(budget) = &mut caches.history {
         budget.reported(message.usage.input_tokens, &caches.transcript_json, kept.as_deref());
     }
-    progress.usage.add(&message.usage);
+    run.nesting.count(&mut progress.usage, &message.usage);
 
     let response = match message.stop_reason {
         StopReason::Error | StopReason::Aborted => {

@@ -4,7 +4,9 @@ use std::ffi::{c_char, c_void};
 
 use serde_json::Value;
 
-use super::boundary::{arg_mut, arg_opt, arg_ref, arg_str, arg_take, free_box, give_box, guard, guard_or, null_arg};
+use super::boundary::{
+    arg_mut, arg_opt, arg_ref, arg_str, arg_take, check_struct_size, free_box, give_box, guard, guard_or, null_arg,
+};
 use super::error::ferrule_error;
 use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::run::{ferrule_event_fn, ferrule_run, ForeignEventSink};
@@ -23,7 +25,7 @@ pub struct ferrule_agent_builder {
 /// is freed with `ferrule_agent_free`; runs keep the agent alive on their own.
 /// Any thread.
 pub struct ferrule_agent {
-    inner: Agent,
+    pub(super) inner: Agent,
 }
 
 /// Creates a builder from the agent configuration JSON (`model`,
@@ -73,13 +75,7 @@ pub unsafe extern "C" fn ferrule_agent_builder_add_tool(
 }
 
 unsafe fn tool_spec(spec: &ferrule_tool_spec) -> Result<ToolSpec> {
-    if spec.struct_size as usize != std::mem::size_of::<ferrule_tool_spec>() {
-        return Err(Error::invalid_arg(format!(
-            "spec->struct_size is {}, but this library's ferrule_tool_spec has {} bytes; set it to sizeof(ferrule_tool_spec)",
-            spec.struct_size,
-            std::mem::size_of::<ferrule_tool_spec>()
-        )));
-    }
+    check_struct_size::<ferrule_tool_spec>(spec.struct_size, "ferrule_tool_spec")?;
     // SAFETY: the caller guarantees each `(ptr, len)` pair is readable.
     let name = unsafe { arg_str(spec.name, spec.name_len, "spec->name") }?;
     let description = unsafe { arg_str(spec.description, spec.description_len, "spec->description") }?;
@@ -189,7 +185,7 @@ pub unsafe extern "C" fn ferrule_agent_start(
                 None
             }
         };
-        *out = ferrule_run::new(agent.inner.start_on(threads, origin, sink));
+        *out = ferrule_run::new(origin.start_on(threads, sink));
         Ok(())
     })
 }

@@ -126,3 +126,15 @@ pub(crate) unsafe fn free_box<T>(ptr: *mut T) {
         drop(unsafe { Box::from_raw(ptr) });
     }
 }
+
+/// `INVALID_ARG` unless `struct_size` is the size of this library's `T`
+/// (the C struct the host calls `name`).
+pub(crate) fn check_struct_size<T>(struct_size: u32, name: &str) -> Result<()> {
+    let size = std::mem::size_of::<T>();
+    if struct_size as usize != size {
+        return Err(Error::invalid_arg(format!(
+            "spec->struct_size is {struct_size}, but this library's {name} has {size} bytes; set it to sizeof({name})"
+        )));
+    }
+    Ok(())
+}

@@ -10,6 +10,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 mod agent;
+mod agent_tool;
 mod boundary;
 mod debug;
 mod error;
@@ -24,6 +25,7 @@ mod tool_call;
 mod version;
 
 pub use agent::*;
+pub use agent_tool::*;
 pub use debug::*;
 pub use error::*;
 pub use hook::*;

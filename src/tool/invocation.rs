@@ -15,6 +15,7 @@
 //! assert_eq!(invocation.arguments()["id"], 7);
 //! ```
 
+use std::any::Any;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
@@ -32,13 +33,26 @@ pub struct Invocation {
     cancel: CancellationToken,
     updates: UpdateSink,
     run_serial: u64,
+    caller: Option<Caller>,
 }
+
+/// The calling run's side of a call, for a function that
+/// [starts runs](super::ToolFunction::starts_runs): a type of the run's own,
+/// which the tool layer does not look into.
+pub(crate) type Caller = Arc<dyn Any + Send + Sync>;
 
 impl Invocation {
     /// A call of a tool whose `arguments` were parsed and checked. Its updates are
     /// discarded and nothing cancels it, unless set with the `with_` methods.
     pub fn new(call: ToolCall, arguments: Value) -> Self {
-        Invocation { call, arguments, cancel: CancellationToken::new(), updates: UpdateSink::discard(), run_serial: 0 }
+        Invocation {
+            call,
+            arguments,
+            cancel: CancellationToken::new(),
+            updates: UpdateSink::discard(),
+            run_serial: 0,
+            caller: None,
+        }
     }
 
     /// Sends the call's progress updates to `updates`.
@@ -54,15 +68,23 @@ impl Invocation {
     }
 
     /// A call of a run: `run_serial` ties host functions to the run's callback
-    /// scope (a blocking wait for that run from inside the call is refused).
+    /// scope (a blocking wait for that run from inside the call is refused);
+    /// `caller` is the run's side of the call, for a function that starts runs.
     pub(crate) fn in_run(
         call: ToolCall,
         arguments: Value,
         cancel: CancellationToken,
         updates: UpdateSink,
         run_serial: u64,
+        caller: Option<Caller>,
     ) -> Self {
-        Invocation { call, arguments, cancel, updates, run_serial }
+        Invocation { call, arguments, cancel, updates, run_serial, caller }
+    }
+
+    /// The calling run's side of the call: given to a function that starts
+    /// runs, when the call is one of a run's.
+    pub(crate) fn caller(&self) -> Option<&Caller> {
+        self.caller.as_ref()
     }
 
     /// The call id.

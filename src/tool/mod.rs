@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub(crate) use invocation::Caller;
 pub use invocation::{Invocation, UpdateReceiver, UpdateSink};
 pub use options::{Execution, OnError, ToolOptions};
 pub(crate) use result::json_kind;
@@ -45,6 +46,13 @@ pub trait ToolFunction: Send + Sync + 'static {
     /// Starts one call; the future resolves with its outcome. ferrule bounds the
     /// future by the tool's timeout and drops it when the run is cancelled.
     fn invoke(&self, invocation: Invocation) -> BoxFuture<'static, ToolOutcome>;
+
+    /// Whether calls need [`Invocation::caller`]: the calling run's side of
+    /// the call, which a function that starts runs of its own (an agent called
+    /// as a tool) nests them in.
+    fn starts_runs(&self) -> bool {
+        false
+    }
 }
 
 impl<F, Fut> ToolFunction for F

@@ -583,7 +583,10 @@ fn the_run_result_serialises_in_the_design_shape() {
     let value = serde_json::to_value(&*result).unwrap();
     let mut keys: Vec<&str> = value.as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort_unstable();
-    assert_eq!(keys, ["error", "final", "interruptions", "messages", "output", "rounds", "state", "status", "usage"]);
+    assert_eq!(
+        keys,
+        ["agent", "error", "final", "interruptions", "messages", "output", "rounds", "state", "status", "usage"]
+    );
     assert_eq!((&value["interruptions"], &value["state"]), (&json!([]), &Value::Null));
     let run_end = of_type(&events, "run_end")[0];
     assert_eq!(run_end["result"], value);

@@ -4,6 +4,7 @@
 mod common;
 
 mod agent_loop;
+mod agents;
 mod apply_patch_scenarios;
 mod approval;
 mod builtin_bash;

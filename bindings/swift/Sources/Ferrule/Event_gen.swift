@@ -47,6 +47,13 @@ public enum Event: Sendable {
     /// `ferrule: `), since the run last reported its log (at most its last 64 lines). Sent with the
     /// turn's `mcp_server` events.
     case mcpServerLog(server: String, lines: [String], missed: Int)
+    /// An event of a run nested in this one: the run of an agent called as a tool. Delivered in
+    /// order, between the call's `tool_execution_start` and `tool_execution_end` (none after it);
+    /// never in the transcript.
+    indirect case agentEvent(callID: String, agent: String, depth: Int, event: Event)
+    /// The run handed control to another agent: from here on that agent's system prompt, tools and
+    /// model answer, with the transcript its handoff carries.
+    case handoff(turn: Int, callID: String, to: String, dropped: Int, from: String?)
     /// A round is over.
     case turnEnd(turn: Int)
     /// The run is over. Always the last event.
@@ -70,6 +77,8 @@ public enum Event: Sendable {
         case .historyCompacted: "history_compacted"
         case .mcpServer: "mcp_server"
         case .mcpServerLog: "mcp_server_log"
+        case .agentEvent: "agent_event"
+        case .handoff: "handoff"
         case .turnEnd: "turn_end"
         case .runEnd: "run_end"
         case .unknown(let type, _): type
@@ -105,13 +114,17 @@ private struct WireEvent: Codable {
     private enum Keys: String, CodingKey {
         case type
         case added
+        case agent
         case argumentsDelta = "arguments_delta"
         case attempt
         case call
         case callID = "call_id"
         case delayMs = "delay_ms"
+        case depth
         case dropped
         case error
+        case event
+        case from
         case id
         case index
         case isError = "is_error"
@@ -129,6 +142,7 @@ private struct WireEvent: Codable {
         case status
         case text
         case thinking
+        case to
         case tools
         case turn
     }
@@ -203,6 +217,19 @@ private struct WireEvent: Codable {
                 server: try c.decode(String.self, forKey: .server),
                 lines: try c.decode([String].self, forKey: .lines),
                 missed: try c.decode(Int.self, forKey: .missed))
+        case "agent_event":
+            event = .agentEvent(
+                callID: try c.decode(String.self, forKey: .callID),
+                agent: try c.decode(String.self, forKey: .agent),
+                depth: try c.decode(Int.self, forKey: .depth),
+                event: try c.decode(Event.self, forKey: .event))
+        case "handoff":
+            event = .handoff(
+                turn: try c.decode(Int.self, forKey: .turn),
+                callID: try c.decode(String.self, forKey: .callID),
+                to: try c.decode(String.self, forKey: .to),
+                dropped: try c.decode(Int.self, forKey: .dropped),
+                from: try c.decodeIfPresent(String.self, forKey: .from))
         case "turn_end":
             event = .turnEnd(
                 turn: try c.decode(Int.self, forKey: .turn))
@@ -280,6 +307,17 @@ private struct WireEvent: Codable {
             try c.encode(server, forKey: .server)
             try c.encode(lines, forKey: .lines)
             try c.encode(missed, forKey: .missed)
+        case .agentEvent(let callID, let agent, let depth, let event):
+            try c.encode(callID, forKey: .callID)
+            try c.encode(agent, forKey: .agent)
+            try c.encode(depth, forKey: .depth)
+            try c.encode(event, forKey: .event)
+        case .handoff(let turn, let callID, let to, let dropped, let from):
+            try c.encode(turn, forKey: .turn)
+            try c.encode(callID, forKey: .callID)
+            try c.encode(to, forKey: .to)
+            try c.encode(dropped, forKey: .dropped)
+            try c.encodeIfPresent(from, forKey: .from)
         case .turnEnd(let turn):
             try c.encode(turn, forKey: .turn)
         case .runEnd(let status, let result, let error):

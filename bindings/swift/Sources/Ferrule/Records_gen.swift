@@ -21,6 +21,9 @@ public struct RunResult: Sendable, Hashable, Codable {
     public var interruptions: [Interruption]
     /// What an `interrupted` run needs to go on (run input `resume`); null otherwise.
     public var state: JSONValue?
+    /// The agent answering when the run stopped, by the name of the handoff that gave it the run;
+    /// null when no handoff was made.
+    public var agent: String?
 
     public init(
         status: Status,
@@ -31,7 +34,8 @@ public struct RunResult: Sendable, Hashable, Codable {
         error: FerruleError?,
         output: JSONValue,
         interruptions: [Interruption],
-        state: JSONValue?
+        state: JSONValue?,
+        agent: String?
     ) {
         self.status = status
         self.final = final
@@ -42,6 +46,7 @@ public struct RunResult: Sendable, Hashable, Codable {
         self.output = output
         self.interruptions = interruptions
         self.state = state
+        self.agent = agent
     }
 
     enum CodingKeys: String, CodingKey {
@@ -54,6 +59,7 @@ public struct RunResult: Sendable, Hashable, Codable {
         case output
         case interruptions
         case state
+        case agent
     }
 
     public init(from decoder: Decoder) throws {
@@ -67,6 +73,7 @@ public struct RunResult: Sendable, Hashable, Codable {
         output = try container.decode(JSONValue.self, forKey: .output)
         interruptions = try container.decode([Interruption].self, forKey: .interruptions)
         state = try container.decodeIfPresent(JSONValue.self, forKey: .state)
+        agent = try container.decodeIfPresent(String.self, forKey: .agent)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -80,6 +87,7 @@ public struct RunResult: Sendable, Hashable, Codable {
         try container.encode(output, forKey: .output)
         try container.encode(interruptions, forKey: .interruptions)
         try container.encodeIfPresent(state, forKey: .state)
+        try container.encodeIfPresent(agent, forKey: .agent)
     }
 }
 

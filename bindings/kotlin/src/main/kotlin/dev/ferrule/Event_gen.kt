@@ -211,6 +211,50 @@ sealed class Event {
         override val type get() = "mcp_server_log"
     }
 
+    /**
+     * An event of a run nested in this one: the run of an agent called as a tool. Delivered in
+     * order, between the call's `tool_execution_start` and `tool_execution_end` (none after it);
+     * never in the transcript.
+     */
+    @Serializable
+    data class AgentEvent(
+        @SerialName("run_id") override val runId: String,
+        /** The id of the call that started the nested run. */
+        @SerialName("call_id") val callId: String,
+        /** The name the calling agent knows the nested one by (the tool's name). */
+        val agent: String,
+        /** How deep the nested run is: 1 inside the run the host started. */
+        val depth: Int,
+        /**
+         * The nested run's event, with its own `run_id` (an `agent_event` itself when the nested
+         * run called an agent in turn).
+         */
+        val event: @Serializable(with = NestedEventSerializer::class) Event,
+    ) : Event() {
+        override val type get() = "agent_event"
+    }
+
+    /**
+     * The run handed control to another agent: from here on that agent's system prompt, tools and
+     * model answer, with the transcript its handoff carries.
+     */
+    @Serializable
+    data class Handoff(
+        @SerialName("run_id") override val runId: String,
+        /** The round whose batch made the handoff. */
+        val turn: Int,
+        /** The id of the `transfer_to_...` call. */
+        @SerialName("call_id") val callId: String,
+        /** The agent that takes over, by its handoff's name. */
+        val to: String,
+        /** How many messages of the transcript the handoff left out. */
+        val dropped: Long,
+        /** The agent that handed off: null for the run's own. */
+        val from: String? = null,
+    ) : Event() {
+        override val type get() = "handoff"
+    }
+
     /** A round is over. */
     @Serializable
     data class TurnEnd(
@@ -254,13 +298,17 @@ sealed class Event {
             "history_compacted" to HistoryCompacted.serializer(),
             "mcp_server" to McpServer.serializer(),
             "mcp_server_log" to McpServerLog.serializer(),
+            "agent_event" to AgentEvent.serializer(),
+            "handoff" to Handoff.serializer(),
             "turn_end" to TurnEnd.serializer(),
             "run_end" to RunEnd.serializer(),
         )
 
         /** Reads one event's JSON; one that does not decode is [Unknown]. */
-        fun decode(text: String): Event {
-            val json = FerruleJson.parseToJsonElement(text).jsonObject
+        fun decode(text: String): Event = decode(FerruleJson.parseToJsonElement(text).jsonObject)
+
+        /** Reads one event's JSON object; one that does not decode is [Unknown]. */
+        fun decode(json: JsonObject): Event {
             val type = json["type"]?.jsonPrimitive?.content ?: ""
             val runId = json["run_id"]?.jsonPrimitive?.content ?: ""
             return serializers[type]?.let { runCatching { FerruleJson.decodeFromJsonElement(it, json) }.getOrNull() }

@@ -34,6 +34,11 @@ data class RunResult(
     val interruptions: List<Interruption>,
     /** What an `interrupted` run needs to go on (run input `resume`); null otherwise. */
     val state: JsonElement?,
+    /**
+     * The agent answering when the run stopped, by the name of the handoff that gave it the run;
+     * null when no handoff was made.
+     */
+    val agent: String?,
 )
 
 /** A call the run stopped for: it needs a decision before it can run. */

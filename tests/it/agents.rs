@@ -1,0 +1,463 @@
+//! Agents called as tools: nested runs whose events reach the calling run's,
+//! whose tokens are counted once, and which end with the run that called them.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::common::*;
+use ferrule::agent::{Agent, AgentBuilder, AgentToolMode, AgentToolOptions, AgentToolSpec, HandoffMessages, RunStatus};
+use ferrule::error::ErrorCode;
+use ferrule::tool::{Invocation, ToolOutcome, ToolResult};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+/// `agent` offered as the tool `name`, with the default schema.
+fn as_tool(name: &str, agent: &Agent) -> AgentToolSpec {
+    AgentToolSpec {
+        name: name.into(),
+        description: format!("the agent {name}"),
+        agent: agent.clone(),
+        input_schema: None,
+        mode: AgentToolMode::Tool,
+        options: AgentToolOptions::default(),
+    }
+}
+
+/// A scripted agent with `extra` config fields and `agents` added to it.
+fn parent(script: Value, extra: Value, agents: Vec<AgentToolSpec>) -> Agent {
+    let mut config = json!({"model": {"provider": "scripted", "script": script}});
+    config.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+    let mut builder = AgentBuilder::from_json(&config.to_string()).unwrap();
+    for spec in agents {
+        builder.add_agent(spec).unwrap();
+    }
+    builder.build().unwrap()
+}
+
+fn usage(input: u64, output: u64) -> Value {
+    json!({"input_tokens": input, "output_tokens": output})
+}
+
+/// The events of the nested runs, unwrapped, with the wrapper's call id,
+/// agent and depth.
+fn nested(events: &[Value]) -> Vec<(String, String, u64, Value)> {
+    of_type(events, "agent_event")
+        .into_iter()
+        .map(|e| {
+            let call = e["call_id"].as_str().unwrap().to_owned();
+            (call, e["agent"].as_str().unwrap().to_owned(), e["depth"].as_u64().unwrap(), e["event"].clone())
+        })
+        .collect()
+}
+
+#[test]
+fn a_nested_run_s_events_come_wrapped_in_order_inside_its_call_and_stay_out_of_the_transcript() {
+    let researcher = agent(
+        json!([
+            {"tool_calls": [call("r1", "lookup", json!({"text": "facts"}))], "usage": usage(10, 2)},
+            {"text": "the facts", "usage": usage(20, 3)}
+        ]),
+        json!({}),
+        vec![echo("lookup")],
+    );
+    let boss = parent(
+        json!([
+            {"tool_calls": [call("c1", "researcher", json!({"input": "find facts"}))], "usage": usage(100, 5)},
+            {"text": "done", "usage": usage(200, 7)}
+        ]),
+        json!({}),
+        vec![as_tool("researcher", &researcher)],
+    );
+    let (result, events) = run(&boss, "go");
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_event_invariants(&events);
+
+    // The parent's own events, with the nested ones inside the call.
+    let kinds = types(&events);
+    let start = kinds.iter().position(|k| k == "tool_execution_start").unwrap();
+    let end = kinds.iter().position(|k| k == "tool_execution_end").unwrap();
+    let wrapped: Vec<usize> = (0..kinds.len()).filter(|&i| kinds[i] == "agent_event").collect();
+    assert!(!wrapped.is_empty());
+    assert!(wrapped.iter().all(|&i| start < i && i < end), "{kinds:?}");
+
+    // The nested run's events, whole and in their order.
+    let inner = nested(&events);
+    assert!(inner.iter().all(|(call, agent, depth, _)| call == "c1" && agent == "researcher" && *depth == 1));
+    let inner_events: Vec<Value> = inner.iter().map(|(_, _, _, e)| e.clone()).collect();
+    assert_event_invariants(&inner_events);
+    let inner_run = inner_events[0]["run_id"].as_str().unwrap();
+    assert_ne!(inner_run, events[0]["run_id"].as_str().unwrap());
+    assert!(inner_events.iter().all(|e| e["run_id"] == inner_run));
+    assert_eq!(
+        types(&inner_events),
+        [
+            "run_start",
+            "turn_start",
+            "tool_call_delta",
+            "message_end",
+            "tool_execution_start",
+            "tool_execution_end",
+            "turn_end",
+            "turn_start",
+            "message_delta",
+            "message_end",
+            "turn_end",
+            "run_end"
+        ]
+    );
+
+    // The answer is the call's result; the nested transcript is not the parent's.
+    let results = tool_results(&result);
+    assert_eq!(results.len(), 1);
+    assert_eq!(text(&results[0]), "the facts");
+    assert_eq!(result.messages.len(), 4, "{:?}", result.messages);
+
+    // Tokens: the call's are the nested run's; the run's count them once.
+    let end_event = of_type(&events, "tool_execution_end")[0];
+    assert_eq!(end_event["result"]["usage"], usage(30, 5));
+    assert_eq!(serde_json::to_value(result.usage).unwrap(), usage(330, 17));
+}
+
+#[test]
+fn tokens_of_agents_nested_two_deep_are_counted_once_at_every_level() {
+    let leaf = agent(json!([{"text": "leaf answer", "usage": usage(1, 1)}]), json!({}), vec![]);
+    let middle = parent(
+        json!([
+            {"tool_calls": [call("m1", "leaf", json!({"input": "a"})), call("m2", "leaf", json!({"input": "b"}))],
+             "usage": usage(10, 10)},
+            {"text": "middle answer", "usage": usage(10, 10)}
+        ]),
+        json!({}),
+        vec![as_tool("leaf", &leaf)],
+    );
+    let top = parent(
+        json!([
+            {"tool_calls": [call("t1", "middle", json!({"input": "x"}))], "usage": usage(100, 100)},
+            {"text": "top answer", "usage": usage(100, 100)}
+        ]),
+        json!({}),
+        vec![as_tool("middle", &middle)],
+    );
+    let (result, events) = run(&top, "go");
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(serde_json::to_value(result.usage).unwrap(), usage(222, 222));
+    let middle_end = of_type(&events, "tool_execution_end")[0];
+    assert_eq!(middle_end["result"]["usage"], usage(22, 22));
+
+    // The leaf runs' events arrive wrapped twice, at depth 2.
+    let twice: Vec<Value> =
+        nested(&events).into_iter().map(|(_, _, _, e)| e).filter(|e| e["type"] == "agent_event").collect();
+    assert!(!twice.is_empty());
+    assert!(twice.iter().all(|e| e["agent"] == "leaf" && e["depth"] == 2));
+    let leaf_runs: std::collections::BTreeSet<&str> =
+        twice.iter().map(|e| e["event"]["run_id"].as_str().unwrap()).collect();
+    assert_eq!(leaf_runs.len(), 2);
+}
+
+#[test]
+fn calls_of_agents_in_one_batch_run_in_parallel() {
+    let gauge = Arc::new(Gauge::default());
+    let worker = agent(
+        json!([{"tool_calls": [call("w", "nap", json!({"ms": 200}))]}, {"text": "rested"}]),
+        json!({}),
+        vec![sleeper("nap", json!({}), gauge.clone())],
+    );
+    let calls: Vec<Value> = (0..4).map(|i| call(&format!("c{i}"), "worker", json!({"input": "go"}))).collect();
+    let boss =
+        parent(json!([{"tool_calls": calls}, {"text": "all rested"}]), json!({}), vec![as_tool("worker", &worker)]);
+    let (result, _) = run(&boss, "go");
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(gauge.total(), 4);
+    assert_eq!(gauge.peak(), 4, "the nested runs did not overlap");
+}
+
+#[test]
+fn a_failed_nested_run_is_an_error_result_the_calling_model_reads() {
+    let broken = agent(json!([{"error": {"status": 400, "message": "bad request"}}]), json!({}), vec![]);
+    let boss = parent(
+        json!([{"tool_calls": [call("c1", "broken", json!({"input": "x"}))]}, {"text": "coped"}]),
+        json!({}),
+        vec![as_tool("broken", &broken)],
+    );
+    let (result, _) = run(&boss, "go");
+    assert_eq!(result.status, RunStatus::Completed);
+    let results = tool_results(&result);
+    assert_eq!(results[0]["is_error"], true);
+    assert!(text(&results[0]).starts_with("The agent \"broken\" failed: "), "{}", text(&results[0]));
+}
+
+/// The cancellation tokens of a tool's calls.
+type Tokens = Arc<Mutex<Vec<CancellationToken>>>;
+
+/// A tool whose calls wait until they are cancelled, keeping their tokens.
+fn waiter(tokens: Tokens) -> ferrule::tool::Tool {
+    tool("wait", json!({}), move |call: Invocation| {
+        tokens.lock().unwrap().push(call.cancellation().clone());
+        async move {
+            call.cancellation().cancelled().await;
+            ToolOutcome::Completed(ToolResult::text("cancelled"))
+        }
+    })
+}
+
+/// Waits until `tokens` holds one.
+fn first_call(tokens: &Tokens) {
+    while tokens.lock().unwrap().is_empty() {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Whether every call kept in `tokens` was cancelled.
+fn all_cancelled(tokens: &Tokens) -> bool {
+    tokens.lock().unwrap().iter().all(CancellationToken::is_cancelled)
+}
+
+#[test]
+fn cancelling_the_calling_run_cancels_the_nested_one_and_ends_after_it() {
+    let tokens = Tokens::default();
+    let counter = Arc::new(Gauge::default());
+    let worker = agent(
+        json!([
+            {"tool_calls": [call("w1", "wait", json!({}))], "usage": usage(5, 5)},
+            {"tool_calls": [call("w2", "count", json!({}))]},
+            {"text": "never"}
+        ]),
+        json!({}),
+        vec![waiter(tokens.clone()), sleeper("count", json!({}), counter.clone())],
+    );
+    let boss = parent(
+        json!([{"tool_calls": [call("c1", "worker", json!({"input": "go"}))], "usage": usage(50, 50)}, {"text": "never"}]),
+        json!({}),
+        vec![as_tool("worker", &worker)],
+    );
+    let (handle, events) = start(&boss, "go");
+    first_call(&tokens);
+    handle.cancel();
+    let result = handle.wait_blocking().unwrap();
+    assert_eq!(result.status, RunStatus::Cancelled);
+    // The nested run saw the cancellation before the calling run ended, and
+    // asked its model nothing more.
+    assert!(all_cancelled(&tokens));
+    assert_eq!(counter.total(), 0);
+    // Its tokens count, though its answer never came.
+    assert_eq!(serde_json::to_value(result.usage).unwrap(), usage(55, 55));
+    let events = events.lock().unwrap().clone();
+    assert_event_invariants(&events);
+    let end = of_type(&events, "tool_execution_end")[0].clone();
+    assert!(end["result"]["content"][0]["text"].as_str().unwrap().contains("cancelled"), "{end}");
+}
+
+#[test]
+fn a_call_s_timeout_cancels_the_nested_run() {
+    let tokens = Tokens::default();
+    let worker = agent(
+        json!([{"tool_calls": [call("w1", "wait", json!({}))]}, {"text": "never"}]),
+        json!({}),
+        vec![waiter(tokens.clone())],
+    );
+    let mut spec = as_tool("worker", &worker);
+    spec.options.timeout_ms = 100;
+    let boss = parent(
+        json!([{"tool_calls": [call("c1", "worker", json!({"input": "go"}))]}, {"text": "moved on"}]),
+        json!({}),
+        vec![spec],
+    );
+    let (result, events) = run(&boss, "go");
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(tokens.lock().unwrap().len(), 1);
+    assert!(all_cancelled(&tokens), "the nested run went on after the call's timeout");
+    assert!(text(&tool_results(&result)[0]).contains("timed out"));
+    assert_event_invariants(&events);
+}
+
+#[test]
+fn agents_nest_at_most_eight_deep() {
+    let mut agent = agent(json!([{"text": "leaf"}]), json!({}), vec![]);
+    for level in 2..=8 {
+        agent = parent(json!([{"text": "x"}]), json!({}), vec![as_tool(&format!("level{level}"), &agent)]);
+    }
+    let mut builder = AgentBuilder::from_json(r#"{"model": {"provider": "scripted"}}"#).unwrap();
+    let error = builder.add_agent(as_tool("level9", &agent)).unwrap_err();
+    assert_eq!(error.code, ErrorCode::ResourceExhausted);
+    assert!(error.message.contains("bound is 8"), "{}", error.message);
+}
+
+#[test]
+fn an_agent_s_name_is_checked_as_a_tool_s() {
+    let child = agent(json!([{"text": "x"}]), json!({}), vec![]);
+    let mut builder = AgentBuilder::from_json(r#"{"model": {"provider": "scripted"}}"#).unwrap();
+    builder.add_tool(echo("helper")).unwrap();
+    assert_eq!(builder.add_agent(as_tool("helper", &child)).unwrap_err().code, ErrorCode::DuplicateTool);
+    assert_eq!(builder.add_agent(as_tool("bad name", &child)).unwrap_err().code, ErrorCode::InvalidArg);
+    let mut spec = as_tool("schema", &child);
+    spec.input_schema = Some(json!({"type": "nonsense"}));
+    assert_eq!(builder.add_agent(spec).unwrap_err().code, ErrorCode::InvalidSchema);
+}
+
+/// `agent` offered as the handoff `transfer_to_<name>`.
+fn handoff(name: &str, agent: &Agent, messages: HandoffMessages) -> AgentToolSpec {
+    let options = AgentToolOptions { handoff_messages: messages, ..AgentToolOptions::default() };
+    AgentToolSpec { mode: AgentToolMode::Handoff, options, ..as_tool(name, agent) }
+}
+
+#[test]
+fn a_handoff_goes_on_with_the_other_agent_s_tools_and_says_who_answered() {
+    // A handed-off run goes on counting turns, and so does its script.
+    let billing = agent(
+        json!([
+            {},
+            {"tool_calls": [call("b1", "invoice", json!({"text": "invoice #7"}))], "usage": usage(3, 3)},
+            {"text": "billing here: invoice #7", "usage": usage(4, 4)}
+        ]),
+        json!({}),
+        vec![echo("invoice")],
+    );
+    let front = parent(
+        json!([{"text": "passing you on", "tool_calls": [call("h1", "transfer_to_billing", json!({}))], "usage": usage(1, 1)}]),
+        json!({}),
+        vec![handoff("billing", &billing, HandoffMessages::All)],
+    );
+    let (result, events) = run(&front, "my bill");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.agent.as_deref(), Some("billing"));
+    assert_event_invariants(&events);
+    let handoffs = of_type(&events, "handoff");
+    assert_eq!(handoffs.len(), 1);
+    assert_eq!(handoffs[0]["to"], "billing");
+    assert_eq!(handoffs[0]["call_id"], "h1");
+    assert_eq!(handoffs[0]["turn"], 1);
+    assert!(handoffs[0].get("from").is_none());
+    // The handoff's call has its result; the next turns are billing's.
+    let results = tool_results(&result);
+    assert_eq!(text(&results[0]), "Transferred to billing.");
+    assert_eq!(text(&results[1]), "invoice #7");
+    assert_eq!(result.rounds, 3);
+    assert_eq!(serde_json::to_value(result.usage).unwrap(), usage(8, 8));
+    let last = serde_json::to_value(&result.final_message).unwrap();
+    assert_eq!(last["content"][0]["text"], "billing here: invoice #7");
+    // Nothing of a handoff is nested.
+    assert!(of_type(&events, "agent_event").is_empty());
+}
+
+#[test]
+fn only_the_first_handoff_of_a_response_is_made() {
+    let a = agent(json!([{"text": "a answers"}]), json!({}), vec![]);
+    let b = agent(json!([{"text": "b answers"}]), json!({}), vec![]);
+    let front = parent(
+        json!([{"tool_calls": [
+            call("h1", "transfer_to_a", json!({})),
+            call("h2", "transfer_to_b", json!({})),
+            call("h3", "transfer_to_a", json!({}))
+        ]}]),
+        json!({}),
+        vec![handoff("a", &a, HandoffMessages::All), handoff("b", &b, HandoffMessages::All)],
+    );
+    let (result, events) = run(&front, "go");
+    assert_eq!(result.agent.as_deref(), Some("a"));
+    let results = tool_results(&result);
+    assert_eq!(results[0]["is_error"], false);
+    for later in &results[1..] {
+        assert_eq!(later["is_error"], true);
+        assert!(text(later).contains("only the first handoff"), "{}", text(later));
+    }
+    assert_eq!(of_type(&events, "handoff").len(), 1);
+}
+
+#[test]
+fn a_handoff_without_tool_calls_leaves_no_call_result_or_reasoning_behind() {
+    let next = agent(json!([{}, {"text": "taken over"}]), json!({}), vec![]);
+    let front = parent(
+        json!([{"tool_calls": [call("h1", "transfer_to_next", json!({}))]}]),
+        json!({}),
+        vec![handoff("next", &next, HandoffMessages::WithoutToolCalls)],
+    );
+    let earlier: Vec<ferrule::message::Message> = serde_json::from_value(json!([
+        {"role": "user", "content": "look it up"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "I should look", "signature": "sig"},
+            {"type": "text", "text": "looking"}
+        ], "tool_calls": [{"id": "c0", "name": "lookup", "arguments": "{}"}], "stop_reason": "tool_use"},
+        {"role": "tool", "tool_call_id": "c0", "name": "lookup", "content": "found"},
+        {"role": "assistant", "content": "found it", "stop_reason": "end_turn"},
+        {"role": "user", "content": "now pass me on"}
+    ]))
+    .unwrap();
+    let (result, events) = run_input(&front, ferrule::agent::RunSource::Messages(earlier).into());
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let messages = serde_json::to_value(&result.messages).unwrap();
+    assert_eq!(
+        messages,
+        json!([
+            {"role": "user", "content": "look it up"},
+            {"role": "assistant", "content": [{"type": "text", "text": "looking"}], "stop_reason": "end_turn",
+             "usage": {"input_tokens": 0, "output_tokens": 0}},
+            {"role": "assistant", "content": [{"type": "text", "text": "found it"}], "stop_reason": "end_turn",
+             "usage": {"input_tokens": 0, "output_tokens": 0}},
+            {"role": "user", "content": "now pass me on"},
+            {"role": "assistant", "content": [{"type": "text", "text": "taken over"}], "stop_reason": "end_turn",
+             "usage": {"input_tokens": 0, "output_tokens": 0}}
+        ])
+    );
+    assert_eq!(of_type(&events, "handoff")[0]["dropped"], 3);
+    assert_eq!(result.agent.as_deref(), Some("next"));
+}
+
+#[test]
+fn handoffs_chain_and_each_says_where_it_came_from() {
+    let c = agent(json!([{}, {}, {"text": "c answers"}]), json!({}), vec![]);
+    let b = parent(
+        json!([{}, {"tool_calls": [call("h2", "transfer_to_c", json!({}))]}]),
+        json!({}),
+        vec![handoff("c", &c, HandoffMessages::All)],
+    );
+    let a = parent(
+        json!([{"tool_calls": [call("h1", "transfer_to_b", json!({}))]}]),
+        json!({}),
+        vec![handoff("b", &b, HandoffMessages::All)],
+    );
+    let (result, events) = run(&a, "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert_eq!(result.agent.as_deref(), Some("c"));
+    let hops: Vec<(Value, Value)> = of_type(&events, "handoff")
+        .iter()
+        .map(|e| (e.get("from").cloned().unwrap_or(Value::Null), e["to"].clone()))
+        .collect();
+    assert_eq!(hops, [(Value::Null, json!("b")), (json!("b"), json!("c"))]);
+}
+
+#[test]
+fn a_run_interrupted_after_a_handoff_resumes_with_the_agent_it_was_handed_to() {
+    let build = || {
+        let careful = agent(
+            json!([{}, {"tool_calls": [call("d1", "delete", json!({"text": "deleted"}))]}, {"text": "careful is done"}]),
+            json!({}),
+            vec![tool("delete", json!({"needs_approval": true}), |call: Invocation| async move {
+                ToolOutcome::Completed(ToolResult::text(call.arguments()["text"].as_str().unwrap().to_owned()))
+            })],
+        );
+        parent(
+            json!([{"tool_calls": [call("h1", "transfer_to_careful", json!({}))]}]),
+            json!({}),
+            vec![handoff("careful", &careful, HandoffMessages::All)],
+        )
+    };
+    let (first, _) = run(&build(), "go");
+    assert_eq!(first.status, RunStatus::Interrupted);
+    assert_eq!(first.agent.as_deref(), Some("careful"));
+    let state = serde_json::to_value(first.state.as_ref().unwrap()).unwrap();
+    assert_eq!(state["handed_to"], json!(["careful"]));
+    let input = json!({"resume": state, "decisions": {"d1": {"approve": true}}}).to_string();
+    let (resumed, _) = run_input(&build(), ferrule::agent::RunInput::from_json(&input).unwrap());
+    assert_eq!(resumed.status, RunStatus::Completed, "{:?}", resumed.error);
+    assert_eq!(resumed.agent.as_deref(), Some("careful"));
+    let last = serde_json::to_value(&resumed.final_message).unwrap();
+    assert_eq!(last["content"][0]["text"], "careful is done");
+
+    // A state naming a handoff the agent lacks is refused.
+    let mut forged = serde_json::to_value(first.state.as_ref().unwrap()).unwrap();
+    forged["handed_to"] = json!(["careless"]);
+    let input = json!({"resume": forged, "decisions": {"d1": {"approve": true}}}).to_string();
+    let error = build().start(ferrule::agent::RunInput::from_json(&input).unwrap(), None).err().unwrap();
+    assert_eq!(error.code, ErrorCode::InvalidArg);
+    assert!(error.message.contains("careless"), "{}", error.message);
+}
