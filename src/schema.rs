@@ -19,7 +19,7 @@ use schemars::generate::{SchemaGenerator, SchemaSettings};
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
-use crate::agent::{AgentConfig, Decision, Event, InputRepr, RunResult, RunState};
+use crate::agent::{AgentConfig, AgentToolOptions, Decision, Event, InputRepr, RunResult, RunState};
 use crate::error::{Error, ErrorCode};
 use crate::hook::{
     FinalAnswerDecision, FinalAnswerPayload, HookStages, RunStartDecision, RunStartPayload, ToolCallDecision,
@@ -53,6 +53,7 @@ fn documents() -> Vec<(&'static str, Direction, &'static str, Adder)> {
     vec![
         ("agent_config", In, "ferrule_agent_builder_new", of::<AgentConfig>),
         ("tool_options", In, "ferrule_agent_builder_add_tool (options)", of::<ToolOptions>),
+        ("agent_tool_options", In, "ferrule_agent_builder_add_agent (options)", of::<AgentToolOptions>),
         ("hook_stages", In, "ferrule_agent_builder_add_hook (stages)", of::<HookStages>),
         ("runtime_config", In, "ferrule_runtime_configure", of::<RuntimeConfig>),
         ("run_input", In, "ferrule_agent_start", of::<InputRepr>),

@@ -40,14 +40,25 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Interruption is a call the run stopped for: it needs a decision before it can run.
+// Interruption is a call the run stopped for: it needs a decision before it can run. The call is
+// the run's own, or one of an agent the run called as a tool (then `path` leads to it).
 type Interruption struct {
-	// The call's id; the decision is keyed by it.
+	// The call's id.
 	CallID string `json:"call_id"`
 	// The tool's name.
 	Name string `json:"name"`
 	// The call's arguments, parsed (they passed validation).
 	Arguments json.RawMessage `json:"arguments"`
+	// What the decision for the call is keyed by in run input `decisions`: the ids of `path` and
+	// the call's, each with `%` written `%25` and `/` written `%2F`, joined by `/` (for a call of
+	// the run's own whose id has neither, its id).
+	Key string `json:"key"`
+	// The agent (by the name its caller knows it by) whose call waits; null for a call of the run's
+	// own.
+	Agent string `json:"agent,omitempty"`
+	// The ids of the agent calls, from the run's own batch inward, inside whose nested runs the
+	// call waits; empty for a call of the run's own.
+	Path []string `json:"path,omitempty"`
 }
 
 // UnmarshalJSON reads the JSON; a null value becomes nil.

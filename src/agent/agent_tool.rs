@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use super::agent_tool_options::{AgentToolMode, AgentToolOptions, HandoffMessages};
 use super::built::Agent;
 use super::call_site::AgentCallSite;
-use super::input::RunInput;
+use super::input::{RunInput, RunSource};
 use super::result::{RunResult, RunStatus};
 use crate::error::{Error, Result};
 use crate::message::{text_of, Message};
@@ -72,16 +72,28 @@ impl ToolFunction for AgentCall {
             false => invocation.arguments().to_string(),
         };
         Box::pin(async move {
+            let site = invocation.caller().cloned().and_then(|caller| caller.downcast::<AgentCallSite>().ok());
+            let input = match site.as_ref().and_then(|site| site.take_resume()) {
+                Some((state, decisions)) => RunSource::Resume { state: Box::new(state), decisions }.into(),
+                None => RunInput::prompt(prompt),
+            };
             let started = crate::runtime::threads().and_then(|threads| {
-                let origin = agent.begin(RunInput::prompt(prompt))?;
+                let origin = agent.begin(input)?;
                 let cancel = invocation.cancellation().child_token();
-                let site = invocation.caller().cloned().and_then(|caller| caller.downcast::<AgentCallSite>().ok());
                 Ok(origin.start_nested(threads, site.as_deref(), invocation.id(), name.clone(), cancel))
             });
-            match started {
-                Ok(run) => ToolOutcome::Completed(answer(&name, &*run.wait().await)),
-                Err(error) => ToolOutcome::Failed(format!("The agent \"{name}\" could not start: {}", error.message)),
+            let result = match started {
+                Ok(run) => run.wait().await,
+                Err(error) => {
+                    return ToolOutcome::Failed(format!("The agent \"{name}\" could not start: {}", error.message))
+                }
+            };
+            if let (Some(site), Some(state)) = (&site, &result.state) {
+                let interruptions =
+                    result.interruptions.iter().map(|i| i.clone().nested_in(invocation.id(), &name)).collect();
+                site.stop(state.clone(), interruptions);
             }
+            ToolOutcome::Completed(answer(&name, &result))
         })
     }
 

@@ -31,15 +31,87 @@ pub struct Decision {
     pub always: bool,
 }
 
-/// A call the run stopped for: it needs a decision before it can run.
+/// A call the run stopped for: it needs a decision before it can run. The
+/// call is the run's own, or one of an agent the run called as a tool (then
+/// `path` leads to it).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Interruption {
-    /// The call's id; the decision is keyed by it.
+    /// The call's id.
     pub call_id: String,
     /// The tool's name.
     pub name: String,
     /// The call's arguments, parsed (they passed validation).
     pub arguments: Value,
+    /// What the decision for the call is keyed by in run input `decisions`:
+    /// the ids of `path` and the call's, each with `%` written `%25` and `/`
+    /// written `%2F`, joined by `/` (for a call of the run's own whose id has
+    /// neither, its id).
+    pub key: String,
+    /// The ids of the agent calls, from the run's own batch inward, inside
+    /// whose nested runs the call waits; empty for a call of the run's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub path: Vec<String>,
+    /// The agent (by the name its caller knows it by) whose call waits; null
+    /// for a call of the run's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+impl Interruption {
+    /// A call of the run's own that waits.
+    fn own(call: &ToolCall, arguments: Value) -> Self {
+        Interruption {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments,
+            key: escape(&call.id),
+            path: Vec::new(),
+            agent: None,
+        }
+    }
+
+    /// This interruption of the run nested by the call `call_id` of the agent
+    /// `agent`, as the calling run reports it.
+    pub(crate) fn nested_in(mut self, call_id: &str, agent: &str) -> Self {
+        self.key = format!("{}/{}", escape(call_id), self.key);
+        self.path.insert(0, call_id.to_owned());
+        self.agent.get_or_insert_with(|| agent.to_owned());
+        self
+    }
+}
+
+/// A call id as a piece of a decision key: `%` and `/` escaped.
+fn escape(id: &str) -> String {
+    id.replace('%', "%25").replace('/', "%2F")
+}
+
+/// A decision key's first piece, unescaped, and the key of the rest inside
+/// the run of that agent call (none for a call of the run's own).
+pub(crate) fn split_key(key: &str) -> (String, Option<&str>) {
+    let (first, rest) = match key.split_once('/') {
+        Some((first, rest)) => (first, Some(rest)),
+        None => (key, None),
+    };
+    (unescape(first), rest)
+}
+
+/// A piece of a decision key as the call id it is.
+fn unescape(piece: &str) -> String {
+    let mut id = String::with_capacity(piece.len());
+    let mut rest = piece;
+    while let Some(at) = rest.find('%') {
+        id.push_str(&rest[..at]);
+        let escaped = &rest[at..];
+        let (char, skip) = match escaped.get(..3) {
+            Some("%25") => ('%', 3),
+            Some("%2F") => ('/', 3),
+            _ => ('%', 1),
+        };
+        id.push(char);
+        rest = &escaped[skip..];
+    }
+    id.push_str(rest);
+    id
 }
 
 /// The decisions a run holds (kept in its [progress](super::progress::RunProgress)):
@@ -141,11 +213,7 @@ pub(crate) fn gate(
         .zip(checked.iter())
         .zip(&verdicts)
         .filter_map(|((call, check), verdict)| match (check, verdict) {
-            (Ok(valid), Some(Verdict::Ask)) => Some(Interruption {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: valid.arguments.clone(),
-            }),
+            (Ok(valid), Some(Verdict::Ask)) => Some(Interruption::own(call, valid.arguments.clone())),
             _ => None,
         })
         .collect();

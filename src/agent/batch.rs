@@ -9,6 +9,7 @@
 //! completion order) and enter the transcript in call order. On cancellation,
 //! running calls end with a cancellation result and calls never started get none.
 
+use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use std::time::Duration;
 use futures_util::stream::FuturesUnordered;
 use futures_util::FutureExt;
 
-use super::approval::{self, Approvals};
+use super::approval::{self, Approvals, Decision, Interruption};
 use super::call_progress::CallProgress;
 use super::call_site::AgentCallSite;
 use super::call_updates::CallUpdates;
@@ -26,9 +27,10 @@ use super::eager::eager_next;
 use super::hook_caller::{HookCaller, HookStop};
 use super::hook_stages;
 use super::recorder::{BatchEnd, BatchOutcome, CallEnd, Recorder};
+use super::state::RunState;
 use super::tool_scope::ToolScope;
 use super::validation::{check_calls, ValidCall};
-use crate::message::ToolCall;
+use crate::message::{ToolCall, ToolResultMessage};
 use crate::tool::{Caller, Execution, Invocation, OnError, ToolOutcome, ToolResult, UpdateSink};
 
 /// What a batch needs from its run.
@@ -41,6 +43,19 @@ pub(crate) struct BatchContext<'a> {
     pub(crate) turn: u32,
     /// The decisions that let calls needing approval run (or reject them).
     pub(crate) approvals: Approvals<'a>,
+    /// Results of calls that ran before an agent of the batch stopped for
+    /// approval (when the batch is the one a resumed run waited on), by id.
+    pub(crate) ran: &'a BTreeMap<String, ToolResultMessage>,
+    /// Decisions for the calls such agents wait on, by the agent call's id.
+    pub(crate) nested_decided: &'a BTreeMap<String, BTreeMap<String, Decision>>,
+}
+
+/// How a launched call finished, seen from the batch.
+enum Finish {
+    /// It ended; a `tool_result` hook may have stopped the run.
+    Ended(CallEnd, Option<HookStop>),
+    /// Its agent stopped for approval: its state and interruptions.
+    Stopped(RunState, Vec<Interruption>),
 }
 
 /// How the response that made the batch ended.
@@ -62,8 +77,17 @@ enum FunctionEnd {
 /// Runs the batch. After a response cut off at the output limit no function
 /// runs: every call gets an error result, since its arguments may be incomplete.
 /// When a valid call needs a decision that no approval gives, nothing runs and no
-/// event is sent: the outcome lists the interruptions.
-pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], response: ResponseEnd) -> BatchOutcome {
+/// event is sent: the outcome lists the interruptions. A call of an agent that
+/// goes on from a state in `nested` takes it; when an agent the batch called
+/// stops for approval, its state goes into `nested`, no call starts after it
+/// (those running finish), the call gets no end event, and the outcome lists
+/// its interruptions, with the results of the calls that ran.
+pub(crate) async fn execute(
+    context: &BatchContext<'_>,
+    calls: &[ToolCall],
+    response: ResponseEnd,
+    nested: &mut BTreeMap<String, RunState>,
+) -> BatchOutcome {
     let run = context.run;
     let agent = run.agent();
     let mut recorder = Recorder::new(&run.events, agent.config.max_tool_result_bytes, calls.len());
@@ -110,9 +134,15 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], resp
     let mut progress: Vec<Option<Arc<CallProgress>>> = vec![None; calls.len()];
     let mut pending = calls.iter().zip(checked).enumerate();
     let mut hook_stop = None;
+    let mut stopped = Vec::new();
     let cancelled = loop {
-        while running.len() < bound && !run.cancel.is_cancelled() {
+        while running.len() < bound && !run.cancel.is_cancelled() && stopped.is_empty() {
             let Some((index, (call, check))) = pending.next() else { break };
+            if let Some(result) = context.ran.get(&call.id) {
+                // It ran (with its events) in the run that stopped.
+                recorder.keep(index, result.clone());
+                continue;
+            }
             recorder.start(call).await;
             match check {
                 Err(problem) => recorder.record(index, call, ToolResult::error(problem), OnError::Feed, None).await,
@@ -120,10 +150,18 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], resp
                     // Progress matters only to updates and end events: none without a sink.
                     let call_progress = run.events.is_enabled().then(|| Arc::new(CallProgress::default()));
                     progress[index] = call_progress.clone();
-                    let launched = launch(context, call, valid, call_progress);
+                    let resume = nested.remove(&call.id).map(|state| {
+                        let decisions = context.nested_decided.get(&call.id).cloned().unwrap_or_default();
+                        (state, decisions.into_iter().collect())
+                    });
+                    let (launched, site) = launch(context, call, valid, call_progress, resume);
                     running.push(async move {
                         let end = call_end(call, launched.await);
-                        (index, hook_stages::tool_result(context.hooks, context.turn, call, end).await)
+                        if let Some((state, interruptions)) = site.and_then(|site| site.take_stopped()) {
+                            return (index, Finish::Stopped(state, interruptions));
+                        }
+                        let (end, stop) = hook_stages::tool_result(context.hooks, context.turn, call, end).await;
+                        (index, Finish::Ended(end, stop))
                     });
                     in_flight[index] = true;
                 }
@@ -135,12 +173,21 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], resp
         tokio::select! {
             biased;
             _ = run.cancel.cancelled() => break true,
-            Some((index, (end, stop))) = eager_next(&mut running) => {
+            Some((index, finish)) = eager_next(&mut running) => {
                 // The eager wait outlasts the check above: a result that came
                 // after a cancellation (perhaps because of it) is discarded.
                 if run.cancel.is_cancelled() {
                     break true;
                 }
+                let (end, stop) = match finish {
+                    Finish::Ended(end, stop) => (end, stop),
+                    Finish::Stopped(state, interruptions) => {
+                        in_flight[index] = false;
+                        nested.insert(calls[index].id.clone(), state);
+                        stopped.extend(interruptions);
+                        continue;
+                    }
+                };
                 match stop {
                     // The result a hook was judging does not enter the
                     // transcript: the call ends as the others still running do.
@@ -179,18 +226,22 @@ pub(crate) async fn execute(context: &BatchContext<'_>, calls: &[ToolCall], resp
     }
     match hook_stop {
         Some(stop) => recorder.stopped(stop),
+        None if !cancelled && !stopped.is_empty() => recorder.interrupted(stopped),
         None => recorder.finish(if cancelled { BatchEnd::Cancelled } else { BatchEnd::Done }),
     }
 }
 
 /// Starts the tool function for a valid call, bounded by the tool's timeout. On
-/// timeout the call's token is cancelled so the function can see it.
+/// timeout the call's token is cancelled so the function can see it. A
+/// function that starts runs gets the call's site (which it is returned
+/// with), going on from `resume` when given.
 fn launch(
     context: &BatchContext<'_>,
     call: &ToolCall,
     valid: ValidCall<'_>,
     progress: Option<Arc<CallProgress>>,
-) -> impl std::future::Future<Output = FunctionEnd> + Send + 'static {
+    resume: Option<(RunState, HashMap<String, Decision>)>,
+) -> (impl std::future::Future<Output = FunctionEnd> + Send + 'static, Option<Arc<AgentCallSite>>) {
     let run = context.run;
     let tool = valid.tool;
     let cancel = run.cancel.child_token();
@@ -199,11 +250,10 @@ fn launch(
         ms => ms,
     };
     let function = tool.function().clone();
-    let caller = function.starts_runs().then(|| {
-        let site =
-            AgentCallSite { nesting: run.nesting.clone(), events: run.events.clone(), progress: progress.clone() };
-        Arc::new(site) as Caller
-    });
+    let site = function
+        .starts_runs()
+        .then(|| Arc::new(AgentCallSite::new(run.nesting.clone(), run.events.clone(), progress.clone(), resume)));
+    let caller = site.clone().map(|site| site as Caller);
     let updates = match progress {
         Some(progress) => UpdateSink::new(CallUpdates::new(call, progress, run.events.clone())),
         None => UpdateSink::discard(),
@@ -227,7 +277,7 @@ fn launch(
             }
         }
     };
-    AssertUnwindSafe(bounded).catch_unwind().map(|caught| caught.unwrap_or(FunctionEnd::Panicked))
+    (AssertUnwindSafe(bounded).catch_unwind().map(|caught| caught.unwrap_or(FunctionEnd::Panicked)), site)
 }
 
 /// What a call's function ending records: its result, and whether it counts as

@@ -2,27 +2,40 @@
 //! the run's progress (the message, the results in call order, the tools it
 //! disclosed) and says what the run does next.
 
+use std::collections::BTreeMap;
+
 use super::approval::Approvals;
 use super::batch::{self, BatchContext, ResponseEnd};
 use super::context::RunContext;
 use super::next_step::{Ending, NextStep};
 use super::progress::RunProgress;
+use super::state::RunState;
 use super::tool_scope::ToolScope;
 use super::tool_set::ToolSet;
 use crate::message::{AssistantMessage, Message, ToolResultMessage};
 
-/// Validates and executes `message`'s calls as one batch of `turn` (0 outside
-/// any), among `tools` and the tool set `turn_tools` a `turn_start` hook chose
-/// for it, and records the message and the results.
+/// A response whose calls run as a batch.
+pub(crate) struct Batch {
+    pub(crate) message: AssistantMessage,
+    /// How the response ended.
+    pub(crate) response: ResponseEnd,
+    /// The turn it belongs to (0 outside any).
+    pub(crate) turn: u32,
+    /// The tool set a `turn_start` hook chose for the turn.
+    pub(crate) turn_tools: Option<Vec<String>>,
+}
+
+/// Validates and executes the calls of `batch`, among `tools`, and records the
+/// message and the results. Agents it calls go on from the states in
+/// `nested`, and leave theirs there when they stop for approval.
 pub(crate) async fn run_batch(
     run: &RunContext,
     tools: &ToolSet,
     progress: &mut RunProgress,
-    mut message: AssistantMessage,
-    response: ResponseEnd,
-    turn: u32,
-    turn_tools: Option<Vec<String>>,
+    nested: &mut BTreeMap<String, RunState>,
+    batch: Batch,
 ) -> NextStep {
+    let Batch { mut message, response, turn, turn_tools } = batch;
     let hooks = run.hooks();
     let context = BatchContext {
         run,
@@ -35,18 +48,25 @@ pub(crate) async fn run_batch(
         },
         turn,
         approvals: Approvals { decided: &progress.decided, standing: &progress.standing },
+        ran: &progress.ran,
+        nested_decided: &progress.nested_decided,
     };
-    let outcome = batch::execute(&context, &message.tool_calls, response).await;
+    let outcome = batch::execute(&context, &message.tool_calls, response, nested).await;
     run.nesting.take_uncounted(&mut progress.usage);
     if !outcome.interruptions.is_empty() {
-        // Nothing of the batch ran: the message waits, whole, for decisions, in
-        // the turn's tool set, and the decisions given so far stay with it.
+        // The message waits, whole, for decisions, in the turn's tool set; the
+        // decisions given so far stay with it, and so do the results of calls
+        // that ran before an agent it called stopped.
         progress.messages.push(Message::Assistant(message));
         progress.turn_tools = turn_tools;
+        let ran = outcome.results.into_iter().flatten().map(|result| (result.tool_call_id.clone(), result));
+        progress.ran.extend(ran);
         return NextStep::Interrupt(outcome.interruptions);
     }
-    // Decisions by call id were for this batch, which has run.
+    // What was kept for this batch is spent: it has run.
     progress.decided.clear();
+    progress.ran.clear();
+    progress.nested_decided.clear();
     for added in outcome.added_tools {
         if tools.get(&added).is_some_and(|(_, tool)| tool.options().deferred) {
             progress.disclosed.insert(added);

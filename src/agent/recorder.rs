@@ -128,6 +128,11 @@ impl<'a> Recorder<'a> {
         self.results[index] = Some(message);
     }
 
+    /// Keeps call `index`'s result from before: no event, nothing it adds up to.
+    pub(crate) fn keep(&mut self, index: usize, result: ToolResultMessage) {
+        self.results[index] = Some(result);
+    }
+
     /// The outcome of a batch that a hook ended (or the run's cancellation while
     /// a hook decided).
     pub(crate) fn stopped(self, stop: HookStop) -> BatchOutcome {
@@ -137,7 +142,8 @@ impl<'a> Recorder<'a> {
         }
     }
 
-    /// The outcome of a batch that was interrupted before anything ran.
+    /// The outcome of a batch that stopped for decisions: before anything ran,
+    /// or when an agent it called stopped for them (the results so far kept).
     pub(crate) fn interrupted(self, interruptions: Vec<Interruption>) -> BatchOutcome {
         BatchOutcome { interruptions, ..self.finish(BatchEnd::Done) }
     }

@@ -3,8 +3,10 @@
 //! step says what comes next as a [`NextStep`]; this is the one place that reads
 //! it.
 
+use std::collections::BTreeMap;
+
 use super::batch::ResponseEnd;
-use super::batch_step::run_batch;
+use super::batch_step::{run_batch, Batch};
 use super::context::RunContext;
 use super::event::EventKind;
 use super::final_answer::FinalAnswer;
@@ -35,6 +37,9 @@ pub(crate) struct RunLoop {
     pub(crate) answer: FinalAnswer,
     /// The turn between its turn_start and turn_end events, or 0.
     pub(crate) open_turn: u32,
+    /// The states of the agents that calls of the batch that runs first go
+    /// on from, or that the run stopped for, by call id.
+    pub(crate) nested: BTreeMap<String, RunState>,
 }
 
 impl NextStep {
@@ -76,7 +81,9 @@ impl RunLoop {
             let turn = if progress.execute_only { 0 } else { progress.rounds };
             let turn_tools = progress.turn_tools.take();
             let tools = self.tools.current();
-            let step = run_batch(run, tools, progress, message, ResponseEnd::Complete, turn, turn_tools).await;
+            let nested = &mut self.nested;
+            let batch = Batch { message, response: ResponseEnd::Complete, turn, turn_tools };
+            let step = run_batch(run, tools, progress, nested, batch).await;
             if let Some(stop) = self.follow(step, turn).await.stop() {
                 return stop;
             }
@@ -101,7 +108,8 @@ impl RunLoop {
             let step = match self.tools.refresh(run).await {
                 Ok(()) => {
                     let tools = self.tools.current();
-                    turn(run, tools, &mut self.progress, &mut self.caches, &mut self.answer, number).await
+                    let progress = &mut self.progress;
+                    turn(run, tools, progress, &mut self.nested, &mut self.caches, &mut self.answer, number).await
                 }
                 Err(ending) => NextStep::End(ending),
             };
@@ -151,7 +159,7 @@ impl RunLoop {
         };
         let (interruptions, state, error): (_, _, Option<Error>) = match stop {
             Stop::Interrupted(interruptions) => {
-                let state = RunState::capture(&progress, &interruptions);
+                let state = RunState::capture(&progress, &interruptions, self.nested);
                 (interruptions, Some(state), None)
             }
             Stop::Ended(Ending::Failed(error)) => (Vec::new(), None, Some(error)),

@@ -81,7 +81,7 @@ impl RunOrigin {
         place: RunPlace,
         dispatcher: Option<tokio::task::JoinHandle<()>>,
     ) -> Run {
-        let RunOrigin { agent, mut progress, pending, resumed } = self;
+        let RunOrigin { agent, mut progress, pending, resumed, nested: waiting } = self;
         let RunPlace { serial, id, events, nesting, cancel } = place;
         let injections = std::mem::take(&mut progress.injections);
         let shared = Arc::new(RunShared::new(id.clone(), serial, cancel, injections));
@@ -97,8 +97,8 @@ impl RunOrigin {
             timed_out: Arc::default(),
             nesting,
         };
-        let run =
-            RunLoop { run, progress, pending, resumed, caches, tools, answer: FinalAnswer::default(), open_turn: 0 };
+        let answer = FinalAnswer::default();
+        let run = RunLoop { run, progress, pending, resumed, caches, tools, answer, open_turn: 0, nested: waiting };
         threads.runtime.spawn(supervise(run, dispatcher, threads));
         Run::new(shared)
     }

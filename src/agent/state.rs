@@ -5,14 +5,15 @@
 //! tools: the run's [progress](RunProgress), field for field, with the state's
 //! `version` and the calls that wait for a decision (`awaiting`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::approval::{self, Decision, Interruption};
+use super::approval::{self, split_key, Decision, Interruption};
 use super::built::AgentInner;
+use super::nesting::MAX_AGENT_DEPTH;
 use super::progress::RunProgress;
 use super::transcript;
 use crate::error::{Error, Result};
@@ -27,8 +28,12 @@ pub struct RunState {
     /// The run's progress; its transcript ends with the assistant message whose
     /// calls wait.
     progress: RunProgress,
-    /// The ids of the calls that wait for a decision, in call order.
+    /// The keys of the calls that wait for a decision, in call order (those
+    /// of an agent the run called after that call's).
     awaiting: Vec<String>,
+    /// The states of the agents the waiting batch called that stopped for
+    /// approval, by call id.
+    nested: BTreeMap<String, RunState>,
 }
 
 /// The state as it is written.
@@ -38,11 +43,14 @@ struct Written<'a> {
     #[serde(flatten)]
     progress: &'a RunProgress,
     awaiting: &'a [String],
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    nested: &'a BTreeMap<String, RunState>,
 }
 
 impl Serialize for RunState {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        Written { version: STATE_VERSION, progress: &self.progress, awaiting: &self.awaiting }.serialize(s)
+        let RunState { progress, awaiting, nested } = self;
+        Written { version: STATE_VERSION, progress, awaiting, nested }.serialize(s)
     }
 }
 
@@ -70,7 +78,12 @@ impl JsonSchema for RunState {
             properties.insert(
                 "awaiting".to_owned(),
                 serde_json::json!({"type": "array", "items": {"type": "string"},
-                                   "description": "The ids of the calls that wait for a decision, in call order."}),
+                                   "description": "The keys of the calls that wait for a decision (an interruption's `key`), in call order."}),
+            );
+            properties.insert(
+                "nested".to_owned(),
+                serde_json::json!({"type": "object", "additionalProperties": {"$ref": "#/$defs/RunState"},
+                                   "description": "The states of the agents the waiting batch called that stopped for approval, by call id."}),
             );
         }
         if let Some(Value::Array(required)) = schema.get_mut("required") {
@@ -86,10 +99,15 @@ impl JsonSchema for RunState {
 
 impl RunState {
     /// The state of a run that stopped for approval: its progress (the transcript
-    /// ending with the waiting message) and the calls it waits on.
-    pub(crate) fn capture(progress: &RunProgress, interruptions: &[Interruption]) -> Self {
-        let awaiting = interruptions.iter().map(|i| i.call_id.clone()).collect();
-        RunState { progress: progress.clone(), awaiting }
+    /// ending with the waiting message), the calls it waits on, and the states
+    /// of the agents it called that wait.
+    pub(crate) fn capture(
+        progress: &RunProgress,
+        interruptions: &[Interruption],
+        nested: BTreeMap<String, RunState>,
+    ) -> Self {
+        let awaiting = interruptions.iter().map(|i| i.key.clone()).collect();
+        RunState { progress: progress.clone(), awaiting, nested }
     }
 
     /// The handoffs the run had made, by name, in order.
@@ -107,6 +125,11 @@ impl RunState {
 
     /// Reads a state's fields, checking its version first.
     fn read(value: Value) -> Result<Self> {
+        RunState::read_nested(value, 0)
+    }
+
+    /// Reads a state `depth` agent calls deep in another.
+    fn read_nested(value: Value, depth: u32) -> Result<Self> {
         let Value::Object(mut fields) = value else {
             return Err(refuse("the state must be the object an interrupted run's result gave"));
         };
@@ -123,8 +146,21 @@ impl RunState {
         }
         let awaiting = fields.remove("awaiting").ok_or_else(|| refuse("state: missing field `awaiting`"))?;
         let awaiting = serde_json::from_value(awaiting).map_err(|e| refuse(format!("state: awaiting: {e}")))?;
+        let mut nested = BTreeMap::new();
+        match fields.remove("nested") {
+            None => {}
+            Some(Value::Object(states)) if depth < MAX_AGENT_DEPTH => {
+                for (call_id, state) in states {
+                    nested.insert(call_id, RunState::read_nested(state, depth + 1)?);
+                }
+            }
+            Some(Value::Object(_)) => {
+                return Err(refuse(format!("state: agents nest more than {MAX_AGENT_DEPTH} deep in it")))
+            }
+            Some(other) => return Err(refuse(format!("state: nested must be an object, not {other}"))),
+        }
         let progress = serde_json::from_value(Value::Object(fields)).map_err(|e| refuse(format!("state: {e}")))?;
-        Ok(RunState { progress, awaiting })
+        Ok(RunState { progress, awaiting, nested })
     }
 
     fn check(&self) -> Result<()> {
@@ -136,14 +172,48 @@ impl RunState {
         if !progress.execute_only && !matches!(pending.stop_reason, StopReason::ToolUse | StopReason::EndTurn) {
             return Err(refuse("state: the waiting message did not end normally, so its calls never run"));
         }
-        let in_message = |id: &String| pending.tool_calls.iter().any(|call| &call.id == id);
-        for (i, id) in self.awaiting.iter().enumerate() {
-            if !in_message(id) {
-                return Err(refuse(format!("state: the waiting call \"{id}\" is not in the last assistant message")));
+        let call_named = |id: &str| pending.tool_calls.iter().find(|call| call.id == id);
+        let in_message = |id: &String| call_named(id).is_some();
+        for (i, key) in self.awaiting.iter().enumerate() {
+            if self.awaiting[..i].contains(key) {
+                return Err(refuse(format!("state: the call \"{key}\" waits twice")));
             }
-            if self.awaiting[..i].contains(id) || progress.decided.contains_key(id) {
-                return Err(refuse(format!("state: the call \"{id}\" waits twice")));
+            let (id, inside) = split_key(key);
+            if !in_message(&id) {
+                return Err(refuse(format!("state: the waiting call \"{key}\" is not in the last assistant message")));
             }
+            let settled = match inside {
+                None => progress.decided.contains_key(&id) || self.nested.contains_key(&id),
+                Some(_) => !self.nested.contains_key(&id),
+            };
+            if settled || progress.ran.contains_key(&id) {
+                return Err(refuse(format!("state: the call \"{key}\" does not wait as the state says")));
+            }
+        }
+        for (id, state) in &self.nested {
+            let under: Vec<&str> = self
+                .awaiting
+                .iter()
+                .filter_map(|key| match split_key(key) {
+                    (first, Some(rest)) if &first == id => Some(rest),
+                    _ => None,
+                })
+                .collect();
+            if under != state.awaiting.iter().map(String::as_str).collect::<Vec<_>>() {
+                return Err(refuse(format!(
+                    "state: the agent of call \"{id}\" waits on other calls than the state says"
+                )));
+            }
+            state.check().map_err(|e| Error::invalid_arg(format!("{} (in the agent of call \"{id}\")", e.message)))?;
+        }
+        for (id, result) in &progress.ran {
+            let agrees = call_named(id).is_some_and(|call| call.name == result.name) && &result.tool_call_id == id;
+            if !agrees || self.nested.contains_key(id) {
+                return Err(refuse(format!("state: the result of call \"{id}\" does not fit the waiting message")));
+            }
+        }
+        if let Some(id) = progress.nested_decided.keys().find(|id| !self.nested.contains_key(*id)) {
+            return Err(refuse(format!("state: decisions are kept for call \"{id}\", which no agent waits in")));
         }
         if let Some(id) = progress.decided.keys().find(|id| !in_message(id)) {
             return Err(refuse(format!("state: the decided call \"{id}\" is not in the last assistant message")));
@@ -161,23 +231,24 @@ impl RunState {
             .map_err(|e| refuse(format!("state: messages[{waiting}]: {e}")))
     }
 
-    /// Resumes with the host's `decisions` on `agent`: every waiting call needs
-    /// one, every decision must be for a waiting call, and the agent must have
-    /// every tool the state names. The progress to go on from, and the message
-    /// whose batch runs first.
+    /// Resumes with the host's `decisions` (by interruption key) on `agent`:
+    /// every waiting call needs one, every decision must be for a waiting call,
+    /// and the agent must have every tool the state names. The progress to go
+    /// on from, the message whose batch runs first, and the states of the
+    /// agents its calls go on from (their decisions in the progress).
     pub(crate) fn resume(
         self,
         decisions: HashMap<String, Decision>,
         agent: &AgentInner,
-    ) -> Result<(RunProgress, AssistantMessage)> {
+    ) -> Result<(RunProgress, AssistantMessage, BTreeMap<String, RunState>)> {
         // Checked again: a state deserialized directly (not through run input)
         // was never checked.
         self.check()?;
-        let RunState { mut progress, awaiting } = self;
+        let RunState { mut progress, awaiting, nested } = self;
         let Some(Message::Assistant(pending)) = progress.messages.pop() else { return Err(no_waiting_message()) };
         let tool_of = |id: &str| pending.tool_calls.iter().find(|c| c.id == id).map(|c| c.name.clone());
         for id in &awaiting {
-            let tool = tool_of(id).unwrap_or_default();
+            let tool = tool_of(&split_key(id).0).unwrap_or_default();
             if !agent.may_offer(&tool) {
                 return Err(refuse(format!(
                     "the agent has no tool \"{tool}\", which call \"{id}\" waits to run; resume with an agent built from the same configuration and tools"
@@ -208,9 +279,20 @@ impl RunState {
                 "the agent has no tool \"{tool}\", which the state names; resume with an agent built from the same configuration and tools"
             )));
         }
-        approval::adopt(&mut progress.standing, &mut progress.decided, decisions, |id| tool_of(id).unwrap_or_default())
+        let mut own = HashMap::new();
+        for (key, decision) in decisions {
+            match split_key(&key) {
+                (id, None) => {
+                    own.insert(id, decision);
+                }
+                (id, Some(inside)) => {
+                    progress.nested_decided.entry(id).or_default().insert(inside.to_owned(), decision);
+                }
+            }
+        }
+        approval::adopt(&mut progress.standing, &mut progress.decided, own, |id| tool_of(id).unwrap_or_default())
             .map_err(refuse)?;
-        Ok((progress, pending))
+        Ok((progress, pending, nested))
     }
 }
 

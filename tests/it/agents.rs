@@ -461,3 +461,153 @@ fn a_run_interrupted_after_a_handoff_resumes_with_the_agent_it_was_handed_to() {
     assert_eq!(error.code, ErrorCode::InvalidArg);
     assert!(error.message.contains("careless"), "{}", error.message);
 }
+
+/// A worker whose model asks to `delete`, a tool that needs approval, then
+/// answers with what the tool said; `calls` counts the tool's runs.
+fn careful_worker(calls: Arc<Gauge>) -> Agent {
+    let delete = tool("delete", json!({"needs_approval": true}), move |call: Invocation| {
+        let calls = calls.clone();
+        async move {
+            let _counted = calls.enter();
+            ToolOutcome::Completed(ToolResult::text(format!("deleted {}", call.arguments()["what"])))
+        }
+    });
+    agent(
+        json!([
+            {"tool_calls": [call("d1", "delete", json!({"what": "old"}))], "usage": usage(1, 1)},
+            {"text": "worker done", "usage": usage(2, 2)}
+        ]),
+        json!({}),
+        vec![delete],
+    )
+}
+
+/// A boss whose model calls `worker` and the tool `note` in one batch.
+fn boss_of(worker: &Agent, notes: Arc<Gauge>) -> Agent {
+    let note = tool("note", json!({}), move |_call: Invocation| {
+        let notes = notes.clone();
+        async move {
+            let _counted = notes.enter();
+            ToolOutcome::Completed(ToolResult::text("noted"))
+        }
+    });
+    let mut config = json!({"model": {"provider": "scripted", "script": [
+        {"tool_calls": [call("c1", "worker", json!({"input": "clean up"})), call("n1", "note", json!({}))],
+         "usage": usage(10, 10)},
+        {"text": "boss done", "usage": usage(20, 20)}
+    ]}});
+    config["tool_execution"] = json!("parallel");
+    let mut builder = AgentBuilder::from_json(&config.to_string()).unwrap();
+    builder.add_tool(note).unwrap();
+    builder.add_agent(as_tool("worker", worker)).unwrap();
+    builder.build().unwrap()
+}
+
+#[test]
+fn an_approval_inside_a_called_agent_interrupts_the_caller_and_resumes_in_a_new_agent() {
+    let (deletes, notes) = (Arc::new(Gauge::default()), Arc::new(Gauge::default()));
+    let boss = boss_of(&careful_worker(deletes.clone()), notes.clone());
+    let (first, events) = run(&boss, "go");
+    assert_eq!(first.status, RunStatus::Interrupted, "{:?}", first.error);
+    let interruptions = serde_json::to_value(&first.interruptions).unwrap();
+    assert_eq!(
+        interruptions,
+        json!([{"call_id": "d1", "name": "delete", "arguments": {"what": "old"}, "key": "c1/d1",
+                "path": ["c1"], "agent": "worker"}])
+    );
+    assert_eq!(deletes.total(), 0);
+    assert_eq!(notes.total(), 1);
+    // The tokens so far count, the worker's too.
+    assert_eq!(serde_json::to_value(first.usage).unwrap(), usage(11, 11));
+    // The worker's call has no end in this run; the note's has.
+    assert_eq!(of_type(&events, "tool_execution_start").len(), 2);
+    let ends = of_type(&events, "tool_execution_end");
+    assert_eq!(ends.len(), 1);
+    assert_eq!(ends[0]["call_id"], "n1");
+
+    // The state embeds the worker's, and resumes in another agent built alike.
+    let state = serde_json::to_value(first.state.as_ref().unwrap()).unwrap();
+    assert_eq!(state["awaiting"], json!(["c1/d1"]));
+    assert_eq!(state["nested"]["c1"]["awaiting"], json!(["d1"]));
+    assert_eq!(state["ran"]["n1"]["content"][0]["text"], "noted");
+    let input = json!({"resume": state, "decisions": {"c1/d1": {"approve": true}}}).to_string();
+    let (deletes2, notes2) = (Arc::new(Gauge::default()), Arc::new(Gauge::default()));
+    let again = boss_of(&careful_worker(deletes2.clone()), notes2.clone());
+    let (resumed, events) = run_input(&again, ferrule::agent::RunInput::from_json(&input).unwrap());
+    assert_eq!(resumed.status, RunStatus::Completed, "{:?}", resumed.error);
+    assert_eq!(deletes2.total(), 1);
+    assert_eq!(notes2.total(), 0, "the note ran again");
+    assert_event_invariants(&events);
+    let results = tool_results(&resumed);
+    assert_eq!(results.iter().map(text).collect::<Vec<_>>(), ["worker done", "noted"]);
+    // The resumed run counts the tokens spent since: the worker's second
+    // request and the boss's second, on top of the state's.
+    assert_eq!(serde_json::to_value(resumed.usage).unwrap(), usage(33, 33));
+    let nested_events = nested(&events);
+    let inner_tool_ends: Vec<&Value> =
+        nested_events.iter().map(|(_, _, _, e)| e).filter(|e| e["type"] == "tool_execution_end").collect();
+    assert_eq!(inner_tool_ends.len(), 1);
+    assert_eq!(inner_tool_ends[0]["result"]["content"][0]["text"], "deleted \"old\"");
+}
+
+#[test]
+fn a_rejection_reaches_the_called_agent_and_a_wrong_key_is_refused() {
+    let boss = boss_of(&careful_worker(Arc::default()), Arc::default());
+    let (first, _) = run(&boss, "go");
+    let state = serde_json::to_value(first.state.as_ref().unwrap()).unwrap();
+
+    for (decisions, needle) in [
+        (json!({"d1": {"approve": true}}), "no decision for call \"c1/d1\""),
+        (json!({"c1/d1": {"approve": true}, "c1/d2": {"approve": true}}), "no interrupted call \"c1/d2\""),
+    ] {
+        let input = json!({"resume": state, "decisions": decisions}).to_string();
+        let error = boss.start(ferrule::agent::RunInput::from_json(&input).unwrap(), None).err().unwrap();
+        assert_eq!(error.code, ErrorCode::InvalidArg);
+        assert!(error.message.contains(needle), "{}", error.message);
+    }
+    let mut forged = state.clone();
+    forged["nested"]["c1"]["awaiting"] = json!(["d9"]);
+    let input = json!({"resume": forged, "decisions": {"c1/d1": {"approve": true}}}).to_string();
+    let error = ferrule::agent::RunInput::from_json(&input).unwrap_err();
+    assert!(error.message.contains("waits on other calls"), "{}", error.message);
+
+    let deletes = Arc::new(Gauge::default());
+    let again = boss_of(&careful_worker(deletes.clone()), Arc::default());
+    let input = json!({"resume": state, "decisions": {"c1/d1": {"approve": false, "message": "not today"}}});
+    let (resumed, events) = run_input(&again, ferrule::agent::RunInput::from_json(&input.to_string()).unwrap());
+    assert_eq!(resumed.status, RunStatus::Completed);
+    assert_eq!(deletes.total(), 0);
+    let inner: Vec<Value> = nested(&events).into_iter().map(|(_, _, _, e)| e).collect();
+    let end = inner.iter().find(|e| e["type"] == "tool_execution_end").unwrap();
+    assert_eq!(end["result"]["content"][0]["text"], "not today");
+    assert_eq!(end["is_error"], true);
+}
+
+#[test]
+fn an_approval_two_agents_deep_is_keyed_by_its_path() {
+    let deletes = Arc::new(Gauge::default());
+    let build = |deletes: Arc<Gauge>| {
+        let middle = parent(
+            json!([{"tool_calls": [call("m/1", "worker", json!({"input": "x"}))]}, {"text": "middle done"}]),
+            json!({}),
+            vec![as_tool("worker", &careful_worker(deletes))],
+        );
+        parent(
+            json!([{"tool_calls": [call("t1", "middle", json!({"input": "y"}))]}, {"text": "top done"}]),
+            json!({}),
+            vec![as_tool("middle", &middle)],
+        )
+    };
+    let (first, _) = run(&build(Arc::default()), "go");
+    assert_eq!(first.status, RunStatus::Interrupted);
+    let interruption = serde_json::to_value(&first.interruptions[0]).unwrap();
+    assert_eq!(interruption["key"], "t1/m%2F1/d1");
+    assert_eq!(interruption["path"], json!(["t1", "m/1"]));
+    assert_eq!(interruption["agent"], "worker");
+    let state = serde_json::to_value(first.state.as_ref().unwrap()).unwrap();
+    let input = json!({"resume": state, "decisions": {"t1/m%2F1/d1": {"approve": true}}}).to_string();
+    let (resumed, _) = run_input(&build(deletes.clone()), ferrule::agent::RunInput::from_json(&input).unwrap());
+    assert_eq!(resumed.status, RunStatus::Completed, "{:?}", resumed.error);
+    assert_eq!(deletes.total(), 1);
+    assert_eq!(text(&tool_results(&resumed)[0]), "middle done");
+}

@@ -78,7 +78,10 @@ fn a_call_that_needs_approval_stops_its_whole_batch() {
     assert_eq!(roles(&result), ["user", "assistant"]);
 
     let json = serde_json::to_value(&*result).unwrap();
-    assert_eq!(json["interruptions"], json!([{"call_id": "c2", "name": "delete", "arguments": {"id": 2}}]));
+    assert_eq!(
+        json["interruptions"],
+        json!([{"call_id": "c2", "name": "delete", "arguments": {"id": 2}, "key": "c2"}])
+    );
     assert_eq!(json["error"], Value::Null);
     assert_eq!(json["rounds"], 1);
     let state = &json["state"];

@@ -91,29 +91,49 @@ public struct RunResult: Sendable, Hashable, Codable {
     }
 }
 
-/// A call the run stopped for: it needs a decision before it can run.
+/// A call the run stopped for: it needs a decision before it can run. The call is the run's own, or
+/// one of an agent the run called as a tool (then `path` leads to it).
 public struct Interruption: Sendable, Hashable, Codable {
-    /// The call's id; the decision is keyed by it.
+    /// The call's id.
     public var callID: String
     /// The tool's name.
     public var name: String
     /// The call's arguments, parsed (they passed validation).
     public var arguments: JSONValue
+    /// What the decision for the call is keyed by in run input `decisions`: the ids of `path` and
+    /// the call's, each with `%` written `%25` and `/` written `%2F`, joined by `/` (for a call of
+    /// the run's own whose id has neither, its id).
+    public var key: String
+    /// The agent (by the name its caller knows it by) whose call waits; null for a call of the
+    /// run's own.
+    public var agent: String?
+    /// The ids of the agent calls, from the run's own batch inward, inside whose nested runs the
+    /// call waits; empty for a call of the run's own.
+    public var path: [String]
 
     public init(
         callID: String,
         name: String,
-        arguments: JSONValue
+        arguments: JSONValue,
+        key: String,
+        agent: String? = nil,
+        path: [String] = []
     ) {
         self.callID = callID
         self.name = name
         self.arguments = arguments
+        self.key = key
+        self.agent = agent
+        self.path = path
     }
 
     enum CodingKeys: String, CodingKey {
         case callID = "call_id"
         case name
         case arguments
+        case key
+        case agent
+        case path
     }
 
     public init(from decoder: Decoder) throws {
@@ -121,6 +141,9 @@ public struct Interruption: Sendable, Hashable, Codable {
         callID = try container.decode(String.self, forKey: .callID)
         name = try container.decode(String.self, forKey: .name)
         arguments = try container.decode(JSONValue.self, forKey: .arguments)
+        key = try container.decode(String.self, forKey: .key)
+        agent = try container.decodeIfPresent(String.self, forKey: .agent)
+        path = try container.decodeIfPresent([String].self, forKey: .path) ?? []
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -128,6 +151,9 @@ public struct Interruption: Sendable, Hashable, Codable {
         try container.encode(callID, forKey: .callID)
         try container.encode(name, forKey: .name)
         try container.encode(arguments, forKey: .arguments)
+        try container.encode(key, forKey: .key)
+        try container.encodeIfPresent(agent, forKey: .agent)
+        if path != [] { try container.encode(path, forKey: .path) }
     }
 }
 

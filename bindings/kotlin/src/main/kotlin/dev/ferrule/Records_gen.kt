@@ -41,15 +41,34 @@ data class RunResult(
     val agent: String?,
 )
 
-/** A call the run stopped for: it needs a decision before it can run. */
+/**
+ * A call the run stopped for: it needs a decision before it can run. The call is the run's own, or
+ * one of an agent the run called as a tool (then `path` leads to it).
+ */
 @Serializable
 data class Interruption(
-    /** The call's id; the decision is keyed by it. */
+    /** The call's id. */
     @SerialName("call_id") val callId: String,
     /** The tool's name. */
     val name: String,
     /** The call's arguments, parsed (they passed validation). */
     val arguments: JsonElement,
+    /**
+     * What the decision for the call is keyed by in run input `decisions`: the ids of `path` and
+     * the call's, each with `%` written `%25` and `/` written `%2F`, joined by `/` (for a call of
+     * the run's own whose id has neither, its id).
+     */
+    val key: String,
+    /**
+     * The agent (by the name its caller knows it by) whose call waits; null for a call of the run's
+     * own.
+     */
+    val agent: String? = null,
+    /**
+     * The ids of the agent calls, from the run's own batch inward, inside whose nested runs the
+     * call waits; empty for a call of the run's own.
+     */
+    val path: List<String> = emptyList(),
 )
 
 /** The host's answer for one interrupted call, as run input gives it. */
