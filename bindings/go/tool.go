@@ -29,6 +29,10 @@ type Tool struct {
 	fn                func(ctx context.Context, call *Call, args json.RawMessage) (any, error)
 	// err is a mistake found when the tool was made, reported by NewAgent.
 	err error
+	// agent is the agent of an AgentTool or a Handoff (mode "tool" or
+	// "handoff"), which has no fn.
+	agent *Agent
+	mode  string
 }
 
 // ToolOption changes how a tool runs.
@@ -44,6 +48,8 @@ type toolOptions struct {
 	OnError     string `json:"on_error,omitempty"`
 	// nonStrict lets arguments carry properties the schema does not name.
 	nonStrict bool
+	// handoffMessages is what a Handoff carries ("without_tool_calls").
+	handoffMessages string
 }
 
 // Sequential makes any batch holding a call of the tool run one call at a time.
@@ -120,6 +126,9 @@ func (t Tool) Name() string { return t.name }
 // register adds the tool to a builder. Every Go tool is nonblocking: its
 // callback hands the call to a goroutine and returns.
 func (t Tool) register(builder *C.ferrule_agent_builder) error {
+	if t.mode != "" {
+		return t.registerAgent(builder)
+	}
 	if t.err != nil {
 		return &Error{Code: CodeInvalidSchema, Message: fmt.Sprintf("tool %q: %v", t.name, t.err)}
 	}
