@@ -12,7 +12,8 @@ type Result struct {
 	Final *Message `json:"final"`
 	// The whole transcript (input included), replayable as a later run's input.
 	Messages []Message `json:"messages"`
-	// Tokens used by every model request of the run.
+	// Tokens used by every model request of the run and of the agents it called as tools (each
+	// counted once).
 	Usage Usage `json:"usage"`
 	// Model requests made.
 	Rounds int `json:"rounds"`

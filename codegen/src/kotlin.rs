@@ -28,6 +28,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ProviderKind", "String"),
     ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),
+    ("HandoffMessages", "String"),
     ("ScriptTurn", "JsonElement"),
     ("Origin", "String"),
     ("StopReason", "String"),

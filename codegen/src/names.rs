@@ -61,6 +61,7 @@ const SAME_NAME: &[&str] = &[
     "ToolResultDecision",
     "FinalAnswerDecision",
     "ToolOptions",
+    "AgentToolOptions",
     "LeftOutTool",
 ];
 

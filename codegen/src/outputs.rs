@@ -82,8 +82,8 @@ const INPUTS: Concept = Concept::Inputs(&[
     "McpServerConfig",
 ]);
 
-/// The agent configuration and the tool options: Swift and Kotlin take a
-/// tool's options as a document (Go as functional options).
+/// The agent configuration and the options of tools and of agents added as
+/// tools: Swift and Kotlin take them as documents (Go as functional options).
 const INPUTS_AND_TOOL_OPTIONS: Concept = Concept::Inputs(&[
     "AgentConfig",
     "ModelConfig",
@@ -92,6 +92,7 @@ const INPUTS_AND_TOOL_OPTIONS: Concept = Concept::Inputs(&[
     "BuiltinToolsConfig",
     "McpServerConfig",
     "ToolOptions",
+    "AgentToolOptions",
 ]);
 
 /// Fields no binding offers, by definition: every tool and hook of a binding

@@ -27,6 +27,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ProviderKind", "String"),
     ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),
+    ("HandoffMessages", "String"),
     ("ScriptTurn", "JSONValue"),
     ("Origin", "String"),
     ("StopReason", "String"),

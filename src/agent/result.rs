@@ -36,7 +36,8 @@ pub struct RunResult {
     pub final_message: Option<Message>,
     /// The whole transcript (input included), replayable as a later run's input.
     pub messages: Vec<Message>,
-    /// Tokens used by every model request of the run.
+    /// Tokens used by every model request of the run and of the agents it
+    /// called as tools (each counted once).
     pub usage: Usage,
     /// Model requests made.
     pub rounds: u32,

@@ -5,24 +5,28 @@ import Foundation
 /// number of runs, from any task or thread. A run keeps what it needs of the
 /// agent, so the agent may be released while runs go on.
 public final class Agent: Sendable {
-    nonisolated(unsafe) private let handle: OpaquePointer
+    nonisolated(unsafe) let handle: OpaquePointer
 
-    /// Builds an agent. Throws a `FerruleError` naming what is wrong: an invalid
+    /// Builds an agent, with other agents its model is offered (as tools or
+    /// handoffs). Throws a `FerruleError` naming what is wrong: an invalid
     /// configuration (`invalidArg`), a tool's schema (`invalidSchema`), two tools
-    /// of one name (`duplicateTool`), or a library of another ABI.
-    public convenience init(config: AgentConfig, tools: [Tool] = [], hooks: [Hook] = []) throws {
+    /// of one name (`duplicateTool`), agents nested more than 8 deep
+    /// (`resourceExhausted`), or a library of another ABI.
+    public convenience init(
+        config: AgentConfig, tools: [Tool] = [], hooks: [Hook] = [], agents: [AgentTool] = []
+    ) throws {
         let json: Data
         do {
             json = try JSONCoding.encode(config)
         } catch {
             throw FerruleError(code: .invalidArg, message: "the configuration does not encode: \(error)")
         }
-        try self.init(configJSON: String(decoding: json, as: UTF8.self), tools: tools, hooks: hooks)
+        try self.init(configJSON: String(decoding: json, as: UTF8.self), tools: tools, hooks: hooks, agents: agents)
     }
 
     /// Builds an agent from the configuration JSON of the C ABI (docs/json.md,
     /// "Agent config"), for fields `AgentConfig` does not have yet.
-    public init(configJSON: String, tools: [Tool] = [], hooks: [Hook] = []) throws {
+    public init(configJSON: String, tools: [Tool] = [], hooks: [Hook] = [], agents: [AgentTool] = []) throws {
         try Library.checkABI()
         var builder: OpaquePointer?
         try withUTF8Arg(configJSON) { try FerruleError.check(ferrule_agent_builder_new($0, $1, &builder)) }
@@ -30,6 +34,7 @@ public final class Agent: Sendable {
         do {
             for tool in tools { try ToolBox(tool).register(with: builder) }
             for hook in hooks { try HookBox(hook).register(with: builder) }
+            for agent in agents { try agent.register(with: builder) }
         } catch {
             ferrule_agent_builder_free(builder)
             throw error

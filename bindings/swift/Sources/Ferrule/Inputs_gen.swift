@@ -424,3 +424,31 @@ public struct ToolOptions: Sendable, Hashable, Codable {
         case timeoutMs = "timeout_ms"
     }
 }
+
+/// The options JSON of an agent added to a builder (`ferrule_agent_tool_spec.options`). Unknown
+/// fields are rejected.
+public struct AgentToolOptions: Sendable, Hashable, Codable {
+    /// Which messages a handoff carries. Handoff mode only.
+    public var handoffMessages: String?
+    /// A call runs (or hands off) only once the host approved it.
+    public var needsApproval: Bool?
+    /// Bound on one call in milliseconds (the nested run is cancelled at it); 0 or absent uses the
+    /// calling agent's `tool_timeout_ms`. Tool mode only.
+    public var timeoutMs: Int?
+
+    public init(
+        handoffMessages: String? = nil,
+        needsApproval: Bool? = nil,
+        timeoutMs: Int? = nil
+    ) {
+        self.handoffMessages = handoffMessages
+        self.needsApproval = needsApproval
+        self.timeoutMs = timeoutMs
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case handoffMessages = "handoff_messages"
+        case needsApproval = "needs_approval"
+        case timeoutMs = "timeout_ms"
+    }
+}

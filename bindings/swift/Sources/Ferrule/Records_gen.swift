@@ -8,7 +8,8 @@ public struct RunResult: Sendable, Hashable, Codable {
     public var final: Message?
     /// The whole transcript (input included), replayable as a later run's input.
     public var messages: [Message]
-    /// Tokens used by every model request of the run.
+    /// Tokens used by every model request of the run and of the agents it called as tools (each
+    /// counted once).
     public var usage: Usage
     /// Model requests made.
     public var rounds: Int

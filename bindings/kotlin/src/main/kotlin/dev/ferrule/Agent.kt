@@ -19,8 +19,10 @@ class Agent(
     tools: List<Tool> = emptyList(),
     hooks: List<Hook> = emptyList(),
     context: CoroutineContext = Dispatchers.IO,
+    /** Agents the model is offered, as tools or handoffs; they may be closed once this is built. */
+    agents: List<AgentTool> = emptyList(),
 ) : Closeable {
-    private val handle: OwnedHandle
+    internal val handle: OwnedHandle
     private val cleanable: java.lang.ref.Cleaner.Cleanable
 
     /** An agent of [config], encoded as the configuration JSON. */
@@ -29,7 +31,8 @@ class Agent(
         tools: List<Tool> = emptyList(),
         hooks: List<Hook> = emptyList(),
         context: CoroutineContext = Dispatchers.IO,
-    ) : this(FerruleJson.encodeToString(AgentConfig.serializer(), config), tools, hooks, context)
+        agents: List<AgentTool> = emptyList(),
+    ) : this(FerruleJson.encodeToString(AgentConfig.serializer(), config), tools, hooks, context, agents)
 
     init {
         check(Library.abiMatches) {
@@ -44,6 +47,7 @@ class Agent(
         try {
             tools.forEach { it.register(builder, host) }
             hooks.forEach { it.register(builder, host) }
+            agents.forEach { it.register(builder) }
         } catch (error: Throwable) {
             lib.ferrule_agent_builder_free(builder)
             throw error

@@ -258,3 +258,20 @@ data class ToolOptions(
     /** Bound on one invocation in milliseconds; 0 or absent uses the agent's `tool_timeout_ms`. */
     @SerialName("timeout_ms") val timeoutMs: Long? = null,
 )
+
+/**
+ * The options JSON of an agent added to a builder (`ferrule_agent_tool_spec.options`). Unknown
+ * fields are rejected.
+ */
+@Serializable
+data class AgentToolOptions(
+    /** Which messages a handoff carries. Handoff mode only. */
+    @SerialName("handoff_messages") val handoffMessages: String? = null,
+    /** A call runs (or hands off) only once the host approved it. */
+    @SerialName("needs_approval") val needsApproval: Boolean? = null,
+    /**
+     * Bound on one call in milliseconds (the nested run is cancelled at it); 0 or absent uses the
+     * calling agent's `tool_timeout_ms`. Tool mode only.
+     */
+    @SerialName("timeout_ms") val timeoutMs: Long? = null,
+)

@@ -22,6 +22,7 @@ internal interface FerruleLibrary : com.sun.jna.Library {
 
     fun ferrule_agent_builder_new(json: ByteArray, len: NativeLong, out: PointerByReference): Pointer?
     fun ferrule_agent_builder_add_tool(builder: Pointer, spec: ToolSpec): Pointer?
+    fun ferrule_agent_builder_add_agent(builder: Pointer, spec: AgentToolSpec): Pointer?
     fun ferrule_agent_builder_add_hook(
         builder: Pointer, stages: ByteArray, len: NativeLong, decide: RequestFn, userData: Pointer?, free: FreeFn?,
     ): Pointer?
@@ -91,6 +92,26 @@ internal class ToolSpec : Structure() {
     @JvmField var execute: RequestFn? = null
     @JvmField var user_data: Pointer? = null
     @JvmField var free_user_data: FreeFn? = null
+}
+
+/** `ferrule_agent_tool_spec`; its strings and agent must stay reachable during the call. */
+@Structure.FieldOrder(
+    "struct_size", "name", "name_len", "description", "description_len", "agent", "input_schema",
+    "input_schema_len", "mode", "mode_len", "options", "options_len",
+)
+internal class AgentToolSpec : Structure() {
+    @JvmField var struct_size: Int = 0
+    @JvmField var name: Pointer? = null
+    @JvmField var name_len: NativeLong = NativeLong(0)
+    @JvmField var description: Pointer? = null
+    @JvmField var description_len: NativeLong = NativeLong(0)
+    @JvmField var agent: Pointer? = null
+    @JvmField var input_schema: Pointer? = null
+    @JvmField var input_schema_len: NativeLong = NativeLong(0)
+    @JvmField var mode: Pointer? = null
+    @JvmField var mode_len: NativeLong = NativeLong(0)
+    @JvmField var options: Pointer? = null
+    @JvmField var options_len: NativeLong = NativeLong(0)
 }
 
 /** `ferrule_tool_fn` and `ferrule_hook_fn`: a request (a tool call, a hook) for the host to answer. */

@@ -19,7 +19,10 @@ data class RunResult(
     val final: Message?,
     /** The whole transcript (input included), replayable as a later run's input. */
     val messages: List<Message>,
-    /** Tokens used by every model request of the run. */
+    /**
+     * Tokens used by every model request of the run and of the agents it called as tools (each
+     * counted once).
+     */
     val usage: Usage,
     /** Model requests made. */
     val rounds: Int,
