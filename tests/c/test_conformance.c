@@ -197,9 +197,44 @@ static char *read_file(const char *path) {
     return text;
 }
 
-/* Builds the scenario's agent from its config and `tools` (the scenario's own
- * unless a resume step gives others); NULL on failure, with `*problem` the step
- * that says why. */
+static ferrule_agent *build_agent(const cJSON *doc, const cJSON *tools, cJSON **problem);
+
+/* Adds the agents `doc` lists to `builder`, each built first from its own
+ * config, tools and agents. */
+static void add_agents(ferrule_agent_builder *builder, const cJSON *doc, cJSON **problem) {
+    const cJSON *item;
+    cJSON_ArrayForEach(item, cJSON_GetObjectItem(doc, "agents")) {
+        ferrule_agent *child = build_agent(item, cJSON_GetObjectItem(item, "tools"), problem);
+        if (!child) continue;
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(item, "name"));
+        const char *description = cJSON_GetStringValue(cJSON_GetObjectItem(item, "description"));
+        const char *mode = cJSON_GetStringValue(cJSON_GetObjectItem(item, "mode"));
+        cJSON *options = cJSON_GetObjectItem(item, "options");
+        char *options_text = options ? print_json(options) : NULL;
+        ferrule_agent_tool_spec spec = {
+            .struct_size = sizeof spec,
+            .name = name ? name : "",
+            .name_len = name ? strlen(name) : 0,
+            .description = description ? description : "",
+            .description_len = description ? strlen(description) : 0,
+            .agent = child,
+            .mode = mode ? mode : "",
+            .mode_len = mode ? strlen(mode) : 0,
+            .options = options_text ? options_text : "",
+            .options_len = options_text ? strlen(options_text) : 0,
+        };
+        ferrule_error *err = ferrule_agent_builder_add_agent(builder, &spec);
+        if (err && !*problem) *problem = runner_error("an agent was rejected", err);
+        ferrule_error_free(err);
+        free(options_text);
+        ferrule_agent_free(child); /* the builder holds its own */
+    }
+}
+
+/* Builds the scenario's agent (or one of its `agents`, whose document has the
+ * same fields) from its config and `tools` (the scenario's own unless a resume
+ * step gives others), with its agents; NULL on failure, with `*problem` the
+ * step that says why. */
 static ferrule_agent *build_agent(const cJSON *doc, const cJSON *tools, cJSON **problem) {
     char *config = print_json(cJSON_GetObjectItem(doc, "config"));
     ferrule_agent_builder *builder = NULL;
@@ -243,6 +278,7 @@ static ferrule_agent *build_agent(const cJSON *doc, const cJSON *tools, cJSON **
         ferrule_error_free(err);
         free(stages);
     }
+    add_agents(builder, doc, problem);
     ferrule_agent *agent = NULL;
     err = ferrule_agent_build(builder, &agent);
     if (err && !*problem) *problem = runner_error("the build failed", err);

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use ferrule::agent::{Agent, AgentBuilder, Event, Run, RunInput};
+use ferrule::agent::{Agent, AgentBuilder, AgentToolMode, AgentToolOptions, AgentToolSpec, Event, Run, RunInput};
 use ferrule::hook::{Hook, HookDecision, HookOptions, HookRequest};
 use ferrule::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
 use ferrule_conformance::{Judge, Scenario};
@@ -151,7 +151,8 @@ fn with_mcp_test_server(mut config: Value) -> Value {
     config
 }
 
-/// The scenario's agent with `tools`.
+/// The scenario's agent (or one of its `agents`, whose document has the same
+/// fields) with `tools`, and its own agents built first.
 fn agent(document: &Value, tools: &Value, shared: &Arc<Shared>) -> ferrule::Result<Agent> {
     let mut builder = AgentBuilder::from_json(&with_mcp_test_server(document["config"].clone()).to_string())?;
     for spec in tools.as_array().into_iter().flatten() {
@@ -159,6 +160,19 @@ fn agent(document: &Value, tools: &Value, shared: &Arc<Shared>) -> ferrule::Resu
     }
     for spec in document["hooks"].as_array().into_iter().flatten() {
         builder.add_hook(hook(spec, shared)?);
+    }
+    for spec in document["agents"].as_array().into_iter().flatten() {
+        let options = spec
+            .get("options")
+            .map_or(Ok(AgentToolOptions::default()), |options| AgentToolOptions::from_json(&options.to_string()))?;
+        builder.add_agent(AgentToolSpec {
+            name: spec["name"].as_str().unwrap_or_default().to_owned(),
+            description: spec["description"].as_str().unwrap_or_default().to_owned(),
+            agent: agent(spec, &spec["tools"], shared)?,
+            input_schema: None,
+            mode: serde_json::from_value(spec["mode"].clone()).unwrap_or(AgentToolMode::Tool),
+            options,
+        })?;
     }
     builder.build()
 }

@@ -5,6 +5,7 @@ mod common;
 
 mod agent_loop;
 mod agents;
+mod agents_attack;
 mod apply_patch_scenarios;
 mod approval;
 mod builtin_bash;

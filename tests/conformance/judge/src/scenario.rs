@@ -82,21 +82,58 @@ fn count(events: &[Value], kind: &str) -> usize {
 }
 
 /// What every run shows: `run_start` first, exactly one `run_end` and it last, a
-/// `tool_execution_end` for every `tool_execution_start`, a `turn_end` for every
-/// `turn_start`, one `run_id` in all the events that carry one, and no event the
-/// binding did not know (written as `{"type": "unknown", "json": ...}`).
+/// `tool_execution_end` for every `tool_execution_start` (but the call of an
+/// agent that stopped for approval), a `turn_end` for every `turn_start`, one
+/// `run_id` in all the events that carry one, and no event the binding did not
+/// know (written as `{"type": "unknown", "json": ...}`). The events of each
+/// nested run (`agent_event`, by call) show the same.
 pub(crate) fn check_invariants(events: &[Value]) -> Vec<String> {
+    check_events(events, true)
+}
+
+/// The invariants of a run's events and of its nested runs'; a run that is
+/// not `whole` (a nested run whose events stopped at its call's end, as when
+/// the calling run was cancelled) may end anywhere after its `run_start`.
+fn check_events(events: &[Value], whole: bool) -> Vec<String> {
+    let mut problems = check_run(events, whole);
+    for (call_id, nested) in nested_runs(events) {
+        let whole = nested.iter().any(|event| event_type(event) == "run_end");
+        let found = check_events(&nested, whole);
+        problems.extend(found.into_iter().map(|p| format!("the agent of call {call_id}: {p}")));
+    }
+    problems
+}
+
+/// The events of the runs nested in a run, by the id of the call that started
+/// each, unwrapped, in order.
+fn nested_runs(events: &[Value]) -> Vec<(String, Vec<Value>)> {
+    let mut runs: Vec<(String, Vec<Value>)> = Vec::new();
+    for event in events.iter().filter(|event| event_type(event) == "agent_event") {
+        let call_id = event.get("call_id").and_then(Value::as_str).unwrap_or("?").to_owned();
+        let inner = event.get("event").cloned().unwrap_or(Value::Null);
+        match runs.iter_mut().find(|(id, _)| *id == call_id) {
+            Some((_, run)) => run.push(inner),
+            None => runs.push((call_id, vec![inner])),
+        }
+    }
+    runs
+}
+
+/// The invariants of one run's own events (see [`check_events`] for `whole`).
+fn check_run(events: &[Value], whole: bool) -> Vec<String> {
     let mut problems = Vec::new();
     if events.first().map(event_type) != Some("run_start") {
         problems.push("the first event is not run_start".to_owned());
     }
-    if events.last().map(event_type) != Some("run_end") {
+    if whole && events.last().map(event_type) != Some("run_end") {
         problems.push("the last event is not run_end".to_owned());
     }
-    if count(events, "run_end") != 1 {
+    if count(events, "run_end") != usize::from(whole) {
         problems.push(format!("{} run_end events", count(events, "run_end")));
     }
-    problems.extend(check_nesting(events));
+    if whole {
+        problems.extend(check_nesting(events));
+    }
     let run_ids: Vec<&Value> = events.iter().filter_map(|event| event.get("run_id")).collect();
     if run_ids.windows(2).any(|pair| pair[0] != pair[1]) {
         problems.push(format!("the events name more than one run: {run_ids:?}"));
@@ -148,6 +185,17 @@ fn check_nesting(events: &[Value]) -> Vec<String> {
     if turn.is_some() {
         problems.push("a turn never ended".to_owned());
     }
+    // A run that stopped for approval leaves open the calls of the agents
+    // that wait (the first call of each interruption's path).
+    let waiting: Vec<&Value> = events
+        .last()
+        .and_then(|end| end.pointer("/result/interruptions"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|interruption| interruption.pointer("/path/0"))
+        .collect();
+    calls.retain(|call| !waiting.contains(call));
     if !calls.is_empty() {
         problems.push(format!("calls never ended: {calls:?}"));
     }
@@ -223,7 +271,17 @@ pub(crate) fn check_expectations(expect: &Value, result: &Value, events: &[Value
     if let Some(results) = expect.get("results").and_then(Value::as_array) {
         problems.extend(check_results(results, messages));
     }
-    for field in ["interruptions", "usage", "rounds", "output"] {
+    for (call_id, want) in expect.get("nested_event_counts").and_then(Value::as_object).into_iter().flatten() {
+        let runs = nested_runs(events);
+        let nested = runs.iter().find(|(id, _)| id == call_id).map_or(&[][..], |(_, run)| &run[..]);
+        for (kind, want) in want.as_object().into_iter().flatten() {
+            let got = count(nested, kind);
+            if !equal(want, &got.into()) {
+                problems.push(format!("{got} {kind} events in the agent of call {call_id}, expected {want}"));
+            }
+        }
+    }
+    for field in ["interruptions", "usage", "rounds", "output", "agent"] {
         if let Some(want) = expect.get(field) {
             let got = result.get(field).unwrap_or(&Value::Null);
             if !equal(want, got) {
