@@ -30,6 +30,7 @@ type scenario struct {
 		Async        bool              `json:"async"`
 		NeverRespond bool              `json:"never_respond"`
 	} `json:"hooks"`
+	Agents  []scenarioAgent `json:"agents"`
 	Input   json.RawMessage `json:"input"`
 	Expect  expectation     `json:"expect"`
 	Resumes []struct {
@@ -39,6 +40,18 @@ type scenario struct {
 		Decisions  map[string]Decision `json:"decisions"`
 		Expect     expectation         `json:"expect"`
 	} `json:"resumes"`
+}
+
+// scenarioAgent is an agent a scenario's agent (or one of its agents) is
+// offered, as a tool or a handoff.
+type scenarioAgent struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Mode        string          `json:"mode"`
+	Options     json.RawMessage `json:"options"`
+	Config      json.RawMessage `json:"config"`
+	Tools       []scenarioTool  `json:"tools"`
+	Agents      []scenarioAgent `json:"agents"`
 }
 
 type scenarioTool struct {
@@ -252,12 +265,7 @@ func runScenario(t *testing.T, path, name string) observation {
 	}
 	shared := &scenarioRun{}
 	build := func(specs []scenarioTool) (*Agent, error) {
-		var tools []Tool
-		for _, tool := range specs {
-			tools = append(tools, NewRawTool(tool.Name, tool.Description, tool.InputSchema,
-				perform(tool.Behaviour, shared), options(t, tool.Options)...))
-		}
-		return NewAgentFromJSONWithHooks(sc.Config, sc.hooks(shared), tools...)
+		return buildAgent(t, sc.Config, specs, sc.hooks(shared), sc.Agents, shared)
 	}
 	agent, err := build(sc.Tools)
 	if err != nil {
@@ -304,6 +312,50 @@ func runScenario(t *testing.T, path, name string) observation {
 		}
 	}
 	return seen
+}
+
+// buildAgent builds an agent of config with tools made from specs, hooks, and
+// the agents it is offered (each built first, and closed once it is added).
+func buildAgent(t *testing.T, config json.RawMessage, specs []scenarioTool, hooks []Hook, agents []scenarioAgent,
+	shared *scenarioRun) (*Agent, error) {
+	var tools []Tool
+	for _, tool := range specs {
+		tools = append(tools, NewRawTool(tool.Name, tool.Description, tool.InputSchema,
+			perform(tool.Behaviour, shared), options(t, tool.Options)...))
+	}
+	for _, spec := range agents {
+		child, err := buildAgent(t, spec.Config, spec.Tools, nil, spec.Agents, shared)
+		if err != nil {
+			return nil, err
+		}
+		defer child.Close()
+		var o struct {
+			TimeoutMS       int64  `json:"timeout_ms"`
+			NeedsApproval   bool   `json:"needs_approval"`
+			HandoffMessages string `json:"handoff_messages"`
+		}
+		if len(spec.Options) > 0 {
+			if err := json.Unmarshal(spec.Options, &o); err != nil {
+				t.Fatalf("agent options %s: %v", spec.Options, err)
+			}
+		}
+		var opts []ToolOption
+		if o.TimeoutMS > 0 {
+			opts = append(opts, Timeout(time.Duration(o.TimeoutMS)*time.Millisecond))
+		}
+		if o.NeedsApproval {
+			opts = append(opts, NeedsApproval())
+		}
+		if o.HandoffMessages == "without_tool_calls" {
+			opts = append(opts, WithoutToolCalls())
+		}
+		if spec.Mode == "handoff" {
+			tools = append(tools, Handoff(spec.Name, spec.Description, child, opts...))
+		} else {
+			tools = append(tools, AgentTool(spec.Name, spec.Description, child, opts...))
+		}
+	}
+	return NewAgentFromJSONWithHooks(config, hooks, tools...)
 }
 
 // scenarioInput is the scenario's input, its "tools" given as Input.Tools.
