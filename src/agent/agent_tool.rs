@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::agent_tool_options::{AgentToolMode, AgentToolOptions, HandoffMessages};
+use super::agent_tool_options::{AgentToolMode, AgentToolOptions};
 use super::built::Agent;
 use super::call_site::AgentCallSite;
 use super::input::{RunInput, RunSource};
@@ -146,14 +146,14 @@ impl ToolFunction for HandoffCall {
     }
 }
 
-/// `INVALID_ARG` for an option that does not fit the spec's mode.
+/// `INVALID_ARG` for an option given that does not fit the spec's mode.
 pub(crate) fn check_mode(spec: &AgentToolSpec) -> Result<()> {
     let options = &spec.options;
     match spec.mode {
-        AgentToolMode::Tool if options.handoff_messages != HandoffMessages::All => {
+        AgentToolMode::Tool if options.handoff_messages.is_some() => {
             Err(Error::invalid_arg(format!("agent \"{}\": handoff_messages is for a handoff", spec.name)))
         }
-        AgentToolMode::Handoff if options.timeout_ms != 0 => Err(Error::invalid_arg(format!(
+        AgentToolMode::Handoff if options.timeout_ms.is_some() => Err(Error::invalid_arg(format!(
             "agent \"{}\": a handoff answers at once, so it takes no timeout_ms",
             spec.name
         ))),

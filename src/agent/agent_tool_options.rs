@@ -37,13 +37,13 @@ pub struct AgentToolOptions {
     /// Bound on one call in milliseconds (the nested run is cancelled at it);
     /// 0 or absent uses the calling agent's `tool_timeout_ms`. Tool mode only.
     #[serde(default)]
-    pub timeout_ms: u64,
+    pub timeout_ms: Option<u64>,
     /// A call runs (or hands off) only once the host approved it.
     #[serde(default)]
     pub needs_approval: bool,
-    /// Which messages a handoff carries. Handoff mode only.
+    /// Which messages a handoff carries (absent: all). Handoff mode only.
     #[serde(default)]
-    pub handoff_messages: HandoffMessages,
+    pub handoff_messages: Option<HandoffMessages>,
 }
 
 impl AgentToolOptions {

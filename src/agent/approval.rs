@@ -7,7 +7,7 @@
 //! (a decision given with `always`). When a valid call is covered by none, no call
 //! of its batch runs and the run is interrupted.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -95,6 +95,12 @@ pub(crate) fn split_key(key: &str) -> (String, Option<&str>) {
     (unescape(first), rest)
 }
 
+/// Whether every piece of `key` is escaped as [`escape`] writes it, so that
+/// one call has one key.
+pub(crate) fn is_canonical(key: &str) -> bool {
+    key.split('/').all(|piece| escape(&unescape(piece)) == piece)
+}
+
 /// A piece of a decision key as the call id it is.
 fn unescape(piece: &str) -> String {
     let mut id = String::with_capacity(piece.len());
@@ -123,6 +129,9 @@ pub(crate) struct Approvals<'a> {
     pub(crate) decided: &'a BTreeMap<String, Decision>,
     /// Decisions given with `always`, by tool name.
     pub(crate) standing: &'a BTreeMap<String, Decision>,
+    /// Calls that go on from the run that stopped (they ran, or their agent
+    /// waits): they were let run then.
+    pub(crate) continued: &'a BTreeSet<String>,
 }
 
 /// What approval makes of one valid call.
@@ -167,6 +176,9 @@ pub(crate) fn adopt(
 impl Approvals<'_> {
     /// The verdict for a valid call.
     pub(crate) fn verdict(&self, call: &ToolCall, valid: &ValidCall<'_>) -> Verdict {
+        if self.continued.contains(&call.id) {
+            return Verdict::Run;
+        }
         let decision = match self.decided.get(&call.id) {
             Some(decision) => decision,
             None => {

@@ -9,7 +9,7 @@
 //! completion order) and enter the transcript in call order. On cancellation,
 //! running calls end with a cancellation result and calls never started get none.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -27,10 +27,10 @@ use super::eager::eager_next;
 use super::hook_caller::{HookCaller, HookStop};
 use super::hook_stages;
 use super::recorder::{BatchEnd, BatchOutcome, CallEnd, Recorder};
-use super::state::RunState;
+use super::state::{CarriedOver, RunState};
 use super::tool_scope::ToolScope;
 use super::validation::{check_calls, ValidCall};
-use crate::message::{ToolCall, ToolResultMessage};
+use crate::message::ToolCall;
 use crate::tool::{Caller, Execution, Invocation, OnError, ToolOutcome, ToolResult, UpdateSink};
 
 /// What a batch needs from its run.
@@ -43,11 +43,6 @@ pub(crate) struct BatchContext<'a> {
     pub(crate) turn: u32,
     /// The decisions that let calls needing approval run (or reject them).
     pub(crate) approvals: Approvals<'a>,
-    /// Results of calls that ran before an agent of the batch stopped for
-    /// approval (when the batch is the one a resumed run waited on), by id.
-    pub(crate) ran: &'a BTreeMap<String, ToolResultMessage>,
-    /// Decisions for the calls such agents wait on, by the agent call's id.
-    pub(crate) nested_decided: &'a BTreeMap<String, BTreeMap<String, Decision>>,
 }
 
 /// How a launched call finished, seen from the batch.
@@ -77,16 +72,20 @@ enum FunctionEnd {
 /// Runs the batch. After a response cut off at the output limit no function
 /// runs: every call gets an error result, since its arguments may be incomplete.
 /// When a valid call needs a decision that no approval gives, nothing runs and no
-/// event is sent: the outcome lists the interruptions. A call of an agent that
-/// goes on from a state in `nested` takes it; when an agent the batch called
-/// stops for approval, its state goes into `nested`, no call starts after it
-/// (those running finish), the call gets no end event, and the outcome lists
-/// its interruptions, with the results of the calls that ran.
+/// event is sent: the outcome lists the interruptions.
+///
+/// A call takes what `carried` holds for it: its result from the run that
+/// stopped (kept without events), or its agent's state and decisions. When an
+/// agent the batch called stops for approval, its state goes into `carried`,
+/// no call starts after it (those running finish), the call gets no end
+/// event, and the outcome lists its interruptions in call order, with the
+/// results of the calls that ran; unless the run ends instead (cancelled, a
+/// hook, a fatal failure), when the call ends with an error result.
 pub(crate) async fn execute(
     context: &BatchContext<'_>,
     calls: &[ToolCall],
     response: ResponseEnd,
-    nested: &mut BTreeMap<String, RunState>,
+    carried: &mut CarriedOver,
 ) -> BatchOutcome {
     let run = context.run;
     let agent = run.agent();
@@ -134,13 +133,15 @@ pub(crate) async fn execute(
     let mut progress: Vec<Option<Arc<CallProgress>>> = vec![None; calls.len()];
     let mut pending = calls.iter().zip(checked).enumerate();
     let mut hook_stop = None;
-    let mut stopped = Vec::new();
+    let mut stopped: Vec<(usize, Vec<Interruption>)> = Vec::new();
     let cancelled = loop {
         while running.len() < bound && !run.cancel.is_cancelled() && stopped.is_empty() {
             let Some((index, (call, check))) = pending.next() else { break };
-            if let Some(result) = context.ran.get(&call.id) {
+            // The first call with an id takes what was kept for it (a later
+            // one repeating the id is invalid, as it was then).
+            if let Some(result) = carried.ran.remove(&call.id) {
                 // It ran (with its events) in the run that stopped.
-                recorder.keep(index, result.clone());
+                recorder.keep(index, result);
                 continue;
             }
             recorder.start(call).await;
@@ -150,10 +151,8 @@ pub(crate) async fn execute(
                     // Progress matters only to updates and end events: none without a sink.
                     let call_progress = run.events.is_enabled().then(|| Arc::new(CallProgress::default()));
                     progress[index] = call_progress.clone();
-                    let resume = nested.remove(&call.id).map(|state| {
-                        let decisions = context.nested_decided.get(&call.id).cloned().unwrap_or_default();
-                        (state, decisions.into_iter().collect())
-                    });
+                    let decisions = carried.nested_decided.remove(&call.id).unwrap_or_default();
+                    let resume = carried.nested.remove(&call.id).map(|state| (state, decisions.into_iter().collect()));
                     let (launched, site) = launch(context, call, valid, call_progress, resume);
                     running.push(async move {
                         let end = call_end(call, launched.await);
@@ -182,9 +181,9 @@ pub(crate) async fn execute(
                 let (end, stop) = match finish {
                     Finish::Ended(end, stop) => (end, stop),
                     Finish::Stopped(state, interruptions) => {
-                        in_flight[index] = false;
-                        nested.insert(calls[index].id.clone(), state);
-                        stopped.extend(interruptions);
+                        // Still open: it ends if the run ends instead.
+                        carried.nested.insert(calls[index].id.clone(), state);
+                        stopped.push((index, interruptions));
                         continue;
                     }
                 };
@@ -224,9 +223,26 @@ pub(crate) async fn execute(
             recorder.record(index, call, ToolResult::error(message), OnError::Feed, progress[index].as_ref()).await;
         }
     }
+    let interrupting = !stopped.is_empty() && !cancelled && hook_stop.is_none() && !recorder.failed();
+    if !interrupting {
+        for (index, _) in &stopped {
+            let call = &calls[*index];
+            carried.nested.remove(&call.id);
+            if !cancelled && !stopped_by_hook {
+                let message =
+                    format!("The call to \"{}\" was not finished: a tool's failure ended the run.", call.name);
+                recorder
+                    .record(*index, call, ToolResult::error(message), OnError::Feed, progress[*index].as_ref())
+                    .await;
+            }
+        }
+    }
     match hook_stop {
         Some(stop) => recorder.stopped(stop),
-        None if !cancelled && !stopped.is_empty() => recorder.interrupted(stopped),
+        None if interrupting => {
+            stopped.sort_by_key(|(index, _)| *index);
+            recorder.interrupted(stopped.into_iter().flat_map(|(_, interruptions)| interruptions).collect())
+        }
         None => recorder.finish(if cancelled { BatchEnd::Cancelled } else { BatchEnd::Done }),
     }
 }

@@ -2,14 +2,14 @@
 //! the run's progress (the message, the results in call order, the tools it
 //! disclosed) and says what the run does next.
 
-use std::collections::BTreeMap;
+use std::collections::HashSet;
 
 use super::approval::Approvals;
 use super::batch::{self, BatchContext, ResponseEnd};
 use super::context::RunContext;
 use super::next_step::{Ending, NextStep};
 use super::progress::RunProgress;
-use super::state::RunState;
+use super::state::CarriedOver;
 use super::tool_scope::ToolScope;
 use super::tool_set::ToolSet;
 use crate::message::{AssistantMessage, Message, ToolResultMessage};
@@ -26,17 +26,19 @@ pub(crate) struct Batch {
 }
 
 /// Validates and executes the calls of `batch`, among `tools`, and records the
-/// message and the results. Agents it calls go on from the states in
-/// `nested`, and leave theirs there when they stop for approval.
+/// message and the results. Its calls take what `carried` holds for them
+/// (results, states of agents, decisions) and leave there what a run that
+/// stops for an agent's approval carries over.
 pub(crate) async fn run_batch(
     run: &RunContext,
     tools: &ToolSet,
     progress: &mut RunProgress,
-    nested: &mut BTreeMap<String, RunState>,
+    carried: &mut CarriedOver,
     batch: Batch,
 ) -> NextStep {
     let Batch { mut message, response, turn, turn_tools } = batch;
     let hooks = run.hooks();
+    let continued = carried.calls();
     let context = BatchContext {
         run,
         hooks: &hooks,
@@ -47,31 +49,30 @@ pub(crate) async fn run_batch(
             disclosed: &progress.disclosed,
         },
         turn,
-        approvals: Approvals { decided: &progress.decided, standing: &progress.standing },
-        ran: &progress.ran,
-        nested_decided: &progress.nested_decided,
+        approvals: Approvals { decided: &progress.decided, standing: &progress.standing, continued: &continued },
     };
-    let outcome = batch::execute(&context, &message.tool_calls, response, nested).await;
+    let outcome = batch::execute(&context, &message.tool_calls, response, carried).await;
     run.nesting.take_uncounted(&mut progress.usage);
-    if !outcome.interruptions.is_empty() {
-        // The message waits, whole, for decisions, in the turn's tool set; the
-        // decisions given so far stay with it, and so do the results of calls
-        // that ran before an agent it called stopped.
-        progress.messages.push(Message::Assistant(message));
-        progress.turn_tools = turn_tools;
-        let ran = outcome.results.into_iter().flatten().map(|result| (result.tool_call_id.clone(), result));
-        progress.ran.extend(ran);
-        return NextStep::Interrupt(outcome.interruptions);
-    }
-    // What was kept for this batch is spent: it has run.
-    progress.decided.clear();
-    progress.ran.clear();
-    progress.nested_decided.clear();
     for added in outcome.added_tools {
         if tools.get(&added).is_some_and(|(_, tool)| tool.options().deferred) {
             progress.disclosed.insert(added);
         }
     }
+    if !outcome.interruptions.is_empty() {
+        // The message waits, whole, for decisions, in the turn's tool set; the
+        // decisions given so far stay with it, and so do the results of calls
+        // that ran before an agent it called stopped (the first call with an
+        // id has it; a later one repeating the id is answered again).
+        let mut ids = HashSet::new();
+        let firsts = message.tool_calls.iter().zip(outcome.results).filter(|(call, _)| ids.insert(call.id.as_str()));
+        carried.ran.extend(firsts.filter_map(|(call, result)| Some((call.id.clone(), result?))));
+        progress.messages.push(Message::Assistant(message));
+        progress.turn_tools = turn_tools;
+        return NextStep::Interrupt(outcome.interruptions);
+    }
+    // What was kept for this batch is spent: it has run.
+    progress.decided.clear();
+    *carried = CarriedOver::default();
     // Calls that no result answers (a cancelled batch) leave the transcript, so
     // it stays replayable.
     let mut answered = outcome.results.iter().map(Option::is_some);

@@ -78,7 +78,7 @@ impl AgentBuilder {
             ));
         }
         let options = ToolOptions {
-            timeout_ms: spec.options.timeout_ms,
+            timeout_ms: spec.options.timeout_ms.unwrap_or(0),
             needs_approval: spec.options.needs_approval,
             ..ToolOptions::default()
         };
@@ -90,6 +90,7 @@ impl AgentBuilder {
                 tool_spec.implement(AgentCall { agent: spec.agent, name, input_argument })
             }
             AgentToolMode::Handoff => {
+                crate::tool::check_name(&spec.name)?;
                 let description = match spec.description.trim() {
                     "" => format!("Hand the conversation to the agent \"{}\".", spec.name),
                     given => given.to_owned(),
@@ -97,8 +98,11 @@ impl AgentBuilder {
                 let tool_spec =
                     ToolSpec::new(format!("transfer_to_{}", spec.name), description, spec.schema(), options)?;
                 self.check_unique(tool_spec.name())?;
-                let handoff =
-                    Handoff { name: name.clone(), agent: spec.agent, messages: spec.options.handoff_messages };
+                let handoff = Handoff {
+                    name: name.clone(),
+                    agent: spec.agent,
+                    messages: spec.options.handoff_messages.unwrap_or_default(),
+                };
                 self.handoffs.insert(tool_spec.name().to_owned(), handoff);
                 tool_spec.implement(HandoffCall { name })
             }

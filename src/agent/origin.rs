@@ -1,12 +1,10 @@
 //! Where a run begins: its input read against the agent, as the progress the run
 //! starts with and the batch it runs first.
 
-use std::collections::BTreeMap;
-
 use super::built::Agent;
 use super::input::{RunInput, RunSource};
 use super::progress::RunProgress;
-use super::state::RunState;
+use super::state::CarriedOver;
 use crate::error::{Error, Result};
 use crate::message::{AssistantMessage, Message, UserMessage};
 use crate::provider::ToolChoice;
@@ -23,8 +21,8 @@ pub(crate) struct RunOrigin {
     pub(crate) pending: Option<AssistantMessage>,
     /// The run goes on from an interrupted one (its `run_start` hooks ran then).
     pub(crate) resumed: bool,
-    /// The states of the agents that calls of `pending` go on from, by call id.
-    pub(crate) nested: BTreeMap<String, RunState>,
+    /// What the batch of `pending` carries over from the run that stopped.
+    pub(crate) carried: CarriedOver,
 }
 
 impl RunOrigin {
@@ -32,7 +30,7 @@ impl RunOrigin {
     /// execute-only run.
     fn fresh(agent: &Agent, messages: Vec<Message>, execute: Option<AssistantMessage>) -> Self {
         let progress = RunProgress { execute_only: execute.is_some(), ..RunProgress::from_input(messages) };
-        RunOrigin { agent: agent.clone(), progress, pending: execute, resumed: false, nested: BTreeMap::new() }
+        RunOrigin { agent: agent.clone(), progress, pending: execute, resumed: false, carried: CarriedOver::default() }
     }
 }
 
@@ -46,8 +44,8 @@ impl Agent {
             RunSource::Execute { messages, execute } => RunOrigin::fresh(self, messages, Some(execute)),
             RunSource::Resume { state, decisions } => {
                 let agent = self.handed_to(state.handed_to())?;
-                let (progress, pending, nested) = state.resume(decisions, agent.parts())?;
-                RunOrigin { agent, progress, pending: Some(pending), resumed: true, nested }
+                let (progress, pending, carried) = state.resume(decisions, agent.parts())?;
+                RunOrigin { agent, progress, pending: Some(pending), resumed: true, carried }
             }
         };
         if let Some(tools) = input.tools {

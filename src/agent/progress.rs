@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::approval::Decision;
-use crate::message::{Message, ToolResultMessage, Usage};
+use crate::message::{Message, Usage};
 
 /// What a run has done so far. Its fields are those of the state format
 /// (`"state"` in an interrupted run's result), `version` and `awaiting` aside.
@@ -43,14 +43,6 @@ pub struct RunProgress {
     /// The tool set a `turn_start` hook chose for the turn of the batch that
     /// runs first (or that the run was interrupted for).
     pub(crate) turn_tools: Option<Vec<String>>,
-    /// Results of calls of the batch that runs first which ran before an agent
-    /// it called stopped for approval, by call id.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub(crate) ran: BTreeMap<String, ToolResultMessage>,
-    /// Decisions for the calls those agents wait on, by the agent call's id,
-    /// then by their keys inside its run.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub(crate) nested_decided: BTreeMap<String, BTreeMap<String, Decision>>,
     /// The handoffs the run made, in order, by name: the last one's agent
     /// answers now (none: the run's own agent).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

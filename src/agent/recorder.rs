@@ -128,6 +128,11 @@ impl<'a> Recorder<'a> {
         self.results[index] = Some(message);
     }
 
+    /// Whether a tool with `on_error: fatal` failed.
+    pub(crate) fn failed(&self) -> bool {
+        self.fatal.is_some()
+    }
+
     /// Keeps call `index`'s result from before: no event, nothing it adds up to.
     pub(crate) fn keep(&mut self, index: usize, result: ToolResultMessage) {
         self.results[index] = Some(result);

@@ -3,10 +3,9 @@
 //! step says what comes next as a [`NextStep`]; this is the one place that reads
 //! it.
 
-use std::collections::BTreeMap;
-
 use super::batch::ResponseEnd;
 use super::batch_step::{run_batch, Batch};
+use super::built::Agent;
 use super::context::RunContext;
 use super::event::EventKind;
 use super::final_answer::FinalAnswer;
@@ -17,7 +16,7 @@ use super::progress::RunProgress;
 use super::request_caches::RequestCaches;
 use super::result::RunResult;
 use super::run_tools::RunTools;
-use super::state::RunState;
+use super::state::{CarriedOver, RunState};
 use super::turn::turn;
 use crate::error::Error;
 use crate::message::{AssistantMessage, Message};
@@ -37,9 +36,12 @@ pub(crate) struct RunLoop {
     pub(crate) answer: FinalAnswer,
     /// The turn between its turn_start and turn_end events, or 0.
     pub(crate) open_turn: u32,
-    /// The states of the agents that calls of the batch that runs first go
-    /// on from, or that the run stopped for, by call id.
-    pub(crate) nested: BTreeMap<String, RunState>,
+    /// What the batch that runs first carries over from the run that
+    /// stopped, or what the run carries over when it stops.
+    pub(crate) carried: CarriedOver,
+    /// The agents that handed the run on, held until it ends (their tools
+    /// are let go of after `run_end`, as the last agent's are).
+    pub(crate) handed_from: Vec<Agent>,
 }
 
 impl NextStep {
@@ -81,9 +83,9 @@ impl RunLoop {
             let turn = if progress.execute_only { 0 } else { progress.rounds };
             let turn_tools = progress.turn_tools.take();
             let tools = self.tools.current();
-            let nested = &mut self.nested;
+            let carried = &mut self.carried;
             let batch = Batch { message, response: ResponseEnd::Complete, turn, turn_tools };
-            let step = run_batch(run, tools, progress, nested, batch).await;
+            let step = run_batch(run, tools, progress, carried, batch).await;
             if let Some(stop) = self.follow(step, turn).await.stop() {
                 return stop;
             }
@@ -109,7 +111,7 @@ impl RunLoop {
                 Ok(()) => {
                     let tools = self.tools.current();
                     let progress = &mut self.progress;
-                    turn(run, tools, progress, &mut self.nested, &mut self.caches, &mut self.answer, number).await
+                    turn(run, tools, progress, &mut self.carried, &mut self.caches, &mut self.answer, number).await
                 }
                 Err(ending) => NextStep::End(ending),
             };
@@ -130,23 +132,28 @@ impl RunLoop {
         let Some(handoff) = self.run.agent().handoffs.get(&tool) else { return NextStep::RunAgain };
         let (to, agent, carried) = (handoff.name.clone(), handoff.agent.clone(), handoff.messages);
         let from = self.progress.handed_to.last().map(|name| name.as_str().into());
-        let dropped = handoff::carry(&mut self.progress, carried);
+        // An execute-only run asks no model: nothing is carried anywhere.
+        let dropped = match self.progress.execute_only {
+            true => 0,
+            false => handoff::carry(&mut self.progress, carried),
+        };
         // The run's tool set and decisions were for the agent handing off.
         let progress = &mut self.progress;
         progress.handed_to.push(to.to_string());
         progress.tools = None;
         progress.disclosed.clear();
         progress.standing.clear();
-        self.run.agent = agent;
+        self.handed_from.push(std::mem::replace(&mut self.run.agent, agent));
         self.caches = RequestCaches::new(self.run.agent().config.history);
         self.tools = RunTools::new(self.run.agent());
         self.run.events.emit(EventKind::Handoff { turn, call_id, from, to, dropped }).await;
         NextStep::RunAgain
     }
 
-    /// The run's result from how it stopped, and what the run worked with (its
-    /// agent, events and handles), which outlives the result.
-    pub(crate) fn finish(self, stop: Stop) -> (RunResult, RunContext) {
+    /// The run's result from how it stopped, what the run worked with (its
+    /// agent, events and handles), which outlives the result, and the agents
+    /// that handed it on.
+    pub(crate) fn finish(self, stop: Stop) -> (RunResult, RunContext, Vec<Agent>) {
         let status = stop.status();
         let progress = self.progress;
         let final_message = match self.answer.withheld {
@@ -159,7 +166,7 @@ impl RunLoop {
         };
         let (interruptions, state, error): (_, _, Option<Error>) = match stop {
             Stop::Interrupted(interruptions) => {
-                let state = RunState::capture(&progress, &interruptions, self.nested);
+                let state = RunState::capture(&progress, &interruptions, self.carried);
                 (interruptions, Some(state), None)
             }
             Stop::Ended(Ending::Failed(error)) => (Vec::new(), None, Some(error)),
@@ -177,6 +184,6 @@ impl RunLoop {
             state,
             agent: progress.handed_to.last().cloned(),
         };
-        (result, self.run)
+        (result, self.run, self.handed_from)
     }
 }

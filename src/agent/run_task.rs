@@ -81,7 +81,7 @@ impl RunOrigin {
         place: RunPlace,
         dispatcher: Option<tokio::task::JoinHandle<()>>,
     ) -> Run {
-        let RunOrigin { agent, mut progress, pending, resumed, nested: waiting } = self;
+        let RunOrigin { agent, mut progress, pending, resumed, carried } = self;
         let RunPlace { serial, id, events, nesting, cancel } = place;
         let injections = std::mem::take(&mut progress.injections);
         let shared = Arc::new(RunShared::new(id.clone(), serial, cancel, injections));
@@ -98,7 +98,9 @@ impl RunOrigin {
             nesting,
         };
         let answer = FinalAnswer::default();
-        let run = RunLoop { run, progress, pending, resumed, caches, tools, answer, open_turn: 0, nested: waiting };
+        let handed_from = Vec::new();
+        let run =
+            RunLoop { run, progress, pending, resumed, caches, tools, answer, open_turn: 0, carried, handed_from };
         threads.runtime.spawn(supervise(run, dispatcher, threads));
         Run::new(shared)
     }
@@ -123,9 +125,9 @@ fn next_run() -> (u64, Arc<str>) {
 /// Runs the loop with its panics caught, so a panic still ends the run with one
 /// `failed` run_end (keeping the transcript so far). Then, in this order: the
 /// runs nested in it end (and their tokens are counted); the event dispatcher
-/// delivers run_end and drops the sink; the run lets go of its agent (when that
-/// was the last hold, the tools' user data is released on a callback thread,
-/// inside this run's scope); the result is published, which wakes every
+/// delivers run_end and drops the sink; the run lets go of its agent and of
+/// those that handed it on (where that was the last hold, the tools' user data
+/// is released on a callback thread, inside this run's scope); the result is published, which wakes every
 /// waiter; the run lets go of the run it is nested in. So when a wait returns,
 /// nothing of the run, or of a run nested in it, calls the host again.
 async fn supervise(mut run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<()>>, threads: &'static Threads) {
@@ -162,14 +164,16 @@ async fn supervise(mut run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<
         // Nothing is lost: they end the transcript.
         Stop::Ended(_) => run.run.admit(late_injections, &mut run.progress.messages).await,
     }
-    let (result, RunContext { agent, events, shared, serial, .. }) = run.finish(stop);
+    let (result, RunContext { agent, events, shared, serial, .. }, mut agents) = run.finish(stop);
     let result = Arc::new(result);
     events.emit(EventKind::RunEnd { status: result.status, result: result.clone(), error: result.error.clone() }).await;
     drop(events);
     if let Some(dispatcher) = dispatcher {
         let _ = dispatcher.await;
     }
-    if let Some(last) = agent.into_last() {
+    agents.push(agent);
+    let last: Vec<_> = agents.into_iter().filter_map(Agent::into_last).collect();
+    if !last.is_empty() {
         let release = move || {
             let _scope = CallbackScope::enter(serial, CallbackKind::Tool);
             drop(last);

@@ -3,9 +3,11 @@
 //! The state is plain JSON with a version, so a host can store it anywhere and
 //! resume in another process with an agent built from the same configuration and
 //! tools: the run's [progress](RunProgress), field for field, with the state's
-//! `version` and the calls that wait for a decision (`awaiting`).
+//! `version`, the calls that wait for a decision (`awaiting`) and what the
+//! waiting batch carries over when an agent it called stopped for approval
+//! ([`CarriedOver`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -17,7 +19,7 @@ use super::nesting::MAX_AGENT_DEPTH;
 use super::progress::RunProgress;
 use super::transcript;
 use crate::error::{Error, Result};
-use crate::message::{AssistantMessage, Message, StopReason};
+use crate::message::{AssistantMessage, Message, StopReason, ToolResultMessage};
 
 /// The version of the state this ferrule writes and reads.
 const STATE_VERSION: u64 = 1;
@@ -31,9 +33,35 @@ pub struct RunState {
     /// The keys of the calls that wait for a decision, in call order (those
     /// of an agent the run called after that call's).
     awaiting: Vec<String>,
-    /// The states of the agents the waiting batch called that stopped for
-    /// approval, by call id.
-    nested: BTreeMap<String, RunState>,
+    /// What the waiting batch carries over from the run that stopped.
+    carried: CarriedOver,
+}
+
+/// What the batch a run stopped in carries over to the run that resumes it,
+/// when an agent it called stopped for approval: the results of its calls
+/// that had run, the states of its agents that wait, and (once the host
+/// decided) the decisions for the calls those agents wait on. Each is taken
+/// by its call when the batch runs again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub(crate) struct CarriedOver {
+    /// Results of calls that ran, by call id.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) ran: BTreeMap<String, ToolResultMessage>,
+    /// States of the agents that wait, by the id of the call that runs them.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) nested: BTreeMap<String, RunState>,
+    /// Decisions for the calls those agents wait on, by the agent call's id,
+    /// then by the calls' keys inside its run.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) nested_decided: BTreeMap<String, BTreeMap<String, Decision>>,
+}
+
+impl CarriedOver {
+    /// The ids of the calls that go on from the run that stopped: they were
+    /// let run then, so they are not asked about again.
+    pub(crate) fn calls(&self) -> BTreeSet<String> {
+        self.ran.keys().chain(self.nested.keys()).cloned().collect()
+    }
 }
 
 /// The state as it is written.
@@ -43,14 +71,14 @@ struct Written<'a> {
     #[serde(flatten)]
     progress: &'a RunProgress,
     awaiting: &'a [String],
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    nested: &'a BTreeMap<String, RunState>,
+    #[serde(flatten)]
+    carried: &'a CarriedOver,
 }
 
 impl Serialize for RunState {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let RunState { progress, awaiting, nested } = self;
-        Written { version: STATE_VERSION, progress, awaiting, nested }.serialize(s)
+        let RunState { progress, awaiting, carried } = self;
+        Written { version: STATE_VERSION, progress, awaiting, carried }.serialize(s)
     }
 }
 
@@ -80,10 +108,22 @@ impl JsonSchema for RunState {
                 serde_json::json!({"type": "array", "items": {"type": "string"},
                                    "description": "The keys of the calls that wait for a decision (an interruption's `key`), in call order."}),
             );
+            let result = generator.subschema_for::<ToolResultMessage>();
+            let decision = generator.subschema_for::<Decision>();
+            properties.insert(
+                "ran".to_owned(),
+                serde_json::json!({"type": "object", "additionalProperties": result,
+                                   "description": "Results of calls of the waiting batch that ran before an agent it called stopped for approval, by call id."}),
+            );
             properties.insert(
                 "nested".to_owned(),
                 serde_json::json!({"type": "object", "additionalProperties": {"$ref": "#/$defs/RunState"},
                                    "description": "The states of the agents the waiting batch called that stopped for approval, by call id."}),
+            );
+            properties.insert(
+                "nested_decided".to_owned(),
+                serde_json::json!({"type": "object", "additionalProperties": {"type": "object", "additionalProperties": decision},
+                                   "description": "Decisions given for calls those agents wait on, by the agent call's id, then by key."}),
             );
         }
         if let Some(Value::Array(required)) = schema.get_mut("required") {
@@ -101,13 +141,9 @@ impl RunState {
     /// The state of a run that stopped for approval: its progress (the transcript
     /// ending with the waiting message), the calls it waits on, and the states
     /// of the agents it called that wait.
-    pub(crate) fn capture(
-        progress: &RunProgress,
-        interruptions: &[Interruption],
-        nested: BTreeMap<String, RunState>,
-    ) -> Self {
+    pub(crate) fn capture(progress: &RunProgress, interruptions: &[Interruption], carried: CarriedOver) -> Self {
         let awaiting = interruptions.iter().map(|i| i.key.clone()).collect();
-        RunState { progress: progress.clone(), awaiting, nested }
+        RunState { progress: progress.clone(), awaiting, carried }
     }
 
     /// The handoffs the run had made, by name, in order.
@@ -146,6 +182,8 @@ impl RunState {
         }
         let awaiting = fields.remove("awaiting").ok_or_else(|| refuse("state: missing field `awaiting`"))?;
         let awaiting = serde_json::from_value(awaiting).map_err(|e| refuse(format!("state: awaiting: {e}")))?;
+        let ran = take_field(&mut fields, "ran")?;
+        let nested_decided = take_field(&mut fields, "nested_decided")?;
         let mut nested = BTreeMap::new();
         match fields.remove("nested") {
             None => {}
@@ -160,11 +198,11 @@ impl RunState {
             Some(other) => return Err(refuse(format!("state: nested must be an object, not {other}"))),
         }
         let progress = serde_json::from_value(Value::Object(fields)).map_err(|e| refuse(format!("state: {e}")))?;
-        Ok(RunState { progress, awaiting, nested })
+        Ok(RunState { progress, awaiting, carried: CarriedOver { ran, nested, nested_decided } })
     }
 
     fn check(&self) -> Result<()> {
-        let progress = &self.progress;
+        let (progress, carried) = (&self.progress, &self.carried);
         let Some(Message::Assistant(pending)) = progress.messages.last() else { return Err(no_waiting_message()) };
         if self.awaiting.is_empty() {
             return Err(refuse("state: no call waits for a decision"));
@@ -183,14 +221,14 @@ impl RunState {
                 return Err(refuse(format!("state: the waiting call \"{key}\" is not in the last assistant message")));
             }
             let settled = match inside {
-                None => progress.decided.contains_key(&id) || self.nested.contains_key(&id),
-                Some(_) => !self.nested.contains_key(&id),
+                None => progress.decided.contains_key(&id) || carried.nested.contains_key(&id),
+                Some(_) => !carried.nested.contains_key(&id),
             };
-            if settled || progress.ran.contains_key(&id) {
+            if settled || carried.ran.contains_key(&id) || !approval::is_canonical(key) {
                 return Err(refuse(format!("state: the call \"{key}\" does not wait as the state says")));
             }
         }
-        for (id, state) in &self.nested {
+        for (id, state) in &carried.nested {
             let under: Vec<&str> = self
                 .awaiting
                 .iter()
@@ -206,13 +244,13 @@ impl RunState {
             }
             state.check().map_err(|e| Error::invalid_arg(format!("{} (in the agent of call \"{id}\")", e.message)))?;
         }
-        for (id, result) in &progress.ran {
+        for (id, result) in &carried.ran {
             let agrees = call_named(id).is_some_and(|call| call.name == result.name) && &result.tool_call_id == id;
-            if !agrees || self.nested.contains_key(id) {
+            if !agrees || carried.nested.contains_key(id) {
                 return Err(refuse(format!("state: the result of call \"{id}\" does not fit the waiting message")));
             }
         }
-        if let Some(id) = progress.nested_decided.keys().find(|id| !self.nested.contains_key(*id)) {
+        if let Some(id) = carried.nested_decided.keys().find(|id| !carried.nested.contains_key(*id)) {
             return Err(refuse(format!("state: decisions are kept for call \"{id}\", which no agent waits in")));
         }
         if let Some(id) = progress.decided.keys().find(|id| !in_message(id)) {
@@ -240,11 +278,11 @@ impl RunState {
         self,
         decisions: HashMap<String, Decision>,
         agent: &AgentInner,
-    ) -> Result<(RunProgress, AssistantMessage, BTreeMap<String, RunState>)> {
+    ) -> Result<(RunProgress, AssistantMessage, CarriedOver)> {
         // Checked again: a state deserialized directly (not through run input)
         // was never checked.
         self.check()?;
-        let RunState { mut progress, awaiting, nested } = self;
+        let RunState { mut progress, awaiting, mut carried } = self;
         let Some(Message::Assistant(pending)) = progress.messages.pop() else { return Err(no_waiting_message()) };
         let tool_of = |id: &str| pending.tool_calls.iter().find(|c| c.id == id).map(|c| c.name.clone());
         for id in &awaiting {
@@ -258,6 +296,14 @@ impl RunState {
                 return Err(refuse(format!(
                     "no decision for call \"{id}\" ({tool}); every interrupted call needs one (waiting: {})",
                     awaiting.join(", ")
+                )));
+            }
+        }
+        for id in carried.nested.keys() {
+            let tool = tool_of(id).unwrap_or_default();
+            if !agent.tools.get(&tool).is_some_and(|(_, tool)| tool.function().starts_runs()) {
+                return Err(refuse(format!(
+                    "the state has an agent wait in call \"{id}\", but \"{tool}\" is no agent of this one; resume with an agent built from the same configuration, tools and agents"
                 )));
             }
         }
@@ -286,13 +332,21 @@ impl RunState {
                     own.insert(id, decision);
                 }
                 (id, Some(inside)) => {
-                    progress.nested_decided.entry(id).or_default().insert(inside.to_owned(), decision);
+                    carried.nested_decided.entry(id).or_default().insert(inside.to_owned(), decision);
                 }
             }
         }
         approval::adopt(&mut progress.standing, &mut progress.decided, own, |id| tool_of(id).unwrap_or_default())
             .map_err(refuse)?;
-        Ok((progress, pending, nested))
+        Ok((progress, pending, carried))
+    }
+}
+
+/// The field `name` of a state, taken out of `fields` (empty when absent).
+fn take_field<T: serde::de::DeserializeOwned + Default>(fields: &mut Map<String, Value>, name: &str) -> Result<T> {
+    match fields.remove(name) {
+        None => Ok(T::default()),
+        Some(value) => serde_json::from_value(value).map_err(|e| refuse(format!("state: {name}: {e}"))),
     }
 }
 

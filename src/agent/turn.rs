@@ -2,8 +2,6 @@
 //! the model is asked with the tools the turn offers (and the history the budget
 //! keeps), and its response becomes the final answer or a batch.
 
-use std::collections::BTreeMap;
-
 use super::batch::ResponseEnd;
 use super::batch_step::{run_batch, Batch};
 use super::context::RunContext;
@@ -14,7 +12,7 @@ use super::model_request;
 use super::next_step::{Ending, NextStep};
 use super::progress::RunProgress;
 use super::request_caches::RequestCaches;
-use super::state::RunState;
+use super::state::CarriedOver;
 use super::tool_scope::ToolScope;
 use super::tool_set::ToolSet;
 use crate::error::{Error, ErrorCode};
@@ -22,13 +20,13 @@ use crate::message::{Message, StopReason};
 use crate::provider::{GenerationRequest, ToolChoice, WireCache};
 
 /// Runs turn `turn` (from 1) of a run, between its turn events, with the tools
-/// of `tools`; the states of agents its batch called that stop for approval
-/// go into `nested`.
+/// of `tools`; what a batch that stops for an agent's approval carries over
+/// goes into `carried`.
 pub(crate) async fn turn(
     run: &RunContext,
     tools: &ToolSet,
     progress: &mut RunProgress,
-    nested: &mut BTreeMap<String, RunState>,
+    carried: &mut CarriedOver,
     caches: &mut RequestCaches,
     answer: &mut FinalAnswer,
     turn: u32,
@@ -134,7 +132,7 @@ pub(crate) async fn turn(
     if message.tool_calls.is_empty() {
         return final_answer::conclude(run, progress, answer, turn, message).await;
     }
-    run_batch(run, tools, progress, nested, Batch { message, response, turn, turn_tools }).await
+    run_batch(run, tools, progress, carried, Batch { message, response, turn, turn_tools }).await
 }
 
 /// Emits `message_end` for a complete assistant message.

@@ -170,7 +170,8 @@ impl Tool {
     }
 }
 
-fn check_name(name: &str) -> Result<()> {
+/// `INVALID_ARG` unless `name` is 1 to 64 characters of `A-Z a-z 0-9 _ -`.
+pub(crate) fn check_name(name: &str) -> Result<()> {
     let valid_chars = name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     if name.is_empty() || name.len() > MAX_NAME_LEN || !valid_chars {
         return Err(Error::new(

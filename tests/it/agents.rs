@@ -1,38 +1,14 @@
 //! Agents called as tools: nested runs whose events reach the calling run's,
 //! whose tokens are counted once, and which end with the run that called them.
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
+use crate::common::agents::*;
 use crate::common::*;
 use ferrule::agent::{Agent, AgentBuilder, AgentToolMode, AgentToolOptions, AgentToolSpec, HandoffMessages, RunStatus};
 use ferrule::error::ErrorCode;
 use ferrule::tool::{Invocation, ToolOutcome, ToolResult};
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
-
-/// `agent` offered as the tool `name`, with the default schema.
-fn as_tool(name: &str, agent: &Agent) -> AgentToolSpec {
-    AgentToolSpec {
-        name: name.into(),
-        description: format!("the agent {name}"),
-        agent: agent.clone(),
-        input_schema: None,
-        mode: AgentToolMode::Tool,
-        options: AgentToolOptions::default(),
-    }
-}
-
-/// A scripted agent with `extra` config fields and `agents` added to it.
-fn parent(script: Value, extra: Value, agents: Vec<AgentToolSpec>) -> Agent {
-    let mut config = json!({"model": {"provider": "scripted", "script": script}});
-    config.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-    let mut builder = AgentBuilder::from_json(&config.to_string()).unwrap();
-    for spec in agents {
-        builder.add_agent(spec).unwrap();
-    }
-    builder.build().unwrap()
-}
 
 fn usage(input: u64, output: u64) -> Value {
     json!({"input_tokens": input, "output_tokens": output})
@@ -60,7 +36,7 @@ fn a_nested_run_s_events_come_wrapped_in_order_inside_its_call_and_stay_out_of_t
         json!({}),
         vec![echo("lookup")],
     );
-    let boss = parent(
+    let boss = parent_of(
         json!([
             {"tool_calls": [call("c1", "researcher", json!({"input": "find facts"}))], "usage": usage(100, 5)},
             {"text": "done", "usage": usage(200, 7)}
@@ -121,7 +97,7 @@ fn a_nested_run_s_events_come_wrapped_in_order_inside_its_call_and_stay_out_of_t
 #[test]
 fn tokens_of_agents_nested_two_deep_are_counted_once_at_every_level() {
     let leaf = agent(json!([{"text": "leaf answer", "usage": usage(1, 1)}]), json!({}), vec![]);
-    let middle = parent(
+    let middle = parent_of(
         json!([
             {"tool_calls": [call("m1", "leaf", json!({"input": "a"})), call("m2", "leaf", json!({"input": "b"}))],
              "usage": usage(10, 10)},
@@ -130,7 +106,7 @@ fn tokens_of_agents_nested_two_deep_are_counted_once_at_every_level() {
         json!({}),
         vec![as_tool("leaf", &leaf)],
     );
-    let top = parent(
+    let top = parent_of(
         json!([
             {"tool_calls": [call("t1", "middle", json!({"input": "x"}))], "usage": usage(100, 100)},
             {"text": "top answer", "usage": usage(100, 100)}
@@ -164,7 +140,7 @@ fn calls_of_agents_in_one_batch_run_in_parallel() {
     );
     let calls: Vec<Value> = (0..4).map(|i| call(&format!("c{i}"), "worker", json!({"input": "go"}))).collect();
     let boss =
-        parent(json!([{"tool_calls": calls}, {"text": "all rested"}]), json!({}), vec![as_tool("worker", &worker)]);
+        parent_of(json!([{"tool_calls": calls}, {"text": "all rested"}]), json!({}), vec![as_tool("worker", &worker)]);
     let (result, _) = run(&boss, "go");
     assert_eq!(result.status, RunStatus::Completed);
     assert_eq!(gauge.total(), 4);
@@ -174,7 +150,7 @@ fn calls_of_agents_in_one_batch_run_in_parallel() {
 #[test]
 fn a_failed_nested_run_is_an_error_result_the_calling_model_reads() {
     let broken = agent(json!([{"error": {"status": 400, "message": "bad request"}}]), json!({}), vec![]);
-    let boss = parent(
+    let boss = parent_of(
         json!([{"tool_calls": [call("c1", "broken", json!({"input": "x"}))]}, {"text": "coped"}]),
         json!({}),
         vec![as_tool("broken", &broken)],
@@ -184,32 +160,6 @@ fn a_failed_nested_run_is_an_error_result_the_calling_model_reads() {
     let results = tool_results(&result);
     assert_eq!(results[0]["is_error"], true);
     assert!(text(&results[0]).starts_with("The agent \"broken\" failed: "), "{}", text(&results[0]));
-}
-
-/// The cancellation tokens of a tool's calls.
-type Tokens = Arc<Mutex<Vec<CancellationToken>>>;
-
-/// A tool whose calls wait until they are cancelled, keeping their tokens.
-fn waiter(tokens: Tokens) -> ferrule::tool::Tool {
-    tool("wait", json!({}), move |call: Invocation| {
-        tokens.lock().unwrap().push(call.cancellation().clone());
-        async move {
-            call.cancellation().cancelled().await;
-            ToolOutcome::Completed(ToolResult::text("cancelled"))
-        }
-    })
-}
-
-/// Waits until `tokens` holds one.
-fn first_call(tokens: &Tokens) {
-    while tokens.lock().unwrap().is_empty() {
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// Whether every call kept in `tokens` was cancelled.
-fn all_cancelled(tokens: &Tokens) -> bool {
-    tokens.lock().unwrap().iter().all(CancellationToken::is_cancelled)
 }
 
 #[test]
@@ -225,7 +175,7 @@ fn cancelling_the_calling_run_cancels_the_nested_one_and_ends_after_it() {
         json!({}),
         vec![waiter(tokens.clone()), sleeper("count", json!({}), counter.clone())],
     );
-    let boss = parent(
+    let boss = parent_of(
         json!([{"tool_calls": [call("c1", "worker", json!({"input": "go"}))], "usage": usage(50, 50)}, {"text": "never"}]),
         json!({}),
         vec![as_tool("worker", &worker)],
@@ -256,8 +206,8 @@ fn a_call_s_timeout_cancels_the_nested_run() {
         vec![waiter(tokens.clone())],
     );
     let mut spec = as_tool("worker", &worker);
-    spec.options.timeout_ms = 100;
-    let boss = parent(
+    spec.options.timeout_ms = Some(100);
+    let boss = parent_of(
         json!([{"tool_calls": [call("c1", "worker", json!({"input": "go"}))]}, {"text": "moved on"}]),
         json!({}),
         vec![spec],
@@ -274,7 +224,7 @@ fn a_call_s_timeout_cancels_the_nested_run() {
 fn agents_nest_at_most_eight_deep() {
     let mut agent = agent(json!([{"text": "leaf"}]), json!({}), vec![]);
     for level in 2..=8 {
-        agent = parent(json!([{"text": "x"}]), json!({}), vec![as_tool(&format!("level{level}"), &agent)]);
+        agent = parent_of(json!([{"text": "x"}]), json!({}), vec![as_tool(&format!("level{level}"), &agent)]);
     }
     let mut builder = AgentBuilder::from_json(r#"{"model": {"provider": "scripted"}}"#).unwrap();
     let error = builder.add_agent(as_tool("level9", &agent)).unwrap_err();
@@ -296,7 +246,7 @@ fn an_agent_s_name_is_checked_as_a_tool_s() {
 
 /// `agent` offered as the handoff `transfer_to_<name>`.
 fn handoff(name: &str, agent: &Agent, messages: HandoffMessages) -> AgentToolSpec {
-    let options = AgentToolOptions { handoff_messages: messages, ..AgentToolOptions::default() };
+    let options = AgentToolOptions { handoff_messages: Some(messages), ..AgentToolOptions::default() };
     AgentToolSpec { mode: AgentToolMode::Handoff, options, ..as_tool(name, agent) }
 }
 
@@ -312,7 +262,7 @@ fn a_handoff_goes_on_with_the_other_agent_s_tools_and_says_who_answered() {
         json!({}),
         vec![echo("invoice")],
     );
-    let front = parent(
+    let front = parent_of(
         json!([{"text": "passing you on", "tool_calls": [call("h1", "transfer_to_billing", json!({}))], "usage": usage(1, 1)}]),
         json!({}),
         vec![handoff("billing", &billing, HandoffMessages::All)],
@@ -343,7 +293,7 @@ fn a_handoff_goes_on_with_the_other_agent_s_tools_and_says_who_answered() {
 fn only_the_first_handoff_of_a_response_is_made() {
     let a = agent(json!([{"text": "a answers"}]), json!({}), vec![]);
     let b = agent(json!([{"text": "b answers"}]), json!({}), vec![]);
-    let front = parent(
+    let front = parent_of(
         json!([{"tool_calls": [
             call("h1", "transfer_to_a", json!({})),
             call("h2", "transfer_to_b", json!({})),
@@ -366,7 +316,7 @@ fn only_the_first_handoff_of_a_response_is_made() {
 #[test]
 fn a_handoff_without_tool_calls_leaves_no_call_result_or_reasoning_behind() {
     let next = agent(json!([{}, {"text": "taken over"}]), json!({}), vec![]);
-    let front = parent(
+    let front = parent_of(
         json!([{"tool_calls": [call("h1", "transfer_to_next", json!({}))]}]),
         json!({}),
         vec![handoff("next", &next, HandoffMessages::WithoutToolCalls)],
@@ -405,12 +355,12 @@ fn a_handoff_without_tool_calls_leaves_no_call_result_or_reasoning_behind() {
 #[test]
 fn handoffs_chain_and_each_says_where_it_came_from() {
     let c = agent(json!([{}, {}, {"text": "c answers"}]), json!({}), vec![]);
-    let b = parent(
+    let b = parent_of(
         json!([{}, {"tool_calls": [call("h2", "transfer_to_c", json!({}))]}]),
         json!({}),
         vec![handoff("c", &c, HandoffMessages::All)],
     );
-    let a = parent(
+    let a = parent_of(
         json!([{"tool_calls": [call("h1", "transfer_to_b", json!({}))]}]),
         json!({}),
         vec![handoff("b", &b, HandoffMessages::All)],
@@ -435,7 +385,7 @@ fn a_run_interrupted_after_a_handoff_resumes_with_the_agent_it_was_handed_to() {
                 ToolOutcome::Completed(ToolResult::text(call.arguments()["text"].as_str().unwrap().to_owned()))
             })],
         );
-        parent(
+        parent_of(
             json!([{"tool_calls": [call("h1", "transfer_to_careful", json!({}))]}]),
             json!({}),
             vec![handoff("careful", &careful, HandoffMessages::All)],
@@ -587,12 +537,12 @@ fn a_rejection_reaches_the_called_agent_and_a_wrong_key_is_refused() {
 fn an_approval_two_agents_deep_is_keyed_by_its_path() {
     let deletes = Arc::new(Gauge::default());
     let build = |deletes: Arc<Gauge>| {
-        let middle = parent(
+        let middle = parent_of(
             json!([{"tool_calls": [call("m/1", "worker", json!({"input": "x"}))]}, {"text": "middle done"}]),
             json!({}),
             vec![as_tool("worker", &careful_worker(deletes))],
         );
-        parent(
+        parent_of(
             json!([{"tool_calls": [call("t1", "middle", json!({"input": "y"}))]}, {"text": "top done"}]),
             json!({}),
             vec![as_tool("middle", &middle)],
@@ -610,4 +560,9 @@ fn an_approval_two_agents_deep_is_keyed_by_its_path() {
     assert_eq!(resumed.status, RunStatus::Completed, "{:?}", resumed.error);
     assert_eq!(deletes.total(), 1);
     assert_eq!(text(&tool_results(&resumed)[0]), "middle done");
+}
+
+/// A scripted agent with `extra` config fields and `agents` added to it.
+fn parent_of(script: Value, extra: Value, agents: Vec<AgentToolSpec>) -> Agent {
+    with_agents(script, extra, vec![], agents)
 }

@@ -11,19 +11,7 @@ use ferrule::hook::{HookDecision, HookStage};
 use ferrule::tool::{ToolOptions, ToolResult};
 use ferrule::ErrorCode;
 
-/// The code and message of an error from the C ABI (freed); `None` for success.
-fn taken(error: *mut ferrule_error) -> Option<(u32, String)> {
-    if error.is_null() {
-        return None;
-    }
-    unsafe {
-        let message = ferrule_error_message(error);
-        let text = String::from_utf8_lossy(std::slice::from_raw_parts(message.ptr.cast::<u8>(), message.len));
-        let taken = (ferrule_error_code(error), text.into_owned());
-        ferrule_error_free(error);
-        Some(taken)
-    }
-}
+use crate::common::taken;
 
 fn assert_repeated_key(what: &str, error: Option<(u32, String)>, key: &str) {
     let (code, message) = error.unwrap_or_else(|| panic!("{what}: a repeated key was taken"));

@@ -5,7 +5,7 @@ mod common;
 
 mod agent_loop;
 mod agents;
-mod agents_attack;
+mod agents_hostile;
 mod apply_patch_scenarios;
 mod approval;
 mod builtin_bash;

@@ -187,6 +187,7 @@ pub fn assert_event_invariants(events: &[Value]) {
     );
 }
 
+pub mod agents;
 pub mod fixtures;
 pub mod mcp;
 pub mod openai_spec;
@@ -208,3 +209,19 @@ pub fn provider_agent(provider: &str, base_url: &str, model: Value, extra: Value
     build(config, extra, tools)
 }
 pub mod wire;
+
+/// The code and message of an error from the C ABI (freed); `None` for success.
+pub fn taken(error: *mut ferrule::ffi::ferrule_error) -> Option<(u32, String)> {
+    use ferrule::ffi::{ferrule_error_code, ferrule_error_free, ferrule_error_message};
+    if error.is_null() {
+        return None;
+    }
+    // SAFETY: a non-null error from the C ABI is live until freed here.
+    unsafe {
+        let message = ferrule_error_message(error);
+        let text = String::from_utf8_lossy(std::slice::from_raw_parts(message.ptr.cast::<u8>(), message.len));
+        let taken = (ferrule_error_code(error), text.into_owned());
+        ferrule_error_free(error);
+        Some(taken)
+    }
+}

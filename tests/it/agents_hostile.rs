@@ -7,6 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common::agents::*;
 use crate::common::*;
 use ferrule::agent::{
     Agent, AgentBuilder, AgentToolMode, AgentToolOptions, AgentToolSpec, HandoffMessages, RunInput, RunResult,
@@ -15,33 +16,6 @@ use ferrule::agent::{
 use ferrule::error::ErrorCode;
 use ferrule::tool::{Invocation, ToolOutcome, ToolResult};
 use serde_json::{json, Value};
-use tokio_util::sync::CancellationToken;
-
-/// `agent` offered as the tool `name`, with the default schema.
-fn as_tool(name: &str, agent: &Agent) -> AgentToolSpec {
-    AgentToolSpec {
-        name: name.into(),
-        description: format!("the agent {name}"),
-        agent: agent.clone(),
-        input_schema: None,
-        mode: AgentToolMode::Tool,
-        options: AgentToolOptions::default(),
-    }
-}
-
-/// A scripted agent with `extra` config fields, `tools` and `agents` added to it.
-fn boss(script: Value, extra: Value, tools: Vec<ferrule::tool::Tool>, agents: Vec<AgentToolSpec>) -> Agent {
-    let mut config = json!({"model": {"provider": "scripted", "script": script}});
-    config.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-    let mut builder = AgentBuilder::from_json(&config.to_string()).unwrap();
-    for tool in tools {
-        builder.add_tool(tool).unwrap();
-    }
-    for spec in agents {
-        builder.add_agent(spec).unwrap();
-    }
-    builder.build().unwrap()
-}
 
 /// The tool `delete`, which needs approval; `calls` counts its runs.
 fn delete(calls: Arc<Gauge>) -> ferrule::tool::Tool {
@@ -108,7 +82,7 @@ fn a_called_agent_that_asks_twice_resumes_twice() {
             json!({}),
             vec![delete(deletes)],
         );
-        boss(
+        with_agents(
             json!([{"tool_calls": [call("c1", "worker", json!({"input": "clean"}))]}, {"text": "boss done"}]),
             json!({}),
             vec![],
@@ -135,7 +109,7 @@ fn a_called_agent_that_asks_twice_resumes_twice() {
 fn agents_called_one_after_the_other_that_both_ask_resume_in_turn() {
     let deletes = Arc::new(Gauge::default());
     let build = |deletes: Arc<Gauge>| {
-        boss(
+        with_agents(
             json!([
                 {"tool_calls": [call("c1", "worker", json!({"input": "a"})), call("c2", "worker", json!({"input": "b"}))]},
                 {"text": "boss done"}
@@ -169,7 +143,7 @@ fn resuming_with_an_agent_that_gates_the_agent_call_leaves_a_state_that_resumes(
     let build = |gated: bool| {
         let mut spec = as_tool("worker", &careful_worker(deletes.clone()));
         spec.options.needs_approval = gated;
-        boss(
+        with_agents(
             json!([
                 {"tool_calls": [call("c1", "worker", json!({"input": "clean up"})), call("n1", "note", json!({}))]},
                 {"text": "boss done"}
@@ -202,7 +176,7 @@ fn resuming_with_an_agent_that_gates_the_agent_call_leaves_a_state_that_resumes(
 fn a_repeated_call_id_does_not_overwrite_the_kept_result_of_the_call_that_ran() {
     let notes = Arc::new(Gauge::default());
     let build = |notes: Arc<Gauge>| {
-        boss(
+        with_agents(
             json!([
                 {"tool_calls": [
                     call("c1", "worker", json!({"input": "clean up"})),
@@ -234,7 +208,7 @@ fn a_repeated_call_id_does_not_overwrite_the_kept_result_of_the_call_that_ran() 
 fn a_repeated_agent_call_id_leaves_a_state_that_resumes() {
     let deletes = Arc::new(Gauge::default());
     let build = |deletes: Arc<Gauge>| {
-        boss(
+        with_agents(
             json!([
                 {"tool_calls": [call("c1", "worker", json!({"input": "a"})), call("c1", "worker", json!({"input": "b"}))]},
                 {"text": "boss done"}
@@ -265,7 +239,7 @@ fn a_fatal_failure_beside_an_agent_that_stopped_is_not_forgotten() {
         let boom = tool("boom", json!({"on_error": "fatal"}), |_: Invocation| async {
             ToolOutcome::Failed("the disk is on fire".into())
         });
-        boss(
+        with_agents(
             json!([
                 {"tool_calls": [call("c1", "worker", json!({"input": "clean up"})), call("b1", "boom", json!({}))]},
                 {"text": "boss done"}
@@ -299,7 +273,7 @@ fn a_tool_disclosed_beside_an_agent_that_stopped_stays_disclosed() {
         let hidden = tool("read_account", json!({"deferred": true}), |_: Invocation| async {
             ToolOutcome::Completed(ToolResult::text("balance 10"))
         });
-        boss(
+        with_agents(
             json!([
                 {"tool_calls": [call("c1", "worker", json!({"input": "clean up"})), call("a1", "authenticate", json!({}))]},
                 {"tool_calls": [call("r1", "read_account", json!({}))]},
@@ -320,19 +294,6 @@ fn a_tool_disclosed_beside_an_agent_that_stopped_stays_disclosed() {
 
 // ---- a cancel after an agent stopped ---------------------------------------------
 
-type Tokens = Arc<Mutex<Vec<CancellationToken>>>;
-
-/// A tool whose calls wait until they are cancelled, keeping their tokens.
-fn waiter(tokens: Tokens) -> ferrule::tool::Tool {
-    tool("wait", json!({}), move |call: Invocation| {
-        tokens.lock().unwrap().push(call.cancellation().clone());
-        async move {
-            call.cancellation().cancelled().await;
-            ToolOutcome::Completed(ToolResult::text("cancelled"))
-        }
-    })
-}
-
 /// docs/json.md: "Every tool_execution_start gets exactly one
 /// tool_execution_end ... except the call of an agent that stopped for
 /// approval, which ends in the resumed run". A run cancelled after its agent
@@ -340,7 +301,7 @@ fn waiter(tokens: Tokens) -> ferrule::tool::Tool {
 #[test]
 fn a_run_cancelled_after_its_agent_stopped_ends_the_agent_s_call() {
     let tokens = Tokens::default();
-    let parent = boss(
+    let parent = with_agents(
         json!([
             {"tool_calls": [call("c1", "worker", json!({"input": "clean up"})), call("w1", "wait", json!({}))]},
             {"text": "never"}
@@ -407,12 +368,12 @@ fn an_execute_only_run_keeps_the_calls_it_executed_through_a_handoff() {
     let spec = AgentToolSpec {
         mode: AgentToolMode::Handoff,
         options: AgentToolOptions {
-            handoff_messages: HandoffMessages::WithoutToolCalls,
+            handoff_messages: Some(HandoffMessages::WithoutToolCalls),
             ..AgentToolOptions::default()
         },
         ..as_tool("next", &next)
     };
-    let front = boss(json!([]), json!({}), vec![echo("echo")], vec![spec]);
+    let front = with_agents(json!([]), json!({}), vec![echo("echo")], vec![spec]);
     let input = json!({
         "messages": [{"role": "user", "content": "pass me on"}],
         "execute": {"role": "assistant", "content": "on it", "stop_reason": "tool_use", "tool_calls": [
@@ -447,7 +408,7 @@ fn interruptions_of_agents_that_stop_out_of_order_come_in_call_order() {
         json!({}),
         vec![sleeper("nap", json!({}), gauge), delete(Arc::default())],
     );
-    let parent = boss(
+    let parent = with_agents(
         json!([
             {"tool_calls": [call("c1", "slow", json!({"input": "a"})), call("c2", "quick", json!({"input": "b"}))]},
             {"text": "boss done"}
@@ -469,7 +430,7 @@ fn interruptions_of_agents_that_stop_out_of_order_come_in_call_order() {
 fn a_nested_state_under_a_call_of_a_host_tool_is_refused() {
     let notes = Arc::new(Gauge::default());
     let build = |notes: Arc<Gauge>| {
-        boss(
+        with_agents(
             json!([
                 {"tool_calls": [call("c1", "worker", json!({"input": "clean up"})), call("n1", "note", json!({}))]},
                 {"text": "boss done"}
@@ -540,7 +501,7 @@ fn a_handoff_does_not_release_the_first_agent_s_tools_in_the_middle_of_the_run()
     });
     let next = agent(json!([{}, {"text": "next answers"}]), json!({}), vec![]);
     let spec = AgentToolSpec { mode: AgentToolMode::Handoff, ..as_tool("next", &next) };
-    let front = boss(
+    let front = with_agents(
         json!([{"tool_calls": [call("g1", "gate", json!({})), call("h1", "transfer_to_next", json!({}))]}]),
         json!({}),
         vec![gate],
@@ -579,21 +540,6 @@ fn a_handoff_with_an_empty_name_is_refused() {
     let spec = AgentToolSpec { mode: AgentToolMode::Handoff, ..as_tool("", &next) };
     let error = builder.add_agent(spec).expect_err("a handoff named \"\" was added");
     assert_eq!(error.code, ErrorCode::InvalidArg, "{}", error.message);
-}
-
-/// The code and message of an error from the C ABI (freed); `None` for success.
-fn taken(error: *mut ferrule::ffi::ferrule_error) -> Option<(u32, String)> {
-    use ferrule::ffi::*;
-    if error.is_null() {
-        return None;
-    }
-    unsafe {
-        let message = ferrule_error_message(error);
-        let text = String::from_utf8_lossy(std::slice::from_raw_parts(message.ptr.cast::<u8>(), message.len));
-        let taken = (ferrule_error_code(error), text.into_owned());
-        ferrule_error_free(error);
-        Some(taken)
-    }
 }
 
 /// docs/agents.md: "Unknown fields and an option of the other mode are
