@@ -428,7 +428,7 @@ public struct ToolOptions: Sendable, Hashable, Codable {
 /// The options JSON of an agent added to a builder (`ferrule_agent_tool_spec.options`). Unknown
 /// fields are rejected.
 public struct AgentToolOptions: Sendable, Hashable, Codable {
-    /// Which messages a handoff carries. Handoff mode only.
+    /// Which messages a handoff carries (absent: all). Handoff mode only.
     public var handoffMessages: String?
     /// A call runs (or hands off) only once the host approved it.
     public var needsApproval: Bool?

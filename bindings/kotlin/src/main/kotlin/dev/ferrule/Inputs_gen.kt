@@ -265,7 +265,7 @@ data class ToolOptions(
  */
 @Serializable
 data class AgentToolOptions(
-    /** Which messages a handoff carries. Handoff mode only. */
+    /** Which messages a handoff carries (absent: all). Handoff mode only. */
     @SerialName("handoff_messages") val handoffMessages: String? = null,
     /** A call runs (or hands off) only once the host approved it. */
     @SerialName("needs_approval") val needsApproval: Boolean? = null,
