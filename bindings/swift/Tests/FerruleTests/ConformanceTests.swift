@@ -88,7 +88,7 @@ private final class Scenario: Sendable {
         if JSONValue(encoding: config) != spec["config"] {
             throw RunnerError(why: "AgentConfig loses fields: \(JSONValue(encoding: config).json)")
         }
-        let agent = try build(config, tools: spec["tools"])
+        let agent = try build(config, tools: spec["tools"], agents: spec["agents"], hooks: hooks())
         var (step, result) = try await self.step(agent, input: try input(spec["input"] ?? [:]), expect: spec["expect"])
         var steps = [step]
         // Each resume step goes on from the last state a run gave.
@@ -100,7 +100,10 @@ private final class Scenario: Sendable {
             let decisions = try JSONCoding.decode(
                 [String: Decision].self,
                 from: JSONCoding.encode(resume["decisions"] ?? [:]))
-            let on = resume["new_agent"] == true ? try build(config, tools: resume["tools"] ?? spec["tools"]) : agent
+            let on =
+                resume["new_agent"] == true
+                ? try build(config, tools: resume["tools"] ?? spec["tools"], agents: spec["agents"], hooks: hooks())
+                : agent
             let input = RunInput.resume(state: .object(state), decisions: decisions)
             let (next, nextResult) = try await self.step(on, input: input, expect: resume["expect"])
             steps.append(next)
@@ -109,8 +112,20 @@ private final class Scenario: Sendable {
         return steps
     }
 
-    /// An agent of the scenario's config, hooks and `tools`.
-    private func build(_ config: AgentConfig, tools: JSONValue?) throws -> Agent {
+    /// An agent of `config`, `tools`, `hooks` and the `agents` it is offered
+    /// (each built first, from its own config, tools and agents).
+    private func build(_ config: AgentConfig, tools: JSONValue?, agents: JSONValue?, hooks: [Hook]) throws -> Agent {
+        let agents = try (agents?.arrayValue ?? []).map { spec in
+            let config = try JSONCoding.decode(AgentConfig.self, from: try JSONCoding.encode(spec["config"]))
+            let agent = try build(config, tools: spec["tools"], agents: spec["agents"], hooks: [])
+            let options = try JSONCoding.decode(
+                AgentToolOptions.self, from: JSONCoding.encode(spec["options"] ?? [:]))
+            let name = spec["name"]?.stringValue ?? ""
+            let description = spec["description"]?.stringValue ?? ""
+            return spec["mode"] == "handoff"
+                ? AgentTool.handoff(name, description: description, agent: agent, options: options)
+                : AgentTool.tool(name, description: description, agent: agent, options: options)
+        }
         let tools = try (tools?.arrayValue ?? []).map { spec in
             let options = try JSONCoding.decode(ToolOptions.self, from: JSONCoding.encode(spec["options"] ?? [:]))
             var known = JSONValue(encoding: options)
@@ -125,7 +140,7 @@ private final class Scenario: Sendable {
                 name: spec["name"]?.stringValue ?? "", description: spec["description"]?.stringValue ?? "",
                 schema: spec["input_schema"], options: options, behaviour(spec["behaviour"] ?? [:]))
         }
-        return try Agent(config: config, tools: tools, hooks: hooks())
+        return try Agent(config: config, tools: tools, hooks: hooks, agents: agents)
     }
 
     /// The scenario's hooks: one raw hook per stage named, answering with the

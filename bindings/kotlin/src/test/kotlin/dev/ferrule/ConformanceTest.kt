@@ -89,7 +89,7 @@ private class Scenario(val name: String, val spec: JsonObject) {
         val again = FerruleJson.encodeToJsonElement(AgentConfig.serializer(), config)
         if (again != spec["config"]) return runnerError("AgentConfig loses fields: $again")
         val steps = mutableListOf<JsonElement>()
-        val agent = build(spec["tools"])
+        val agent = build(config, spec["tools"], spec["agents"], hooks())
         var (step, result) = step(agent, input(spec["input"]!!.jsonObject), spec["expect"]?.jsonObject)
         steps += step
         for (resume in spec["resumes"]?.jsonArray ?: JsonArray(emptyList())) {
@@ -98,7 +98,7 @@ private class Scenario(val name: String, val spec: JsonObject) {
             val patched = JsonObject(state + (resume["state_patch"]?.jsonObject ?: emptyMap()))
             val decisions = FerruleJson.decodeFromJsonElement(
                 MapSerializer(String.serializer(), Decision.serializer()), resume["decisions"] ?: JsonObject(emptyMap()))
-            val on = if (resume["new_agent"].isTrue) build(resume["tools"] ?: spec["tools"]) else agent
+            val on = if (resume["new_agent"].isTrue) build(config, resume["tools"] ?: spec["tools"], spec["agents"], hooks()) else agent
             val (next, nextResult) = step(on, RunInput.resume(patched.toString(), decisions), resume["expect"]?.jsonObject)
             steps += next
             if (nextResult != null) result = nextResult
@@ -108,11 +108,29 @@ private class Scenario(val name: String, val spec: JsonObject) {
         return steps
     }
 
-    private fun build(tools: JsonElement?): Agent = Agent(config, (tools?.jsonArray ?: JsonArray(emptyList())).map { tool ->
-        val tool = tool.jsonObject
-        Tool(tool["name"].text!!, tool["description"].text ?: "", tool["input_schema"]?.toString(),
-            options(tool["options"]?.jsonObject), behaviour(tool["behaviour"]?.jsonObject ?: JsonObject(emptyMap())))
-    }, hooks())
+    /** An agent of [config], [tools], [hooks] and the [agents] it is offered (each built first, then closed). */
+    private fun build(config: AgentConfig, tools: JsonElement?, agents: JsonElement?, hooks: List<Hook>): Agent {
+        val offered = (agents?.jsonArray ?: JsonArray(emptyList())).map { agent ->
+            val spec = agent.jsonObject
+            val child = build(FerruleJson.decodeFromJsonElement(AgentConfig.serializer(), spec["config"]!!),
+                spec["tools"], spec["agents"], emptyList())
+            val options = FerruleJson.decodeFromJsonElement(AgentToolOptions.serializer(),
+                spec["options"] ?: JsonObject(emptyMap()))
+            val name = spec["name"].text!!
+            val description = spec["description"].text ?: ""
+            if (spec["mode"].text == "handoff") {
+                AgentTool.handoff(name, description, child, options)
+            } else {
+                AgentTool.tool(name, description, child, options)
+            }
+        }
+        val made = (tools?.jsonArray ?: JsonArray(emptyList())).map { tool ->
+            val tool = tool.jsonObject
+            Tool(tool["name"].text!!, tool["description"].text ?: "", tool["input_schema"]?.toString(),
+                options(tool["options"]?.jsonObject), behaviour(tool["behaviour"]?.jsonObject ?: JsonObject(emptyMap())))
+        }
+        return Agent(config, made, hooks, agents = offered).also { offered.forEach { it.agent.close() } }
+    }
 
     /** The scenario's tool options as [ToolOptions]; every Kotlin tool is nonblocking, the rest must survive. */
     private fun options(options: JsonObject?): ToolOptions {
