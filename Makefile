@@ -221,6 +221,14 @@ bench-mcp: judge
 	$(BUILD)/bench-python/bin/python bench/mcp/peer.py $(CURDIR)/target/release/ferrule-mcp-test-server \
 		$(CURDIR)/$(BUILD)/mcp-python/bin/python $(CURDIR)/tests/mcp/http_server.py
 
+# Agents called as tools: ferrule beside the OpenAI Agents SDK's Agent.as_tool,
+# each workload of the peer in a process of its own (docs/performance.md).
+bench-agents:
+	./scripts/setup.sh bench
+	$(CARGO) bench --bench agents
+	$(BUILD)/bench-python/bin/python bench/agents/peer.py a1
+	$(BUILD)/bench-python/bin/python bench/agents/peer.py a2
+
 # W1-W3 with the tool in Go: ferrule's Go binding beside eino, in one run.
 bench-go: lib
 	cd bench/go && go test -run '^$$' -bench . -benchtime 5x
@@ -241,3 +249,4 @@ bench: setup lib
 	$(MAKE) --no-print-directory bench-swift
 	$(MAKE) --no-print-directory bench-kotlin
 	$(MAKE) --no-print-directory bench-mcp
+	$(MAKE) --no-print-directory bench-agents
