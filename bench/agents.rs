@@ -49,11 +49,8 @@ fn main() {
 /// A2: `CALLERS` concurrent runs, each calling an agent once, every model
 /// response taking 10 ms.
 fn concurrent_callers() {
-    let agent = build(
-        json!({"model": {"provider": "scripted", "script": [{"text": "ok", "delay_ms": 10}]}}),
-        None,
-        None,
-    );
+    let agent =
+        build(json!({"model": {"provider": "scripted", "script": [{"text": "ok", "delay_ms": 10}]}}), None, None);
     let caller = build(
         json!({"model": {"provider": "scripted", "script": [
             {"tool_calls": [{"id": "c1", "name": "helper", "arguments": {"input": "go"}}], "delay_ms": 10},

@@ -7,6 +7,7 @@ use crate::common::agents::*;
 use crate::common::*;
 use ferrule::agent::{Agent, AgentBuilder, AgentToolMode, AgentToolOptions, AgentToolSpec, HandoffMessages, RunStatus};
 use ferrule::error::ErrorCode;
+use ferrule::hook::{Hook, HookDecision, HookRequest, HookStage};
 use ferrule::tool::{Invocation, ToolOutcome, ToolResult};
 use serde_json::{json, Value};
 
@@ -565,4 +566,79 @@ fn an_approval_two_agents_deep_is_keyed_by_its_path() {
 /// A scripted agent with `extra` config fields and `agents` added to it.
 fn parent_of(script: Value, extra: Value, agents: Vec<AgentToolSpec>) -> Agent {
     with_agents(script, extra, vec![], agents)
+}
+
+/// A hook of `stages` that records each payload it sees and lets everything
+/// through.
+fn watching(stages: Vec<HookStage>, seen: &Arc<std::sync::Mutex<Vec<Value>>>) -> Hook {
+    let seen = seen.clone();
+    Hook::new(stages, move |request: HookRequest| {
+        seen.lock().unwrap().push(serde_json::from_str(request.payload()).unwrap());
+        async { Ok(HookDecision::Continue) }
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_called_agent_s_hooks_are_its_own_and_the_caller_s_see_a_tool_call() {
+    let (inner, outer) = (Arc::default(), Arc::default());
+    let mut builder = AgentBuilder::from_json(
+        &json!({"model": {"provider": "scripted", "script": [
+            {"tool_calls": [call("w1", "lookup", json!({"text": "x"}))]}, {"text": "worker done"}]}})
+        .to_string(),
+    )
+    .unwrap();
+    builder.add_tool(echo("lookup")).unwrap();
+    builder.add_hook(watching(vec![HookStage::ToolCall], &inner));
+    let worker = builder.build().unwrap();
+    let mut builder = AgentBuilder::from_json(
+        &json!({"model": {"provider": "scripted", "script": [
+            {"tool_calls": [call("c1", "worker", json!({"input": "go"}))]}, {"text": "done"}]}})
+        .to_string(),
+    )
+    .unwrap();
+    builder.add_agent(as_tool("worker", &worker)).unwrap();
+    builder.add_hook(watching(vec![HookStage::ToolCall, HookStage::ToolResult], &outer));
+    let boss = builder.build().unwrap();
+    let (result, events) = run(&boss, "go");
+    assert_eq!(result.status, RunStatus::Completed);
+    let (inner, outer) = (inner.lock().unwrap().clone(), outer.lock().unwrap().clone());
+    // The caller's hooks see the agent's call and its result, nothing inside.
+    assert_eq!(outer.len(), 2);
+    assert_eq!(outer[0]["call"]["name"], "worker");
+    assert_eq!(outer[1]["result"]["content"][0]["text"], "worker done");
+    // The agent's hooks see its own call, in its own run.
+    assert_eq!(inner.len(), 1);
+    assert_eq!(inner[0]["call"]["name"], "lookup");
+    let nested_run = of_type(&events, "agent_event")[0]["event"]["run_id"].clone();
+    assert_eq!(inner[0]["run_id"], nested_run);
+    assert_ne!(outer[0]["run_id"], nested_run);
+}
+
+#[test]
+fn no_model_request_leaves_a_called_agent_after_its_caller_is_cancelled() {
+    use crate::common::server::{Ending, MockServer, Reply};
+    // The first request is never answered; a retry or a next turn would get
+    // the second reply.
+    let server = MockServer::start(vec![
+        Reply::sse(b"").ending(Ending::Silent),
+        Reply::sse(&crate::common::wire::chat("too late", &[])),
+    ]);
+    let worker = provider_agent("openai", &format!("{}/v1", server.url()), json!({}), json!({}), vec![]);
+    let boss = parent_of(
+        json!([{"tool_calls": [call("c1", "worker", json!({"input": "go"}))]}, {"text": "never"}]),
+        json!({}),
+        vec![as_tool("worker", &worker)],
+    );
+    let (handle, events) = start(&boss, "go");
+    while server.requests().is_empty() {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    handle.cancel();
+    let result = handle.wait_blocking().unwrap();
+    assert_eq!(result.status, RunStatus::Cancelled);
+    assert_event_invariants(&events.lock().unwrap());
+    // Long enough for a retry's first backoff or a next request to leave.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(server.requests().len(), 1, "a request left after the cancel");
 }

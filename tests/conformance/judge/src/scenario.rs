@@ -271,9 +271,17 @@ pub(crate) fn check_expectations(expect: &Value, result: &Value, events: &[Value
     if let Some(results) = expect.get("results").and_then(Value::as_array) {
         problems.extend(check_results(results, messages));
     }
+    let runs = nested_runs(events);
+    let nested_run = |call_id: &str| runs.iter().find(|(id, _)| id == call_id).map_or(&[][..], |(_, run)| &run[..]);
+    for (call_id, types) in expect.get("nested_events").and_then(Value::as_object).into_iter().flatten() {
+        let got: Vec<&str> = nested_run(call_id).iter().map(event_type).collect();
+        let want: Vec<&str> = types.as_array().into_iter().flatten().map(|t| t.as_str().unwrap_or("?")).collect();
+        if got != want {
+            problems.push(format!("the agent of call {call_id}: events {got:?}, expected {want:?}"));
+        }
+    }
     for (call_id, want) in expect.get("nested_event_counts").and_then(Value::as_object).into_iter().flatten() {
-        let runs = nested_runs(events);
-        let nested = runs.iter().find(|(id, _)| id == call_id).map_or(&[][..], |(_, run)| &run[..]);
+        let nested = nested_run(call_id);
         for (kind, want) in want.as_object().into_iter().flatten() {
             let got = count(nested, kind);
             if !equal(want, &got.into()) {
