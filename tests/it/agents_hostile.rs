@@ -56,6 +56,12 @@ fn resume(agent: &Agent, state: &Value, keys: &[String], decision: Value) -> (Ar
     run_input(agent, input)
 }
 
+/// A boss whose model makes the calls `calls` (to `worker` and `tools`) in one
+/// batch, then answers "boss done".
+fn calling_worker(calls: Value, extra: Value, tools: Vec<ferrule::tool::Tool>, worker: &Agent) -> Agent {
+    with_agents(json!([{"tool_calls": calls}, {"text": "boss done"}]), extra, tools, vec![as_tool("worker", worker)])
+}
+
 fn keys(result: &RunResult) -> Vec<String> {
     result.interruptions.iter().map(|i| i.key.clone()).collect()
 }
@@ -109,14 +115,11 @@ fn a_called_agent_that_asks_twice_resumes_twice() {
 fn agents_called_one_after_the_other_that_both_ask_resume_in_turn() {
     let deletes = Arc::new(Gauge::default());
     let build = |deletes: Arc<Gauge>| {
-        with_agents(
-            json!([
-                {"tool_calls": [call("c1", "worker", json!({"input": "a"})), call("c2", "worker", json!({"input": "b"}))]},
-                {"text": "boss done"}
-            ]),
+        calling_worker(
+            json!([call("c1", "worker", json!({"input": "a"})), call("c2", "worker", json!({"input": "b"}))]),
             json!({"tool_execution": "sequential"}),
             vec![],
-            vec![as_tool("worker", &careful_worker(deletes))],
+            &careful_worker(deletes),
         )
     };
     let (first, _) = run(&build(deletes.clone()), "go");
@@ -208,14 +211,11 @@ fn a_repeated_call_id_does_not_overwrite_the_kept_result_of_the_call_that_ran() 
 fn a_repeated_agent_call_id_leaves_a_state_that_resumes() {
     let deletes = Arc::new(Gauge::default());
     let build = |deletes: Arc<Gauge>| {
-        with_agents(
-            json!([
-                {"tool_calls": [call("c1", "worker", json!({"input": "a"})), call("c1", "worker", json!({"input": "b"}))]},
-                {"text": "boss done"}
-            ]),
+        calling_worker(
+            json!([call("c1", "worker", json!({"input": "a"})), call("c1", "worker", json!({"input": "b"}))]),
             json!({}),
             vec![],
-            vec![as_tool("worker", &careful_worker(deletes))],
+            &careful_worker(deletes),
         )
     };
     let (first, _) = run(&build(deletes.clone()), "go");
@@ -239,14 +239,11 @@ fn a_fatal_failure_beside_an_agent_that_stopped_is_not_forgotten() {
         let boom = tool("boom", json!({"on_error": "fatal"}), |_: Invocation| async {
             ToolOutcome::Failed("the disk is on fire".into())
         });
-        with_agents(
-            json!([
-                {"tool_calls": [call("c1", "worker", json!({"input": "clean up"})), call("b1", "boom", json!({}))]},
-                {"text": "boss done"}
-            ]),
+        calling_worker(
+            json!([call("c1", "worker", json!({"input": "clean up"})), call("b1", "boom", json!({}))]),
             json!({"tool_execution": "parallel"}),
             vec![boom],
-            vec![as_tool("worker", &careful_worker(Arc::default()))],
+            &careful_worker(Arc::default()),
         )
     };
     let (first, _) = run(&build(), "go");
@@ -430,14 +427,11 @@ fn interruptions_of_agents_that_stop_out_of_order_come_in_call_order() {
 fn a_nested_state_under_a_call_of_a_host_tool_is_refused() {
     let notes = Arc::new(Gauge::default());
     let build = |notes: Arc<Gauge>| {
-        with_agents(
-            json!([
-                {"tool_calls": [call("c1", "worker", json!({"input": "clean up"})), call("n1", "note", json!({}))]},
-                {"text": "boss done"}
-            ]),
+        calling_worker(
+            json!([call("c1", "worker", json!({"input": "clean up"})), call("n1", "note", json!({}))]),
             json!({"tool_execution": "parallel"}),
             vec![note(notes)],
-            vec![as_tool("worker", &careful_worker(Arc::default()))],
+            &careful_worker(Arc::default()),
         )
     };
     let (first, _) = run(&build(notes.clone()), "go");
