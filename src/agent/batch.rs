@@ -105,12 +105,10 @@ pub(crate) async fn execute(
     let mut checked = check_calls(context.scope, calls);
     if let Err(stop) = hook_stages::tool_call(context.hooks, context.approvals, context.turn, calls, &mut checked).await
     {
-        // Nothing ran: the calls leave the transcript.
+        // Nothing ran: the calls leave the transcript, but for those that ran
+        // before the run stopped.
+        keep_ran(&mut recorder, calls, carried);
         return recorder.stopped(stop);
-    }
-    let interruptions = approval::gate(context.approvals, calls, &mut checked);
-    if !interruptions.is_empty() {
-        return recorder.interrupted(interruptions);
     }
     let mut handoffs = calls
         .iter()
@@ -123,6 +121,11 @@ pub(crate) async fn execute(
                 call.name
             ));
         }
+    }
+    // A handoff that will not be made asks for no decision either.
+    let interruptions = approval::gate(context.approvals, calls, &mut checked);
+    if !interruptions.is_empty() {
+        return recorder.interrupted(interruptions);
     }
     let sequential = agent.config.tool_execution == Execution::Sequential
         || checked.iter().any(|c| matches!(c, Ok(v) if v.tool.options().execution == Execution::Sequential));
@@ -146,7 +149,12 @@ pub(crate) async fn execute(
             }
             recorder.start(call).await;
             match check {
-                Err(problem) => recorder.record(index, call, ToolResult::error(problem), OnError::Feed, None).await,
+                Err(problem) => {
+                    // An agent that waited does not go on (a hook denied its call).
+                    carried.nested.remove(&call.id);
+                    carried.nested_decided.remove(&call.id);
+                    recorder.record(index, call, ToolResult::error(problem), OnError::Feed, None).await
+                }
                 Ok(valid) => {
                     // Progress matters only to updates and end events: none without a sink.
                     let call_progress = run.events.is_enabled().then(|| Arc::new(CallProgress::default()));
@@ -208,6 +216,7 @@ pub(crate) async fn execute(
         }
     };
     let stopped_by_hook = matches!(hook_stop, Some(HookStop::Failed(_)));
+    keep_ran(&mut recorder, calls, carried);
     if cancelled || stopped_by_hook {
         drop(running);
         for index in (0..calls.len()).filter(|&i| in_flight[i]) {
@@ -244,6 +253,16 @@ pub(crate) async fn execute(
             recorder.interrupted(stopped.into_iter().flat_map(|(_, interruptions)| interruptions).collect())
         }
         None => recorder.finish(if cancelled { BatchEnd::Cancelled } else { BatchEnd::Done }),
+    }
+}
+
+/// Records the results the calls that ran before the run stopped keep, for
+/// those the batch did not reach (the first call with an id takes it).
+fn keep_ran(recorder: &mut Recorder<'_>, calls: &[ToolCall], carried: &mut CarriedOver) {
+    for (index, call) in calls.iter().enumerate() {
+        if let Some(result) = carried.ran.remove(&call.id) {
+            recorder.keep(index, result);
+        }
     }
 }
 

@@ -96,3 +96,21 @@ pub(crate) async fn run_batch(
         NextStep::RunAgain
     }
 }
+
+/// A batch that does not run, its run ended first: the calls that ran before
+/// the run stopped keep their place and results in the transcript, and the
+/// others leave it.
+pub(crate) fn abandon(progress: &mut RunProgress, mut message: AssistantMessage, carried: &mut CarriedOver) {
+    let mut results = Vec::new();
+    message.tool_calls.retain(|call| match carried.ran.remove(&call.id) {
+        Some(result) => {
+            results.push(Message::Tool(result));
+            true
+        }
+        None => false,
+    });
+    if !message.tool_calls.is_empty() {
+        progress.messages.push(Message::Assistant(message));
+        progress.messages.extend(results);
+    }
+}

@@ -30,6 +30,7 @@ pub struct AgentBuilder {
     hooks: Vec<Hook>,
     generator: Option<Box<dyn Generator>>,
     handoffs: HashMap<String, Handoff>,
+    called: HashMap<String, Agent>,
     /// The height of the agent's tree of agents so far.
     height: u32,
 }
@@ -44,6 +45,7 @@ impl AgentBuilder {
             hooks: Vec::new(),
             generator: None,
             handoffs: HashMap::new(),
+            called: HashMap::new(),
             height: 1,
         })
     }
@@ -87,6 +89,8 @@ impl AgentBuilder {
             AgentToolMode::Tool => {
                 let tool_spec = ToolSpec::new(&spec.name, spec.description.as_str(), spec.schema(), options)?;
                 let input_argument = spec.input_schema.is_none();
+                self.check_unique(tool_spec.name())?;
+                self.called.insert(tool_spec.name().to_owned(), spec.agent.clone());
                 tool_spec.implement(AgentCall { agent: spec.agent, name, input_argument })
             }
             AgentToolMode::Handoff => {
@@ -134,7 +138,7 @@ impl AgentBuilder {
     /// on ferrule's runtime (`RESOURCE_EXHAUSTED` when the runtime cannot
     /// start); a run's first turn waits for them.
     pub fn build(self) -> Result<Agent> {
-        let AgentBuilder { config, tools, hooks, generator, handoffs, height } = self;
+        let AgentBuilder { config, tools, hooks, generator, handoffs, called, height } = self;
         let tools = match &config.builtin_tools {
             Some(builtins) => crate::builtin::select(builtins, tools, config.model.api_key_env.as_deref())?,
             None => tools,
@@ -167,6 +171,6 @@ impl AgentBuilder {
                 Some(McpTools::new(McpServers::start(&config.mcp_servers, taken, largest, runtime)))
             }
         };
-        Ok(Agent::new(AgentInner { config, tools, hooks, generator, output, mcp, handoffs, height }))
+        Ok(Agent::new(AgentInner { config, tools, hooks, generator, output, mcp, handoffs, called, height }))
     }
 }

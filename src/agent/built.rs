@@ -33,6 +33,8 @@ pub(crate) struct AgentInner {
     pub(crate) mcp: Option<McpTools>,
     /// The agents the model may hand the run to, by their tools' names.
     pub(crate) handoffs: HashMap<String, Handoff>,
+    /// The agents the model may call as tools, by their tools' names.
+    pub(crate) called: HashMap<String, Agent>,
     /// How deep the agent's tree of agents is: 1 without agents, one more
     /// than the deepest agent it calls as a tool or hands off to.
     pub(crate) height: u32,

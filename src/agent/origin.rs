@@ -45,6 +45,7 @@ impl Agent {
             RunSource::Resume { state, decisions } => {
                 let agent = self.handed_to(state.handed_to())?;
                 let (progress, pending, carried) = state.resume(decisions, agent.parts())?;
+                check_nested(&agent, &pending, &carried)?;
                 RunOrigin { agent, progress, pending: Some(pending), resumed: true, carried }
             }
         };
@@ -88,4 +89,23 @@ impl Agent {
         }
         Ok(agent)
     }
+}
+
+/// Checks each state of an agent that waits in `pending`'s batch as that agent
+/// will resume it (with the decisions for it), so that a resume that does not
+/// fit fails now, before anything runs.
+fn check_nested(agent: &Agent, pending: &AssistantMessage, carried: &CarriedOver) -> Result<()> {
+    for (id, state) in &carried.nested {
+        let tool = pending.tool_calls.iter().find(|call| &call.id == id).map_or("", |call| call.name.as_str());
+        let refuse = |why: &str| {
+            Error::invalid_arg(format!("run input: resume: the agent that waits in call \"{id}\" ({tool}): {why}"))
+        };
+        let Some(called) = agent.parts().called.get(tool) else {
+            return Err(refuse("this agent has no agent of that name; resume with an agent built from the same configuration, tools and agents"));
+        };
+        let decisions = carried.nested_decided.get(id).cloned().unwrap_or_default().into_iter().collect();
+        let input = RunSource::Resume { state: Box::new(state.clone()), decisions }.into();
+        called.begin(input).map_err(|e| refuse(e.message.trim_start_matches("run input: resume: ")))?;
+    }
+    Ok(())
 }

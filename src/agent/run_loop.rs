@@ -4,7 +4,7 @@
 //! it.
 
 use super::batch::ResponseEnd;
-use super::batch_step::{run_batch, Batch};
+use super::batch_step::{abandon, run_batch, Batch};
 use super::built::Agent;
 use super::context::RunContext;
 use super::event::EventKind;
@@ -73,10 +73,12 @@ impl RunLoop {
             // An execute-only run's message, or the batch an interrupted run
             // waits on: it runs before any model request, outside any turn.
             let run = &self.run;
-            if run.cancel.is_cancelled() {
-                return Stop::Ended(Ending::Cancelled);
-            }
-            if let Err(ending) = self.tools.refresh(run).await {
+            let ready = match run.cancel.is_cancelled() {
+                true => Err(Ending::Cancelled),
+                false => self.tools.refresh(run).await,
+            };
+            if let Err(ending) = ready {
+                abandon(&mut self.progress, message, &mut self.carried);
                 return Stop::Ended(ending);
             }
             let progress = &mut self.progress;

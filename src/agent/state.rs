@@ -237,7 +237,12 @@ impl RunState {
                     _ => None,
                 })
                 .collect();
-            if under != state.awaiting.iter().map(String::as_str).collect::<Vec<_>>() {
+            // Its calls wait here, or were decided when the run resumed before.
+            let decided = carried.nested_decided.get(id);
+            let covered: BTreeSet<&str> =
+                under.iter().copied().chain(decided.into_iter().flat_map(|d| d.keys().map(String::as_str))).collect();
+            let overlap = under.iter().any(|key| decided.is_some_and(|d| d.contains_key(*key)));
+            if overlap || covered != state.awaiting.iter().map(String::as_str).collect::<BTreeSet<_>>() {
                 return Err(refuse(format!(
                     "state: the agent of call \"{id}\" waits on other calls than the state says"
                 )));
@@ -296,14 +301,6 @@ impl RunState {
                 return Err(refuse(format!(
                     "no decision for call \"{id}\" ({tool}); every interrupted call needs one (waiting: {})",
                     awaiting.join(", ")
-                )));
-            }
-        }
-        for id in carried.nested.keys() {
-            let tool = tool_of(id).unwrap_or_default();
-            if !agent.tools.get(&tool).is_some_and(|(_, tool)| tool.function().starts_runs()) {
-                return Err(refuse(format!(
-                    "the state has an agent wait in call \"{id}\", but \"{tool}\" is no agent of this one; resume with an agent built from the same configuration, tools and agents"
                 )));
             }
         }

@@ -6,6 +6,7 @@ mod common;
 mod agent_loop;
 mod agents;
 mod agents_hostile;
+mod agents_review;
 mod apply_patch_scenarios;
 mod approval;
 mod builtin_bash;

@@ -88,17 +88,49 @@ fn count(events: &[Value], kind: &str) -> usize {
 /// know (written as `{"type": "unknown", "json": ...}`). The events of each
 /// nested run (`agent_event`, by call) show the same.
 pub(crate) fn check_invariants(events: &[Value]) -> Vec<String> {
-    check_events(events, true)
+    check_events(events, true, 0)
 }
 
-/// The invariants of a run's events and of its nested runs'; a run that is
-/// not `whole` (a nested run whose events stopped at its call's end, as when
-/// the calling run was cancelled) may end anywhere after its `run_start`.
-fn check_events(events: &[Value], whole: bool) -> Vec<String> {
+/// The invariants of the events of a run `depth` deep (0: the run the host
+/// started) and of its nested runs'. Each `agent_event` comes while its call
+/// is open (after its start, before its end), one deeper, naming the call's
+/// tool as its agent. A run that is not `whole` (a nested run whose events
+/// stopped at its call's end, as when the calling run was cancelled) may end
+/// anywhere after its `run_start`, leaving turns and calls open.
+fn check_events(events: &[Value], whole: bool, depth: u64) -> Vec<String> {
     let mut problems = check_run(events, whole);
+    let mut open: Vec<(&Value, &Value)> = Vec::new();
+    for (index, event) in events.iter().enumerate() {
+        match event_type(event) {
+            "tool_execution_start" => open.push((
+                event.pointer("/call/id").unwrap_or(&Value::Null),
+                event.pointer("/call/name").unwrap_or(&Value::Null),
+            )),
+            "tool_execution_end" => open.retain(|(id, _)| Some(*id) != event.get("call_id")),
+            "agent_event" => {
+                let call = event.get("call_id").unwrap_or(&Value::Null);
+                match open.iter().find(|(id, _)| *id == call) {
+                    None => problems.push(format!("event {index}: an agent_event of call {call}, which is not open")),
+                    Some((_, name)) if event.get("agent") != Some(*name) => problems.push(format!(
+                        "event {index}: an agent_event of call {call} names agent {}, not {name}",
+                        event.get("agent").unwrap_or(&Value::Null)
+                    )),
+                    Some(_) => {}
+                }
+                if event.get("depth").and_then(Value::as_u64) != Some(depth + 1) {
+                    problems.push(format!(
+                        "event {index}: an agent_event at depth {}, not {}",
+                        event["depth"],
+                        depth + 1
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
     for (call_id, nested) in nested_runs(events) {
         let whole = nested.iter().any(|event| event_type(event) == "run_end");
-        let found = check_events(&nested, whole);
+        let found = check_events(&nested, whole, depth + 1);
         problems.extend(found.into_iter().map(|p| format!("the agent of call {call_id}: {p}")));
     }
     problems
@@ -131,9 +163,7 @@ fn check_run(events: &[Value], whole: bool) -> Vec<String> {
     if count(events, "run_end") != usize::from(whole) {
         problems.push(format!("{} run_end events", count(events, "run_end")));
     }
-    if whole {
-        problems.extend(check_nesting(events));
-    }
+    problems.extend(check_nesting(events, whole));
     let run_ids: Vec<&Value> = events.iter().filter_map(|event| event.get("run_id")).collect();
     if run_ids.windows(2).any(|pair| pair[0] != pair[1]) {
         problems.push(format!("the events name more than one run: {run_ids:?}"));
@@ -146,8 +176,8 @@ fn check_run(events: &[Value], whole: bool) -> Vec<String> {
 
 /// Turns and calls open and close in order: a turn ends before the next one
 /// starts (with its number), a call's `tool_execution_end` follows its start, and
-/// nothing is left open at the end.
-fn check_nesting(events: &[Value]) -> Vec<String> {
+/// (for a `whole` run) nothing is left open at the end.
+fn check_nesting(events: &[Value], whole: bool) -> Vec<String> {
     let mut problems = Vec::new();
     let mut turn: Option<&Value> = None;
     let mut calls: Vec<&Value> = Vec::new();
@@ -181,6 +211,9 @@ fn check_nesting(events: &[Value]) -> Vec<String> {
             }
             _ => {}
         }
+    }
+    if !whole {
+        return problems;
     }
     if turn.is_some() {
         problems.push("a turn never ended".to_owned());
