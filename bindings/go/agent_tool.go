@@ -63,6 +63,10 @@ func (t Tool) registerAgent(builder *C.ferrule_agent_builder) error {
 		return &Error{Code: CodeInvalidArg, Message: fmt.Sprintf(
 			"agent %q: an agent takes only Timeout and NeedsApproval (and a Handoff WithoutToolCalls)", t.name)}
 	}
+	if t.mode == "handoff" && o.timeoutGiven {
+		return &Error{Code: CodeInvalidArg, Message: fmt.Sprintf(
+			"agent %q: a Handoff answers at once, so it takes no Timeout", t.name)}
+	}
 	if t.agent == nil {
 		return &Error{Code: CodeNullArg, Message: fmt.Sprintf("agent %q: the agent is nil", t.name)}
 	}

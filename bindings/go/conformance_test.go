@@ -437,5 +437,9 @@ func written(t *testing.T, event Event) any {
 		t.Fatal(err)
 	}
 	fields["type"] = event.EventType()
+	// A nested event this package did not know is marked too.
+	if nested, ok := event.(*AgentEventEvent); ok {
+		fields["event"] = written(t, nested.Event.Event)
+	}
 	return fields
 }

@@ -1,6 +1,9 @@
 package ferrule
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"reflect"
+)
 
 // Event is one event of a run, in order. Switch on its concrete type (the
 // types, one per event, are generated from the schema: events_gen.go); types
@@ -26,13 +29,13 @@ func (n *NestedEvent) UnmarshalJSON(data []byte) error {
 }
 
 // MarshalJSON writes the nested event's JSON with its type (one of an unknown
-// type as it came).
+// type as it came; none, or a nil pointer, as null).
 func (n NestedEvent) MarshalJSON() ([]byte, error) {
+	if n.Event == nil || reflect.ValueOf(n.Event).IsNil() {
+		return []byte("null"), nil
+	}
 	if unknown, ok := n.Event.(*UnknownEvent); ok {
 		return unknown.Raw, nil
-	}
-	if n.Event == nil {
-		return []byte("null"), nil
 	}
 	data, err := json.Marshal(n.Event)
 	if err != nil {
@@ -44,4 +47,11 @@ func (n NestedEvent) MarshalJSON() ([]byte, error) {
 	}
 	fields["type"], _ = json.Marshal(n.Event.EventType())
 	return json.Marshal(fields)
+}
+
+// incomplete reports an event that decoded but lacks what it must hold (an
+// agent_event without its nested event): decodeEvent makes it unknown.
+func incomplete(event Event) bool {
+	nested, ok := event.(*AgentEventEvent)
+	return ok && nested.Event.Event == nil
 }

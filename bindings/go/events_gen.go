@@ -315,8 +315,9 @@ func decodeEvent(data []byte) Event {
 	case "run_end":
 		event = &RunEndEvent{}
 	}
-	if event == nil || json.Unmarshal(data, event) != nil {
-		return &UnknownEvent{eventBase: head.eventBase, Type: head.Type, Raw: data}
+	if event == nil || json.Unmarshal(data, event) != nil || incomplete(event) {
+		// The caller may reuse data: the event keeps a copy.
+		return &UnknownEvent{eventBase: head.eventBase, Type: head.Type, Raw: append([]byte(nil), data...)}
 	}
 	return event
 }

@@ -50,13 +50,17 @@ type toolOptions struct {
 	nonStrict bool
 	// handoffMessages is what a Handoff carries ("without_tool_calls").
 	handoffMessages string
+	// timeoutGiven tells Timeout(0) from no Timeout, which a Handoff refuses.
+	timeoutGiven bool
 }
 
 // Sequential makes any batch holding a call of the tool run one call at a time.
 func Sequential() ToolOption { return func(o *toolOptions) { o.Execution = "sequential" } }
 
 // Timeout bounds one call; its context is cancelled when the time is up.
-func Timeout(d time.Duration) ToolOption { return func(o *toolOptions) { o.TimeoutMS = millis(d) } }
+func Timeout(d time.Duration) ToolOption {
+	return func(o *toolOptions) { o.TimeoutMS, o.timeoutGiven = millis(d), true }
+}
 
 // Deferred withholds the tool from the model until another tool's result names
 // it in AddedTools.
@@ -120,8 +124,13 @@ func NewRawTool(name, description string, schema json.RawMessage,
 	return tool
 }
 
-// Name is the tool's name.
-func (t Tool) Name() string { return t.name }
+// Name is the tool's name (a Handoff's is "transfer_to_" and its name).
+func (t Tool) Name() string {
+	if t.mode == "handoff" {
+		return "transfer_to_" + t.name
+	}
+	return t.name
+}
 
 // register adds the tool to a builder. Every Go tool is nonblocking: its
 // callback hands the call to a goroutine and returns.
