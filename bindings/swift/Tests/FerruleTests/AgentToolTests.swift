@@ -100,4 +100,18 @@ final class AgentToolTests: XCTestCase {
                 agents: [.tool("a", description: "", agent: child, options: AgentToolOptions(handoffMessages: "all!"))])
         ) { XCTAssertEqual(($0 as? FerruleError)?.code, .invalidArg) }
     }
+
+    func testNestedEventsOfEveryShapeDecode() throws {
+        let head = #""type": "agent_event", "run_id": "run-1", "call_id": "c1", "agent": "worker", "depth": 1"#
+        let turnStart = #"{"type": "turn_start", "run_id": "run-3", "turn": 2}"#
+        let deep = Event(json: Data(#"{\#(head), "event": {\#(head), "event": \#(turnStart)}}"#.utf8))
+        guard case .agentEvent(_, _, _, .agentEvent(_, _, let depth, .turnStart(let turn))) = deep else {
+            return XCTFail("\(deep)")
+        }
+        XCTAssertEqual([depth, turn], [1, 2])
+        let unknown = Event(json: Data(#"{\#(head), "event": {"type": "later_kind", "run_id": "run-2"}}"#.utf8))
+        guard case .agentEvent(_, _, _, .unknown(let type, _)) = unknown else { return XCTFail("\(unknown)") }
+        XCTAssertEqual(type, "later_kind")
+        guard case .unknown = Event(json: Data(#"{\#(head)}"#.utf8)) else { return XCTFail("no nested event") }
+    }
 }

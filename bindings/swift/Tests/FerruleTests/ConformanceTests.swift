@@ -238,13 +238,7 @@ private final class Scenario: Sendable {
         shared.withLock { $0.current = run }
         defer { shared.withLock { $0.current = nil } }
         var events: [JSONValue] = []
-        for await event in run.events {
-            if case .unknown(_, let json) = event {
-                events.append(["type": "unknown", "json": json])
-            } else {
-                events.append(JSONValue(encoding: event))
-            }
-        }
+        for await event in run.events { events.append(written(event)) }
         let result = try await run.result
         if case .integer(let expected) = expect?["cancel_handlers"] {
             // Cancelled tasks end on their own; the run may end first.
@@ -264,6 +258,19 @@ private final class Scenario: Sendable {
 }
 
 /// Returns once the current task is cancelled.
+/// An event as this package writes it; one it does not know (at any depth of
+/// nesting) marked as such.
+func written(_ event: Event) -> JSONValue {
+    switch event {
+    case .unknown(_, let json): return ["type": "unknown", "json": json]
+    case .agentEvent(_, _, _, let nested):
+        guard case .object(var fields) = JSONValue(encoding: event) else { return JSONValue(encoding: event) }
+        fields["event"] = written(nested)
+        return .object(fields)
+    default: return JSONValue(encoding: event)
+    }
+}
+
 func waitForCancellation() async {
     while !Task.isCancelled { try? await Task.sleep(nanoseconds: 1_000_000) }
 }

@@ -18,8 +18,11 @@ import kotlinx.serialization.json.jsonObject
 internal object NestedEventSerializer : KSerializer<Event> {
     override val descriptor: SerialDescriptor = JsonElement.serializer().descriptor
 
-    override fun deserialize(decoder: Decoder): Event =
-        Event.decode((decoder as JsonDecoder).decodeJsonElement().jsonObject)
+    override fun deserialize(decoder: Decoder): Event = when (val json = (decoder as JsonDecoder).decodeJsonElement()) {
+        is JsonObject -> Event.decode(json)
+        // Not an event at all (null, a string): unknown, as the other bindings read it.
+        else -> Event.Unknown("", "", JsonObject(emptyMap()))
+    }
 
     override fun serialize(encoder: Encoder, value: Event) {
         val json = when (value) {

@@ -100,4 +100,17 @@ class AgentToolTest {
         }
         assertTrue(closed.detail.contains("closed"), closed.detail)
     }
+
+    @Test
+    fun nestedEventsOfEveryShapeDecode() {
+        val head = """"type": "agent_event", "run_id": "run-1", "call_id": "c1", "agent": "worker", "depth": 1"""
+        val deep = Event.decode("""{$head, "event": {$head, "event": {"type": "turn_start", "run_id": "run-3", "turn": 2}}}""")
+        val inner = ((deep as Event.AgentEvent).event as Event.AgentEvent).event
+        assertEquals(Event.TurnStart("run-3", 2), inner)
+        val unknown = Event.decode("""{$head, "event": {"type": "later_kind", "run_id": "run-2"}}""") as Event.AgentEvent
+        assertEquals("later_kind", (unknown.event as Event.Unknown).type)
+        val notAnEvent = Event.decode("""{$head, "event": null}""") as Event.AgentEvent
+        assertTrue(notAnEvent.event is Event.Unknown)
+        assertTrue(Event.decode("{$head}") is Event.Unknown, "an agent_event without its event")
+    }
 }

@@ -233,11 +233,12 @@ private class Scenario(val name: String, val spec: JsonObject) {
     }
 }
 
-/** An event as this package writes it, with its type; one it does not know, marked as such. */
+/** An event as this package writes it, with its type; one it does not know (at any depth of nesting), marked as such. */
 private fun written(event: Event): JsonElement {
     if (event is Event.Unknown) return JsonObject(mapOf("type" to JsonPrimitive("unknown"), "json" to event.json))
 
     @Suppress("UNCHECKED_CAST")
     val serializer = Event.serializers.getValue(event.type) as KSerializer<Event>
-    return JsonObject(FerruleJson.encodeToJsonElement(serializer, event).jsonObject + ("type" to JsonPrimitive(event.type)))
+    val fields = FerruleJson.encodeToJsonElement(serializer, event).jsonObject + ("type" to JsonPrimitive(event.type))
+    return JsonObject(if (event is Event.AgentEvent) fields + ("event" to written(event.event)) else fields)
 }
