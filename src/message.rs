@@ -88,6 +88,17 @@ pub struct ToolCall {
     pub name: String,
     /// The raw argument text the model produced; it may be invalid JSON.
     pub arguments: String,
+    /// Gemini's `thoughtSignature` that came with the call: sent back with it,
+    /// unchanged, and by no other provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+}
+
+impl ToolCall {
+    /// A call without a signature.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        ToolCall { id: id.into(), name: name.into(), arguments: arguments.into(), signature: None }
+    }
 }
 
 /// The result of one tool call, as the model sees it.
@@ -115,6 +126,11 @@ pub enum Part {
     Text {
         /// The text.
         text: String,
+        /// Gemini's `thoughtSignature` that came on this part (an answer's
+        /// signature may come on an empty text part): sent back on it,
+        /// unchanged, and by no other provider.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
     },
     /// An image, inline (`data`, base64, with `media_type`) or by `url`.
     Image {
@@ -166,7 +182,7 @@ pub enum Part {
 impl Part {
     /// A text part.
     pub fn text(text: impl Into<String>) -> Self {
-        Part::Text { text: text.into() }
+        Part::Text { text: text.into(), signature: None }
     }
 
     /// Checks what serde cannot: an image needs exactly one of `data` and `url`,
@@ -190,7 +206,7 @@ pub fn text_of(content: &[Part]) -> String {
     content
         .iter()
         .filter_map(|part| match part {
-            Part::Text { text } => Some(text.as_str()),
+            Part::Text { text, .. } => Some(text.as_str()),
             _ => None,
         })
         .collect()
@@ -262,10 +278,10 @@ pub(crate) fn deserialize_content<'de, D: Deserializer<'de>>(d: D) -> Result<Vec
     let value = serde_json::Value::deserialize(d)?;
     match value {
         serde_json::Value::String(text) if text.is_empty() => Ok(Vec::new()),
-        serde_json::Value::String(text) => Ok(vec![Part::Text { text }]),
+        serde_json::Value::String(text) => Ok(vec![Part::text(text)]),
         other => match serde_json::from_value::<Content>(other.clone()) {
             Ok(Content::Parts(parts)) => Ok(parts),
-            Ok(Content::Text(text)) => Ok(vec![Part::Text { text }]),
+            Ok(Content::Text(text)) => Ok(vec![Part::text(text)]),
             Err(_) => Vec::<Part>::deserialize(other).map_err(serde::de::Error::custom),
         },
     }
@@ -273,7 +289,7 @@ pub(crate) fn deserialize_content<'de, D: Deserializer<'de>>(d: D) -> Result<Vec
 
 fn serialize_user_content<S: Serializer>(content: &[Part], s: S) -> Result<S::Ok, S::Error> {
     match content {
-        [Part::Text { text }] => s.serialize_str(text),
+        [Part::Text { text, signature: None }] => s.serialize_str(text),
         parts => parts.serialize(s),
     }
 }
@@ -308,7 +324,7 @@ mod tests {
     fn assistant_message_serialises_in_design_shape() {
         let message = Message::Assistant(AssistantMessage {
             content: vec![Part::text("ok")],
-            tool_calls: vec![ToolCall { id: "c1".into(), name: "t".into(), arguments: "{}".into() }],
+            tool_calls: vec![ToolCall::new("c1", "t", "{}")],
             stop_reason: StopReason::ToolUse,
             usage: Usage { input_tokens: 3, output_tokens: 4, cached_tokens: 0 },
         });

@@ -122,7 +122,7 @@ fn every_field_present() -> Vec<(&'static str, &'static str, String)> {
     let text = || "x".to_owned();
     let part = |part: Part| ("Part", "type", serde_json::to_string(&part));
     let message = |message: Message| ("Message", "role", serde_json::to_string(&message));
-    let call = ToolCall { id: text(), name: text(), arguments: text() };
+    let call = ToolCall { id: text(), name: text(), arguments: text(), signature: Some(text()) };
     let samples = [
         message(Message::System(SystemMessage { content: text(), origin: Some(Origin::Injection) })),
         message(Message::User(UserMessage { content: vec![Part::text("x")], origin: Some(Origin::Injection) })),
@@ -138,7 +138,7 @@ fn every_field_present() -> Vec<(&'static str, &'static str, String)> {
             content: vec![Part::text("x")],
             is_error: true,
         })),
-        part(Part::Text { text: text() }),
+        part(Part::Text { text: text(), signature: Some(text()) }),
         part(Part::Image { media_type: Some(text()), data: Some(text()), url: Some(text()) }),
         part(Part::Thinking { thinking: text(), signature: Some(text()), id: Some(text()) }),
         part(Part::RedactedThinking { data: text() }),

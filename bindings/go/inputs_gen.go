@@ -106,6 +106,9 @@ type Model struct {
 	// Whether the provider can guarantee strict tool arguments (default: true for `openai` and
 	// `openai-responses`, false otherwise).
 	StrictTools *bool `json:"strict_tools,omitempty"`
+	// Gemini: how the model thinks (`generationConfig.thinkingConfig`); left out, the model's
+	// default. Other providers refuse it.
+	Thinking *Thinking `json:"thinking,omitempty"`
 	// Request timeouts.
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
 }
@@ -117,6 +120,21 @@ func (v Model) MarshalJSON() ([]byte, error) {
 		plain
 		RetryBackoffMS *int64 `json:"retry_backoff_ms,omitempty"`
 	}{plain(v), optional(v.RetryBackoff, millis)})
+}
+
+// Thinking is how a Gemini model thinks.
+//
+// A zero field is left out of the JSON, so ferrule's default applies (a
+// setting whose zero differs from its default is a pointer); a duration is
+// sent as the JSON's whole count of milliseconds (or seconds), rounded up.
+type Thinking struct {
+	// Tokens the model may think with (Gemini 2.5: 0 turns thinking off where the model allows it,
+	// -1 lets the model decide).
+	BudgetTokens *int `json:"budget_tokens,omitempty"`
+	// Stream summaries of the model's thoughts (as thinking deltas and parts).
+	IncludeThoughts *bool `json:"include_thoughts,omitempty"`
+	// How much the model thinks (Gemini 3).
+	Level string `json:"level,omitempty"`
 }
 
 // Timeouts is request timeouts in milliseconds; 0 means none. The defaults keep a dead connection

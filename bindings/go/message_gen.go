@@ -141,6 +141,10 @@ type Part struct {
 	Type string
 	// The text. (text)
 	Text string
+	// text: Gemini's `thoughtSignature` that came on this part (an answer's signature may come on
+	// an empty text part): sent back on it, unchanged, and by no other provider. thinking: The
+	// provider's signature over it; for an OpenAI Responses reasoning item, its encrypted content.
+	Signature string
 	// image: The MIME type, such as `image/png`. file: The MIME type.
 	MediaType string
 	// image: Base64 image bytes. file: Base64 file bytes. Go holds the bytes themselves; only the
@@ -150,9 +154,6 @@ type Part struct {
 	URL string
 	// The reasoning text (for OpenAI Responses, the reasoning summary). (thinking)
 	Thinking string
-	// The provider's signature over it; for an OpenAI Responses reasoning item, its encrypted
-	// content. (thinking)
-	Signature string
 	// The OpenAI Responses reasoning item's id (`rs_...`); absent for Anthropic thinking. Each
 	// provider sends back only its own reasoning. (thinking)
 	ID string
@@ -168,8 +169,9 @@ type Part struct {
 
 // wirePartText is the JSON of plain text.
 type wirePartText struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type      string `json:"type"`
+	Text      string `json:"text"`
+	Signature string `json:"signature,omitempty"`
 }
 
 // wirePartImage is the JSON of an image, inline (`data`, base64, with `media_type`) or by `url`.
@@ -210,7 +212,7 @@ type wirePartFile struct {
 func (v Part) MarshalJSON() ([]byte, error) {
 	switch v.Type {
 	case "text":
-		return json.Marshal(wirePartText{Type: v.Type, Text: v.Text})
+		return json.Marshal(wirePartText{Type: v.Type, Text: v.Text, Signature: v.Signature})
 	case "image":
 		return json.Marshal(wirePartImage{Type: v.Type, MediaType: v.MediaType, Data: base64Bytes(v.Data), URL: v.URL})
 	case "thinking":
@@ -249,7 +251,7 @@ func (v *Part) UnmarshalJSON(data []byte) error {
 		if err := json.Unmarshal(data, &w); err != nil {
 			return err
 		}
-		*v = Part{Type: w.Type, Text: w.Text}
+		*v = Part{Type: w.Type, Text: w.Text, Signature: w.Signature}
 	case "image":
 		var w wirePartImage
 		if err := json.Unmarshal(data, &w); err != nil {

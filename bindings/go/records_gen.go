@@ -101,6 +101,9 @@ type ToolCall struct {
 	Name string `json:"name"`
 	// The raw argument text the model produced; it may be invalid JSON.
 	Arguments string `json:"arguments"`
+	// Gemini's `thoughtSignature` that came with the call: sent back with it, unchanged, and by no
+	// other provider.
+	Signature string `json:"signature,omitempty"`
 }
 
 // ToolResult is a tool's result (final, or provisional in an update).

@@ -29,6 +29,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ToolChoice", "any"),
     ("Execution", "string"),
     ("ProviderKind", "string"),
+    ("ThinkingLevel", "string"),
     ("ScriptTurn", "json.RawMessage"),
     ("Origin", "string"),
     ("StopReason", "string"),
@@ -108,7 +109,8 @@ pub fn type_of(ty: &FieldType) -> Result<String, String> {
 /// A field of a document the host writes (a configuration), as Go declares
 /// it: the zero value is the default and is left out, so a field is a pointer
 /// only where zero is a setting of its own that differs from the default (a
-/// count that defaults to 2, a flag that defaults to true or to "not said");
+/// count that defaults to 2, a flag that defaults to true or to "not said", a
+/// signed count that defaults to "not said");
 /// a count of milliseconds or seconds (`*_ms`, `*_s`) is a `time.Duration`; a
 /// document the JSON may leave out is a pointer; a list that may be null keeps
 /// null (the default) apart from empty.
@@ -121,7 +123,13 @@ pub fn input_field(field: &Field) -> Result<InputField, String> {
     };
     let name = field_name(unit.map_or(&field.json[..], |(suffix, _)| field.json.trim_end_matches(suffix)));
     let zero_is_default = match &field.default {
-        None | Some(Value::Null) => ty.kind != "boolean" || !ty.nullable,
+        // Not said, a flag may be either; a count that may be negative takes
+        // zero as a setting (a thinking budget of 0 turns thinking off).
+        None | Some(Value::Null) => match ty.kind.as_str() {
+            "boolean" => !ty.nullable,
+            "integer" => !(ty.nullable && field.minimum.is_none()),
+            _ => true,
+        },
         Some(Value::Bool(on)) => !on,
         Some(Value::Number(n)) => n.as_f64() == Some(0.0) || field.minimum.is_some_and(|min| min >= 1.0),
         Some(_) => true,

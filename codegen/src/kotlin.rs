@@ -26,6 +26,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ToolChoice", "JsonElement"),
     ("Execution", "String"),
     ("ProviderKind", "String"),
+    ("ThinkingLevel", "String"),
     ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),
     ("HandoffMessages", "String"),

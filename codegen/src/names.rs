@@ -55,6 +55,7 @@ const SAME_NAME: &[&str] = &[
     "ToolResultPayload",
     "FinalAnswerPayload",
     "Timeouts",
+    "Thinking",
     "RunStartDecision",
     "TurnStartDecision",
     "ToolCallDecision",

@@ -76,6 +76,7 @@ const RECORDS: Concept = Concept::Records(&[
 const INPUTS: Concept = Concept::Inputs(&[
     "AgentConfig",
     "ModelConfig",
+    "Thinking",
     "Timeouts",
     "HistoryConfig",
     "BuiltinToolsConfig",
@@ -87,6 +88,7 @@ const INPUTS: Concept = Concept::Inputs(&[
 const INPUTS_AND_TOOL_OPTIONS: Concept = Concept::Inputs(&[
     "AgentConfig",
     "ModelConfig",
+    "Thinking",
     "Timeouts",
     "HistoryConfig",
     "BuiltinToolsConfig",

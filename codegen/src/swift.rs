@@ -25,6 +25,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ToolChoice", "ToolChoice"),
     ("Execution", "String"),
     ("ProviderKind", "String"),
+    ("ThinkingLevel", "String"),
     ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),
     ("HandoffMessages", "String"),

@@ -3,7 +3,9 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::http::{in_band, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent, StoredResponse};
+use super::http::{
+    in_band, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent, StoredResponse, WireFormat,
+};
 use super::images::{self, ImageSource};
 use super::response::ResponseBuilder;
 use super::{GenerationRequest, ToolChoice, ToolDefinition};
@@ -19,9 +21,7 @@ const IMAGE_TYPES: &[&str] = &["image/png", "image/jpeg", "image/gif", "image/we
 /// The Messages wire format.
 pub(crate) struct Messages;
 
-impl Protocol for Messages {
-    type Decoder = MessagesDecoder;
-
+impl WireFormat for Messages {
     fn name(&self) -> &'static str {
         "anthropic"
     }
@@ -49,6 +49,10 @@ impl Protocol for Messages {
         }
         Ok(())
     }
+}
+
+impl Protocol for Messages {
+    type Decoder = MessagesDecoder;
 
     fn body(
         &self,
@@ -64,10 +68,8 @@ impl Protocol for Messages {
         if model.stream {
             body.field("stream", &true);
         }
-        let system: Vec<&str> =
-            request.system.into_iter().chain(transcript.system().iter().map(String::as_str)).collect();
         // An empty system text is left out, as the API refuses it.
-        let system = system.join("\n\n");
+        let system = transcript.system_text_after(request.system);
         if !system.is_empty() {
             body.field("system", &system);
         }
@@ -125,8 +127,8 @@ pub(super) fn blocks(parts: &[Part]) -> Result<Vec<Value>, Error> {
     let mut blocks = Vec::with_capacity(parts.len());
     for part in parts {
         match part {
-            Part::Text { text } if text.is_empty() => {}
-            Part::Text { text } => blocks.push(json!({"type": "text", "text": text})),
+            Part::Text { text, .. } if text.is_empty() => {}
+            Part::Text { text, .. } => blocks.push(json!({"type": "text", "text": text})),
             Part::Image { media_type, data, url } => blocks.push(image_block(match (data, url) {
                 (Some(data), _) => ImageSource::Inline { media_type: media_type.as_deref().unwrap_or(""), data },
                 (None, Some(url)) => ImageSource::Url(url),
@@ -135,14 +137,12 @@ pub(super) fn blocks(parts: &[Part]) -> Result<Vec<Value>, Error> {
             Part::File { media_type, data, .. } => blocks.push(
                 json!({"type": "document", "source": {"type": "base64", "media_type": media_type, "data": data}}),
             ),
-            // An OpenAI reasoning item (it has an id) means nothing to Anthropic.
-            Part::Thinking { id: Some(_), .. } => {}
-            Part::Thinking { thinking, signature, id: None } => {
-                let mut block = json!({"type": "thinking", "thinking": thinking});
-                if let Some(signature) = signature {
-                    block["signature"] = json!(signature);
-                }
-                blocks.push(block);
+            // An OpenAI reasoning item (it has an id) means nothing to Anthropic,
+            // and the API refuses thinking without its signature (another
+            // provider's reasoning, such as Gemini's or DeepSeek's).
+            Part::Thinking { id: Some(_), .. } | Part::Thinking { signature: None, .. } => {}
+            Part::Thinking { thinking, signature: Some(signature), id: None } => {
+                blocks.push(json!({"type": "thinking", "thinking": thinking, "signature": signature}))
             }
             Part::RedactedThinking { data } => blocks.push(json!({"type": "redacted_thinking", "data": data})),
         }

@@ -20,6 +20,8 @@ pub enum ProviderKind {
     Anthropic,
     /// Any server speaking the Chat Completions wire (needs `base_url`).
     OpenaiCompatible,
+    /// Google Gemini (`generateContent`).
+    Gemini,
     /// The offline scripted model.
     Scripted,
 }
@@ -100,9 +102,43 @@ pub struct ModelConfig {
     /// is answered by sending the whole history. Default false.
     #[serde(default)]
     pub server_history: bool,
+    /// Gemini: how the model thinks (`generationConfig.thinkingConfig`); left
+    /// out, the model's default. Other providers refuse it.
+    #[serde(default)]
+    pub thinking: Option<Thinking>,
     /// Request timeouts.
     #[serde(default)]
     pub timeouts: Timeouts,
+}
+
+/// How a Gemini model thinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Thinking {
+    /// Stream summaries of the model's thoughts (as thinking deltas and parts).
+    #[serde(default)]
+    pub include_thoughts: Option<bool>,
+    /// Tokens the model may think with (Gemini 2.5: 0 turns thinking off where
+    /// the model allows it, -1 lets the model decide).
+    #[serde(default)]
+    pub budget_tokens: Option<i32>,
+    /// How much the model thinks (Gemini 3).
+    #[serde(default)]
+    pub level: Option<ThinkingLevel>,
+}
+
+/// A Gemini thinking level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingLevel {
+    /// As little as the model can.
+    Minimal,
+    /// Little.
+    Low,
+    /// Some.
+    Medium,
+    /// As much as it needs.
+    High,
 }
 
 fn default_true() -> bool {

@@ -10,7 +10,8 @@ mod fixtures;
 use serde_json::{json, Value};
 
 use super::anthropic::Messages;
-use super::http::{encode_body, ModelSettings, Protocol};
+use super::gemini::Gemini;
+use super::http::{encode_body, ModelSettings, Protocol, WireFormat};
 use super::openai_chat::ChatCompletions;
 use super::openai_responses::Responses;
 use super::reference_bodies;
@@ -26,6 +27,7 @@ fn settings(stream: bool, max_tokens: Option<u32>, image_input: bool) -> ModelSe
         strict_tools: true,
         encrypted_reasoning: stream,
         server_history: false,
+        thinking: None,
     }
 }
 
@@ -93,6 +95,8 @@ fn synthetic(rounds: usize) -> Vec<Message> {
                     2 => "not json".into(),
                     _ => "[1]".into(),
                 },
+                // Gemini's signature, on the first call of some rounds only.
+                signature: (i == 0 && round % 4 == 1).then(|| format!("c2lnX3{round}")),
             })
             .collect();
         messages.push(Message::Assistant(AssistantMessage {
@@ -144,6 +148,7 @@ fn recorded() -> Option<Vec<Message>> {
         ("openai-compatible", ProviderKind::OpenaiCompatible),
         ("openai-responses", ProviderKind::OpenaiResponses),
         ("anthropic", ProviderKind::Anthropic),
+        ("gemini", ProviderKind::Gemini),
     ] {
         let mut paths: Vec<_> = std::fs::read_dir(providers.join(dir)).unwrap().map(|e| e.unwrap().path()).collect();
         paths.sort();
@@ -227,6 +232,10 @@ fn responses_oracle(model: &ModelSettings, request: &GenerationRequest<'_>) -> R
     Ok(reference_bodies::responses::body(model, request))
 }
 
+fn gemini_oracle(model: &ModelSettings, request: &GenerationRequest<'_>) -> Result<Value, String> {
+    Ok(reference_bodies::gemini::body(model, request))
+}
+
 fn anthropic_oracle(model: &ModelSettings, request: &GenerationRequest<'_>) -> Result<Value, String> {
     reference_bodies::anthropic::body(model, request).map_err(|e| e.message)
 }
@@ -238,6 +247,7 @@ fn cached_bodies_match_the_oracle_on_long_synthetic_transcripts() {
     compare(&ChatCompletions { is_openai: false }, compatible_oracle, &messages);
     compare(&Responses, responses_oracle, &messages);
     compare(&Messages, anthropic_oracle, &messages);
+    compare(&Gemini, gemini_oracle, &messages);
 }
 
 #[test]
@@ -247,6 +257,7 @@ fn cached_bodies_match_the_oracle_on_the_recorded_responses() {
     compare(&ChatCompletions { is_openai: true }, chat_oracle, &messages);
     compare(&Responses, responses_oracle, &messages);
     compare(&Messages, anthropic_oracle, &messages);
+    compare(&Gemini, gemini_oracle, &messages);
 }
 
 #[test]

@@ -48,7 +48,7 @@ pub(crate) fn split<'a>(
     let mut number = 0;
     for part in content {
         match part {
-            Part::Text { text: piece } => text.push_str(piece),
+            Part::Text { text: piece, .. } => text.push_str(piece),
             Part::Image { media_type, data, url } => {
                 number += 1;
                 let source = match (data, url, media_type) {

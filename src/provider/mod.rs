@@ -5,10 +5,12 @@ mod anthropic;
 mod config;
 #[cfg(test)]
 mod encoding_tests;
+mod gemini;
 pub(crate) mod http;
 mod images;
 mod openai_chat;
 mod openai_responses;
+mod partial_args;
 #[cfg(test)]
 mod reference_bodies;
 mod response;
@@ -22,7 +24,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-pub use config::{ModelConfig, ProviderKind, Timeouts};
+pub use config::{ModelConfig, ProviderKind, Thinking, ThinkingLevel, Timeouts};
 pub use scripted::{ScriptCall, ScriptError, ScriptTurn, ScriptedGenerator};
 pub use select::decode_recorded;
 pub(crate) use select::generator_for;

@@ -6,6 +6,7 @@ use serde_json::{json, Value};
 
 use super::http::{
     in_band, json_bytes, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent, StoredResponse,
+    WireFormat,
 };
 use super::images::{self, ImageSource};
 use super::response::ResponseBuilder;
@@ -20,9 +21,7 @@ pub(crate) struct ChatCompletions {
     pub(crate) is_openai: bool,
 }
 
-impl Protocol for ChatCompletions {
-    type Decoder = ChatDecoder;
-
+impl WireFormat for ChatCompletions {
     fn name(&self) -> &'static str {
         if self.is_openai {
             "openai"
@@ -70,6 +69,10 @@ impl Protocol for ChatCompletions {
         }
         Ok(())
     }
+}
+
+impl Protocol for ChatCompletions {
+    type Decoder = ChatDecoder;
 
     fn body(
         &self,
@@ -151,13 +154,13 @@ pub(super) fn image_part(source: ImageSource<'_>) -> Value {
 }
 
 pub(super) fn user_content(parts: &[Part]) -> Value {
-    if let [Part::Text { text }] = parts {
+    if let [Part::Text { text, .. }] = parts {
         return json!(text);
     }
     parts
         .iter()
         .filter_map(|part| match part {
-            Part::Text { text } => Some(json!({"type": "text", "text": text})),
+            Part::Text { text, .. } => Some(json!({"type": "text", "text": text})),
             Part::Image { media_type, data, url } => match (data, url) {
                 (Some(data), _) => {
                     Some(image_part(ImageSource::Inline { media_type: media_type.as_deref().unwrap_or(""), data }))

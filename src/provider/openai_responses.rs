@@ -3,7 +3,9 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::http::{in_band, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent, StoredResponse};
+use super::http::{
+    in_band, Decoder, EncodedTranscript, JsonObject, ModelSettings, Protocol, SseEvent, StoredResponse, WireFormat,
+};
 use super::images::{self, ImageSource};
 use super::openai_chat::tool_choice;
 use super::response::ResponseBuilder;
@@ -14,9 +16,7 @@ use crate::message::{text_of, Message, Part, StopReason, Usage};
 /// The Responses wire format.
 pub(crate) struct Responses;
 
-impl Protocol for Responses {
-    type Decoder = ResponsesDecoder;
-
+impl WireFormat for Responses {
     fn name(&self) -> &'static str {
         "openai-responses"
     }
@@ -67,6 +67,10 @@ impl Protocol for Responses {
         }
         Ok(())
     }
+}
+
+impl Protocol for Responses {
+    type Decoder = ResponsesDecoder;
 
     fn body(
         &self,
@@ -180,7 +184,7 @@ pub(super) fn user_content(parts: &[Part]) -> Vec<Value> {
     parts
         .iter()
         .filter_map(|part| match part {
-            Part::Text { text } => Some(json!({"type": "input_text", "text": text})),
+            Part::Text { text, .. } => Some(json!({"type": "input_text", "text": text})),
             Part::Image { media_type, data, url } => match (data, url) {
                 (Some(data), _) => Some(image_part(ImageSource::Inline { media_type: media_type.as_deref().unwrap_or(""), data })),
                 (None, Some(url)) => Some(image_part(ImageSource::Url(url))),

@@ -275,3 +275,56 @@ pub(crate) mod anthropic {
         Ok((system.join("\n\n"), out))
     }
 }
+
+pub(crate) mod gemini {
+    use super::super::gemini::{function_calling, function_response, generation_config, model_parts, user_parts};
+    use super::*;
+
+    pub(crate) fn body(model: &ModelSettings, request: &GenerationRequest<'_>) -> Value {
+        let mut body = Map::new();
+        let mut system: Vec<&str> = request.system.into_iter().collect();
+        let mut contents: Vec<Value> = Vec::with_capacity(request.messages.len());
+        let mut responses: Vec<Value> = Vec::new();
+        for message in request.messages {
+            if !matches!(message, Message::Tool(_)) && !responses.is_empty() {
+                contents.push(json!({"role": "user", "parts": std::mem::take(&mut responses)}));
+            }
+            let (role, parts) = match message {
+                Message::System(m) => {
+                    system.push(&m.content);
+                    continue;
+                }
+                Message::User(m) => ("user", user_parts(&m.content)),
+                Message::Assistant(m) => ("model", model_parts(m)),
+                Message::Tool(m) => {
+                    responses.extend(function_response(model, m));
+                    continue;
+                }
+            };
+            if !parts.is_empty() {
+                contents.push(json!({"role": role, "parts": parts}));
+            }
+        }
+        if !responses.is_empty() {
+            contents.push(json!({"role": "user", "parts": responses}));
+        }
+        body.insert("contents".into(), Value::Array(contents));
+        let system = system.join("\n\n");
+        if !system.is_empty() {
+            body.insert("systemInstruction".into(), json!({"parts": [{"text": system}]}));
+        }
+        if let Some(config) = generation_config(model, request) {
+            body.insert("generationConfig".into(), config);
+        }
+        if !request.tools.is_empty() {
+            let declarations: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "parametersJsonSchema": t.input_schema}))
+                .collect();
+            body.insert("tools".into(), json!([{"functionDeclarations": declarations}]));
+            body.insert("toolConfig".into(), json!({"functionCallingConfig": function_calling(request.tool_choice)}));
+        }
+        Value::Object(body)
+    }
+}

@@ -39,13 +39,21 @@ impl ResponseBuilder {
             return;
         }
         match self.parts.last_mut() {
-            Some(Part::Text { text: current }) if self.part_open => current.push_str(text),
+            Some(Part::Text { text: current, .. }) if self.part_open => current.push_str(text),
             _ => {
                 self.parts.push(Part::text(text));
                 self.part_open = true;
             }
         }
         self.pending.push(Pending::Text(text.to_owned()));
+    }
+
+    /// Starts a text part that carries a signature (Gemini's `thoughtSignature`),
+    /// with `text`, which may be empty; unsigned text that follows joins it.
+    pub(crate) fn signed_text(&mut self, text: &str, signature: &str) {
+        self.parts.push(Part::Text { text: String::new(), signature: Some(signature.to_owned()) });
+        self.part_open = true;
+        self.text(text);
     }
 
     /// Appends reasoning text.
@@ -124,6 +132,12 @@ impl ResponseBuilder {
         Ok(())
     }
 
+    /// Sets the signature of the call at a provider position (Gemini's
+    /// `thoughtSignature` on a `functionCall` part).
+    pub(crate) fn tool_call_signature(&mut self, position: u64, signature: &str) {
+        self.calls.sign(position, signature);
+    }
+
     /// Whether any output has been forwarded (after which a request is not retried).
     pub(crate) fn has_streamed(&self) -> bool {
         self.streamed
@@ -150,7 +164,12 @@ impl ResponseBuilder {
         let has_calls = !self.calls.is_empty();
         let tool_calls = self.calls.finish();
         let stop_reason = self.stop_reason.unwrap_or(if has_calls { StopReason::ToolUse } else { StopReason::EndTurn });
-        let content = self.parts.into_iter().filter(|p| !matches!(p, Part::Text { text } if text.is_empty())).collect();
+        // An empty text part stays only for the signature it carries.
+        let content = self
+            .parts
+            .into_iter()
+            .filter(|p| !matches!(p, Part::Text { text, signature: None } if text.is_empty()))
+            .collect();
         AssistantMessage { content, tool_calls, stop_reason, usage: self.usage }
     }
 }

@@ -162,7 +162,7 @@ async fn play(turn: &ScriptTurn, deltas: &mut dyn DeltaSink) -> Result<Assistant
         deltas
             .send(Delta::ToolCall { index, id: Some(&call.id), name: Some(&call.name), arguments: &call.arguments })
             .await;
-        tool_calls.push(ToolCall { id: call.id.clone(), name: call.name.clone(), arguments: call.arguments.clone() });
+        tool_calls.push(ToolCall::new(call.id.clone(), call.name.clone(), call.arguments.clone()));
     }
     let stop_reason =
         turn.stop_reason.unwrap_or(if tool_calls.is_empty() { StopReason::EndTurn } else { StopReason::ToolUse });

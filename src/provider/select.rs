@@ -3,14 +3,19 @@
 //! Base URLs follow each vendor's SDK: for `openai`, `openai-responses` and
 //! `openai-compatible` the base includes the version path and ferrule appends
 //! `/chat/completions` or `/responses`; for `anthropic` it is the root and ferrule
-//! appends `/v1/messages`. Keys come from the environment: `OPENAI_API_KEY`,
-//! `ANTHROPIC_API_KEY`, or the variable `api_key_env` names. An
+//! appends `/v1/messages`; for `gemini` it includes the version path
+//! (`https://generativelanguage.googleapis.com/v1beta`) and ferrule appends
+//! `/models/<name>:streamGenerateContent?alt=sse` (or `:generateContent`). Keys
+//! come from the environment: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
+//! `GEMINI_API_KEY`, or the variable `api_key_env` names; Gemini's goes in the
+//! `x-goog-api-key` header, never in the URL. An
 //! `openai-compatible` server gets a key only when `api_key_env` names one, so an
 //! OpenAI key never goes to another server.
 
 use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 
 use super::anthropic::Messages;
+use super::gemini::Gemini;
 use super::http::{Endpoint, HttpGenerator, ModelSettings, Secret};
 use super::openai_chat::ChatCompletions;
 use super::openai_responses::Responses;
@@ -23,10 +28,14 @@ const RESPONSES_MIN_OUTPUT_TOKENS: u32 = 16;
 const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 const ANTHROPIC_VERSION: &str = "2023-06-01";
+const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 
 /// Builds the generator `config` names.
 pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> {
     let provider = config.provider;
+    if config.thinking.is_some() && provider != ProviderKind::Gemini {
+        return Err(Error::invalid_arg("model.thinking: only the gemini provider takes it"));
+    }
     if provider == ProviderKind::Scripted {
         return Ok(Box::new(ScriptedGenerator::new(config.script.clone())?));
     }
@@ -52,6 +61,7 @@ pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> 
             && !config.server_history
             && config.encrypted_reasoning.unwrap_or_else(|| is_reasoning_model(&name)),
         server_history: config.server_history,
+        thinking: config.thinking,
         name,
     };
     Ok(match provider {
@@ -86,8 +96,36 @@ pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> 
             let endpoint = Endpoint { url: format!("{base}/v1/messages"), headers, key };
             Box::new(HttpGenerator::new(Messages, config, settings, endpoint)?)
         }
+        ProviderKind::Gemini => {
+            let endpoint = gemini_endpoint(config, &settings.name)?;
+            Box::new(HttpGenerator::new(Gemini, config, settings, endpoint)?)
+        }
         ProviderKind::Scripted => unreachable!("handled above"),
     })
+}
+
+/// `{base}/models/<name>:streamGenerateContent?alt=sse` (or `:generateContent`),
+/// with the key in `x-goog-api-key`. The name may say `models/` or
+/// `tunedModels/` itself; it may not leave the path.
+fn gemini_endpoint(config: &ModelConfig, name: &str) -> Result<Endpoint> {
+    let path = match name.starts_with("models/") || name.starts_with("tunedModels/") {
+        true => name.to_owned(),
+        false => format!("models/{name}"),
+    };
+    let resource = path.split_once('/').map_or("", |(_, id)| id);
+    if resource.is_empty() || !resource.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) {
+        return Err(Error::invalid_arg(format!(
+            "model.name: {name:?} is not a Gemini model name (letters, digits, '.', '-' and '_', after an optional models/ or tunedModels/)"
+        )));
+    }
+    let method = if config.stream { "streamGenerateContent?alt=sse" } else { "generateContent" };
+    let base = base_url(config, "GOOGLE_GEMINI_BASE_URL", GEMINI_BASE_URL);
+    let key = api_key(config, Some("GEMINI_API_KEY"))?;
+    let mut headers = HeaderMap::new();
+    if let Some(key) = &key {
+        headers.insert("x-goog-api-key", sensitive(key.expose())?);
+    }
+    Ok(Endpoint { url: format!("{base}/{path}:{method}"), headers, key })
 }
 
 /// Decodes a recorded response body of `provider` into the message it holds, the
@@ -102,6 +140,7 @@ pub fn decode_recorded(provider: ProviderKind, body: &[u8], stream: bool) -> Res
         }
         ProviderKind::OpenaiResponses => super::http::decode_recorded(&Responses, body, stream),
         ProviderKind::Anthropic => super::http::decode_recorded(&Messages, body, stream),
+        ProviderKind::Gemini => super::http::decode_recorded(&Gemini, body, stream),
         ProviderKind::Scripted => Err(Error::invalid_arg("the scripted provider has no wire format to decode")),
     }
 }

@@ -17,6 +17,12 @@ pub(crate) const MAX_CALLS_PER_RESPONSE: usize = 256;
 /// Most argument bytes one call may carry.
 pub(crate) const MAX_ARGUMENT_BYTES: usize = 4 << 20;
 
+/// An id for a call that came without one (Gemini's usually do): unique
+/// enough that no two calls of a run share it.
+pub(crate) fn made_up_call_id() -> String {
+    format!("call_{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
+}
+
 #[derive(Default)]
 pub(crate) struct ToolCallAssembler {
     calls: Vec<ToolCall>,
@@ -42,7 +48,7 @@ impl ToolCallAssembler {
                         format!("the response has more than {MAX_CALLS_PER_RESPONSE} tool calls"),
                     ));
                 }
-                self.calls.push(ToolCall { id: String::new(), name: String::new(), arguments: String::new() });
+                self.calls.push(ToolCall::new("", "", ""));
                 self.by_position.insert(position, self.calls.len() - 1);
                 self.calls.len() - 1
             }
@@ -66,6 +72,13 @@ impl ToolCallAssembler {
         }
         call.arguments.push_str(arguments);
         Ok(slot)
+    }
+
+    /// Sets the signature of the call at `position`, if there is one.
+    pub(crate) fn sign(&mut self, position: u64, signature: &str) {
+        if let Some(&slot) = self.by_position.get(&position) {
+            self.calls[slot].signature = Some(signature.to_owned());
+        }
     }
 
     /// Whether a call was started.
@@ -105,7 +118,7 @@ mod tests {
         calls.piece(0, None, None, "{\"a\":").unwrap();
         calls.piece(0, None, None, "1}").unwrap();
         let calls = calls.finish();
-        assert_eq!(calls, vec![ToolCall { id: "c1".into(), name: "get".into(), arguments: "{\"a\":1}".into() }]);
+        assert_eq!(calls, vec![ToolCall::new("c1", "get", "{\"a\":1}")]);
     }
 
     #[test]

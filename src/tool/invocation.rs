@@ -9,7 +9,7 @@
 //! use ferrule::tool::{Invocation, ToolResult, UpdateSink};
 //! use serde_json::json;
 //!
-//! let call = ToolCall { id: "c1".into(), name: "lookup".into(), arguments: r#"{"id":7}"#.into() };
+//! let call = ToolCall::new("c1", "lookup", r#"{"id":7}"#);
 //! let updates = UpdateSink::new(|partial: ToolResult| println!("update: {:?}", partial.content));
 //! let invocation = Invocation::new(call, json!({"id": 7})).with_updates(updates);
 //! assert_eq!(invocation.arguments()["id"], 7);

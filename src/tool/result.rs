@@ -112,7 +112,7 @@ impl ToolResult {
         }
         let mut budget = max_bytes;
         for part in &mut self.content {
-            if let Part::Text { text } = part {
+            if let Part::Text { text, .. } = part {
                 let mut keep = budget.min(text.len());
                 while !text.is_char_boundary(keep) {
                     keep -= 1;
@@ -121,7 +121,7 @@ impl ToolResult {
                 budget -= keep;
             }
         }
-        self.content.retain(|part| !matches!(part, Part::Text { text } if text.is_empty()));
+        self.content.retain(|part| !matches!(part, Part::Text { text, .. } if text.is_empty()));
         self.content.push(Part::text(format!("\n[result truncated: {max_bytes} of {total} bytes shown]")));
     }
 
@@ -133,7 +133,7 @@ impl ToolResult {
 
 fn text_len(part: &Part) -> usize {
     match part {
-        Part::Text { text } => text.len(),
+        Part::Text { text, .. } => text.len(),
         _ => 0,
     }
 }

@@ -21,7 +21,7 @@ async fn countdown(call: Invocation) -> ToolOutcome {
 
 fn call(n: u64) -> Invocation {
     let arguments = json!({"n": n});
-    Invocation::new(ToolCall { id: "c1".into(), name: "countdown".into(), arguments: arguments.to_string() }, arguments)
+    Invocation::new(ToolCall::new("c1", "countdown", arguments.to_string()), arguments)
 }
 
 #[tokio::test]

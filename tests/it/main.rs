@@ -25,6 +25,7 @@ mod mcp_legacy;
 mod mcp_registry;
 mod mcp_stdio;
 mod module_graph;
+mod provider_gemini;
 mod provider_http;
 mod provider_replay;
 mod schema_file;

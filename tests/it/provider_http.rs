@@ -394,9 +394,13 @@ fn anthropic_refuses_other_image_types_before_sending() {
 
 #[test]
 fn strict_tools_are_refused_before_sending_where_unsupported() {
-    for (provider, supported) in
-        [("openai", true), ("openai-responses", true), ("anthropic", false), ("openai-compatible", false)]
-    {
+    for (provider, supported) in [
+        ("openai", true),
+        ("openai-responses", true),
+        ("anthropic", false),
+        ("openai-compatible", false),
+        ("gemini", false),
+    ] {
         let server = MockServer::start(vec![Reply::sse(&wire::stream(provider, "ok", &[]))]);
         let strict = tool("lookup", json!({"strict": true}), |_: Invocation| async {
             ToolOutcome::Completed(ToolResult::text("x"))

@@ -1,6 +1,7 @@
 //! Every recorded provider response in the shared fixtures, replayed through a
 //! local HTTP server, parsed into the message it holds: text, thinking, each tool
-//! call's id, name and complete arguments, stop reason and usage.
+//! call's id, name and complete arguments, stop reason and usage. A call id of
+//! `*` is one ferrule made up (Gemini's calls usually come without).
 
 use std::path::Path;
 
@@ -141,6 +142,69 @@ fn expectations() -> Vec<Expect> {
             ],
             ..expect("anthropic/nonstream-text-and-two-tool-use.json", "I'll retrieve the secrets for both passwords you provided.", ToolUse, (416, 109, 0))
         },
+        // Gemini: a SAFETY stop has no content; STOP with calls is tool use.
+        expect("gemini/nonstream-finish-safety-empty-content.json", "", ContentFilter, (14, 0, 0)),
+        Expect {
+            calls: &[("*", "weather", r#"{"location":"San Francisco"}"#)],
+            ..expect("gemini/nonstream-function-call-thought-signature.json", "", ToolUse, (29, 1816, 0))
+        },
+        expect("gemini/nonstream-max-tokens-no-parts.json", "", Length, (15, 2, 0)),
+        Expect { text_chars: 78, ..expect("gemini/nonstream-text-signature-on-text-part.json", "There are **3** r's in strawberry.…", EndTurn, (9, 272, 0)) },
+        Expect {
+            calls: &[("*", "generate_topic", "{}"), ("*", "generate_topic", "{}"), ("*", "generate_topic", "{}")],
+            ..expect("gemini/nonstream-three-parallel-function-calls.json", "", ToolUse, (83, 220, 0))
+        },
+        // Executed code and its output are not kept; the prompt of the server's
+        // tool counts as input.
+        Expect { text_chars: 82, ..expect("gemini/stream-code-execution-crlf.sse", "The result of $65465 - 6544 \\times 65464…", EndTurn, (507, 276, 0)) },
+        Expect {
+            calls: &[("*", "weather", r#"{"location":"San Francisco"}"#)],
+            ..expect("gemini/stream-function-call-thought-signature.chunks.jsonl", "", ToolUse, (29, 819, 0))
+        },
+        // Vertex AI's arguments streamed by JSON path.
+        Expect {
+            calls: &[(
+                "*",
+                "writeItems",
+                r#"{"operations":[{"action":"add","description":"Fresh red apple","itemid":"apple_001","price":0.5},{"action":"add","description":"Ripe yellow banana","itemid":"banana_001","price":0.3}]}"#,
+            )],
+            ..expect("gemini/stream-partial-args-array-no-terminator-vertex.chunks.jsonl", "", ToolUse, (54, 195, 0))
+        },
+        Expect {
+            calls: &[("*", "getWeather", r#"{"location":"Boston"}"#), ("*", "getWeather", r#"{"location":"San Francisco"}"#)],
+            ..expect("gemini/stream-partial-function-call-args.chunks.jsonl", "", ToolUse, (26, 155, 0))
+        },
+        Expect {
+            calls: &[("*", "get_country", "{}")],
+            ..expect("gemini/stream-signature-roundtrip-turn1-function-call-crlf.sse", "", ToolUse, (29, 212, 0))
+        },
+        // Usage from the last chunk, not the first.
+        expect("gemini/stream-signature-roundtrip-turn2-text-crlf.sse", "The capital of Mexico is Mexico City.", EndTurn, (257, 8, 0)),
+        expect("gemini/stream-text-finish-max-tokens-crlf.sse", "Here are all 50 U.S.", Length, (9, 48, 0)),
+        Expect {
+            calls: &[("g1bmv6il", "get_weather", r#"{"city":"San Francisco"}"#)],
+            ..expect("gemini/stream-text-then-function-call-with-id.chunks.jsonl", "Let me check.", ToolUse, (83, 199, 0))
+        },
+        Expect { text_chars: 55, ..expect("gemini/stream-text-trailing-empty-part-signature.chunks.jsonl", "There are **3** \"r\"s in strawberry.…", EndTurn, (9, 208, 0)) },
+        Expect {
+            text_chars: 1938,
+            thinking_chars: 1575,
+            ..expect("gemini/stream-thought-parts-then-text-crlf.sse", "This is a great question! Safely crossing the street is all…", EndTurn, (34, 1256, 0))
+        },
+        Expect {
+            thinking_chars: 320,
+            calls: &[
+                ("*", "read_theme", "{}"),
+                ("*", "read_screen", r#"{"id":"A"}"#),
+                ("*", "read_screen", r#"{"id":"B"}"#),
+                ("*", "read_screen", r#"{"id":"C"}"#),
+            ],
+            ..expect("gemini/stream-thought-then-four-function-calls-vertex.chunks.jsonl", "", ToolUse, (249, 241, 0))
+        },
+        Expect {
+            calls: &[("*", "secret_retrieval_tool", r#"{"password":"mellon"}"#), ("*", "secret_retrieval_tool", r#"{"password":"radiance"}"#)],
+            ..expect("gemini/stream-two-function-calls-crlf.sse", "", ToolUse, (70, 101, 0))
+        },
     ]
 }
 
@@ -171,11 +235,25 @@ const HTTP_ERRORS: &[(&str, ErrorCode, &str)] = &[
     ("errors/openai-responses-400-model-not-found.json", ErrorCode::ProviderNotFound, "model_not_found"),
     ("errors/anthropic-401-authentication-error.json", ErrorCode::ProviderAuth, "invalid x-api-key"),
     ("errors/anthropic-404-not-found-model.json", ErrorCode::ProviderNotFound, "not_found_error"),
+    // Google answers a bad key with 400; its reason says what it is.
+    ("errors/gemini-400-invalid-argument-api-key-stream-endpoint.json", ErrorCode::ProviderAuth, "API key not valid"),
+    ("errors/gemini-404-not-found-model-stream-endpoint.json", ErrorCode::ProviderNotFound, "NOT_FOUND"),
+    ("errors/gemini-429-resource-exhausted-retry-info.json", ErrorCode::ProviderRateLimited, "RESOURCE_EXHAUSTED"),
 ];
 
-/// Gemini is not a provider yet: its recordings (every file under these
-/// prefixes) are for a later version.
-const NOT_YET: &[&str] = &["gemini/", "errors/gemini-"];
+/// Gemini's answers to a blocked prompt: 200, no candidates, the reason.
+const BLOCKED: &[&str] = &[
+    "gemini/stream-prompt-blocked-prohibited-content.chunks.jsonl",
+    "gemini/nonstream-prompt-blocked-prohibited-content.json",
+];
+
+/// Recorded request bodies, which no test serves (`gemini_signatures_go_back...`
+/// compares what ferrule sends with them).
+const REQUESTS: &[&str] = &[
+    "gemini/nonstream-three-parallel-function-calls-turn2.request.json",
+    "gemini/stream-signature-roundtrip-turn1.request.json",
+    "gemini/stream-signature-roundtrip-turn2.request.json",
+];
 
 /// Recordings of several exchanges, replayed in `recorded_exchanges_replay_in_order`.
 const RECORDED: &[&str] = &[
@@ -189,6 +267,8 @@ fn provider_of(file: &str) -> &'static str {
         "openai-compatible" => "openai-compatible",
         "openai-responses" => "openai-responses",
         "anthropic" => "anthropic",
+        "gemini" => "gemini",
+        "errors" if file.contains("gemini") => "gemini",
         "errors" if file.contains("responses") => "openai-responses",
         "errors" if file.contains("openai") => "openai",
         "errors" => "anthropic",
@@ -196,13 +276,8 @@ fn provider_of(file: &str) -> &'static str {
     }
 }
 
-/// The base URL for a provider on the mock server (OpenAI's includes `/v1`).
 fn base_url(provider: &str, server: &MockServer) -> String {
-    if provider == "anthropic" {
-        server.url().to_owned()
-    } else {
-        format!("{}/v1", server.url())
-    }
+    crate::common::wire::base_url(provider, server.url())
 }
 
 /// Replays one body and returns the run result and its events.
@@ -247,7 +322,7 @@ fn every_recorded_response_parses_into_its_message() {
             .content
             .iter()
             .filter_map(|p| match p {
-                Part::Text { text } => Some(text.as_str()),
+                Part::Text { text, .. } => Some(text.as_str()),
                 _ => None,
             })
             .collect();
@@ -267,9 +342,21 @@ fn every_recorded_response_parses_into_its_message() {
             })
             .sum();
         assert_eq!(thinking, expected.thinking_chars, "{file}: thinking");
-        let calls: Vec<(&str, &str, &str)> =
-            message.tool_calls.iter().map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str())).collect();
+        let calls: Vec<(&str, &str, &str)> = message
+            .tool_calls
+            .iter()
+            .zip(expected.calls.iter().map(|c| c.0).chain(std::iter::repeat("")))
+            .map(|(c, expected_id)| {
+                let id = match expected_id == "*" && c.id.starts_with("call_") {
+                    true => "*",
+                    false => c.id.as_str(),
+                };
+                (id, c.name.as_str(), c.arguments.as_str())
+            })
+            .collect();
         assert_eq!(calls, expected.calls, "{file}: tool calls");
+        let ids: std::collections::HashSet<&str> = message.tool_calls.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids.len(), message.tool_calls.len(), "{file}: made-up ids are distinct");
         assert_eq!(message.stop_reason, expected.stop, "{file}: stop reason");
         let usage = (message.usage.input_tokens, message.usage.output_tokens, message.usage.cached_tokens);
         assert_eq!(usage, expected.usage, "{file}: usage");
@@ -398,7 +485,7 @@ fn every_fixture_file_is_covered() {
     let providers = fixtures.join("providers");
     let mut covered: Vec<String> = expectations().iter().map(|e| e.file.to_owned()).collect();
     covered.extend(STREAM_ERRORS.iter().chain(HTTP_ERRORS).map(|(f, _, _)| f.to_string()));
-    covered.extend(RECORDED.iter().map(|f| f.to_string()));
+    covered.extend(RECORDED.iter().chain(BLOCKED).chain(REQUESTS).map(|f| f.to_string()));
     for dir in std::fs::read_dir(&providers).unwrap() {
         let dir = dir.unwrap();
         if !dir.file_type().unwrap().is_dir() || dir.file_name() == "licenses" {
@@ -406,8 +493,7 @@ fn every_fixture_file_is_covered() {
         }
         for file in std::fs::read_dir(dir.path()).unwrap() {
             let name = format!("{}/{}", dir.file_name().to_string_lossy(), file.unwrap().file_name().to_string_lossy());
-            let not_yet = NOT_YET.iter().any(|prefix| name.starts_with(prefix));
-            assert!(not_yet || covered.contains(&name), "{name} has no replay test");
+            assert!(covered.contains(&name), "{name} has no replay test");
         }
     }
 }

@@ -65,7 +65,7 @@ pub(crate) fn from_response(provider: &str, status: u16, headers: &HeaderMap, bo
     Failure {
         error,
         should_retry: header(headers, "x-should-retry").and_then(|v| v.parse().ok()),
-        retry_after: retry_after(headers),
+        retry_after: retry_after(headers).or_else(|| object.and_then(retry_delay)),
         provider_code: field("code"),
         param: field("param"),
     }
@@ -88,12 +88,27 @@ fn error_object(value: &Value) -> &Value {
 }
 
 fn code_from_object(object: &Value) -> Option<ErrorCode> {
+    // Google answers a bad key with 400 INVALID_ARGUMENT; its reason says which.
+    if details(object).any(|detail| detail.get("reason").and_then(Value::as_str) == Some("API_KEY_INVALID")) {
+        return Some(ErrorCode::ProviderAuth);
+    }
     let numeric = ["status_code", "status", "code"].iter().find_map(|k| object.get(*k)?.as_u64());
     if let Some(status) = numeric.filter(|s| (400..600).contains(s)) {
         return Some(classify_status(status as u16));
     }
     // OpenAI's `code` is the finer name (`model_not_found` under `invalid_request_error`).
-    ["code", "type"].iter().find_map(|k| code_from_name(object.get(*k)?.as_str()?))
+    ["code", "type", "status"].iter().find_map(|k| code_from_name(object.get(*k)?.as_str()?))
+}
+
+/// The `details` of a Google error object.
+fn details(object: &Value) -> impl Iterator<Item = &Value> {
+    object.get("details").and_then(Value::as_array).into_iter().flatten()
+}
+
+/// Google's `RetryInfo.retryDelay` (`"34.4s"`), as `retry-after` would say it.
+fn retry_delay(object: &Value) -> Option<Duration> {
+    let delay = details(object).find_map(|detail| detail.get("retryDelay")?.as_str())?;
+    Some(seconds(delay.strip_suffix('s')?.parse().ok()?))
 }
 
 fn code_from_name(name: &str) -> Option<ErrorCode> {
@@ -104,6 +119,13 @@ fn code_from_name(name: &str) -> Option<ErrorCode> {
         "overloaded_error" | "server_is_overloaded" | "slow_down" => ErrorCode::ProviderOverloaded,
         "api_error" | "server_error" | "internal_error" => ErrorCode::ProviderServer,
         "invalid_request_error" | "request_too_large" | "unsupported_parameter" => ErrorCode::ProviderInvalidRequest,
+        // Google's canonical codes (`status`).
+        "UNAUTHENTICATED" | "PERMISSION_DENIED" => ErrorCode::ProviderAuth,
+        "NOT_FOUND" => ErrorCode::ProviderNotFound,
+        "RESOURCE_EXHAUSTED" => ErrorCode::ProviderRateLimited,
+        "UNAVAILABLE" => ErrorCode::ProviderOverloaded,
+        "INTERNAL" => ErrorCode::ProviderServer,
+        "INVALID_ARGUMENT" | "FAILED_PRECONDITION" => ErrorCode::ProviderInvalidRequest,
         _ => return None,
     })
 }
@@ -111,7 +133,7 @@ fn code_from_name(name: &str) -> Option<ErrorCode> {
 /// `type (code): message`, with whichever of the three the object has.
 fn describe(object: &Value) -> String {
     let message = object.get("message").and_then(Value::as_str).unwrap_or("no message");
-    let names: Vec<&str> = ["type", "code"].iter().filter_map(|k| object.get(*k)?.as_str()).collect();
+    let names: Vec<&str> = ["type", "code", "status"].iter().filter_map(|k| object.get(*k)?.as_str()).collect();
     match names.as_slice() {
         [] => message.to_owned(),
         [kind] => format!("{kind}: {message}"),
@@ -230,6 +252,33 @@ mod tests {
         assert_eq!(failure.error.code, ErrorCode::ProviderOverloaded);
         assert!(failure.error.message.contains("overloaded_error: Overloaded"), "{}", failure.error.message);
         assert!(failure.is_retryable());
+    }
+
+    #[test]
+    fn google_errors_name_their_status_reason_and_delay() {
+        let body = r#"{"error":{"code":400,"message":"API key not valid.","status":"INVALID_ARGUMENT",
+            "details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"API_KEY_INVALID"}]}}"#;
+        let failure = from_response("gemini", 400, &HeaderMap::new(), body);
+        assert_eq!(failure.error.code, ErrorCode::ProviderAuth);
+        assert!(failure.error.message.contains("INVALID_ARGUMENT: API key not valid."), "{}", failure.error.message);
+        let body = r#"{"error":{"code":503,"message":"busy","status":"UNAVAILABLE"}}"#;
+        assert_eq!(from_response("gemini", 500, &HeaderMap::new(), body).error.code, ErrorCode::ProviderOverloaded);
+        let body = r#"{"error":{"code":429,"status":"RESOURCE_EXHAUSTED",
+            "details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}]}}"#;
+        let failure = from_response("gemini", 429, &HeaderMap::new(), body);
+        assert_eq!(failure.retry_after, Some(Duration::from_millis(1500)));
+        let mut headers = HeaderMap::new();
+        headers.insert("retry-after", HeaderValue::from_static("3"));
+        assert_eq!(
+            from_response("gemini", 429, &headers, body).retry_after,
+            Some(Duration::from_secs(3)),
+            "the header first"
+        );
+        for delay in ["-1s", "xs", "1e400s", "NaNs"] {
+            let body = body.replace("1.5s", delay);
+            let wait = from_response("gemini", 429, &HeaderMap::new(), &body).retry_after;
+            assert!(matches!(wait, None | Some(Duration::ZERO) | Some(Duration::MAX)), "{delay}: {wait:?}");
+        }
     }
 
     #[test]

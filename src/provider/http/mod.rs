@@ -39,12 +39,15 @@ const BODY_HEADROOM: usize = 4096;
 /// Longest wait between attempts, whatever the provider asks.
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
 
-/// What a wire format decides.
-pub(crate) trait Protocol: Send + Sync + 'static {
-    /// The decoder of one response.
-    type Decoder: Decoder;
+/// How a wire format writes a transcript's messages (see [`EncodedTranscript`]).
+pub(crate) trait WireFormat: Send + Sync + 'static {
     /// The provider's name in messages (`"openai"`).
     fn name(&self) -> &'static str;
+    /// The key of a user message's parts: the message that carries the parts
+    /// left pending by a round's tool results is `{"<key>": [parts], "role": "user"}`.
+    fn user_parts_key(&self) -> &'static str {
+        "content"
+    }
     /// Appends one message of the transcript to `out` (items, parts of the
     /// pending user message, or system text). Called once per message, in
     /// transcript order.
@@ -54,6 +57,13 @@ pub(crate) trait Protocol: Send + Sync + 'static {
         message: &Message,
         out: &mut EncodedTranscript,
     ) -> Result<(), Error>;
+}
+
+/// What an HTTP wire format decides beside its messages: the rest of a request
+/// body, and how a response reads.
+pub(crate) trait Protocol: WireFormat {
+    /// The decoder of one response.
+    type Decoder: Decoder;
     /// Writes the fields of the request body for one turn, its messages from
     /// `transcript` (which holds `request.messages`): those after `previous`
     /// when it is given (only to a protocol whose server keeps history).
@@ -92,6 +102,8 @@ pub(crate) struct ModelSettings {
     /// OpenAI Responses: the server stores responses and a request continues
     /// from the previous one.
     pub(crate) server_history: bool,
+    /// Gemini: how the model thinks.
+    pub(crate) thinking: Option<super::config::Thinking>,
 }
 
 /// How to reach the provider.

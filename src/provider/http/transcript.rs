@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use super::{ModelSettings, Protocol};
+use super::{ModelSettings, WireFormat};
 use crate::error::Error;
 use crate::message::Message;
 
@@ -24,29 +24,38 @@ pub(crate) struct EncodedTranscript {
     starts: Vec<usize>,
     /// Content parts waiting for the current round's tool results to end: sent as
     /// one user message after them (Chat Completions' tool images, Anthropic's
-    /// tool results).
+    /// tool results, Gemini's function responses).
     pending: Vec<u8>,
+    /// The key of that user message's parts.
+    parts_key: &'static str,
     /// System messages, for a wire that sends them apart from the messages.
     system: Vec<String>,
 }
 
 impl EncodedTranscript {
-    fn new(format: &'static str) -> Self {
-        EncodedTranscript { format, items: Vec::new(), starts: Vec::new(), pending: Vec::new(), system: Vec::new() }
+    fn new(format: &'static str, parts_key: &'static str) -> Self {
+        EncodedTranscript {
+            format,
+            items: Vec::new(),
+            starts: Vec::new(),
+            pending: Vec::new(),
+            parts_key,
+            system: Vec::new(),
+        }
     }
 
     /// `cached` brought up to `messages` (started over when it belongs to another
     /// wire format or to a longer transcript). On an error the cache is emptied.
     pub(crate) fn update<'c>(
         cached: &'c mut Option<EncodedTranscript>,
-        protocol: &impl Protocol,
+        protocol: &impl WireFormat,
         model: &ModelSettings,
         messages: &[Message],
     ) -> Result<&'c EncodedTranscript, Error> {
         let reusable = cached.as_ref().is_some_and(|t| t.format == protocol.name() && t.starts.len() <= messages.len());
         let mut transcript = match cached.take() {
             Some(transcript) if reusable => transcript,
-            _ => EncodedTranscript::new(protocol.name()),
+            _ => EncodedTranscript::new(protocol.name(), protocol.user_parts_key()),
         };
         for message in &messages[transcript.starts.len()..] {
             if !matches!(message, Message::Tool(_)) {
@@ -74,9 +83,11 @@ impl EncodedTranscript {
         self.system.push(text.to_owned());
     }
 
-    /// The system messages' texts, in order.
-    pub(crate) fn system(&self) -> &[String] {
-        &self.system
+    /// The agent's system prompt, then the system messages' texts, each
+    /// paragraph apart, for a wire that sends them apart from the messages.
+    pub(crate) fn system_text_after(&self, prompt: Option<&str>) -> String {
+        let texts: Vec<&str> = prompt.into_iter().chain(self.system.iter().map(String::as_str)).collect();
+        texts.join("\n\n")
     }
 
     /// The bytes of the items, for sizing a body.
@@ -109,7 +120,7 @@ impl EncodedTranscript {
             if !empty {
                 out.push(b',');
             }
-            write_user_message(&self.pending, out);
+            write_user_message(self.parts_key, &self.pending, out);
         }
         out.push(b']');
     }
@@ -119,16 +130,19 @@ impl EncodedTranscript {
             if !self.items.is_empty() {
                 self.items.push(b',');
             }
-            write_user_message(&self.pending, &mut self.items);
+            write_user_message(self.parts_key, &self.pending, &mut self.items);
             self.pending.clear();
         }
     }
 }
 
-/// `{"content":[parts],"role":"user"}`, keys in the order serde_json's map
-/// writes them.
-fn write_user_message(parts: &[u8], out: &mut Vec<u8>) {
-    out.extend_from_slice(b"{\"content\":[");
+/// `{"<key>":[parts],"role":"user"}`, keys in the order serde_json's map
+/// writes them (both keys in use, `content` and `parts`, sort before `role`).
+fn write_user_message(key: &str, parts: &[u8], out: &mut Vec<u8>) {
+    debug_assert!(key < "role");
+    out.push(b'{');
+    serde_json::to_writer(&mut *out, key).expect("JSON into memory");
+    out.extend_from_slice(b":[");
     out.extend_from_slice(parts);
     out.extend_from_slice(b"],\"role\":\"user\"}");
 }

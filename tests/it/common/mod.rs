@@ -189,6 +189,7 @@ pub fn assert_event_invariants(events: &[Value]) {
 
 pub mod agents;
 pub mod fixtures;
+pub mod gemini_spec;
 pub mod mcp;
 pub mod openai_spec;
 pub mod server;

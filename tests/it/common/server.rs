@@ -2,7 +2,8 @@
 //! request with the next reply from its list, records what it received, and stops
 //! when dropped. Connections are kept alive between requests unless a reply says
 //! `connection: close` (or ends abnormally). When it stops, every Chat Completions and Responses request body
-//! it received is checked against OpenAI's specification (see `openai_spec.rs`).
+//! it received is checked against OpenAI's specification (see `openai_spec.rs`), and
+//! every Gemini body against Google's description (`gemini_spec.rs`).
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
@@ -163,6 +164,9 @@ impl Drop for MockServer {
             let Ok(body) = serde_json::from_slice::<serde_json::Value>(&request.body) else { continue };
             if let Err(problems) = super::openai_spec::check(&request.path, &body) {
                 panic!("the body sent to {} breaks OpenAI's specification:\n{problems}\n{body:#}", request.path);
+            }
+            if let Err(problems) = super::gemini_spec::check(&request.path, &body) {
+                panic!("the body sent to {} breaks Google's description:\n{problems}\n{body:#}", request.path);
             }
         }
     }

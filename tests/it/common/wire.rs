@@ -118,9 +118,43 @@ pub fn identified_response(id: &str, text: &str, calls: &[Call]) -> Vec<u8> {
     sse(&events)
 }
 
+/// A Gemini stream with `text` (one chunk per word) and `calls` (one chunk,
+/// the calls with their ids, the first with a signature), events separated by
+/// CRLF as Google's server does; usage only in the last chunk is complete.
+pub fn gemini(text: &str, calls: &[Call]) -> Vec<u8> {
+    let mut chunks = Vec::new();
+    let partial_usage = json!({"promptTokenCount": 3});
+    for word in text.split_inclusive(' ') {
+        chunks.push(json!({"candidates": [{"content": {"role": "model", "parts": [{"text": word}]}, "index": 0}],
+            "usageMetadata": partial_usage}));
+    }
+    if !calls.is_empty() {
+        let parts: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (id, name, arguments))| {
+                let args: Value = serde_json::from_str(arguments).expect("test calls have JSON arguments");
+                let mut part = json!({"functionCall": {"id": id, "name": name, "args": args}});
+                if i == 0 {
+                    part["thoughtSignature"] = json!(GEMINI_SIGNATURE);
+                }
+                part
+            })
+            .collect();
+        chunks.push(json!({"candidates": [{"content": {"role": "model", "parts": parts}, "index": 0}]}));
+    }
+    chunks.push(json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 4, "thoughtsTokenCount": 1, "totalTokenCount": 15}}));
+    chunks.iter().map(|chunk| format!("data: {chunk}\r\n\r\n")).collect::<String>().into_bytes()
+}
+
+/// The signature [`gemini`] puts on a response's first call.
+pub const GEMINI_SIGNATURE: &str = "c2lnbmVkK2J5L2dlbWluaQ==";
+
 /// The stream for `provider`.
 pub fn stream(provider: &str, text: &str, calls: &[Call]) -> Vec<u8> {
     match provider {
+        "gemini" => gemini(text, calls),
         "anthropic" => anthropic(text, calls),
         "openai-responses" => responses(text, calls),
         _ => chat(text, calls),
@@ -129,10 +163,10 @@ pub fn stream(provider: &str, text: &str, calls: &[Call]) -> Vec<u8> {
 
 /// The base URL for `provider` on a server at `url` (OpenAI's includes `/v1`).
 pub fn base_url(provider: &str, url: &str) -> String {
-    if provider == "anthropic" {
-        url.to_owned()
-    } else {
-        format!("{url}/v1")
+    match provider {
+        "anthropic" => url.to_owned(),
+        "gemini" => format!("{url}/v1beta"),
+        _ => format!("{url}/v1"),
     }
 }
 
@@ -140,9 +174,10 @@ pub fn base_url(provider: &str, url: &str) -> String {
 pub fn path(provider: &str) -> &'static str {
     match provider {
         "anthropic" => "/v1/messages",
+        "gemini" => "/v1beta/models/test-model:streamGenerateContent?alt=sse",
         "openai-responses" => "/v1/responses",
         _ => "/v1/chat/completions",
     }
 }
 
-pub const PROVIDERS: [&str; 4] = ["openai", "openai-compatible", "openai-responses", "anthropic"];
+pub const PROVIDERS: [&str; 5] = ["openai", "openai-compatible", "openai-responses", "anthropic", "gemini"];

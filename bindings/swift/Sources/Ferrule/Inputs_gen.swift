@@ -132,6 +132,9 @@ public struct ModelConfig: Sendable, Hashable, Codable {
     /// Whether the provider can guarantee strict tool arguments (default: true for `openai` and
     /// `openai-responses`, false otherwise).
     public var strictTools: Bool?
+    /// Gemini: how the model thinks (`generationConfig.thinkingConfig`); left out, the model's
+    /// default. Other providers refuse it.
+    public var thinking: Thinking?
     /// Request timeouts.
     public var timeouts: Timeouts?
 
@@ -150,6 +153,7 @@ public struct ModelConfig: Sendable, Hashable, Codable {
         serverHistory: Bool? = nil,
         stream: Bool? = nil,
         strictTools: Bool? = nil,
+        thinking: Thinking? = nil,
         timeouts: Timeouts? = nil
     ) {
         self.provider = provider
@@ -166,6 +170,7 @@ public struct ModelConfig: Sendable, Hashable, Codable {
         self.serverHistory = serverHistory
         self.stream = stream
         self.strictTools = strictTools
+        self.thinking = thinking
         self.timeouts = timeouts
     }
 
@@ -184,7 +189,35 @@ public struct ModelConfig: Sendable, Hashable, Codable {
         case serverHistory = "server_history"
         case stream
         case strictTools = "strict_tools"
+        case thinking
         case timeouts
+    }
+}
+
+/// How a Gemini model thinks.
+public struct Thinking: Sendable, Hashable, Codable {
+    /// Tokens the model may think with (Gemini 2.5: 0 turns thinking off where the model allows it,
+    /// -1 lets the model decide).
+    public var budgetTokens: Int?
+    /// Stream summaries of the model's thoughts (as thinking deltas and parts).
+    public var includeThoughts: Bool?
+    /// How much the model thinks (Gemini 3).
+    public var level: String?
+
+    public init(
+        budgetTokens: Int? = nil,
+        includeThoughts: Bool? = nil,
+        level: String? = nil
+    ) {
+        self.budgetTokens = budgetTokens
+        self.includeThoughts = includeThoughts
+        self.level = level
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case budgetTokens = "budget_tokens"
+        case includeThoughts = "include_thoughts"
+        case level
     }
 }
 

@@ -5,7 +5,7 @@ import Foundation
 /// A piece of message content.
 public enum Part: Sendable, Hashable, Codable {
     /// Plain text.
-    case text(String)
+    case text(String, signature: String?)
     /// An image, inline (`data`, base64, with `media_type`) or by `url`.
     case image(mediaType: String?, base64: String?, url: String?)
     /// Model reasoning, kept so it can be sent back: Anthropic requires its signature on later
@@ -36,7 +36,8 @@ public enum Part: Sendable, Hashable, Codable {
         switch try c.decode(String.self, forKey: .type) {
         case "text":
             self = .text(
-                try c.decode(String.self, forKey: .text))
+                try c.decode(String.self, forKey: .text),
+                signature: try c.decodeIfPresent(String.self, forKey: .signature))
         case "image":
             self = .image(
                 mediaType: try c.decodeIfPresent(String.self, forKey: .mediaType),
@@ -64,9 +65,10 @@ public enum Part: Sendable, Hashable, Codable {
         if case .other(let value) = self { return try value.encode(to: encoder) }
         var c = encoder.container(keyedBy: Keys.self)
         switch self {
-        case .text(let text):
+        case .text(let text, let signature):
             try c.encode("text", forKey: .type)
             try c.encode(text, forKey: .text)
+            try c.encodeIfPresent(signature, forKey: .signature)
         case .image(let mediaType, let base64, let url):
             try c.encode("image", forKey: .type)
             try c.encodeIfPresent(mediaType, forKey: .mediaType)

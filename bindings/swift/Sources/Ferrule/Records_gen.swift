@@ -247,21 +247,27 @@ public struct ToolCallRequest: Sendable, Hashable, Codable {
     public var name: String
     /// The raw argument text the model produced; it may be invalid JSON.
     public var arguments: String
+    /// Gemini's `thoughtSignature` that came with the call: sent back with it, unchanged, and by no
+    /// other provider.
+    public var signature: String?
 
     public init(
         id: String,
         name: String,
-        arguments: String
+        arguments: String,
+        signature: String? = nil
     ) {
         self.id = id
         self.name = name
         self.arguments = arguments
+        self.signature = signature
     }
 
     enum CodingKeys: String, CodingKey {
         case id
         case name
         case arguments
+        case signature
     }
 
     public init(from decoder: Decoder) throws {
@@ -269,6 +275,7 @@ public struct ToolCallRequest: Sendable, Hashable, Codable {
         id = try container.decode(String.self, forKey: .id)
         name = try container.decode(String.self, forKey: .name)
         arguments = try container.decode(String.self, forKey: .arguments)
+        signature = try container.decodeIfPresent(String.self, forKey: .signature)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -276,6 +283,7 @@ public struct ToolCallRequest: Sendable, Hashable, Codable {
         try container.encode(id, forKey: .id)
         try container.encode(name, forKey: .name)
         try container.encode(arguments, forKey: .arguments)
+        try container.encodeIfPresent(signature, forKey: .signature)
     }
 }
 

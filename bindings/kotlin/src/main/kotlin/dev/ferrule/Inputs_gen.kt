@@ -113,8 +113,27 @@ data class ModelConfig(
      * `openai-responses`, false otherwise).
      */
     @SerialName("strict_tools") val strictTools: Boolean? = null,
+    /**
+     * Gemini: how the model thinks (`generationConfig.thinkingConfig`); left out, the model's
+     * default. Other providers refuse it.
+     */
+    val thinking: Thinking? = null,
     /** Request timeouts. */
     val timeouts: Timeouts? = null,
+)
+
+/** How a Gemini model thinks. */
+@Serializable
+data class Thinking(
+    /**
+     * Tokens the model may think with (Gemini 2.5: 0 turns thinking off where the model allows it,
+     * -1 lets the model decide).
+     */
+    @SerialName("budget_tokens") val budgetTokens: Int? = null,
+    /** Stream summaries of the model's thoughts (as thinking deltas and parts). */
+    @SerialName("include_thoughts") val includeThoughts: Boolean? = null,
+    /** How much the model thinks (Gemini 3). */
+    val level: String? = null,
 )
 
 /**

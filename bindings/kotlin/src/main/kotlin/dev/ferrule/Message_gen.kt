@@ -89,6 +89,12 @@ data class Part(
     val type: String,
     /** The text. (text) */
     val text: String? = null,
+    /**
+     * text: Gemini's `thoughtSignature` that came on this part (an answer's signature may come on
+     * an empty text part): sent back on it, unchanged, and by no other provider. thinking: The
+     * provider's signature over it; for an OpenAI Responses reasoning item, its encrypted content.
+     */
+    val signature: String? = null,
     /** image: The MIME type, such as `image/png`. file: The MIME type. */
     @SerialName("media_type") val mediaType: String? = null,
     /**
@@ -100,11 +106,6 @@ data class Part(
     val url: String? = null,
     /** The reasoning text (for OpenAI Responses, the reasoning summary). (thinking) */
     val thinking: String? = null,
-    /**
-     * The provider's signature over it; for an OpenAI Responses reasoning item, its encrypted
-     * content. (thinking)
-     */
-    val signature: String? = null,
     /**
      * The OpenAI Responses reasoning item's id (`rs_...`); absent for Anthropic thinking. Each
      * provider sends back only its own reasoning. (thinking)
@@ -124,6 +125,7 @@ internal object PartSerializer : FlatUnionSerializer<Part>(
     Part.generatedSerializer(), "type", mapOf(
         "text" to listOf(
             VariantField("text", JsonPrimitive("")),
+            VariantField("signature", null),
         ),
         "image" to listOf(
             VariantField("media_type", null),

@@ -108,6 +108,11 @@ data class ToolCallRequest(
     val name: String,
     /** The raw argument text the model produced; it may be invalid JSON. */
     val arguments: String,
+    /**
+     * Gemini's `thoughtSignature` that came with the call: sent back with it, unchanged, and by no
+     * other provider.
+     */
+    val signature: String? = null,
 )
 
 /**

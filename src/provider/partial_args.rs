@@ -1,0 +1,176 @@
+//! Function-call arguments that stream as pieces addressed by a JSON path
+//! (Vertex AI's Gemini `partialArgs`: `{"jsonPath": "$.items[0].name",
+//! "stringValue": "ap", "willContinue": true}`), put together into one object.
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, ErrorCode};
+
+/// Most path segments one piece may address.
+const MAX_DEPTH: usize = 64;
+/// Largest array index a piece may address (a piece cannot make the
+/// arguments grow past what they hold).
+const MAX_INDEX: usize = 4096;
+
+/// The arguments of one call, as far as they have come.
+#[derive(Debug, Default)]
+pub(crate) struct PartialArgs {
+    root: Map<String, Value>,
+}
+
+/// One step of a JSON path.
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+impl PartialArgs {
+    /// Starts from the arguments a call came with, if they are an object.
+    pub(crate) fn new(args: Option<&Value>) -> Self {
+        PartialArgs { root: args.and_then(Value::as_object).cloned().unwrap_or_default() }
+    }
+
+    /// Applies one piece: a string value is appended to the string already at
+    /// its path; any other value replaces what is there.
+    pub(crate) fn apply(&mut self, piece: &Value) -> Result<(), Error> {
+        let path = piece.get("jsonPath").and_then(Value::as_str).unwrap_or("");
+        let steps = parse(path).ok_or_else(|| malformed(format!("the argument path {path:?} cannot be read")))?;
+        let value = if let Some(text) = piece.get("stringValue").and_then(Value::as_str) {
+            Piece::Text(text)
+        } else if let Some(number) = piece.get("numberValue").filter(|v| v.is_number()) {
+            Piece::Value(number.clone())
+        } else if let Some(flag) = piece.get("boolValue").filter(|v| v.is_boolean()) {
+            Piece::Value(flag.clone())
+        } else if piece.get("nullValue").is_some() {
+            Piece::Value(Value::Null)
+        } else {
+            return Ok(());
+        };
+        let slot = slot(&mut self.root, &steps).ok_or_else(|| {
+            malformed(format!("the argument path {path:?} goes through a value that is not an object or array"))
+        })?;
+        match (value, slot) {
+            (Piece::Text(text), Value::String(current)) => current.push_str(text),
+            (Piece::Text(text), slot) => *slot = Value::String(text.to_owned()),
+            (Piece::Value(value), slot) => *slot = value,
+        }
+        Ok(())
+    }
+
+    /// The arguments as JSON text.
+    pub(crate) fn to_json(&self) -> String {
+        serde_json::to_string(&self.root).expect("JSON into memory")
+    }
+}
+
+enum Piece<'a> {
+    Text(&'a str),
+    Value(Value),
+}
+
+/// `$`, then `.key`, `['key']` or `[n]` steps; `None` when the path is not one.
+fn parse(path: &str) -> Option<Vec<Step<'_>>> {
+    let mut rest = path.strip_prefix('$')?;
+    let mut steps = Vec::new();
+    while !rest.is_empty() {
+        if steps.len() == MAX_DEPTH {
+            return None;
+        }
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            if end == 0 {
+                return None;
+            }
+            steps.push(Step::Key(&after[..end]));
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix("['") {
+            let end = after.find("']")?;
+            steps.push(Step::Key(&after[..end]));
+            rest = &after[end + 2..];
+        } else {
+            let after = rest.strip_prefix('[')?;
+            let end = after.find(']')?;
+            let index: usize = after[..end].parse().ok().filter(|&i| i <= MAX_INDEX)?;
+            steps.push(Step::Index(index));
+            rest = &after[end + 1..];
+        }
+    }
+    (!steps.is_empty()).then_some(steps)
+}
+
+/// The value at `steps` beneath `root`, made (as objects, arrays and nulls)
+/// where it is missing; `None` when a step goes through a value of another kind.
+fn slot<'v>(root: &'v mut Map<String, Value>, steps: &[Step<'_>]) -> Option<&'v mut Value> {
+    let (first, rest) = steps.split_first()?;
+    let Step::Key(key) = first else { return None };
+    let mut current = root.entry(key.to_string()).or_insert(Value::Null);
+    for step in rest {
+        current = match step {
+            Step::Key(key) => {
+                if current.is_null() {
+                    *current = Value::Object(Map::new());
+                }
+                current.as_object_mut()?.entry(key.to_string()).or_insert(Value::Null)
+            }
+            Step::Index(index) => {
+                if current.is_null() {
+                    *current = Value::Array(Vec::new());
+                }
+                let items = current.as_array_mut()?;
+                if items.len() <= *index {
+                    items.resize(index + 1, Value::Null);
+                }
+                &mut items[*index]
+            }
+        };
+    }
+    Some(current)
+}
+
+fn malformed(message: String) -> Error {
+    Error::new(ErrorCode::ProviderMalformedStream, format!("gemini: {message}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn build(pieces: &[Value]) -> Result<Value, Error> {
+        let mut args = PartialArgs::new(None);
+        for piece in pieces {
+            args.apply(piece)?;
+        }
+        Ok(serde_json::from_str(&args.to_json()).unwrap())
+    }
+
+    #[test]
+    fn strings_join_and_paths_make_objects_and_arrays() {
+        let args = build(&[
+            json!({"jsonPath": "$.operations[0].action", "stringValue": "ad", "willContinue": true}),
+            json!({"jsonPath": "$.operations[0].action", "stringValue": "d"}),
+            json!({"jsonPath": "$.operations[1].price", "numberValue": 0.3}),
+            json!({"jsonPath": "$['odd key'].ok", "boolValue": true}),
+            json!({"jsonPath": "$.gone", "nullValue": "NULL_VALUE"}),
+        ])
+        .unwrap();
+        assert_eq!(
+            args,
+            json!({"operations": [{"action": "add"}, {"price": 0.3}], "odd key": {"ok": true}, "gone": null})
+        );
+    }
+
+    #[test]
+    fn paths_that_cannot_be_followed_are_refused() {
+        for path in ["", "location", "$", "$.", "$[0]", "$.a[x]", "$.a[99999999]", "$.a['b"] {
+            let error = build(&[json!({"jsonPath": path, "stringValue": "x"})]).unwrap_err();
+            assert_eq!(error.code, ErrorCode::ProviderMalformedStream, "{path}");
+        }
+        let error =
+            build(&[json!({"jsonPath": "$.a", "stringValue": "x"}), json!({"jsonPath": "$.a.b", "stringValue": "y"})])
+                .unwrap_err();
+        assert!(error.message.contains("not an object"), "{}", error.message);
+        let deep = format!("${}", ".a".repeat(MAX_DEPTH + 1));
+        assert!(build(&[json!({"jsonPath": deep, "stringValue": "x"})]).is_err());
+    }
+}
