@@ -2,6 +2,8 @@
 //! fixtures, and the overhead of a full round trip through a local HTTP server
 //! compared with the scripted model. Run with `make bench`; nothing is asserted.
 
+#[path = "../tests/it/common/gemini_spec.rs"]
+mod gemini_spec;
 #[path = "../tests/it/common/openai_spec.rs"]
 mod openai_spec;
 #[path = "../tests/it/common/server.rs"]

@@ -116,6 +116,10 @@ typedef struct ferrule_error ferrule_error;
 // for its life.
 typedef struct ferrule_hook ferrule_hook;
 
+// One request to a host model: an opaque handle. See
+// `ferrule_model_request_complete` for its life.
+typedef struct ferrule_model_request ferrule_model_request;
+
 // A run. Every handle (from `ferrule_agent_start` or `_clone`) is freed with
 // `ferrule_run_free`; freeing the last one cancels the run if it is still going.
 // Any thread.
@@ -234,6 +238,36 @@ typedef void (*ferrule_hook_fn)(void *user_data,
 // Runs when a request is cancelled before the host answers it; see
 // `ferrule_tool_call_on_cancel` and `ferrule_hook_on_cancel`.
 typedef void (*ferrule_cancel_fn)(void *user_data);
+
+// A host model's function. It must eventually call exactly one of
+// `ferrule_model_request_complete` or `ferrule_model_request_fail` on
+// `request`, before it returns or later from any thread, after streaming the
+// answer with the `_delta` functions (from any thread). It runs on one of
+// ferrule's tool callback threads, where it may block, unless the spec says
+// `nonblocking`: then it runs on ferrule's runtime and must return at once,
+// handing the work to a thread of the host's.
+typedef void (*ferrule_model_fn)(void *user_data,
+                                 struct ferrule_model_request *request);
+
+// Describes a host model to `ferrule_agent_builder_set_model`. Strings are
+// `(ptr, len)` UTF-8, copied during the call.
+typedef struct ferrule_model_spec {
+  // `sizeof(ferrule_model_spec)`.
+  uint32_t struct_size;
+  // The model's name: the configuration's `model.name`.
+  const char *name;
+  // Length of `name` in bytes.
+  size_t name_len;
+  // The function; must not be NULL.
+  ferrule_model_fn generate;
+  // Passed to `generate`; may be NULL.
+  void *user_data;
+  // Frees `user_data` once the agent, every run of it and every running
+  // callback of the model are gone; may be NULL.
+  ferrule_free_fn free_user_data;
+  // `generate` returns at once (see `ferrule_model_fn`).
+  bool nonblocking;
+} ferrule_model_spec;
 
 #ifdef __cplusplus
 extern "C" {
@@ -389,6 +423,106 @@ struct ferrule_error *ferrule_hook_on_cancel(struct ferrule_hook *hook,
                                              ferrule_cancel_fn on_cancel,
                                              void *user_data,
                                              ferrule_free_fn free_user_data);
+
+// Sets the agent's model to the host's: the configuration must say `"model":
+// {"provider": "host", "name": <spec->name>}` (`FERRULE_ERROR_INVALID_ARG`
+// otherwise, and for a second model). Everything after the model (call
+// validation, approvals, hooks, events, retries before any output, the
+// configuration's `max_tokens`, `max_retries` and `retry_backoff_ms`) is as
+// for a built-in provider. On success the builder owns `spec->user_data`; on
+// error the host still owns it. `spec` is only read during the call.
+struct ferrule_error *ferrule_agent_builder_set_model(struct ferrule_agent_builder *builder,
+                                                      const struct ferrule_model_spec *spec);
+
+// The request as JSON: `{"model", "turn", "system", "messages" (ferrule's
+// transcript JSON), "tools" ([{"name", "description", "input_schema",
+// "strict"}]), "tool_choice", "output_schema", "max_tokens",
+// "first_new_message"}` (see docs/host-model.md). Borrowed from `request`;
+// valid until it is completed or failed. Empty for NULL and for a request that
+// was already answered. Any thread.
+struct ferrule_str ferrule_model_request_json(const struct ferrule_model_request *request);
+
+// Streams answer text. Any thread, any number of times before `_complete` or
+// `_fail`. `FERRULE_ERROR_ALREADY_COMPLETED` once the request was answered;
+// `FERRULE_ERROR_PROVIDER_MALFORMED_STREAM` when the answer grows past 64 MiB
+// (the request then fails with that error, whatever the host says next).
+struct ferrule_error *ferrule_model_request_text_delta(struct ferrule_model_request *request,
+                                                       const char *text,
+                                                       size_t len);
+
+// Streams reasoning text; as `ferrule_model_request_text_delta`.
+struct ferrule_error *ferrule_model_request_thinking_delta(struct ferrule_model_request *request,
+                                                           const char *text,
+                                                           size_t len);
+
+// Streams a piece of the tool call at `index` (its position in the answer,
+// from 0): its id and name when this piece carries them (NULL or empty when
+// not), and more argument text. A call that never gets an id gets one made
+// up. A call of more than 4 MiB of arguments, or more than 256 calls, fail
+// the request (`FERRULE_ERROR_PROVIDER_MALFORMED_STREAM`). As
+// `ferrule_model_request_text_delta` otherwise.
+struct ferrule_error *ferrule_model_request_tool_call_delta(struct ferrule_model_request *request,
+                                                            uint32_t index,
+                                                            const char *id,
+                                                            size_t id_len,
+                                                            const char *name,
+                                                            size_t name_len,
+                                                            const char *arguments,
+                                                            size_t arguments_len);
+
+// Sets the answer's token counts (the last call wins). Any thread, before
+// `_complete`. `FERRULE_ERROR_ALREADY_COMPLETED` once the request was answered.
+struct ferrule_error *ferrule_model_request_usage(struct ferrule_model_request *request,
+                                                  uint64_t input_tokens,
+                                                  uint64_t output_tokens,
+                                                  uint64_t cached_tokens);
+
+// Completes the request: the answer streamed so far is the model's message.
+// `stop_reason` is `end_turn`, `tool_use`, `length` or `content_filter`, or
+// empty (or NULL with 0) for `tool_use` when calls came and `end_turn`
+// otherwise. Consumes the handle, also when `stop_reason` is not one of those
+// (then the request fails with `FERRULE_ERROR_PROVIDER_MALFORMED_STREAM` and
+// this returns `FERRULE_ERROR_INVALID_ARG`). A completion after the request
+// was cancelled is accepted and discarded. Any thread, inside the callback or
+// later. `FERRULE_ERROR_ALREADY_COMPLETED` once the request was answered.
+struct ferrule_error *ferrule_model_request_complete(struct ferrule_model_request *request,
+                                                     const char *stop_reason,
+                                                     size_t len);
+
+// Fails the request with `code` (a `FERRULE_ERROR_PROVIDER_*` code,
+// `FERRULE_ERROR_TIMEOUT` or `FERRULE_ERROR_RESOURCE_EXHAUSTED`) and `message`
+// (never put secrets in it). A `retryable` failure is asked again, as the
+// model's `max_retries` allows, when nothing had streamed yet; the run
+// announces each retry with a `retry` event. Consumes the handle, also when
+// `code` is not one of those (then the request fails with
+// `FERRULE_ERROR_PROVIDER_SERVER` and this returns
+// `FERRULE_ERROR_INVALID_ARG`). Any thread.
+// `FERRULE_ERROR_ALREADY_COMPLETED` once the request was answered.
+struct ferrule_error *ferrule_model_request_fail(struct ferrule_model_request *request,
+                                                 uint32_t code,
+                                                 const char *message,
+                                                 size_t len,
+                                                 bool retryable);
+
+// Whether the request was cancelled (its run was cancelled or timed out, or
+// the run stopped waiting): what the host sends is discarded, so the model
+// should stop and fail or complete soon. True as well for a request that was
+// answered, and for NULL. Any thread.
+bool ferrule_model_request_is_cancelled(const struct ferrule_model_request *request);
+
+// Registers a one-shot cancel handler, as `ferrule_tool_call_on_cancel` does
+// for a tool call: `on_cancel(user_data)` runs on a ferrule callback thread
+// when the request is cancelled before it is answered, or at once if that
+// already happened; the request must still be completed or failed (that
+// answer is discarded). `free_user_data(user_data)` runs once, when the
+// request has been answered and the handler, if it ran, has returned. A second
+// handler is `FERRULE_ERROR_INVALID_ARG`; `FERRULE_ERROR_NULL_ARG` for a NULL
+// `request` or `on_cancel`; `FERRULE_ERROR_ALREADY_COMPLETED` once it was
+// answered. On error the host still owns `user_data`. Any thread.
+struct ferrule_error *ferrule_model_request_on_cancel(struct ferrule_model_request *request,
+                                                      ferrule_cancel_fn on_cancel,
+                                                      void *user_data,
+                                                      ferrule_free_fn free_user_data);
 
 // The run's id (`"run-7"`), as in its events. Borrowed from `run`; valid until
 // that handle is freed. Empty for NULL.

@@ -134,6 +134,40 @@ impl AgentBuilder {
         self.generator = Some(generator);
     }
 
+    /// Sets the host's model, which the configuration must name: `"model":
+    /// {"provider": "host", "name": name}`. `INVALID_ARG` when it names
+    /// another provider or another name, or when a model was already set.
+    pub fn host_model(&mut self, name: &str, generator: Box<dyn Generator>) -> Result<()> {
+        self.check_host_model(name)?;
+        self.generator = Some(generator);
+        Ok(())
+    }
+
+    /// What [`Self::host_model`] checks, before anything is handed over.
+    pub fn check_host_model(&self, name: &str) -> Result<()> {
+        let model = &self.config.model;
+        if model.provider != crate::provider::ProviderKind::Host {
+            return Err(Error::invalid_arg(
+                "a host model was set, but model.provider is not \"host\"; configure {\"provider\": \"host\", \"name\": ...}",
+            ));
+        }
+        if model.name.as_deref() != Some(name) {
+            return Err(Error::invalid_arg(format!(
+                "the host model is named {name:?}, but model.name is {:?}",
+                model.name.as_deref().unwrap_or("")
+            )));
+        }
+        if self.generator.is_some() {
+            return Err(Error::invalid_arg("a model was already set for this agent"));
+        }
+        Ok(())
+    }
+
+    /// The `model` configuration.
+    pub fn model_config(&self) -> &crate::provider::ModelConfig {
+        &self.config.model
+    }
+
     /// Builds the agent. Its MCP servers start connecting in the background
     /// on ferrule's runtime (`RESOURCE_EXHAUSTED` when the runtime cannot
     /// start); a run's first turn waits for them.

@@ -87,6 +87,7 @@ pub(crate) async fn turn(
     };
     let request = GenerationRequest {
         turn,
+        run_serial: run.serial,
         system: agent.config.system.as_deref(),
         messages: compacted.as_deref().unwrap_or(&progress.messages),
         tools: &visible,

@@ -24,6 +24,9 @@ pub enum ProviderKind {
     Gemini,
     /// The offline scripted model.
     Scripted,
+    /// A model the host runs, set with `ferrule_agent_builder_set_model` (or a
+    /// binding's model); `name` says which.
+    Host,
 }
 
 /// Request timeouts in milliseconds; 0 means none. The defaults keep a dead

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::anthropic::Messages;
 use super::gemini::Gemini;
-use super::http::{encode_body, ModelSettings, Protocol, WireFormat};
+use super::http::{encode_body, ModelSettings, Protocol};
 use super::openai_chat::ChatCompletions;
 use super::openai_responses::Responses;
 use super::reference_bodies;
@@ -197,6 +197,7 @@ fn compare(protocol: &impl Protocol, oracle: Oracle, messages: &[Message]) {
             let system = ["You are \"helpful\".", "", "You are \"helpful\"."][v];
             let request = GenerationRequest {
                 turn: 1,
+                run_serial: 1,
                 system: (v != 1 || end % 2 == 0).then_some(system),
                 messages: &messages[..end],
                 tools: if v == 2 { &[] } else { &tool_refs },
@@ -272,6 +273,7 @@ fn an_anthropic_image_type_it_refuses_fails_and_leaves_no_cache_behind() {
     }));
     let request = GenerationRequest {
         turn: 1,
+        run_serial: 1,
         system: None,
         messages: &messages,
         tools: &[],
@@ -295,6 +297,7 @@ fn a_shorter_or_other_wire_transcript_starts_the_cache_over() {
         protocol(
             &GenerationRequest {
                 turn: 1,
+                run_serial: 1,
                 system: None,
                 messages,
                 tools: &[],
@@ -333,6 +336,7 @@ fn reasoning_goes_back_only_with_what_followed_it() {
     ];
     let request = GenerationRequest {
         turn: 1,
+        run_serial: 1,
         system: None,
         messages: &messages,
         tools: &[],

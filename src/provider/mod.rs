@@ -6,6 +6,7 @@ mod config;
 #[cfg(test)]
 mod encoding_tests;
 mod gemini;
+pub(crate) mod host;
 pub(crate) mod http;
 mod images;
 mod openai_chat;
@@ -120,6 +121,9 @@ pub struct ToolDefinition {
 pub struct GenerationRequest<'a> {
     /// The round this request belongs to, from 1.
     pub turn: u32,
+    /// The serial of the run making the request (never 0), for host code the
+    /// request calls.
+    pub run_serial: u64,
     /// The agent's system prompt, sent before the transcript.
     pub system: Option<&'a str>,
     /// The transcript so far (see [`WireCache`]).
@@ -189,6 +193,8 @@ pub struct WireCache {
     transcript: Option<http::EncodedTranscript>,
     /// The last response, when the server keeps the history.
     stored_response: Option<http::StoredResponse>,
+    /// A host model's: the messages its previous request held.
+    host_messages_sent: usize,
 }
 
 /// Refuses, before anything is sent, a request whose tools ask for strict

@@ -13,6 +13,25 @@ enum Pending {
     ToolCall { index: u32, id: Option<String>, name: Option<String>, arguments: String },
 }
 
+/// Deltas taken from a [`ResponseBuilder`], waiting to be forwarded.
+pub(crate) struct PendingDeltas(Vec<Pending>);
+
+impl PendingDeltas {
+    /// Forwards them, in order.
+    pub(crate) async fn send(self, deltas: &mut dyn DeltaSink) {
+        for pending in &self.0 {
+            let delta = match pending {
+                Pending::Text(text) => Delta::Text(text),
+                Pending::Thinking(text) => Delta::Thinking(text),
+                Pending::ToolCall { index, id, name, arguments } => {
+                    Delta::ToolCall { index: *index, id: id.as_deref(), name: name.as_deref(), arguments }
+                }
+            };
+            deltas.send(delta).await;
+        }
+    }
+}
+
 /// Collects a response as a decoder reads it. Decoders are synchronous; the
 /// transport forwards what they queued after each event (`flush`).
 #[derive(Default)]
@@ -145,24 +164,31 @@ impl ResponseBuilder {
 
     /// Forwards queued deltas.
     pub(crate) async fn flush(&mut self, deltas: &mut dyn DeltaSink) {
-        for pending in std::mem::take(&mut self.pending) {
-            self.streamed = true;
-            let delta = match &pending {
-                Pending::Text(text) => Delta::Text(text),
-                Pending::Thinking(text) => Delta::Thinking(text),
-                Pending::ToolCall { index, id, name, arguments } => {
-                    Delta::ToolCall { index: *index, id: id.as_deref(), name: name.as_deref(), arguments }
-                }
-            };
-            deltas.send(delta).await;
-        }
+        self.take_pending().send(deltas).await;
+    }
+
+    /// Takes the queued deltas, to forward them without holding the builder
+    /// (which a lock may guard).
+    pub(crate) fn take_pending(&mut self) -> PendingDeltas {
+        self.streamed |= !self.pending.is_empty();
+        PendingDeltas(std::mem::take(&mut self.pending))
     }
 
     /// The message. Without a stop reason from the provider: `tool_use` when there
     /// are calls, `end_turn` otherwise.
     pub(crate) fn finish(self) -> AssistantMessage {
+        self.finish_with(ToolCallAssembler::finish)
+    }
+
+    /// The message, with an id made up for each call that came without one
+    /// (a host model's), instead of dropping the call.
+    pub(crate) fn finish_making_up_ids(self) -> AssistantMessage {
+        self.finish_with(ToolCallAssembler::finish_making_up_ids)
+    }
+
+    fn finish_with(self, calls: fn(ToolCallAssembler) -> Vec<crate::message::ToolCall>) -> AssistantMessage {
         let has_calls = !self.calls.is_empty();
-        let tool_calls = self.calls.finish();
+        let tool_calls = calls(self.calls);
         let stop_reason = self.stop_reason.unwrap_or(if has_calls { StopReason::ToolUse } else { StopReason::EndTurn });
         // An empty text part stays only for the signature it carries.
         let content = self

@@ -39,6 +39,11 @@ pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> 
     if provider == ProviderKind::Scripted {
         return Ok(Box::new(ScriptedGenerator::new(config.script.clone())?));
     }
+    if provider == ProviderKind::Host {
+        return Err(Error::invalid_arg(
+            "model.provider is \"host\", but no model was set: set it with ferrule_agent_builder_set_model (or the binding's model option)",
+        ));
+    }
     if config.server_history && provider != ProviderKind::OpenaiResponses {
         return Err(Error::invalid_arg(
             "model.server_history: only the openai-responses provider keeps the history on the server",
@@ -100,7 +105,7 @@ pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> 
             let endpoint = gemini_endpoint(config, &settings.name)?;
             Box::new(HttpGenerator::new(Gemini, config, settings, endpoint)?)
         }
-        ProviderKind::Scripted => unreachable!("handled above"),
+        ProviderKind::Scripted | ProviderKind::Host => unreachable!("handled above"),
     })
 }
 
@@ -141,7 +146,9 @@ pub fn decode_recorded(provider: ProviderKind, body: &[u8], stream: bool) -> Res
         ProviderKind::OpenaiResponses => super::http::decode_recorded(&Responses, body, stream),
         ProviderKind::Anthropic => super::http::decode_recorded(&Messages, body, stream),
         ProviderKind::Gemini => super::http::decode_recorded(&Gemini, body, stream),
-        ProviderKind::Scripted => Err(Error::invalid_arg("the scripted provider has no wire format to decode")),
+        ProviderKind::Scripted | ProviderKind::Host => {
+            Err(Error::invalid_arg("the scripted and host providers have no wire format to decode"))
+        }
     }
 }
 

@@ -86,6 +86,15 @@ impl ToolCallAssembler {
         self.calls.is_empty()
     }
 
+    /// The finished calls in order, with an id made up for each that has none
+    /// (a host model's calls need not carry one); then as [`Self::finish`].
+    pub(crate) fn finish_making_up_ids(mut self) -> Vec<ToolCall> {
+        for call in self.calls.iter_mut().filter(|call| call.id.is_empty()) {
+            call.id = made_up_call_id();
+        }
+        self.finish()
+    }
+
     /// The finished calls in order, without those that have no id or repeat an
     /// earlier call's id. Arguments left empty (a call with no parameters) become `{}`.
     pub(crate) fn finish(self) -> Vec<ToolCall> {

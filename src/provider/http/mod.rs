@@ -37,7 +37,7 @@ const DRAIN_TIME: Duration = Duration::from_millis(20);
 /// Room for what a body holds beside the transcript (model, tools, options).
 const BODY_HEADROOM: usize = 4096;
 /// Longest wait between attempts, whatever the provider asks.
-const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+pub(crate) const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
 
 /// How a wire format writes a transcript's messages (see [`EncodedTranscript`]).
 pub(crate) trait WireFormat: Send + Sync + 'static {
@@ -461,7 +461,7 @@ async fn release(mut response: reqwest::Response) {
 }
 
 /// Exponential backoff from `base` with ±25 % jitter, at most [`MAX_RETRY_DELAY`].
-fn backoff(base: Duration, attempt: u32) -> Duration {
+pub(crate) fn backoff(base: Duration, attempt: u32) -> Duration {
     let doubled = base.saturating_mul(1 << (attempt - 1).min(10)).min(MAX_RETRY_DELAY);
     doubled.mul_f64(0.75 + fastrand::f64() * 0.5).min(MAX_RETRY_DELAY)
 }
