@@ -1,7 +1,8 @@
 //! What a handoff carries to the agent taking over: the transcript, whole or
 //! without tool calls and their results. Taking the calls out of a response
 //! takes its reasoning with them (a provider refuses reasoning whose calls are
-//! gone), and a response left with nothing leaves the transcript, so no call,
+//! gone), and Gemini's signatures too (they sign the reasoning that led to the
+//! calls); a response left with no text leaves the transcript, so no call,
 //! result or reasoning is ever left an orphan.
 
 use super::agent_tool_options::HandoffMessages;
@@ -23,7 +24,14 @@ pub(crate) fn carry(progress: &mut RunProgress, which: HandoffMessages) -> usize
             Message::Tool(_) => false,
             Message::Assistant(response) if !response.tool_calls.is_empty() => {
                 response.tool_calls.clear();
-                response.content.retain(|part| !matches!(part, Part::Thinking { .. } | Part::RedactedThinking { .. }));
+                response.content.retain_mut(|part| match part {
+                    Part::Thinking { .. } | Part::RedactedThinking { .. } => false,
+                    Part::Text { text, signature } => {
+                        *signature = None;
+                        !text.is_empty()
+                    }
+                    _ => true,
+                });
                 if response.stop_reason == StopReason::ToolUse {
                     response.stop_reason = StopReason::EndTurn;
                 }

@@ -43,7 +43,11 @@ impl WireFormat for Messages {
                     let input = serde_json::from_str::<Value>(&call.arguments).ok().filter(Value::is_object);
                     content.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input.unwrap_or_else(|| json!({}))}));
                 }
-                out.item(&json!({"role": "assistant", "content": content}));
+                // The API refuses an empty message (one that held only another
+                // provider's reasoning or signature).
+                if !content.is_empty() {
+                    out.item(&json!({"role": "assistant", "content": content}));
+                }
             }
             Message::Tool(m) => out.pending_part(&tool_result(model, m)?),
         }
@@ -275,7 +279,7 @@ fn usage_of(usage: &Value) -> Usage {
     let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
     let cached = count("cache_read_input_tokens");
     Usage {
-        input_tokens: count("input_tokens") + cached + count("cache_creation_input_tokens"),
+        input_tokens: count("input_tokens").saturating_add(cached).saturating_add(count("cache_creation_input_tokens")),
         output_tokens: count("output_tokens"),
         cached_tokens: cached,
     }

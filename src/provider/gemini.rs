@@ -3,9 +3,10 @@
 //! The wire's own rules: calls usually come without an id (one is made up, and
 //! the results go back in the calls' order under their names); `finishReason`
 //! is `STOP` even when calls came; a `thoughtSignature` goes back on the part it
-//! came on (a call, or a text part, which may be empty); usage is in every chunk
-//! and only the last one holds the totals; a blocked prompt is a 200 response
-//! without candidates.
+//! came on (a call, or a text part, which may be empty), and the first call of
+//! a model turn must carry one (a call from another model gets the validator's
+//! documented skip value); usage is in every chunk and only the last one holds
+//! the totals; a blocked prompt is a 200 response without candidates.
 
 use serde_json::{json, Map, Value};
 
@@ -34,8 +35,9 @@ impl WireFormat for Gemini {
     }
 
     /// System messages join the system instruction; a round's function
-    /// responses go together in one user turn, in the order of the calls, each
-    /// followed by the images of its result.
+    /// responses go together in one user turn, in the order of the calls, and
+    /// their images in the user turn after it, each call's introduced by its id
+    /// (Gemini refuses other parts among function responses).
     fn encode_message(
         &self,
         model: &ModelSettings,
@@ -58,8 +60,10 @@ impl WireFormat for Gemini {
                 }
             }
             Message::Tool(m) => {
-                for part in function_response(model, m) {
-                    out.pending_part(&part);
+                let (response, images) = function_response(model, m);
+                out.pending_part(&response);
+                for part in images {
+                    out.followup_part(&part);
                 }
             }
         }
@@ -167,9 +171,15 @@ pub(super) fn user_parts(content: &[Part]) -> Vec<Value> {
         .collect()
 }
 
+/// What Gemini's validator takes in place of a signature, for a call another
+/// model made ("skip_thought_signature_validator", in Google's documentation
+/// of thought signatures).
+const SKIP_SIGNATURE: &str = "skip_thought_signature_validator";
+
 /// A model turn's parts: its text with the signatures it came with, then its
 /// calls. Reasoning is not sent back (the signatures carry it), and neither is
-/// another provider's.
+/// another provider's. The first call must carry a signature (Gemini 3 refuses
+/// the request otherwise): one that came without gets [`SKIP_SIGNATURE`].
 pub(super) fn model_parts(message: &crate::message::AssistantMessage) -> Vec<Value> {
     let mut parts = Vec::with_capacity(message.content.len() + message.tool_calls.len());
     for part in &message.content {
@@ -181,12 +191,14 @@ pub(super) fn model_parts(message: &crate::message::AssistantMessage) -> Vec<Val
             _ => {}
         }
     }
-    for call in &message.tool_calls {
+    for (i, call) in message.tool_calls.iter().enumerate() {
         let args = serde_json::from_str::<Value>(&call.arguments).ok().filter(Value::is_object);
         let mut part =
             json!({"functionCall": {"args": args.unwrap_or_else(|| json!({})), "id": call.id, "name": call.name}});
-        if let Some(signature) = &call.signature {
-            part["thoughtSignature"] = json!(signature);
+        match (&call.signature, i) {
+            (Some(signature), _) => part["thoughtSignature"] = json!(signature),
+            (None, 0) => part["thoughtSignature"] = json!(SKIP_SIGNATURE),
+            (None, _) => {}
         }
         parts.push(part);
     }
@@ -194,18 +206,20 @@ pub(super) fn model_parts(message: &crate::message::AssistantMessage) -> Vec<Val
 }
 
 /// A tool result: its `functionResponse` (the text under `output`, or under
-/// `error` when the call failed), then its images as parts of their own.
-pub(super) fn function_response(model: &ModelSettings, result: &ToolResultMessage) -> Vec<Value> {
+/// `error` when the call failed), and the parts that carry its images (after
+/// a text part naming the call), for the user turn after the responses.
+pub(super) fn function_response(model: &ModelSettings, result: &ToolResultMessage) -> (Value, Vec<Value>) {
     let split = images::split(&result.content, &model.name, model.image_input, None);
     let key = if result.is_error { "error" } else { "output" };
-    let mut parts = vec![json!({"functionResponse": {
+    let response = json!({"functionResponse": {
         "id": result.tool_call_id, "name": result.name, "response": {key: split.text}
-    }})];
-    parts.extend(split.images.into_iter().map(|image| match image {
-        ImageSource::Inline { .. } => media(image),
-        ImageSource::Url(url) => file_data(url, None),
-    }));
-    parts
+    }});
+    let mut images = Vec::new();
+    if !split.images.is_empty() {
+        images.push(json!({"text": format!("Images from tool call {}:", result.tool_call_id)}));
+        images.extend(split.images.into_iter().map(media));
+    }
+    (response, images)
 }
 
 fn media(source: ImageSource<'_>) -> Value {
@@ -229,6 +243,8 @@ pub(crate) struct GeminiDecoder {
     calls: u64,
     /// A call whose arguments are still streaming (Vertex AI), and where it is.
     streaming: Option<(u64, PartialArgs)>,
+    /// A candidate came.
+    answered: bool,
     finished: bool,
 }
 
@@ -238,12 +254,16 @@ impl Decoder for GeminiDecoder {
             Error::new(ErrorCode::ProviderMalformedStream, format!("gemini: an event is not valid JSON: {e}"))
         })?;
         self.chunk(&chunk, out)?;
-        // The stream has no closing event: it ends with its body.
-        Ok(false)
+        // The chunk with the finish reason is the last (it holds the final
+        // usage); nothing after it is read.
+        Ok(self.finished)
     }
 
     fn whole(&mut self, body: &Value, out: &mut ResponseBuilder) -> Result<(), Error> {
         self.chunk(body, out)?;
+        if !self.answered {
+            return Err(Error::new(ErrorCode::ProviderMalformedStream, "gemini: the response holds no candidate"));
+        }
         self.end_call(out)
     }
 
@@ -271,6 +291,7 @@ impl GeminiDecoder {
             }
             return Ok(());
         };
+        self.answered = true;
         for part in candidate.pointer("/content/parts").and_then(Value::as_array).into_iter().flatten() {
             self.part(part, out)?;
         }
@@ -313,7 +334,11 @@ impl GeminiDecoder {
     /// their end (an empty `functionCall`).
     fn call(&mut self, call: &Value, signature: Option<&str>, out: &mut ResponseBuilder) -> Result<(), Error> {
         let continues = call.get("willContinue").and_then(Value::as_bool) == Some(true);
+        let pieces = call.get("partialArgs").and_then(Value::as_array);
         if let Some(name) = call.get("name").and_then(Value::as_str) {
+            if name.is_empty() {
+                return Err(Error::new(ErrorCode::ProviderMalformedStream, "gemini: a function call has no name"));
+            }
             self.end_call(out)?;
             let position = self.calls;
             self.calls += 1;
@@ -325,15 +350,19 @@ impl GeminiDecoder {
             if let Some(signature) = signature {
                 out.tool_call_signature(position, signature);
             }
-            let args = call.get("args");
-            if continues {
-                self.streaming = Some((position, PartialArgs::new(args)));
-            } else if let Some(args) = args.filter(|a| !a.is_null()) {
-                out.tool_call(position, None, None, &args.to_string())?;
+            let args = call.get("args").filter(|a| !a.is_null());
+            if args.is_some_and(|a| !a.is_object()) {
+                return Err(Error::new(
+                    ErrorCode::ProviderMalformedStream,
+                    format!("gemini: the arguments of function call \"{name}\" are not an object"),
+                ));
             }
-            return Ok(());
+            match (continues || pieces.is_some(), args) {
+                (true, _) => self.streaming = Some((position, PartialArgs::new(args))),
+                (false, Some(args)) => out.tool_call(position, None, None, &args.to_string())?,
+                (false, None) => {}
+            }
         }
-        let pieces = call.get("partialArgs").and_then(Value::as_array);
         match (&mut self.streaming, pieces) {
             (Some((_, args)), Some(pieces)) => pieces.iter().try_for_each(|piece| args.apply(piece))?,
             (None, Some(_)) => {
@@ -344,7 +373,7 @@ impl GeminiDecoder {
             }
             (_, None) => {}
         }
-        if !continues && pieces.is_none() {
+        if !continues {
             self.end_call(out)?;
         }
         Ok(())
@@ -360,8 +389,8 @@ impl GeminiDecoder {
 }
 
 /// The stop reason for a `finishReason`; `None` leaves it to the calls (`STOP`
-/// means tool use when calls came). Reasons that say the response is broken
-/// are errors.
+/// means tool use when calls came). Reasons that say the response is broken,
+/// and reasons ferrule does not know, are errors.
 fn stop_reason(reason: &str, message: Option<&str>) -> Result<Option<StopReason>, Error> {
     let failed = |code: ErrorCode| {
         let detail = message.map(|m| format!(": {m}")).unwrap_or_default();
@@ -379,10 +408,8 @@ fn stop_reason(reason: &str, message: Option<&str>) -> Result<Option<StopReason>
         | "IMAGE_PROHIBITED_CONTENT"
         | "IMAGE_RECITATION" => Some(StopReason::ContentFilter),
         "MISSING_THOUGHT_SIGNATURE" => return failed(ErrorCode::ProviderInvalidRequest),
-        "MALFORMED_FUNCTION_CALL" | "UNEXPECTED_TOOL_CALL" | "TOO_MANY_TOOL_CALLS" | "MALFORMED_RESPONSE" => {
-            return failed(ErrorCode::ProviderServer)
-        }
-        _ => None,
+        "STOP" | "FINISH_REASON_UNSPECIFIED" => None,
+        _ => return failed(ErrorCode::ProviderServer),
     })
 }
 
@@ -397,8 +424,8 @@ fn has_counts(usage: &Value) -> bool {
 fn usage_of(usage: &Value) -> Usage {
     let count = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
     Usage {
-        input_tokens: count("promptTokenCount") + count("toolUsePromptTokenCount"),
-        output_tokens: count("candidatesTokenCount") + count("thoughtsTokenCount"),
+        input_tokens: count("promptTokenCount").saturating_add(count("toolUsePromptTokenCount")),
+        output_tokens: count("candidatesTokenCount").saturating_add(count("thoughtsTokenCount")),
         cached_tokens: count("cachedContentTokenCount"),
     }
 }

@@ -41,6 +41,9 @@ impl WireFormat for ChatCompletions {
         match message {
             Message::System(m) => out.item(&json!({"role": "system", "content": m.content})),
             Message::User(m) => out.item(&json!({"role": "user", "content": user_content(&m.content)})),
+            // The API refuses an assistant message with neither content nor
+            // calls (one that held only reasoning or a signature).
+            Message::Assistant(m) if m.tool_calls.is_empty() && crate::message::text_of(&m.content).is_empty() => {}
             Message::Assistant(m) => {
                 let text = crate::message::text_of(&m.content);
                 let mut assistant =

@@ -4,18 +4,22 @@
 
 use serde_json::{Map, Value};
 
+use super::tool_calls::MAX_ARGUMENT_BYTES;
 use crate::error::{Error, ErrorCode};
 
 /// Most path segments one piece may address.
 const MAX_DEPTH: usize = 64;
-/// Largest array index a piece may address (a piece cannot make the
-/// arguments grow past what they hold).
-const MAX_INDEX: usize = 4096;
+/// What a value made for a path counts against the bound on a call's
+/// arguments, beside its text (so that many small pieces cannot build a large
+/// tree).
+const NODE_COST: usize = 16;
 
 /// The arguments of one call, as far as they have come.
 #[derive(Debug, Default)]
 pub(crate) struct PartialArgs {
     root: Map<String, Value>,
+    /// What the arguments hold so far, against [`MAX_ARGUMENT_BYTES`].
+    size: usize,
 }
 
 /// One step of a JSON path.
@@ -27,13 +31,23 @@ enum Step<'a> {
 impl PartialArgs {
     /// Starts from the arguments a call came with, if they are an object.
     pub(crate) fn new(args: Option<&Value>) -> Self {
-        PartialArgs { root: args.and_then(Value::as_object).cloned().unwrap_or_default() }
+        let root = args.and_then(Value::as_object).cloned().unwrap_or_default();
+        let size = serde_json::to_string(&root).map_or(0, |text| text.len());
+        PartialArgs { root, size }
     }
 
     /// Applies one piece: a string value is appended to the string already at
-    /// its path; any other value replaces what is there.
+    /// its path; any other value replaces what is there. An array grows by
+    /// one item at a time, as the model writes it.
     pub(crate) fn apply(&mut self, piece: &Value) -> Result<(), Error> {
         let path = piece.get("jsonPath").and_then(Value::as_str).unwrap_or("");
+        self.size = self.size.saturating_add(path.len() + NODE_COST);
+        if let Some(text) = piece.get("stringValue").and_then(Value::as_str) {
+            self.size = self.size.saturating_add(text.len());
+        }
+        if self.size > MAX_ARGUMENT_BYTES {
+            return Err(malformed(format!("the arguments of a call are larger than {MAX_ARGUMENT_BYTES} bytes")));
+        }
         let steps = parse(path).ok_or_else(|| malformed(format!("the argument path {path:?} cannot be read")))?;
         let value = if let Some(text) = piece.get("stringValue").and_then(Value::as_str) {
             Piece::Text(text)
@@ -47,7 +61,9 @@ impl PartialArgs {
             return Ok(());
         };
         let slot = slot(&mut self.root, &steps).ok_or_else(|| {
-            malformed(format!("the argument path {path:?} goes through a value that is not an object or array"))
+            malformed(format!(
+                "the argument path {path:?} goes through a value that is not an object or array, or past the end of an array"
+            ))
         })?;
         match (value, slot) {
             (Piece::Text(text), Value::String(current)) => current.push_str(text),
@@ -90,7 +106,7 @@ fn parse(path: &str) -> Option<Vec<Step<'_>>> {
         } else {
             let after = rest.strip_prefix('[')?;
             let end = after.find(']')?;
-            let index: usize = after[..end].parse().ok().filter(|&i| i <= MAX_INDEX)?;
+            let index: usize = after[..end].parse().ok()?;
             steps.push(Step::Index(index));
             rest = &after[end + 1..];
         }
@@ -117,10 +133,10 @@ fn slot<'v>(root: &'v mut Map<String, Value>, steps: &[Step<'_>]) -> Option<&'v 
                     *current = Value::Array(Vec::new());
                 }
                 let items = current.as_array_mut()?;
-                if items.len() <= *index {
-                    items.resize(index + 1, Value::Null);
+                if *index == items.len() {
+                    items.push(Value::Null);
                 }
-                &mut items[*index]
+                items.get_mut(*index)?
             }
         };
     }
@@ -162,7 +178,7 @@ mod tests {
 
     #[test]
     fn paths_that_cannot_be_followed_are_refused() {
-        for path in ["", "location", "$", "$.", "$[0]", "$.a[x]", "$.a[99999999]", "$.a['b"] {
+        for path in ["", "location", "$", "$.", "$[0]", "$.a[x]", "$.a[1]", "$.a[99999999999999999999]", "$.a['b"] {
             let error = build(&[json!({"jsonPath": path, "stringValue": "x"})]).unwrap_err();
             assert_eq!(error.code, ErrorCode::ProviderMalformedStream, "{path}");
         }
@@ -172,5 +188,23 @@ mod tests {
         assert!(error.message.contains("not an object"), "{}", error.message);
         let deep = format!("${}", ".a".repeat(MAX_DEPTH + 1));
         assert!(build(&[json!({"jsonPath": deep, "stringValue": "x"})]).is_err());
+    }
+
+    #[test]
+    fn many_small_pieces_are_bounded_like_one_large_one() {
+        let mut args = PartialArgs::new(None);
+        let mut failed = None;
+        for i in 0..1_000_000 {
+            if let Err(error) = args.apply(&json!({"jsonPath": format!("$.k{i}"), "nullValue": null})) {
+                failed = Some((i, error));
+                break;
+            }
+        }
+        let (pieces, error) = failed.expect("the bound holds");
+        assert_eq!(error.code, ErrorCode::ProviderMalformedStream);
+        assert!(pieces < MAX_ARGUMENT_BYTES / NODE_COST, "{pieces}");
+        let long = "x".repeat(MAX_ARGUMENT_BYTES);
+        let mut args = PartialArgs::new(None);
+        assert!(args.apply(&json!({"jsonPath": "$.a", "stringValue": long})).is_err());
     }
 }

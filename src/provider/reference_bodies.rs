@@ -66,6 +66,8 @@ pub(crate) mod chat {
             match message {
                 Message::System(m) => out.push(json!({"role": "system", "content": m.content})),
                 Message::User(m) => out.push(json!({"role": "user", "content": user_content(&m.content)})),
+                // Since the cache: a message with nothing to send is left out.
+                Message::Assistant(m) if m.tool_calls.is_empty() && text_of(&m.content).is_empty() => {}
                 Message::Assistant(m) => {
                     let text = crate::message::text_of(&m.content);
                     let mut assistant = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }});
@@ -264,7 +266,10 @@ pub(crate) mod anthropic {
                         let input = serde_json::from_str::<Value>(&call.arguments).ok().filter(Value::is_object);
                         content.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input.unwrap_or_else(|| json!({}))}));
                     }
-                    out.push(json!({"role": "assistant", "content": content}));
+                    // Since the cache: an empty message is left out.
+                    if !content.is_empty() {
+                        out.push(json!({"role": "assistant", "content": content}));
+                    }
                 }
                 Message::Tool(m) => results.push(tool_result(model, m)?),
             }
@@ -285,9 +290,17 @@ pub(crate) mod gemini {
         let mut system: Vec<&str> = request.system.into_iter().collect();
         let mut contents: Vec<Value> = Vec::with_capacity(request.messages.len());
         let mut responses: Vec<Value> = Vec::new();
+        let mut images: Vec<Value> = Vec::new();
+        let flush = |contents: &mut Vec<Value>, responses: &mut Vec<Value>, images: &mut Vec<Value>| {
+            for parts in [std::mem::take(responses), std::mem::take(images)] {
+                if !parts.is_empty() {
+                    contents.push(json!({"role": "user", "parts": parts}));
+                }
+            }
+        };
         for message in request.messages {
-            if !matches!(message, Message::Tool(_)) && !responses.is_empty() {
-                contents.push(json!({"role": "user", "parts": std::mem::take(&mut responses)}));
+            if !matches!(message, Message::Tool(_)) {
+                flush(&mut contents, &mut responses, &mut images);
             }
             let (role, parts) = match message {
                 Message::System(m) => {
@@ -297,7 +310,9 @@ pub(crate) mod gemini {
                 Message::User(m) => ("user", user_parts(&m.content)),
                 Message::Assistant(m) => ("model", model_parts(m)),
                 Message::Tool(m) => {
-                    responses.extend(function_response(model, m));
+                    let (response, its_images) = function_response(model, m);
+                    responses.push(response);
+                    images.extend(its_images);
                     continue;
                 }
             };
@@ -305,9 +320,7 @@ pub(crate) mod gemini {
                 contents.push(json!({"role": role, "parts": parts}));
             }
         }
-        if !responses.is_empty() {
-            contents.push(json!({"role": "user", "parts": responses}));
-        }
+        flush(&mut contents, &mut responses, &mut images);
         body.insert("contents".into(), Value::Array(contents));
         let system = system.join("\n\n");
         if !system.is_empty() {

@@ -3,9 +3,9 @@
 //! Base URLs follow each vendor's SDK: for `openai`, `openai-responses` and
 //! `openai-compatible` the base includes the version path and ferrule appends
 //! `/chat/completions` or `/responses`; for `anthropic` it is the root and ferrule
-//! appends `/v1/messages`; for `gemini` it includes the version path
-//! (`https://generativelanguage.googleapis.com/v1beta`) and ferrule appends
-//! `/models/<name>:streamGenerateContent?alt=sse` (or `:generateContent`). Keys
+//! appends `/v1/messages`; for `gemini` too it is the root, as Google's SDKs
+//! read `GOOGLE_GEMINI_BASE_URL`, and ferrule appends
+//! `/v1beta/models/<name>:streamGenerateContent?alt=sse` (or `:generateContent`). Keys
 //! come from the environment: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
 //! `GEMINI_API_KEY`, or the variable `api_key_env` names; Gemini's goes in the
 //! `x-goog-api-key` header, never in the URL. An
@@ -28,13 +28,20 @@ const RESPONSES_MIN_OUTPUT_TOKENS: u32 = 16;
 const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 const ANTHROPIC_VERSION: &str = "2023-06-01";
-const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
+const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 
 /// Builds the generator `config` names.
 pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> {
     let provider = config.provider;
-    if config.thinking.is_some() && provider != ProviderKind::Gemini {
-        return Err(Error::invalid_arg("model.thinking: only the gemini provider takes it"));
+    if let Some(thinking) = &config.thinking {
+        if provider != ProviderKind::Gemini {
+            return Err(Error::invalid_arg("model.thinking: only the gemini provider takes it"));
+        }
+        if thinking.budget_tokens.is_some() && thinking.level.is_some() {
+            return Err(Error::invalid_arg(
+                "model.thinking: give budget_tokens (Gemini 2.5) or level (Gemini 3), not both; Gemini refuses both",
+            ));
+        }
     }
     if provider == ProviderKind::Scripted {
         return Ok(Box::new(ScriptedGenerator::new(config.script.clone())?));
@@ -109,7 +116,7 @@ pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> 
     })
 }
 
-/// `{base}/models/<name>:streamGenerateContent?alt=sse` (or `:generateContent`),
+/// `{base}/v1beta/models/<name>:streamGenerateContent?alt=sse` (or `:generateContent`),
 /// with the key in `x-goog-api-key`. The name may say `models/` or
 /// `tunedModels/` itself; it may not leave the path.
 fn gemini_endpoint(config: &ModelConfig, name: &str) -> Result<Endpoint> {
@@ -130,7 +137,7 @@ fn gemini_endpoint(config: &ModelConfig, name: &str) -> Result<Endpoint> {
     if let Some(key) = &key {
         headers.insert("x-goog-api-key", sensitive(key.expose())?);
     }
-    Ok(Endpoint { url: format!("{base}/{path}:{method}"), headers, key })
+    Ok(Endpoint { url: format!("{base}/v1beta/{path}:{method}"), headers, key })
 }
 
 /// Decodes a recorded response body of `provider` into the message it holds, the

@@ -6,7 +6,7 @@
 use base64::Engine;
 
 use crate::common::fixtures::{fixtures_dir, stream_body};
-use crate::common::server::{MockServer, Reply};
+use crate::common::server::{Ending, MockServer, Reply};
 use crate::common::wire::{self, base_url};
 use crate::common::*;
 use ferrule::agent::RunStatus;
@@ -162,7 +162,7 @@ fn an_answer_signature_on_a_trailing_empty_part_goes_back_on_it() {
 }
 
 #[test]
-fn another_providers_transcript_sends_no_signature_and_no_reasoning() {
+fn another_providers_transcript_sends_no_reasoning_and_its_first_call_the_validators_skip_value() {
     let server = MockServer::start(vec![Reply::sse(&wire::gemini("ok", &[]))]);
     let agent = gemini_agent(&server, json!({}), json!({}), vec![echo("lookup")]);
     let transcript: Vec<Message> = serde_json::from_value(json!([
@@ -182,13 +182,16 @@ fn another_providers_transcript_sends_no_signature_and_no_reasoning() {
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     let sent = server.requests()[0].json();
     let text = sent.to_string();
-    for absent in ["thoughtSignature", "Anthropic's", "OpenAI's", "opaque", "\"thought\""] {
+    for absent in ["EqQBCkYIBxgCKkA", "gAAAAB", "Anthropic's", "OpenAI's", "opaque", "\"thought\""] {
         assert!(!text.contains(absent), "{absent} was sent: {text}");
     }
+    // Gemini 3 refuses a turn whose first call has no signature; for a call
+    // another model made, Google documents this value.
     assert_eq!(
         sent["contents"][1],
         json!({"role": "model", "parts": [{"text": "Let me look."},
-            {"functionCall": {"id": "toolu_1", "name": "lookup", "args": {"text": "a"}}}]})
+            {"functionCall": {"id": "toolu_1", "name": "lookup", "args": {"text": "a"}},
+             "thoughtSignature": "skip_thought_signature_validator"}]})
     );
     assert_eq!(
         sent["contents"][2],
@@ -296,13 +299,12 @@ fn thinking_tool_choice_and_the_answer_schema_reach_the_generation_settings() {
         Reply::sse(&wire::gemini("{\"n\": 1}", &[])),
         Reply::sse(&wire::gemini("{\"n\": 2}", &[])),
     ]);
-    let model =
-        json!({"max_tokens": 256, "thinking": {"include_thoughts": true, "budget_tokens": 1024, "level": "low"}});
-    let plain = gemini_agent(&server, model.clone(), json!({"output_schema": schema}), vec![]);
+    let model = json!({"max_tokens": 256, "thinking": {"include_thoughts": true, "budget_tokens": 1024}});
+    let plain = gemini_agent(&server, model, json!({"output_schema": schema}), vec![]);
     run(&plain, "count");
     let with_tools = gemini_agent(
         &server,
-        model,
+        json!({"thinking": {"level": "low"}}),
         json!({"output_schema": schema, "tool_choice": {"name": "lookup"}}),
         vec![echo("lookup")],
     );
@@ -312,11 +314,15 @@ fn thinking_tool_choice_and_the_answer_schema_reach_the_generation_settings() {
     assert_eq!(
         first["generationConfig"],
         json!({"maxOutputTokens": 256, "responseJsonSchema": schema, "responseMimeType": "application/json",
-               "thinkingConfig": {"includeThoughts": true, "thinkingBudget": 1024, "thinkingLevel": "LOW"}})
+               "thinkingConfig": {"includeThoughts": true, "thinkingBudget": 1024}})
     );
     assert!(first.get("tools").is_none() && first.get("toolConfig").is_none());
     let second = requests[1].json();
-    assert!(second["generationConfig"].get("responseJsonSchema").is_none(), "not beside tools");
+    assert_eq!(
+        second["generationConfig"],
+        json!({"thinkingConfig": {"thinkingLevel": "LOW"}}),
+        "no schema beside tools"
+    );
     assert_eq!(
         second["toolConfig"],
         json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["lookup"]}})
@@ -326,11 +332,18 @@ fn thinking_tool_choice_and_the_answer_schema_reach_the_generation_settings() {
         json!([{"functionDeclarations": [{"name": "lookup", "description": "test tool lookup", "parametersJsonSchema": {"type": "object"}}]}])
     );
 
-    for provider in ["openai", "anthropic", "scripted"] {
+    for (provider, thinking) in [
+        ("openai", json!({"level": "high"})),
+        ("anthropic", json!({"level": "high"})),
+        ("scripted", json!({"level": "high"})),
+        ("gemini", json!({"level": "high", "budget_tokens": 0})),
+        ("gemini", json!({"level": "huge"})),
+    ] {
         std::env::set_var(TEST_KEY_ENV, TEST_KEY);
-        let config = json!({"model": {"provider": provider, "name": "m", "api_key_env": TEST_KEY_ENV, "thinking": {"level": "high"}}});
+        let config =
+            json!({"model": {"provider": provider, "name": "m", "api_key_env": TEST_KEY_ENV, "thinking": thinking}});
         let error = ferrule::agent::AgentBuilder::from_json(&config.to_string()).and_then(|b| b.build()).err();
-        assert_eq!(error.map(|e| e.code), Some(ErrorCode::InvalidArg), "{provider} took thinking");
+        assert_eq!(error.map(|e| e.code), Some(ErrorCode::InvalidArg), "{provider} took {thinking}");
     }
 }
 
@@ -355,4 +368,122 @@ fn thoughts_stream_as_thinking_and_stay_out_of_the_next_request() {
         .iter()
         .any(|m| matches!(m, Message::Assistant(a) if a.content.iter().any(|p| matches!(p, Part::Thinking { .. }))));
     assert!(kept, "the transcript keeps the thoughts");
+}
+
+#[test]
+fn tool_images_go_in_the_user_turn_after_the_function_responses() {
+    let png = "iVBORw0KGgo=";
+    let chart = tool("chart", json!({}), move |_: Invocation| async move {
+        ToolOutcome::Completed(ToolResult {
+            content: vec![
+                Part::text("the chart"),
+                Part::Image { media_type: Some("image/png".into()), data: Some(png.into()), url: None },
+            ],
+            ..ToolResult::default()
+        })
+    });
+    let calls = [("c1", "chart", "{}"), ("c2", "lookup", r#"{"text":"x"}"#)];
+    let server = MockServer::start(vec![Reply::sse(&wire::gemini("", &calls)), Reply::sse(&wire::gemini("ok", &[]))]);
+    let agent = gemini_agent(&server, json!({}), json!({}), vec![chart, echo("lookup")]);
+    let (result, _) = run(&agent, "draw");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let sent = server.requests()[1].json();
+    let contents = sent["contents"].as_array().unwrap();
+    assert_eq!(contents.len(), 4, "{sent:#}");
+    let responses: Vec<&Value> = contents[2]["parts"].as_array().unwrap().iter().collect();
+    assert!(responses.iter().all(|p| p.get("functionResponse").is_some()), "only responses: {responses:?}");
+    assert_eq!(responses.len(), 2);
+    assert_eq!(
+        contents[3],
+        json!({"role": "user", "parts": [{"text": "Images from tool call c1:"},
+            {"inlineData": {"data": png, "mimeType": "image/png"}}]})
+    );
+}
+
+#[test]
+fn the_chunk_with_the_finish_reason_ends_the_response_on_a_connection_left_open() {
+    let server = MockServer::start(vec![Reply::sse(&wire::gemini("done", &[])).ending(Ending::Stall)]);
+    let agent = gemini_agent(&server, json!({"timeouts": {"idle_ms": 5000}}), json!({}), vec![]);
+    let started = std::time::Instant::now();
+    let (result, _) = run(&agent, "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert!(started.elapsed() < std::time::Duration::from_secs(4), "it waited for the connection to end");
+}
+
+/// Decodes a body the way a run would.
+fn decoded(body: &str, stream: bool) -> Result<ferrule::message::AssistantMessage, ferrule::Error> {
+    ferrule::provider::decode_recorded(ferrule::provider::ProviderKind::Gemini, body.as_bytes(), stream)
+}
+
+fn finished(parts: Value, reason: &str) -> String {
+    format!("data: {}\n\n", json!({"candidates": [{"content": {"parts": parts}, "finishReason": reason}]}))
+}
+
+#[test]
+fn hostile_responses_get_clear_errors() {
+    let cases = [
+        (finished(json!([]), "OTHER"), "OTHER"),
+        (finished(json!([]), "SOMETHING_NEW"), "SOMETHING_NEW"),
+        (finished(json!([{"functionCall": {"name": "", "args": {}}}]), "STOP"), "no name"),
+        (finished(json!([{"functionCall": {"name": "f", "args": [1]}}]), "STOP"), "not an object"),
+        (
+            finished(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "x"}]}}]), "STOP"),
+            "without the call",
+        ),
+        (
+            finished(
+                json!([{"functionCall": {"name": "f", "willContinue": true}},
+                       {"functionCall": {"partialArgs": [{"jsonPath": "$.a[3]", "nullValue": null}], "willContinue": true}}]),
+                "STOP",
+            ),
+            "past the end",
+        ),
+    ];
+    for (body, needle) in cases {
+        let error = decoded(&body, true).unwrap_err();
+        assert!(error.message.contains(needle), "{needle}: {}", error.message);
+    }
+    for body in ["{}", r#"{"candidates": []}"#, r#"[{"candidates": []}]"#] {
+        let error = decoded(body, false).unwrap_err();
+        assert_eq!(error.code, ErrorCode::ProviderMalformedStream, "{body}: {}", error.message);
+    }
+    // Arguments that start in the call's own part are kept; what comes after
+    // the finish reason is not read.
+    let body = finished(
+        json!([{"functionCall": {"name": "f", "willContinue": true, "partialArgs": [{"jsonPath": "$.a", "stringValue": "x"}]}},
+               {"functionCall": {}}]),
+        "STOP",
+    ) + &finished(json!([{"functionCall": {"name": "late", "args": {}}}]), "STOP");
+    let message = decoded(&body, true).unwrap();
+    assert_eq!(message.tool_calls.len(), 1);
+    assert_eq!(message.tool_calls[0].arguments, r#"{"a":"x"}"#);
+    let huge = json!({"usageMetadata": {"promptTokenCount": u64::MAX, "toolUsePromptTokenCount": 1},
+        "candidates": [{"content": {"parts": [{"text": "x"}]}, "finishReason": "STOP"}]});
+    assert_eq!(decoded(&huge.to_string(), false).unwrap().usage.input_tokens, u64::MAX);
+}
+
+#[test]
+fn a_gemini_transcript_goes_to_other_providers_without_its_signatures() {
+    let transcript = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "text", "text": "", "signature": "U0lH"}]},
+        {"role": "user", "content": "call it"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Calling.", "signature": "U0lH"}],
+         "tool_calls": [{"id": "g1", "name": "lookup", "arguments": "{}", "signature": "U0lH"}], "stop_reason": "tool_use"},
+        {"role": "tool", "tool_call_id": "g1", "name": "lookup", "content": "found"}
+    ]);
+    let messages: Vec<Message> = serde_json::from_value(transcript).unwrap();
+    for provider in ["anthropic", "openai", "openai-responses"] {
+        let server = MockServer::start(vec![Reply::sse(&wire::stream(provider, "ok", &[]))]);
+        let agent =
+            provider_agent(provider, &base_url(provider, server.url()), json!({}), json!({}), vec![echo("lookup")]);
+        let (result, _) = run_input(&agent, continued(&messages, "and?"));
+        assert_eq!(result.status, RunStatus::Completed, "{provider}: {:?}", result.error);
+        let sent = server.requests()[0].json();
+        let text = sent.to_string();
+        assert!(!text.contains("U0lH"), "{provider} sent a signature: {text}");
+        // The message that held only a signature is left out, not sent empty.
+        let assistants = text.matches("\"assistant\"").count();
+        assert_eq!(assistants, 1, "{provider}: {sent:#}");
+    }
 }

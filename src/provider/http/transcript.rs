@@ -26,7 +26,10 @@ pub(crate) struct EncodedTranscript {
     /// one user message after them (Chat Completions' tool images, Anthropic's
     /// tool results, Gemini's function responses).
     pending: Vec<u8>,
-    /// The key of that user message's parts.
+    /// Parts of a second user message after that one (Gemini's tool images,
+    /// which may not stand among its function responses).
+    followup: Vec<u8>,
+    /// The key of those user messages' parts.
     parts_key: &'static str,
     /// System messages, for a wire that sends them apart from the messages.
     system: Vec<String>,
@@ -39,6 +42,7 @@ impl EncodedTranscript {
             items: Vec::new(),
             starts: Vec::new(),
             pending: Vec::new(),
+            followup: Vec::new(),
             parts_key,
             system: Vec::new(),
         }
@@ -78,6 +82,12 @@ impl EncodedTranscript {
         push_element(&mut self.pending, value);
     }
 
+    /// Appends a content part to the user message that follows the one of
+    /// the round's pending parts.
+    pub(crate) fn followup_part(&mut self, value: &impl Serialize) {
+        push_element(&mut self.followup, value);
+    }
+
     /// Keeps the text of a system message for [`EncodedTranscript::system`].
     pub(crate) fn system_text(&mut self, text: &str) {
         self.system.push(text.to_owned());
@@ -92,7 +102,7 @@ impl EncodedTranscript {
 
     /// The bytes of the items, for sizing a body.
     pub(crate) fn encoded_len(&self) -> usize {
-        self.items.len() + self.pending.len()
+        self.items.len() + self.pending.len() + self.followup.len()
     }
 
     /// Writes the items of messages `from..` as a JSON array, after `first` (an
@@ -116,22 +126,26 @@ impl EncodedTranscript {
                 empty = false;
             }
         }
-        if !self.pending.is_empty() {
-            if !empty {
-                out.push(b',');
+        for parts in [&self.pending, &self.followup] {
+            if !parts.is_empty() {
+                if !empty {
+                    out.push(b',');
+                }
+                write_user_message(self.parts_key, parts, out);
+                empty = false;
             }
-            write_user_message(self.parts_key, &self.pending, out);
         }
         out.push(b']');
     }
 
     fn flush_pending(&mut self) {
-        if !self.pending.is_empty() {
-            if !self.items.is_empty() {
-                self.items.push(b',');
+        for parts in [std::mem::take(&mut self.pending), std::mem::take(&mut self.followup)] {
+            if !parts.is_empty() {
+                if !self.items.is_empty() {
+                    self.items.push(b',');
+                }
+                write_user_message(self.parts_key, &parts, &mut self.items);
             }
-            write_user_message(self.parts_key, &self.pending, &mut self.items);
-            self.pending.clear();
         }
     }
 }

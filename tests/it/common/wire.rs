@@ -164,8 +164,7 @@ pub fn stream(provider: &str, text: &str, calls: &[Call]) -> Vec<u8> {
 /// The base URL for `provider` on a server at `url` (OpenAI's includes `/v1`).
 pub fn base_url(provider: &str, url: &str) -> String {
     match provider {
-        "anthropic" => url.to_owned(),
-        "gemini" => format!("{url}/v1beta"),
+        "anthropic" | "gemini" => url.to_owned(),
         _ => format!("{url}/v1"),
     }
 }
