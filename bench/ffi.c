@@ -3,6 +3,9 @@
  * bench/loop.rs, through the C ABI with a C callback that completes at once,
  * registered once as a blocking tool (the callback runs on a tool callback
  * thread) and once as a nonblocking one (it runs on the run's own thread).
+ * Then W1 with the model in C too (a host model, "provider": "host", that
+ * answers each request at once with W1's call, then "done"), blocking and
+ * nonblocking, beside the scripted model's W1.
  * Prints microseconds per round and per call (median of 7 runs). Run with
  * `make bench`; nothing here is asserted.
  */
@@ -18,9 +21,28 @@
 
 #define REPEATS 7
 
+static int fail(ferrule_error *err, const char *what);
+
 static void noop(void *user_data, ferrule_tool_call *call) {
     (void)user_data;
     ferrule_error_free(ferrule_tool_call_complete(call, "\"ok\"", 4));
+}
+
+/* W1's model: the call of `noop` until the last round, then the answer. The
+ * request JSON ends with its round: `..."turn":N}`. */
+#define W1_ROUNDS 2000
+
+static void w1_model(void *user_data, ferrule_model_request *request) {
+    (void)user_data;
+    ferrule_str json = ferrule_model_request_json(request);
+    const char *turn = json.ptr + json.len;
+    while (turn > json.ptr && turn[-1] != ':') turn--;
+    if (atoi(turn) < W1_ROUNDS) {
+        fail(ferrule_model_request_tool_call_delta(request, 0, "c1", 2, "noop", 4, "{}", 2), "tool_call_delta");
+    } else {
+        fail(ferrule_model_request_text_delta(request, "done", 4), "text_delta");
+    }
+    fail(ferrule_model_request_complete(request, NULL, 0), "complete");
 }
 
 static void count_event(void *user_data, const char *json, size_t len) {
@@ -47,7 +69,15 @@ static int fail(ferrule_error *err, const char *what) {
     exit(1);
 }
 
+static ferrule_agent *build_with(const cJSON *config, const cJSON *schema, const char *options,
+                                 const ferrule_model_spec *model);
+
 static ferrule_agent *build(const cJSON *config, const cJSON *schema, const char *options) {
+    return build_with(config, schema, options, NULL);
+}
+
+static ferrule_agent *build_with(const cJSON *config, const cJSON *schema, const char *options,
+                                 const ferrule_model_spec *model) {
     char *config_text = cJSON_PrintUnformatted(config);
     char *schema_text = cJSON_PrintUnformatted(schema);
     ferrule_agent_builder *builder = NULL;
@@ -65,6 +95,7 @@ static ferrule_agent *build(const cJSON *config, const cJSON *schema, const char
     spec.options_len = strlen(options);
     spec.execute = noop;
     fail(ferrule_agent_builder_add_tool(builder, &spec), "add_tool");
+    if (model) fail(ferrule_agent_builder_set_model(builder, model), "set_model");
     ferrule_agent *agent = NULL;
     fail(ferrule_agent_build(builder, &agent), "build");
     free(config_text);
@@ -131,6 +162,26 @@ int main(int argc, char **argv) {
             ferrule_agent_free(agent);
         }
     }
+    cJSON *w1 = cJSON_GetObjectItem(workloads, "w1");
+    cJSON *host_config = cJSON_Parse("{\"model\": {\"provider\": \"host\", \"name\": \"w1\"}, \"max_rounds\": 2000}");
+    printf("W1 with a host model in C (each request answered at once)\n");
+    for (int nonblocking = 0; nonblocking < 2; nonblocking++) {
+        ferrule_model_spec model;
+        memset(&model, 0, sizeof model);
+        model.struct_size = sizeof model;
+        model.name = "w1";
+        model.name_len = 2;
+        model.generate = w1_model;
+        model.nonblocking = nonblocking;
+        ferrule_agent *agent = build_with(host_config, cJSON_GetObjectItem(workloads, "open_schema"),
+                                          "{\"nonblocking\": true}", &model);
+        double t = median_run(agent, 0);
+        printf("  c model, %-11s, c tool, nonblocking: run %8.2f ms  %7.2f us/round\n",
+               nonblocking ? "nonblocking" : "blocking", t * 1e3, t * 1e6 / W1_ROUNDS);
+        ferrule_agent_free(agent);
+    }
+    (void)w1;
+    cJSON_Delete(host_config);
     cJSON_Delete(workloads);
     return 0;
 }

@@ -262,8 +262,9 @@ typedef struct ferrule_model_spec {
   ferrule_model_fn generate;
   // Passed to `generate`; may be NULL.
   void *user_data;
-  // Frees `user_data` once the agent, every run of it and every running
-  // callback of the model are gone; may be NULL.
+  // Frees `user_data` once the agent, every run of it, every running
+  // callback of the model and every request the host has not answered yet
+  // are gone; may be NULL.
   ferrule_free_fn free_user_data;
   // `generate` returns at once (see `ferrule_model_fn`).
   bool nonblocking;
@@ -435,12 +436,23 @@ struct ferrule_error *ferrule_agent_builder_set_model(struct ferrule_agent_build
                                                       const struct ferrule_model_spec *spec);
 
 // The request as JSON: `{"model", "turn", "system", "messages" (ferrule's
-// transcript JSON), "tools" ([{"name", "description", "input_schema",
-// "strict"}]), "tool_choice", "output_schema", "max_tokens",
-// "first_new_message"}` (see docs/host-model.md). Borrowed from `request`;
-// valid until it is completed or failed. Empty for NULL and for a request that
-// was already answered. Any thread.
+// transcript JSON), "message_count", "first_new_message", "tools"
+// ([{"name", "description", "input_schema", "strict"}]), "tool_choice",
+// "output_schema", "max_tokens"}` (see docs/host-model.md). Borrowed from
+// `request`; valid until it is completed or failed. Empty for NULL and for a
+// request that was already answered. Any thread.
 struct ferrule_str ferrule_model_request_json(const struct ferrule_model_request *request);
+
+// The request as `ferrule_model_request_json` gives it, without `messages`:
+// small whatever the history, for a host that reads the messages apart
+// (`ferrule_model_request_new_messages_json`). Borrowed as `_json` is.
+struct ferrule_str ferrule_model_request_options_json(const struct ferrule_model_request *request);
+
+// The messages from `first_new_message` on, as a JSON array: what the run's
+// previous request did not hold, for an engine that keeps its own cache of
+// the conversation (all of them on a run's first request, and after the
+// history budget dropped messages). Borrowed as `_json` is.
+struct ferrule_str ferrule_model_request_new_messages_json(const struct ferrule_model_request *request);
 
 // Streams answer text. Any thread, any number of times before `_complete` or
 // `_fail`. `FERRULE_ERROR_ALREADY_COMPLETED` once the request was answered;
@@ -482,7 +494,8 @@ struct ferrule_error *ferrule_model_request_usage(struct ferrule_model_request *
 // empty (or NULL with 0) for `tool_use` when calls came and `end_turn`
 // otherwise. Consumes the handle, also when `stop_reason` is not one of those
 // (then the request fails with `FERRULE_ERROR_PROVIDER_MALFORMED_STREAM` and
-// this returns `FERRULE_ERROR_INVALID_ARG`). A completion after the request
+// this returns `FERRULE_ERROR_INVALID_ARG`, or `_NULL_ARG` / `_INVALID_UTF8`
+// for text that cannot be read). A completion after the request
 // was cancelled is accepted and discarded. Any thread, inside the callback or
 // later. `FERRULE_ERROR_ALREADY_COMPLETED` once the request was answered.
 struct ferrule_error *ferrule_model_request_complete(struct ferrule_model_request *request,
@@ -497,7 +510,9 @@ struct ferrule_error *ferrule_model_request_complete(struct ferrule_model_reques
 // `code` is not one of those (then the request fails with
 // `FERRULE_ERROR_PROVIDER_SERVER` and this returns
 // `FERRULE_ERROR_INVALID_ARG`). Any thread.
-// `FERRULE_ERROR_ALREADY_COMPLETED` once the request was answered.
+// `FERRULE_ERROR_ALREADY_COMPLETED` once the request was answered. A message
+// that is not UTF-8 fails the request all the same (without it) and returns
+// `FERRULE_ERROR_INVALID_UTF8`: every call consumes the handle.
 struct ferrule_error *ferrule_model_request_fail(struct ferrule_model_request *request,
                                                  uint32_t code,
                                                  const char *message,

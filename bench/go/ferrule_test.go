@@ -104,3 +104,27 @@ func BenchmarkFerruleW3(b *testing.B) {
 	agent := ferruleAgent(b, config, nil)
 	concurrently(b, func() { ferruleRun(b, agent, false) })
 }
+
+// w1Model is W1's model in Go: the call of noop until the last round, then
+// the answer, each request answered at once.
+var w1Model = ferrule.HostModelFunc(func(ctx context.Context, request *ferrule.ModelRequest, out *ferrule.ModelOutput) error {
+	if request.Turn < 2000 {
+		return out.ToolCall(0, "c1", "noop", "{}")
+	}
+	return out.Text("done")
+})
+
+// W1 with the model in Go too (a host model), beside BenchmarkFerruleW1.
+func BenchmarkFerruleW1HostModel(b *testing.B) {
+	w := load(b, "w1")
+	config := ferrule.Config{Model: ferrule.Model{Provider: "host", Name: "w1", Host: w1Model}, MaxRounds: 2000}
+	agent, err := ferrule.NewAgent(config, noop(w.Schema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { agent.Close() })
+	for b.Loop() {
+		ferruleRun(b, agent, false)
+	}
+	report(b, w)
+}

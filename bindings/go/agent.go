@@ -26,7 +26,7 @@ func NewAgent(cfg Config, tools ...Tool) (*Agent, error) {
 	if err != nil {
 		return nil, &Error{Code: CodeInvalidArg, Message: "config: " + err.Error()}
 	}
-	return NewAgentFromJSONWithHooks(config, cfg.Hooks, tools...)
+	return newAgent(config, cfg.Hooks, cfg.Model.Host, tools...)
 }
 
 // NewAgentFromJSON builds an agent from configuration JSON (the format of
@@ -38,6 +38,12 @@ func NewAgentFromJSON(config []byte, tools ...Tool) (*Agent, error) {
 // NewAgentFromJSONWithHooks builds an agent from configuration JSON, hooks and
 // Go tools.
 func NewAgentFromJSONWithHooks(config []byte, hooks []Hook, tools ...Tool) (*Agent, error) {
+	return newAgent(config, hooks, nil, tools...)
+}
+
+// newAgent builds an agent from configuration JSON, hooks, the host's model
+// (nil for a built-in provider) and Go tools.
+func newAgent(config []byte, hooks []Hook, model HostModel, tools ...Tool) (*Agent, error) {
 	text, length := cArg(config)
 	var builder *C.ferrule_agent_builder
 	if err := takeError(C.ferrule_agent_builder_new(text, length, &builder)); err != nil {
@@ -51,6 +57,18 @@ func NewAgentFromJSONWithHooks(config []byte, hooks []Hook, tools ...Tool) (*Age
 	}
 	for _, hook := range hooks {
 		if err := hook.register(builder); err != nil {
+			C.ferrule_agent_builder_free(builder)
+			return nil, err
+		}
+	}
+	if model != nil {
+		var named struct {
+			Model struct {
+				Name string `json:"name"`
+			} `json:"model"`
+		}
+		_ = json.Unmarshal(config, &named)
+		if err := registerModel(builder, named.Model.Name, model); err != nil {
 			C.ferrule_agent_builder_free(builder)
 			return nil, err
 		}

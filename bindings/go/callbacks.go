@@ -19,6 +19,11 @@ func goTool(userData unsafe.Pointer, call *C.ferrule_tool_call) {
 	dataHandle(userData).Value().(*registeredTool).invoke(call)
 }
 
+//export goModel
+func goModel(userData unsafe.Pointer, request *C.ferrule_model_request) {
+	dataHandle(userData).Value().(*registeredModel).generate(request)
+}
+
 //export goHook
 func goHook(userData unsafe.Pointer, hook *C.ferrule_hook) {
 	dataHandle(userData).Value().(*Hook).consult(hook)

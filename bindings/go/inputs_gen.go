@@ -111,6 +111,8 @@ type Model struct {
 	Thinking *Thinking `json:"thinking,omitempty"`
 	// Request timeouts.
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
+	// Host is the model a "host" provider runs (see HostModel).
+	Host HostModel `json:"-"`
 }
 
 // MarshalJSON writes the JSON, each duration as a whole count of its unit.

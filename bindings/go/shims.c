@@ -5,6 +5,8 @@ void ferrule_go_tool(void *user_data, ferrule_tool_call *call) { goTool(user_dat
 
 void ferrule_go_hook(void *user_data, ferrule_hook *hook) { goHook(user_data, hook); }
 
+void ferrule_go_model(void *user_data, ferrule_model_request *request) { goModel(user_data, request); }
+
 void ferrule_go_event(void *user_data, const char *json, size_t len) { goEvent(user_data, (char *)json, len); }
 
 void ferrule_go_free(void *user_data) { goFree(user_data); }

@@ -46,8 +46,10 @@ pub const FLAT_RENAMES: &[Rename] = &[("Part", "redacted_thinking", "data", "red
 
 /// Fields a Go document has beyond its JSON (never written): the document's
 /// definition, the field's name and type, and its doc comment.
-const HOST_FIELDS: &[(&str, &str, &str, &str)] =
-    &[("AgentConfig", "Hooks", "[]Hook", "Hooks are consulted at their stages of every run (see Hook).")];
+const HOST_FIELDS: &[(&str, &str, &str, &str)] = &[
+    ("AgentConfig", "Hooks", "[]Hook", "Hooks are consulted at their stages of every run (see Hook)."),
+    ("ModelConfig", "Host", "HostModel", "Host is the model a \"host\" provider runs (see HostModel)."),
+];
 
 /// A field of a document the host writes, as Go declares it.
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -160,6 +160,18 @@ impl AgentBuilder {
         if self.generator.is_some() {
             return Err(Error::invalid_arg("a model was already set for this agent"));
         }
+        // Settings of the HTTP providers mean nothing here: refused, not ignored.
+        let http_only = [
+            ("base_url", model.base_url.is_some()),
+            ("api_key_env", model.api_key_env.is_some()),
+            ("headers", !model.headers.is_empty()),
+            ("thinking", model.thinking.is_some()),
+            ("server_history", model.server_history),
+            ("encrypted_reasoning", model.encrypted_reasoning.is_some()),
+        ];
+        if let Some((field, _)) = http_only.iter().find(|(_, given)| *given) {
+            return Err(Error::invalid_arg(format!("model.{field} means nothing to a host model")));
+        }
         Ok(())
     }
 

@@ -9,7 +9,7 @@ use super::agent::ferrule_agent_builder;
 use super::boundary::{arg_mut, arg_ref, arg_str, check_struct_size, guard, null_arg};
 use super::error::ferrule_error;
 use super::foreign_data::{ferrule_free_fn, ForeignData};
-use super::model_request::{self, ferrule_model_request, RequestTicket};
+use super::model_request::{self, ferrule_model_request, RequestStrings, RequestTicket};
 use crate::error::{Error, ErrorCode};
 use crate::message::AssistantMessage;
 use crate::provider::host::{self, HostReply, HostSettings};
@@ -40,8 +40,9 @@ pub struct ferrule_model_spec {
     pub generate: ferrule_model_fn,
     /// Passed to `generate`; may be NULL.
     pub user_data: *mut c_void,
-    /// Frees `user_data` once the agent, every run of it and every running
-    /// callback of the model are gone; may be NULL.
+    /// Frees `user_data` once the agent, every run of it, every running
+    /// callback of the model and every request the host has not answered yet
+    /// are gone; may be NULL.
     pub free_user_data: ferrule_free_fn,
     /// `generate` returns at once (see `ferrule_model_fn`).
     pub nonblocking: bool,
@@ -106,16 +107,15 @@ impl ForeignModel {
     /// One attempt: the request handed to the host, its answer forwarded.
     async fn attempt(
         &self,
-        json: &[u8],
+        json: &Arc<RequestStrings>,
         run_serial: u64,
         deltas: &mut dyn DeltaSink,
     ) -> (Result<AssistantMessage, host::HostFailure>, bool) {
         let reply = Arc::new(HostReply::default());
-        let Some((ticket, pending)) = model_request::begin(json.to_vec(), reply.clone(), run_serial) else {
-            let error = Error::new(
-                ErrorCode::ResourceExhausted,
-                "too many model requests and tool calls are in progress in this process",
-            );
+        let model: Arc<dyn Send + Sync> = self.callback.clone();
+        let Some((ticket, pending)) = model_request::begin(json.clone(), reply.clone(), model, run_serial) else {
+            let error =
+                Error::new(ErrorCode::ResourceExhausted, "too many model requests are in progress in this process");
             return (Err(host::HostFailure { error, retryable: false }), false);
         };
         if self.nonblocking {
@@ -142,7 +142,7 @@ impl Generator for ForeignModel {
         deltas: &'a mut dyn DeltaSink,
     ) -> BoxFuture<'a, Result<AssistantMessage, Error>> {
         Box::pin(async move {
-            let json = host::request_json(&self.settings, &request, wire)?;
+            let json = Arc::new(RequestStrings::new(host::request_json(&self.settings, &request, wire)?));
             let mut attempt = 1;
             loop {
                 let (outcome, streamed) = self.attempt(&json, request.run_serial, deltas).await;

@@ -17,7 +17,7 @@ use super::host_request::{self, ferrule_cancel_fn, Answerable, Handle, HostReque
 use super::string::{ferrule_str, NulTerminated};
 use crate::error::{Error, ErrorCode, Result};
 use crate::message::{StopReason, Usage};
-use crate::provider::host::{HostAnswer, HostReply};
+use crate::provider::host::{HostAnswer, HostReply, RequestJson};
 
 /// One request to a host model: an opaque handle. See
 /// `ferrule_model_request_complete` for its life.
@@ -30,9 +30,30 @@ static LIVE_REQUESTS: HandleTable<ForeignModelRequest> = HandleTable::new();
 
 /// A request as ferrule keeps it while the host answers it.
 pub(crate) struct ForeignModelRequest {
-    json: NulTerminated,
+    json: Arc<RequestStrings>,
     reply: Arc<HostReply>,
     request: HostRequest<HostAnswer>,
+    /// The model's callback and user data, which must outlive every request
+    /// the host has yet to answer.
+    _model: Arc<dyn Send + Sync>,
+}
+
+/// A request's JSON, as the host may read it; shared by the attempts of one
+/// model request.
+pub(crate) struct RequestStrings {
+    full: NulTerminated,
+    options: NulTerminated,
+    new_messages: NulTerminated,
+}
+
+impl RequestStrings {
+    pub(crate) fn new(json: RequestJson) -> Self {
+        RequestStrings {
+            full: NulTerminated::from_string(json.full),
+            options: NulTerminated::from_string(json.options),
+            new_messages: NulTerminated::from_string(json.new_messages),
+        }
+    }
 }
 
 impl Answerable for ForeignModelRequest {
@@ -57,30 +78,62 @@ pub(crate) type PendingRequest = Pending<ForeignModelRequest>;
 
 /// Starts a request of the run `run_serial` whose JSON is `json` and whose
 /// answer streams into `reply`. `None` when the table is full.
-pub(crate) fn begin(json: Vec<u8>, reply: Arc<HostReply>, run_serial: u64) -> Option<(RequestTicket, PendingRequest)> {
+pub(crate) fn begin(
+    json: Arc<RequestStrings>,
+    reply: Arc<HostReply>,
+    model: Arc<dyn Send + Sync>,
+    run_serial: u64,
+) -> Option<(RequestTicket, PendingRequest)> {
     let (request, answer) = HostRequest::new(tokio_util::sync::CancellationToken::new(), run_serial);
-    // The JSON ferrule writes is UTF-8.
-    let json = NulTerminated::from_string(String::from_utf8(json).unwrap_or_default());
-    host_request::begin(ForeignModelRequest { json, reply, request }, answer)
+    host_request::begin(ForeignModelRequest { json, reply, request, _model: model }, answer)
 }
 
 /// The request as JSON: `{"model", "turn", "system", "messages" (ferrule's
-/// transcript JSON), "tools" ([{"name", "description", "input_schema",
-/// "strict"}]), "tool_choice", "output_schema", "max_tokens",
-/// "first_new_message"}` (see docs/host-model.md). Borrowed from `request`;
-/// valid until it is completed or failed. Empty for NULL and for a request that
-/// was already answered. Any thread.
+/// transcript JSON), "message_count", "first_new_message", "tools"
+/// ([{"name", "description", "input_schema", "strict"}]), "tool_choice",
+/// "output_schema", "max_tokens"}` (see docs/host-model.md). Borrowed from
+/// `request`; valid until it is completed or failed. Empty for NULL and for a
+/// request that was already answered. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_model_request_json(request: *const ferrule_model_request) -> ferrule_str {
-    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json)
+    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.full)
 }
 
-/// Applies one streamed piece to a live request.
+/// The request as `ferrule_model_request_json` gives it, without `messages`:
+/// small whatever the history, for a host that reads the messages apart
+/// (`ferrule_model_request_new_messages_json`). Borrowed as `_json` is.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_model_request_options_json(request: *const ferrule_model_request) -> ferrule_str {
+    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.options)
+}
+
+/// The messages from `first_new_message` on, as a JSON array: what the run's
+/// previous request did not hold, for an engine that keeps its own cache of
+/// the conversation (all of them on a run's first request, and after the
+/// history budget dropped messages). Borrowed as `_json` is.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_model_request_new_messages_json(request: *const ferrule_model_request) -> ferrule_str {
+    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.new_messages)
+}
+
+/// Applies one streamed piece to a live request; after the run stopped
+/// waiting, the piece is dropped.
 fn with_reply(request: *mut ferrule_model_request, piece: impl FnOnce(&HostReply) -> Result<()>) -> *mut ferrule_error {
     guard(|| {
         let live = RequestHandle::from_ptr(request, "request")?.live()?;
+        if live.request.is_cancelled() {
+            live.reply.discard();
+        }
         piece(&live.reply)
     })
+}
+
+/// Takes the request out of the table for its one answer; what was streamed
+/// before is all the answer holds.
+fn answering(request: *mut ferrule_model_request) -> Result<Arc<ForeignModelRequest>> {
+    let entry = RequestHandle::from_ptr(request, "request")?.take()?;
+    entry.reply.close();
+    Ok(entry)
 }
 
 /// Streams answer text. Any thread, any number of times before `_complete` or
@@ -147,10 +200,7 @@ pub unsafe extern "C" fn ferrule_model_request_usage(
     output_tokens: u64,
     cached_tokens: u64,
 ) -> *mut ferrule_error {
-    with_reply(request, |reply| {
-        reply.usage(Usage { input_tokens, output_tokens, cached_tokens });
-        Ok(())
-    })
+    with_reply(request, |reply| reply.usage(Usage { input_tokens, output_tokens, cached_tokens }))
 }
 
 /// Completes the request: the answer streamed so far is the model's message.
@@ -158,7 +208,8 @@ pub unsafe extern "C" fn ferrule_model_request_usage(
 /// empty (or NULL with 0) for `tool_use` when calls came and `end_turn`
 /// otherwise. Consumes the handle, also when `stop_reason` is not one of those
 /// (then the request fails with `FERRULE_ERROR_PROVIDER_MALFORMED_STREAM` and
-/// this returns `FERRULE_ERROR_INVALID_ARG`). A completion after the request
+/// this returns `FERRULE_ERROR_INVALID_ARG`, or `_NULL_ARG` / `_INVALID_UTF8`
+/// for text that cannot be read). A completion after the request
 /// was cancelled is accepted and discarded. Any thread, inside the callback or
 /// later. `FERRULE_ERROR_ALREADY_COMPLETED` once the request was answered.
 #[no_mangle]
@@ -168,7 +219,7 @@ pub unsafe extern "C" fn ferrule_model_request_complete(
     len: usize,
 ) -> *mut ferrule_error {
     guard(|| {
-        let entry = RequestHandle::from_ptr(request, "request")?.take()?;
+        let entry = answering(request)?;
         // SAFETY: the host passes `len` readable bytes.
         let stop = unsafe { arg_str(stop_reason, len, "stop_reason") }.and_then(stop_reason_arg);
         match stop {
@@ -209,7 +260,9 @@ fn stop_reason_arg(text: &str) -> Result<Option<StopReason>> {
 /// `code` is not one of those (then the request fails with
 /// `FERRULE_ERROR_PROVIDER_SERVER` and this returns
 /// `FERRULE_ERROR_INVALID_ARG`). Any thread.
-/// `FERRULE_ERROR_ALREADY_COMPLETED` once the request was answered.
+/// `FERRULE_ERROR_ALREADY_COMPLETED` once the request was answered. A message
+/// that is not UTF-8 fails the request all the same (without it) and returns
+/// `FERRULE_ERROR_INVALID_UTF8`: every call consumes the handle.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_model_request_fail(
     request: *mut ferrule_model_request,
@@ -219,7 +272,7 @@ pub unsafe extern "C" fn ferrule_model_request_fail(
     retryable: bool,
 ) -> *mut ferrule_error {
     guard(|| {
-        let entry = RequestHandle::from_ptr(request, "request")?.take()?;
+        let entry = answering(request)?;
         // SAFETY: the host passes `len` readable bytes.
         let message = unsafe { arg_str(message, len, "message") };
         let text = match &message {

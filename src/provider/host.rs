@@ -45,9 +45,18 @@ pub(crate) struct HostSettings {
     pub(crate) retry_backoff: Duration,
 }
 
-/// The request as the host reads it: `{"first_new_message", "max_tokens",
-/// "messages", "model", "output_schema", "system", "tool_choice", "tools",
-/// "turn"}`. The messages are encoded once each, into `wire`, as the HTTP
+/// A request as the host reads it, three ways.
+pub(crate) struct RequestJson {
+    /// `{"first_new_message", "max_tokens", "message_count", "messages",
+    /// "model", "output_schema", "system", "tool_choice", "tools", "turn"}`.
+    pub(crate) full: String,
+    /// The same without `messages`: what a binding reads on every request.
+    pub(crate) options: String,
+    /// The messages from `first_new_message` on, as a JSON array.
+    pub(crate) new_messages: String,
+}
+
+/// The request. The messages are encoded once each, into `wire`, as the HTTP
 /// providers' are; `first_new_message` is the index of the first message the
 /// run's previous request did not hold (0 for a run's first request, and after
 /// the history was compacted), for engines that keep their own cache.
@@ -55,7 +64,7 @@ pub(crate) fn request_json(
     settings: &HostSettings,
     request: &GenerationRequest<'_>,
     wire: &mut WireCache,
-) -> Result<Vec<u8>, Error> {
+) -> Result<RequestJson, Error> {
     let model = ModelSettings {
         name: settings.name.clone(),
         max_tokens: settings.max_tokens,
@@ -72,15 +81,6 @@ pub(crate) fn request_json(
     };
     let transcript = EncodedTranscript::update(&mut wire.transcript, &HostWire, &model, request.messages)?;
     wire.host_messages_sent = request.messages.len();
-    let mut body = Vec::with_capacity(transcript.encoded_len() + 1024);
-    let mut fields = JsonObject::new(&mut body);
-    fields.field("first_new_message", &first_new);
-    fields.field("max_tokens", &settings.max_tokens);
-    fields.raw("messages", |out| transcript.write_array(0, None, out));
-    fields.field("model", &settings.name);
-    fields.field("output_schema", &request.output_schema);
-    fields.field("system", &request.system);
-    fields.field("tool_choice", &tool_choice_json(request.tool_choice));
     let tools: Vec<ToolJson<'_>> = request
         .tools
         .iter()
@@ -91,10 +91,36 @@ pub(crate) fn request_json(
             strict: t.strict,
         })
         .collect();
-    fields.field("tools", &tools);
-    fields.field("turn", &request.turn);
-    fields.finish();
-    Ok(body)
+    let write = |messages: Option<&EncodedTranscript>, capacity: usize| {
+        let mut body = Vec::with_capacity(capacity + 1024);
+        let mut fields = JsonObject::new(&mut body);
+        fields.field("first_new_message", &first_new);
+        fields.field("max_tokens", &settings.max_tokens);
+        fields.field("message_count", &request.messages.len());
+        if let Some(transcript) = messages {
+            fields.raw("messages", |out| transcript.write_array(0, None, out));
+        }
+        fields.field("model", &settings.name);
+        fields.field("output_schema", &request.output_schema);
+        fields.field("system", &request.system);
+        fields.field("tool_choice", &tool_choice_json(request.tool_choice));
+        fields.field("tools", &tools);
+        fields.field("turn", &request.turn);
+        fields.finish();
+        json_text(body)
+    };
+    let mut new_messages = Vec::new();
+    transcript.write_array(first_new, None, &mut new_messages);
+    Ok(RequestJson {
+        full: write(Some(transcript), transcript.encoded_len()),
+        options: write(None, 0),
+        new_messages: json_text(new_messages),
+    })
+}
+
+/// JSON ferrule wrote, as text (serde_json writes UTF-8).
+fn json_text(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_default()
 }
 
 /// A tool as the host model is told of it; fields in key order.
@@ -142,7 +168,15 @@ struct ReplyState {
     bytes: usize,
     /// A piece that broke the answer's bounds: the request fails with it.
     broken: Option<Error>,
+    /// The host answered: no piece is taken after that.
+    closed: bool,
+    /// The run stopped waiting: pieces are taken and dropped.
+    discarding: bool,
 }
+
+/// What each piece counts against the bound beside its text (its event and
+/// its place in the queue), so that many empty pieces cannot grow without end.
+const PIECE_COST: usize = 64;
 
 impl HostReply {
     fn state(&self) -> MutexGuard<'_, ReplyState> {
@@ -179,18 +213,43 @@ impl HostReply {
     }
 
     /// Sets the answer's token counts.
-    pub(crate) fn usage(&self, usage: Usage) {
-        self.state().builder.usage = usage;
+    pub(crate) fn usage(&self, usage: Usage) -> Result<(), Error> {
+        let mut state = self.state();
+        if state.closed {
+            return Err(answered());
+        }
+        state.builder.usage = usage;
+        Ok(())
+    }
+
+    /// The host answered (completed or failed): from now on a piece is
+    /// `ALREADY_COMPLETED`, and everything taken before is in the answer.
+    pub(crate) fn close(&self) {
+        self.state().closed = true;
+    }
+
+    /// The run no longer waits: pieces are accepted and dropped, and what came
+    /// is let go.
+    pub(crate) fn discard(&self) {
+        let mut state = self.state();
+        state.discarding = true;
+        state.builder = ResponseBuilder::default();
     }
 
     /// One piece, within the bounds of an answer: a piece past them breaks
     /// the answer (the request fails with the same error).
     fn piece(&self, size: usize, add: impl FnOnce(&mut ResponseBuilder) -> Result<(), Error>) -> Result<(), Error> {
         let mut state = self.state();
+        if state.closed {
+            return Err(answered());
+        }
         if let Some(broken) = &state.broken {
             return Err(broken.clone());
         }
-        state.bytes = state.bytes.saturating_add(size);
+        if state.discarding {
+            return Ok(());
+        }
+        state.bytes = state.bytes.saturating_add(size).saturating_add(PIECE_COST);
         let added = match state.bytes > MAX_STREAM_BYTES {
             true => Err(Error::new(
                 ErrorCode::ProviderMalformedStream,
@@ -204,6 +263,11 @@ impl HostReply {
         drop(state);
         self.arrived.notify_one();
         added
+    }
+
+    /// The error of a piece that broke the answer's bounds.
+    fn broken(&self) -> Option<Error> {
+        self.state().broken.clone()
     }
 
     /// Whether any output has been forwarded (after which a request is not
@@ -230,6 +294,10 @@ impl HostReply {
     }
 }
 
+fn answered() -> Error {
+    Error::new(ErrorCode::AlreadyCompleted, "this model request was already completed or failed")
+}
+
 /// A failed request, and whether it may be asked again.
 pub(crate) struct HostFailure {
     pub(crate) error: Error,
@@ -245,13 +313,24 @@ pub(crate) async fn receive(
     deltas: &mut dyn DeltaSink,
 ) -> Result<AssistantMessage, HostFailure> {
     tokio::pin!(answer);
+    let broken = |error| Err(HostFailure { error, retryable: false });
     let answer = loop {
         tokio::select! {
             biased;
             answer = &mut answer => break answer,
-            _ = reply.arrived.notified() => reply.forward(deltas).await,
+            _ = reply.arrived.notified() => {
+                // An answer past its bounds fails at once, whatever the host
+                // says next (it sees the request cancelled).
+                if let Some(error) = reply.broken() {
+                    return broken(error);
+                }
+                reply.forward(deltas).await
+            }
         }
     };
+    if let Some(error) = reply.broken() {
+        return broken(error);
+    }
     reply.forward(deltas).await;
     match answer {
         Some(HostAnswer::Complete(stop_reason)) => {
@@ -262,5 +341,51 @@ pub(crate) async fn receive(
             error: Error::new(ErrorCode::ProviderServer, "the host model's request went away before it was answered"),
             retryable: false,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_piece_is_taken_after_the_answer() {
+        let reply = HostReply::default();
+        reply.text("kept").unwrap();
+        reply.close();
+        assert_eq!(reply.text("late").unwrap_err().code, ErrorCode::AlreadyCompleted);
+        assert_eq!(reply.tool_call(0, Some("c1"), Some("t"), "{}").unwrap_err().code, ErrorCode::AlreadyCompleted);
+        assert_eq!(reply.usage(Usage::default()).unwrap_err().code, ErrorCode::AlreadyCompleted);
+        let message = reply.finish(None).unwrap();
+        assert_eq!(crate::message::text_of(&message.content), "kept");
+        assert!(message.tool_calls.is_empty());
+    }
+
+    #[test]
+    fn empty_pieces_count_against_the_bound_and_the_break_stays() {
+        let reply = HostReply::default();
+        let mut taken = 0usize;
+        let error = loop {
+            match reply.tool_call(0, None, None, "") {
+                Ok(()) => taken += 1,
+                Err(error) => break error,
+            }
+        };
+        assert_eq!(error.code, ErrorCode::ProviderMalformedStream);
+        assert_eq!(taken, MAX_STREAM_BYTES / PIECE_COST);
+        assert_eq!(reply.text("more").unwrap_err(), error, "the break stays");
+        assert_eq!(reply.finish(None).unwrap_err(), error);
+    }
+
+    #[test]
+    fn pieces_after_the_run_stopped_waiting_are_dropped() {
+        let reply = HostReply::default();
+        reply.text("before").unwrap();
+        reply.discard();
+        for _ in 0..10 {
+            reply.text(&"x".repeat(1 << 20)).unwrap();
+        }
+        assert_eq!(reply.state().bytes, "before".len() + PIECE_COST);
+        assert!(reply.finish(None).unwrap().content.is_empty());
     }
 }

@@ -13,6 +13,8 @@ typedef struct {
     atomic_int frees;
     atomic_int cancels;
     char last_request[8192];
+    char options[2048];
+    char new_messages[4096];
     /* The first `failures` requests fail with `fail_code`, retryable or not. */
     int failures;
     uint32_t fail_code;
@@ -25,11 +27,16 @@ static void model_free(void *user_data) {
     atomic_fetch_add(&state->frees, 1);
 }
 
+static void copy_str(char *to, size_t size, ferrule_str from) {
+    size_t len = from.len < size - 1 ? from.len : size - 1;
+    memcpy(to, from.ptr, len);
+    to[len] = '\0';
+}
+
 static void remember(model_state *state, ferrule_model_request *request) {
-    ferrule_str json = ferrule_model_request_json(request);
-    size_t len = json.len < sizeof state->last_request - 1 ? json.len : sizeof state->last_request - 1;
-    memcpy(state->last_request, json.ptr, len);
-    state->last_request[len] = '\0';
+    copy_str(state->last_request, sizeof state->last_request, ferrule_model_request_json(request));
+    copy_str(state->options, sizeof state->options, ferrule_model_request_options_json(request));
+    copy_str(state->new_messages, sizeof state->new_messages, ferrule_model_request_new_messages_json(request));
 }
 
 /* Round 1: "Looking." and a call of `lookup` in three pieces, without an id.
@@ -121,6 +128,12 @@ static void a_host_model_streams_calls_and_answers_like_a_provider(void) {
     CHECK(strstr(state.last_request, "\"tool_choice\":\"auto\""));
     CHECK(strstr(state.last_request, "\"name\":\"lookup\""));
     CHECK(strstr(state.last_request, "\"turn\":2"));
+    CHECK(strstr(state.last_request, "\"message_count\":3"));
+    CHECK(strstr(state.new_messages, "[{\"role\":\"assistant\"") == state.new_messages);
+    CHECK(strstr(state.new_messages, "\"role\":\"tool\""));
+    CHECK(strstr(state.new_messages, "\"role\":\"user\"") == NULL);
+    CHECK(strstr(state.options, "\"messages\"") == NULL);
+    CHECK(strstr(state.options, "\"message_count\":3"));
     /* Streamed pieces reached the host's events, in order. */
     CHECK(event_log_count(&log, "\"message_delta\",\"turn\":1,\"thinking\":\"need data\"") == 1);
     CHECK(event_log_count(&log, "\"text\":\"Look\"") == 1);
@@ -201,12 +214,12 @@ static void on_model_cancel(void *user_data) {
     atomic_fetch_add(&state->cancels, 1);
 }
 
-static ferrule_model_request *waiting_request;
+static _Atomic(ferrule_model_request *) waiting_request;
 
 static void wait_forever(void *user_data, ferrule_model_request *request) {
     model_state *state = user_data;
+    atomic_store(&waiting_request, request);
     atomic_fetch_add(&state->requests, 1);
-    waiting_request = request;
     CHECK_OK(ferrule_model_request_on_cancel(request, on_model_cancel, state, NULL));
     CHECK_ERROR(ferrule_model_request_on_cancel(request, on_model_cancel, state, NULL), FERRULE_ERROR_INVALID_ARG,
                 "already");
@@ -219,17 +232,18 @@ static void cancelling_the_run_cancels_the_request_and_a_late_answer_is_discarde
     ferrule_run *run = NULL;
     CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
     CHECK(wait_for_count(&state.requests, 1, 5000));
-    CHECK(!ferrule_model_request_is_cancelled(waiting_request));
+    ferrule_model_request *request = atomic_load(&waiting_request);
+    CHECK(!ferrule_model_request_is_cancelled(request));
     ferrule_run_cancel(run);
     CHECK(wait_for_count(&state.cancels, 1, 5000));
-    CHECK(ferrule_model_request_is_cancelled(waiting_request));
+    CHECK(ferrule_model_request_is_cancelled(request));
     /* The answer after the cancel is accepted and dropped; the handle is then stale. */
-    CHECK_OK(ferrule_model_request_text_delta(waiting_request, STR("late")));
-    CHECK_OK(ferrule_model_request_complete(waiting_request, NULL, 0));
-    CHECK_ERROR(ferrule_model_request_fail(waiting_request, FERRULE_ERROR_PROVIDER_SERVER, NULL, 0, false),
+    CHECK_OK(ferrule_model_request_text_delta(request, STR("late")));
+    CHECK_OK(ferrule_model_request_complete(request, NULL, 0));
+    CHECK_ERROR(ferrule_model_request_fail(request, FERRULE_ERROR_PROVIDER_SERVER, NULL, 0, false),
                 FERRULE_ERROR_ALREADY_COMPLETED, NULL);
-    CHECK(ferrule_model_request_is_cancelled(waiting_request));
-    CHECK(ferrule_model_request_json(waiting_request).len == 0);
+    CHECK(ferrule_model_request_is_cancelled(request));
+    CHECK(ferrule_model_request_json(request).len == 0);
     char *result = harness_wait(run);
     CHECK(strstr(result, "\"status\":\"cancelled\""));
     CHECK(strstr(result, "late") == NULL);
@@ -312,6 +326,115 @@ static void a_bad_answer_fails_the_run_and_a_wrong_spec_is_refused(void) {
     CHECK(atomic_load(&unused.requests) == 0);
 }
 
+/* ---- a piece racing the answer ---------------------------------------------- */
+
+typedef struct {
+    ferrule_model_request *request;
+    atomic_int accepted;
+    atomic_int go;
+    /* Requests the model has finished with (its streaming thread joined). */
+    atomic_int finished;
+} race;
+
+static void *stream_until_refused(void *arg) {
+    race *r = arg;
+    while (!atomic_load(&r->go)) {
+    }
+    for (;;) {
+        ferrule_error *err = ferrule_model_request_text_delta(r->request, "x", 1);
+        if (err) {
+            ferrule_error_free(err);
+            return NULL;
+        }
+        atomic_fetch_add(&r->accepted, 1);
+    }
+}
+
+static void racing(void *user_data, ferrule_model_request *request) {
+    race *r = user_data;
+    r->request = request;
+    atomic_store(&r->accepted, 0);
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, stream_until_refused, r) != 0) abort();
+    atomic_store(&r->go, 1);
+    for (volatile int spin = 0; spin < (int)(((uintptr_t)request >> 4) % 2000); spin++) {
+    }
+    if (ferrule_model_request_complete(request, NULL, 0)) abort();
+    pthread_join(thread, NULL);
+    atomic_store(&r->go, 0);
+    atomic_fetch_add(&r->finished, 1);
+}
+
+static void a_piece_accepted_is_in_the_answer_however_it_races_the_completion(void) {
+    static race r;
+    ferrule_agent_builder *builder = NULL;
+    const char *config = HOST_CONFIG("");
+    CHECK_OK(ferrule_agent_builder_new(config, strlen(config), &builder));
+    ferrule_model_spec spec = {.struct_size = sizeof spec, .name = "pocket", .name_len = 6, .generate = racing,
+                               .user_data = &r};
+    CHECK_OK(ferrule_agent_builder_set_model(builder, &spec));
+    ferrule_agent *agent = NULL;
+    CHECK_OK(ferrule_agent_build(builder, &agent));
+    for (int i = 0; i < 300; i++) {
+        char *result = harness_run(agent, NULL);
+        CHECK(result != NULL);
+        CHECK(wait_for_count(&r.finished, i + 1, 5000));
+        /* Every x the model was told it sent is in the answer, and no other. */
+        int accepted = atomic_load(&r.accepted);
+        const char *text = strstr(result, "\"final\":");
+        CHECK(text != NULL);
+        int xs = 0;
+        const char *at = strstr(text, "\"text\":\"");
+        if (at) {
+            for (at += 8; *at == 'x'; at++) xs++;
+        }
+        if (xs != accepted) fprintf(stderr, "  run %d: %d accepted, %d in the answer\n", i, accepted, xs);
+        CHECK(xs == accepted);
+        ferrule_string_free(result);
+    }
+    ferrule_agent_free(agent);
+}
+
+/* ---- an answer past its bounds ----------------------------------------------- */
+
+static void flood(void *user_data, ferrule_model_request *request) {
+    model_state *state = user_data;
+    atomic_fetch_add(&state->requests, 1);
+    ferrule_error *err = NULL;
+    for (int i = 0; i < 2000000 && !err; i++) {
+        err = ferrule_model_request_tool_call_delta(request, 0, NULL, 0, NULL, 0, NULL, 0);
+    }
+    CHECK_ERROR(err, FERRULE_ERROR_PROVIDER_MALFORMED_STREAM, "larger than");
+    /* Whatever the host says next, the request has failed for good. */
+    ferrule_model_request_fail(request, FERRULE_ERROR_PROVIDER_SERVER, STR("again?"), true);
+}
+
+static void an_answer_past_its_bounds_fails_for_good_and_settings_that_mean_nothing_are_refused(void) {
+    model_state state = {0};
+    ferrule_agent *agent = host_agent(HOST_CONFIG(", \"max_retries\": 2, \"retry_backoff_ms\": 1"), &state, flood, 0);
+    CHECK(agent != NULL);
+    char *result = harness_run(agent, NULL);
+    CHECK(strstr(result, "\"status\":\"failed\""));
+    CHECK(strstr(result, "PROVIDER_MALFORMED_STREAM"));
+    CHECK(atomic_load(&state.requests) == 1);
+    ferrule_string_free(result);
+    ferrule_agent_free(agent);
+
+    model_state unused = {0};
+    ferrule_model_spec spec = {.struct_size = sizeof spec, .name = "pocket", .name_len = 6, .generate = flood,
+                               .user_data = &unused, .free_user_data = model_free};
+    const char *configs[] = {HOST_CONFIG(", \"thinking\": {\"include_thoughts\": true}"),
+                             HOST_CONFIG(", \"base_url\": \"http://127.0.0.1:1\""),
+                             HOST_CONFIG(", \"api_key_env\": \"HOME\"")};
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        ferrule_agent_builder *builder = NULL;
+        CHECK_OK(ferrule_agent_builder_new(configs[i], strlen(configs[i]), &builder));
+        CHECK_ERROR(ferrule_agent_builder_set_model(builder, &spec), FERRULE_ERROR_INVALID_ARG, "means nothing");
+        ferrule_agent_builder_free(builder);
+    }
+    CHECK(atomic_load(&unused.frees) == 0);
+}
+
 int main(int argc, char **argv) {
     static const harness_case cases[] = {
         {"a_host_model_streams_calls_and_answers_like_a_provider", a_host_model_streams_calls_and_answers_like_a_provider},
@@ -321,6 +444,10 @@ int main(int argc, char **argv) {
         {"cancelling_the_run_cancels_the_request_and_a_late_answer_is_discarded",
          cancelling_the_run_cancels_the_request_and_a_late_answer_is_discarded},
         {"a_bad_answer_fails_the_run_and_a_wrong_spec_is_refused", a_bad_answer_fails_the_run_and_a_wrong_spec_is_refused},
+        {"a_piece_accepted_is_in_the_answer_however_it_races_the_completion",
+         a_piece_accepted_is_in_the_answer_however_it_races_the_completion},
+        {"an_answer_past_its_bounds_fails_for_good_and_settings_that_mean_nothing_are_refused",
+         an_answer_past_its_bounds_fails_for_good_and_settings_that_mean_nothing_are_refused},
     };
     return harness_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

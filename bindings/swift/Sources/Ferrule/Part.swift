@@ -29,7 +29,7 @@ extension Array where Element == Part {
     /// The text parts, joined.
     var text: String {
         reduce(into: "") { joined, part in
-            if case .text(let text) = part { joined += text }
+            if case .text(let text, _) = part { joined += text }
         }
     }
 }

@@ -5,17 +5,17 @@ import Foundation
 /// A piece of message content.
 public enum Part: Sendable, Hashable, Codable {
     /// Plain text.
-    case text(String, signature: String?)
+    case text(String, signature: String? = nil)
     /// An image, inline (`data`, base64, with `media_type`) or by `url`.
-    case image(mediaType: String?, base64: String?, url: String?)
+    case image(mediaType: String? = nil, base64: String? = nil, url: String? = nil)
     /// Model reasoning, kept so it can be sent back: Anthropic requires its signature on later
     /// turns of a tool loop, and OpenAI Responses reasoning models continue from their earlier
     /// reasoning items.
-    case thinking(String, signature: String?, id: String?)
+    case thinking(String, signature: String? = nil, id: String? = nil)
     /// Reasoning the provider returned encrypted.
     case redactedThinking(String)
     /// A file, inline as base64.
-    case file(mediaType: String, base64: String, name: String?)
+    case file(mediaType: String, base64: String, name: String? = nil)
     /// A part of a type this package does not know yet, as JSON.
     case other(JSONValue)
 
