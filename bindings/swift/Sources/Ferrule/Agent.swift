@@ -8,12 +8,13 @@ public final class Agent: Sendable {
     nonisolated(unsafe) let handle: OpaquePointer
 
     /// Builds an agent, with other agents its model is offered (as tools or
-    /// handoffs). Throws a `FerruleError` naming what is wrong: an invalid
+    /// handoffs) and, for `"provider": "host"`, the model the host runs. Throws a `FerruleError` naming what is wrong: an invalid
     /// configuration (`invalidArg`), a tool's schema (`invalidSchema`), two tools
     /// of one name (`duplicateTool`), agents nested more than 8 deep
     /// (`resourceExhausted`), or a library of another ABI.
     public convenience init(
-        config: AgentConfig, tools: [Tool] = [], hooks: [Hook] = [], agents: [AgentTool] = []
+        config: AgentConfig, tools: [Tool] = [], hooks: [Hook] = [], agents: [AgentTool] = [],
+        model: HostModel? = nil
     ) throws {
         let json: Data
         do {
@@ -21,12 +22,17 @@ public final class Agent: Sendable {
         } catch {
             throw FerruleError(code: .invalidArg, message: "the configuration does not encode: \(error)")
         }
-        try self.init(configJSON: String(decoding: json, as: UTF8.self), tools: tools, hooks: hooks, agents: agents)
+        try self.init(
+            configJSON: String(decoding: json, as: UTF8.self), tools: tools, hooks: hooks, agents: agents,
+            model: model)
     }
 
     /// Builds an agent from the configuration JSON of the C ABI (docs/json.md,
     /// "Agent config"), for fields `AgentConfig` does not have yet.
-    public init(configJSON: String, tools: [Tool] = [], hooks: [Hook] = [], agents: [AgentTool] = []) throws {
+    public init(
+        configJSON: String, tools: [Tool] = [], hooks: [Hook] = [], agents: [AgentTool] = [],
+        model: HostModel? = nil
+    ) throws {
         try Library.checkABI()
         var builder: OpaquePointer?
         try withUTF8Arg(configJSON) { try FerruleError.check(ferrule_agent_builder_new($0, $1, &builder)) }
@@ -35,6 +41,15 @@ public final class Agent: Sendable {
             for tool in tools { try ToolBox(tool).register(with: builder) }
             for hook in hooks { try HookBox(hook).register(with: builder) }
             for agent in agents { try agent.register(with: builder) }
+            if let model {
+                var name = ""
+                if case .object(let config) = try? JSONValue(json: configJSON),
+                    case .object(let modelConfig)? = config["model"], case .string(let given)? = modelConfig["name"]
+                {
+                    name = given
+                }
+                try ModelBox(model).register(with: builder, name: name)
+            }
         } catch {
             ferrule_agent_builder_free(builder)
             throw error

@@ -2,6 +2,8 @@ package dev.ferrule
 
 import com.sun.jna.ptr.PointerByReference
 import kotlinx.coroutines.Dispatchers
+import kotlinx.serialization.json.jsonObject
+import kotlinx.serialization.json.jsonPrimitive
 import java.io.Closeable
 import kotlin.coroutines.CoroutineContext
 
@@ -21,6 +23,8 @@ class Agent(
     context: CoroutineContext = Dispatchers.IO,
     /** Agents the model is offered, as tools or handoffs; they may be closed once this is built. */
     agents: List<AgentTool> = emptyList(),
+    /** The model a `"host"` provider runs, named by the configuration's `model.name`. */
+    model: HostModel? = null,
 ) : Closeable {
     internal val handle: OwnedHandle
     private val cleanable: java.lang.ref.Cleaner.Cleanable
@@ -32,7 +36,8 @@ class Agent(
         hooks: List<Hook> = emptyList(),
         context: CoroutineContext = Dispatchers.IO,
         agents: List<AgentTool> = emptyList(),
-    ) : this(FerruleJson.encodeToString(AgentConfig.serializer(), config), tools, hooks, context, agents)
+        model: HostModel? = null,
+    ) : this(FerruleJson.encodeToString(AgentConfig.serializer(), config), tools, hooks, context, agents, model)
 
     init {
         check(Library.abiMatches) {
@@ -48,6 +53,7 @@ class Agent(
             tools.forEach { it.register(builder, host) }
             hooks.forEach { it.register(builder, host) }
             agents.forEach { it.register(builder) }
+            model?.register(builder, modelName(configJson), host)
         } catch (error: Throwable) {
             lib.ferrule_agent_builder_free(builder)
             throw error
@@ -57,6 +63,10 @@ class Agent(
         handle = OwnedHandle(agentOut.value) { lib.ferrule_agent_free(it) }
         cleanable = OwnedHandle.cleaner.register(this, handle)
     }
+
+    private fun modelName(configJson: String): String = runCatching {
+        FerruleJson.parseToJsonElement(configJson).jsonObject["model"]?.jsonObject?.get("name")?.jsonPrimitive?.content
+    }.getOrNull() ?: ""
 
     /** Starts a run; its events and result come through the [Run]. */
     fun start(input: RunInput): Run = start(input, keepEvents = true)

@@ -56,6 +56,23 @@ internal interface FerruleLibrary : com.sun.jna.Library {
     fun ferrule_tool_call_fail(call: Pointer, message: ByteArray, len: NativeLong): Pointer?
     fun ferrule_tool_call_on_cancel(call: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
 
+    fun ferrule_agent_builder_set_model(builder: Pointer, spec: ModelSpec): Pointer?
+    fun ferrule_model_request_options_json(request: Pointer?): FerruleStr.ByValue
+    fun ferrule_model_request_new_messages_json(request: Pointer?): FerruleStr.ByValue
+    fun ferrule_model_request_text_delta(request: Pointer, text: ByteArray, len: NativeLong): Pointer?
+    fun ferrule_model_request_thinking_delta(request: Pointer, text: ByteArray, len: NativeLong): Pointer?
+    fun ferrule_model_request_tool_call_delta(
+        request: Pointer, index: Int, id: ByteArray, idLen: NativeLong, name: ByteArray, nameLen: NativeLong,
+        arguments: ByteArray, argumentsLen: NativeLong,
+    ): Pointer?
+    fun ferrule_model_request_usage(request: Pointer, input: Long, output: Long, cached: Long): Pointer?
+    fun ferrule_model_request_complete(request: Pointer, stopReason: ByteArray, len: NativeLong): Pointer?
+    /** `retryable` is C's one-byte `bool`. */
+    fun ferrule_model_request_fail(
+        request: Pointer, code: Int, message: ByteArray, len: NativeLong, retryable: Byte,
+    ): Pointer?
+    fun ferrule_model_request_on_cancel(request: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
+
     fun ferrule_hook_stage(hook: Pointer?): FerruleStr.ByValue
     fun ferrule_hook_payload(hook: Pointer?): FerruleStr.ByValue
     fun ferrule_hook_respond(hook: Pointer, json: ByteArray, len: NativeLong): Pointer?
@@ -114,7 +131,20 @@ internal class AgentToolSpec : Structure() {
     @JvmField var options_len: NativeLong = NativeLong(0)
 }
 
-/** `ferrule_tool_fn` and `ferrule_hook_fn`: a request (a tool call, a hook) for the host to answer. */
+/** `ferrule_model_spec`; its name and callback must stay reachable during the call. */
+@Structure.FieldOrder("struct_size", "name", "name_len", "generate", "user_data", "free_user_data", "nonblocking")
+internal class ModelSpec : Structure() {
+    @JvmField var struct_size: Int = 0
+    @JvmField var name: Pointer? = null
+    @JvmField var name_len: NativeLong = NativeLong(0)
+    @JvmField var generate: RequestFn? = null
+    @JvmField var user_data: Pointer? = null
+    @JvmField var free_user_data: FreeFn? = null
+    /** C's one-byte `bool`. */
+    @JvmField var nonblocking: Byte = 0
+}
+
+/** `ferrule_tool_fn`, `ferrule_hook_fn` and `ferrule_model_fn`: a request (a tool call, a hook, a model request) for the host to answer. */
 internal fun interface RequestFn : Callback {
     fun invoke(userData: Pointer?, request: Pointer?)
 }
