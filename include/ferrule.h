@@ -435,7 +435,7 @@ struct ferrule_error *ferrule_hook_on_cancel(struct ferrule_hook *hook,
 struct ferrule_error *ferrule_agent_builder_set_model(struct ferrule_agent_builder *builder,
                                                       const struct ferrule_model_spec *spec);
 
-// The request as JSON: `{"model", "turn", "system", "messages" (ferrule's
+// The request as JSON: `{"model", "run_id", "turn", "system", "messages" (ferrule's
 // transcript JSON), "message_count", "first_new_message", "tools"
 // ([{"name", "description", "input_schema", "strict"}]), "tool_choice",
 // "output_schema", "max_tokens"}` (see docs/host-model.md). Borrowed from

@@ -43,6 +43,9 @@ func (f HostModelFunc) Generate(ctx context.Context, request *ModelRequest, out 
 type ModelRequest struct {
 	// Model is the configuration's model name.
 	Model string `json:"model"`
+	// RunID is the id of the run making the request, as in its events: an
+	// engine that keeps a cache per conversation keys it by this.
+	RunID string `json:"run_id"`
 	// Turn is the run's round, from 1.
 	Turn int `json:"turn"`
 	// System is the agent's system prompt ("" for none).

@@ -89,6 +89,7 @@ func TestAHostModelStreamsCallsAndAnswersLikeAProvider(t *testing.T) {
 	}
 	first, second := <-seen, <-seen
 	if first.System != "Be brief." || first.Model != "pocket" || first.Turn != 1 || len(first.Tools) != 1 ||
+		!strings.HasPrefix(first.RunID, "run-") || second.RunID != first.RunID ||
 		first.Tools[0].Name != "lookup" || string(first.ToolChoice) != `"auto"` || first.FirstNewMessage != 0 {
 		t.Fatalf("the first request: %+v", first)
 	}

@@ -88,6 +88,7 @@ pub(crate) async fn turn(
     let request = GenerationRequest {
         turn,
         run_serial: run.serial,
+        run_id: &run.id,
         system: agent.config.system.as_deref(),
         messages: compacted.as_deref().unwrap_or(&progress.messages),
         tools: &visible,

@@ -88,7 +88,7 @@ pub(crate) fn begin(
     host_request::begin(ForeignModelRequest { json, reply, request, _model: model }, answer)
 }
 
-/// The request as JSON: `{"model", "turn", "system", "messages" (ferrule's
+/// The request as JSON: `{"model", "run_id", "turn", "system", "messages" (ferrule's
 /// transcript JSON), "message_count", "first_new_message", "tools"
 /// ([{"name", "description", "input_schema", "strict"}]), "tool_choice",
 /// "output_schema", "max_tokens"}` (see docs/host-model.md). Borrowed from

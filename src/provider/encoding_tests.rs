@@ -198,6 +198,7 @@ fn compare(protocol: &impl Protocol, oracle: Oracle, messages: &[Message]) {
             let request = GenerationRequest {
                 turn: 1,
                 run_serial: 1,
+                run_id: "run-1",
                 system: (v != 1 || end % 2 == 0).then_some(system),
                 messages: &messages[..end],
                 tools: if v == 2 { &[] } else { &tool_refs },
@@ -274,6 +275,7 @@ fn an_anthropic_image_type_it_refuses_fails_and_leaves_no_cache_behind() {
     let request = GenerationRequest {
         turn: 1,
         run_serial: 1,
+        run_id: "run-1",
         system: None,
         messages: &messages,
         tools: &[],
@@ -298,6 +300,7 @@ fn a_shorter_or_other_wire_transcript_starts_the_cache_over() {
             &GenerationRequest {
                 turn: 1,
                 run_serial: 1,
+                run_id: "run-1",
                 system: None,
                 messages,
                 tools: &[],
@@ -337,6 +340,7 @@ fn reasoning_goes_back_only_with_what_followed_it() {
     let request = GenerationRequest {
         turn: 1,
         run_serial: 1,
+        run_id: "run-1",
         system: None,
         messages: &messages,
         tools: &[],

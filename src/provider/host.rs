@@ -48,7 +48,8 @@ pub(crate) struct HostSettings {
 /// A request as the host reads it, three ways.
 pub(crate) struct RequestJson {
     /// `{"first_new_message", "max_tokens", "message_count", "messages",
-    /// "model", "output_schema", "system", "tool_choice", "tools", "turn"}`.
+    /// "model", "output_schema", "run_id", "system", "tool_choice", "tools",
+    /// "turn"}`.
     pub(crate) full: String,
     /// The same without `messages`: what a binding reads on every request.
     pub(crate) options: String,
@@ -102,6 +103,7 @@ pub(crate) fn request_json(
         }
         fields.field("model", &settings.name);
         fields.field("output_schema", &request.output_schema);
+        fields.field("run_id", &request.run_id);
         fields.field("system", &request.system);
         fields.field("tool_choice", &tool_choice_json(request.tool_choice));
         fields.field("tools", &tools);

@@ -124,6 +124,8 @@ pub struct GenerationRequest<'a> {
     /// The serial of the run making the request (never 0), for host code the
     /// request calls.
     pub run_serial: u64,
+    /// The id of the run making the request, as in its events (`"run-7"`).
+    pub run_id: &'a str,
     /// The agent's system prompt, sent before the transcript.
     pub system: Option<&'a str>,
     /// The transcript so far (see [`WireCache`]).

@@ -129,6 +129,8 @@ static void a_host_model_streams_calls_and_answers_like_a_provider(void) {
     CHECK(strstr(state.last_request, "\"name\":\"lookup\""));
     CHECK(strstr(state.last_request, "\"turn\":2"));
     CHECK(strstr(state.last_request, "\"message_count\":3"));
+    CHECK(strstr(state.last_request, "\"run_id\":\"run-"));
+    CHECK(strstr(state.options, "\"run_id\":\"run-"));
     CHECK(strstr(state.new_messages, "[{\"role\":\"assistant\"") == state.new_messages);
     CHECK(strstr(state.new_messages, "\"role\":\"tool\""));
     CHECK(strstr(state.new_messages, "\"role\":\"user\"") == NULL);

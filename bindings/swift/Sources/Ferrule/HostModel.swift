@@ -64,6 +64,9 @@ public struct ModelTool: Sendable, Hashable, Decodable {
 public struct ModelRequest: Sendable, Decodable {
     /// The configuration's model name.
     public let model: String
+    /// The id of the run making the request, as in its events: an engine that
+    /// keeps a cache per conversation keys it by this.
+    public let runID: String
     /// The run's round, from 1.
     public let turn: Int
     /// The agent's system prompt, if any.
@@ -90,6 +93,7 @@ public struct ModelRequest: Sendable, Decodable {
 
     enum CodingKeys: String, CodingKey {
         case model, turn, system, tools
+        case runID = "run_id"
         case messageCount = "message_count"
         case firstNewMessage = "first_new_message"
         case toolChoice = "tool_choice"

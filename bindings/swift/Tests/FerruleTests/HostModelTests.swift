@@ -43,6 +43,7 @@ final class HostModelTests: XCTestCase {
         XCTAssertEqual(result.usage.inputTokens, 10)
         let requests = seen.withLock { $0 }
         XCTAssertEqual(requests.map(\.turn), [1, 2])
+        XCTAssertTrue(requests.allSatisfy { $0.runID.hasPrefix("run-") && $0.runID == requests.first?.runID })
         XCTAssertEqual(requests.map(\.firstNewMessage), [0, 1])
         XCTAssertEqual(requests.last?.messageCount, 3)
         XCTAssertEqual(try requests.last?.newMessages().map(\.role), [.assistant, .tool])

@@ -68,6 +68,8 @@ data class ModelTool(
 class ModelRequest internal constructor(options: Options, private val newMessagesJson: String) {
     /** The configuration's model name. */
     val model: String = options.model
+    /** The id of the run making the request, as in its events: an engine caching per conversation keys it by this. */
+    val runId: String = options.runId
     /** The run's round, from 1. */
     val turn: Int = options.turn
     /** The agent's system prompt, if any. */
@@ -91,6 +93,7 @@ class ModelRequest internal constructor(options: Options, private val newMessage
     @Serializable
     internal class Options(
         val model: String,
+        @SerialName("run_id") val runId: String,
         val turn: Int,
         val system: String? = null,
         @SerialName("message_count") val messageCount: Int,

@@ -45,6 +45,7 @@ class HostModelTest {
             val (first, second) = synchronized(requests) { requests.toList() }
             assertEquals(listOf("pocket", "pocket"), listOf(first.model, second.model))
             assertEquals(listOf(1, 2), listOf(first.turn, second.turn))
+            assertTrue(first.runId.startsWith("run-") && second.runId == first.runId, first.runId)
             assertEquals(listOf(0, 1), listOf(first.firstNewMessage, second.firstNewMessage))
             assertEquals(3, second.messageCount)
             assertEquals(listOf("assistant", "tool"), second.newMessages().map { it.role })
