@@ -245,15 +245,11 @@ func (m *registeredModel) generate(handle *C.ferrule_model_request) {
 	raw := C.GoBytes(unsafe.Pointer(options.ptr), C.int(options.len))
 	newMessages := C.GoBytes(unsafe.Pointer(fresh.ptr), C.int(fresh.len))
 	out := &ModelOutput{handle: handle}
-	ctx, cancel := context.WithCancel(context.Background())
-	key := nextCallKey.Add(1)
-	liveCalls.Store(key, cancel)
-	if takeError(C.ferrule_model_request_on_cancel(handle, C.ferrule_cancel_fn(C.ferrule_go_cancel),
-		handleData(cgo.Handle(key)), nil)) != nil {
-		liveCalls.Delete(key) // the request is over already
-	}
+	ctx, cancel, forget := cancelledWith(func(onCancel C.ferrule_cancel_fn, key unsafe.Pointer) *C.ferrule_error {
+		return C.ferrule_model_request_on_cancel(handle, onCancel, key, nil)
+	})
 	dispatch(func() {
-		defer liveCalls.Delete(key)
+		defer forget()
 		defer cancel()
 		finished := false
 		defer func() {

@@ -189,20 +189,30 @@ func (t *registeredTool) invoke(handle *C.ferrule_tool_call) {
 		name:      goStr(C.ferrule_tool_call_name(handle)),
 		arguments: json.RawMessage(goStr(C.ferrule_tool_call_arguments(handle))),
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	// The handler gets a key into liveCalls, not a cgo handle: with no
-	// free_user_data, ferrule has nothing to hand to a thread when the call
-	// ends, and a handler that comes late finds nothing to cancel.
-	key := nextCallKey.Add(1)
-	liveCalls.Store(key, cancel)
-	if takeError(C.ferrule_tool_call_on_cancel(handle, C.ferrule_cancel_fn(C.ferrule_go_cancel),
-		handleData(cgo.Handle(key)), nil)) != nil {
-		liveCalls.Delete(key) // the call is over already
-	}
+	ctx, cancel, forget := cancelledWith(func(onCancel C.ferrule_cancel_fn, key unsafe.Pointer) *C.ferrule_error {
+		return C.ferrule_tool_call_on_cancel(handle, onCancel, key, nil)
+	})
 	dispatch(func() {
-		defer liveCalls.Delete(key)
+		defer forget()
 		call.run(ctx, cancel, t.fn)
 	})
+}
+
+// cancelledWith is a context cancelled when ferrule stops waiting for a
+// request (a tool call, a model request): onCancel registers ferrule's cancel
+// handler with the request. forget lets the handler go once the request is
+// answered. The handler gets a key into liveCalls, not a cgo handle: with no
+// free_user_data, ferrule has nothing to hand to a thread when the request
+// ends, and a handler that comes late finds nothing to cancel.
+func cancelledWith(onCancel func(C.ferrule_cancel_fn, unsafe.Pointer) *C.ferrule_error) (
+	ctx context.Context, cancel context.CancelFunc, forget func()) {
+	ctx, cancel = context.WithCancel(context.Background())
+	key := nextCallKey.Add(1)
+	liveCalls.Store(key, cancel)
+	if takeError(onCancel(C.ferrule_cancel_fn(C.ferrule_go_cancel), handleData(cgo.Handle(key)))) != nil {
+		liveCalls.Delete(key) // the request is over already
+	}
+	return ctx, cancel, func() { liveCalls.Delete(key) }
 }
 
 // liveCalls are the cancel functions of calls still running, by key.

@@ -3,7 +3,6 @@
 
 use std::ffi::{c_char, c_void};
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::agent::ferrule_agent_builder;
 use super::boundary::{arg_mut, arg_ref, arg_str, check_struct_size, guard, null_arg};
@@ -13,7 +12,7 @@ use super::model_request::{self, ferrule_model_request, RequestStrings, RequestT
 use crate::error::{Error, ErrorCode};
 use crate::message::AssistantMessage;
 use crate::provider::host::{self, HostReply, HostSettings};
-use crate::provider::http::{backoff, MAX_RETRY_DELAY};
+use crate::provider::http::RetryPolicy;
 use crate::provider::{DeltaSink, GenerationRequest, Generator, WireCache};
 use crate::BoxFuture;
 
@@ -69,12 +68,8 @@ pub unsafe extern "C" fn ferrule_agent_builder_set_model(
         let name = unsafe { arg_str(spec.name, spec.name_len, "spec->name") }?;
         let generate = spec.generate.ok_or_else(|| null_arg("spec->generate"))?;
         let config = builder.inner.model_config();
-        let settings = HostSettings {
-            name: name.to_owned(),
-            max_tokens: config.max_tokens,
-            max_retries: config.max_retries,
-            retry_backoff: Duration::from_millis(config.retry_backoff_ms),
-        };
+        let settings =
+            HostSettings { name: name.to_owned(), max_tokens: config.max_tokens, retries: RetryPolicy::new(config) };
         builder.inner.check_host_model(name)?;
         // Everything is checked: from here on the user data belongs to ferrule.
         let user_data = ForeignData::new(spec.user_data, spec.free_user_data);
@@ -150,13 +145,12 @@ impl Generator for ForeignModel {
                     Ok(message) => return Ok(message),
                     Err(failure) => failure,
                 };
-                if streamed || !failure.retryable || attempt > self.settings.max_retries {
+                if streamed
+                    || !failure.retryable
+                    || !self.settings.retries.again(&mut attempt, &failure.error, None, deltas).await
+                {
                     return Err(failure.error);
                 }
-                let delay = backoff(self.settings.retry_backoff, attempt).min(MAX_RETRY_DELAY);
-                attempt += 1;
-                deltas.retry(attempt, &failure.error, delay).await;
-                tokio::time::sleep(delay).await;
             }
         })
     }

@@ -7,13 +7,12 @@
 
 use std::future::Future;
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::http::{EncodedTranscript, JsonObject, ModelSettings, WireFormat, MAX_STREAM_BYTES};
+use super::http::{EncodedTranscript, JsonObject, ModelSettings, RetryPolicy, WireFormat, MAX_STREAM_BYTES};
 use super::response::ResponseBuilder;
 use super::{DeltaSink, GenerationRequest, ToolChoice, WireCache};
 use crate::error::{Error, ErrorCode};
@@ -40,9 +39,7 @@ pub(crate) struct HostSettings {
     /// `model.max_tokens`.
     pub(crate) max_tokens: Option<u32>,
     /// Retries of a failed request that the host says may succeed.
-    pub(crate) max_retries: u32,
-    /// The first retry's delay (doubling, with jitter).
-    pub(crate) retry_backoff: Duration,
+    pub(crate) retries: RetryPolicy,
 }
 
 /// A request as the host reads it, three ways.

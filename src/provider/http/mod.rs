@@ -37,7 +37,7 @@ const DRAIN_TIME: Duration = Duration::from_millis(20);
 /// Room for what a body holds beside the transcript (model, tools, options).
 const BODY_HEADROOM: usize = 4096;
 /// Longest wait between attempts, whatever the provider asks.
-pub(crate) const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(60);
 
 /// How a wire format writes a transcript's messages (see [`EncodedTranscript`]).
 pub(crate) trait WireFormat: Send + Sync + 'static {
@@ -124,8 +124,43 @@ pub(crate) struct HttpGenerator<P: Protocol> {
     secrets: Vec<Secret>,
     client: reqwest::Client,
     timeouts: Timeouts,
-    max_retries: u32,
-    retry_backoff: Duration,
+    retries: RetryPolicy,
+}
+
+/// How a model asks again after a failed attempt: at most `max_retries` more
+/// attempts, after exponential backoff from `backoff` (or as long as the
+/// provider asked), each announced to the run. Shared by the HTTP providers
+/// and the host's model.
+pub(crate) struct RetryPolicy {
+    pub(crate) max_retries: u32,
+    pub(crate) backoff: Duration,
+}
+
+impl RetryPolicy {
+    pub(crate) fn new(config: &ModelConfig) -> Self {
+        RetryPolicy { max_retries: config.max_retries, backoff: Duration::from_millis(config.retry_backoff_ms) }
+    }
+
+    /// After attempt `*attempt` failed with `error` (which may be asked again,
+    /// nothing having streamed): whether another attempt follows. If so, it is
+    /// announced, waited for (`asked`, when the provider said how long, else the
+    /// backoff; at most [`MAX_RETRY_DELAY`]), and counted in `attempt`.
+    pub(crate) async fn again(
+        &self,
+        attempt: &mut u32,
+        error: &Error,
+        asked: Option<Duration>,
+        deltas: &mut dyn DeltaSink,
+    ) -> bool {
+        if *attempt > self.max_retries {
+            return false;
+        }
+        let delay = asked.unwrap_or_else(|| backoff(self.backoff, *attempt)).min(MAX_RETRY_DELAY);
+        *attempt += 1;
+        deltas.retry(*attempt, error, delay).await;
+        tokio::time::sleep(delay).await;
+        true
+    }
 }
 
 impl<P: Protocol> HttpGenerator<P> {
@@ -168,8 +203,7 @@ impl<P: Protocol> HttpGenerator<P> {
             secrets,
             client,
             timeouts: config.timeouts,
-            max_retries: config.max_retries,
-            retry_backoff: Duration::from_millis(config.retry_backoff_ms),
+            retries: RetryPolicy::new(config),
         })
     }
 
@@ -200,14 +234,12 @@ impl<P: Protocol> HttpGenerator<P> {
                 Err(failure) => failure,
             };
             failure.error = self.scrub(failure.error);
-            if out.has_streamed() || attempt > self.max_retries || !failure.is_retryable() {
+            if out.has_streamed()
+                || !failure.is_retryable()
+                || !self.retries.again(&mut attempt, &failure.error, failure.retry_after, deltas).await
+            {
                 return Err(failure);
             }
-            let delay =
-                failure.retry_after.unwrap_or_else(|| backoff(self.retry_backoff, attempt)).min(MAX_RETRY_DELAY);
-            attempt += 1;
-            deltas.retry(attempt, &failure.error, delay).await;
-            tokio::time::sleep(delay).await;
         }
     }
 
@@ -461,7 +493,7 @@ async fn release(mut response: reqwest::Response) {
 }
 
 /// Exponential backoff from `base` with ±25 % jitter, at most [`MAX_RETRY_DELAY`].
-pub(crate) fn backoff(base: Duration, attempt: u32) -> Duration {
+fn backoff(base: Duration, attempt: u32) -> Duration {
     let doubled = base.saturating_mul(1 << (attempt - 1).min(10)).min(MAX_RETRY_DELAY);
     doubled.mul_f64(0.75 + fastrand::f64() * 0.5).min(MAX_RETRY_DELAY)
 }
