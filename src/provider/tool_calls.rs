@@ -86,13 +86,21 @@ impl ToolCallAssembler {
         self.calls.is_empty()
     }
 
-    /// The finished calls in order, with an id made up for each that has none
-    /// (a host model's calls need not carry one); then as [`Self::finish`].
-    pub(crate) fn finish_making_up_ids(mut self) -> Vec<ToolCall> {
-        for call in self.calls.iter_mut().filter(|call| call.id.is_empty()) {
-            call.id = made_up_call_id();
-        }
-        self.finish()
+    /// The finished calls of a host model in order, with an id made up for each
+    /// that has none (a host model's calls need not carry one). A call that
+    /// repeats an earlier call's id is kept: no provider will refuse the
+    /// transcript for it, and the run answers it as it answers any repeated id,
+    /// so the model learns of it. Arguments as [`Self::finish`].
+    pub(crate) fn finish_making_up_ids(self) -> Vec<ToolCall> {
+        self.calls
+            .into_iter()
+            .map(|mut call| {
+                if call.id.is_empty() {
+                    call.id = made_up_call_id();
+                }
+                with_default_arguments(call)
+            })
+            .collect()
     }
 
     /// The finished calls in order, without those that have no id or repeat an
@@ -102,14 +110,17 @@ impl ToolCallAssembler {
         self.calls
             .into_iter()
             .filter(|call| !call.id.is_empty() && seen.insert(call.id.clone()))
-            .map(|mut call| {
-                if call.arguments.trim().is_empty() {
-                    call.arguments = "{}".to_owned();
-                }
-                call
-            })
+            .map(with_default_arguments)
             .collect()
     }
+}
+
+/// `call` with empty arguments (a call with no parameters) as `{}`.
+fn with_default_arguments(mut call: ToolCall) -> ToolCall {
+    if call.arguments.trim().is_empty() {
+        call.arguments = "{}".to_owned();
+    }
+    call
 }
 
 #[cfg(test)]
@@ -153,6 +164,19 @@ mod tests {
         assert_eq!(ids(&calls), ["c1", "c2"]);
         assert_eq!(calls[0].name, "a");
         assert_eq!(calls[1].arguments, "{}", "no arguments means an empty object");
+    }
+
+    #[test]
+    fn a_host_models_calls_get_made_up_ids_and_keep_repeated_ones() {
+        let mut calls = ToolCallAssembler::default();
+        calls.piece(0, None, Some("anonymous"), "{}").unwrap();
+        calls.piece(1, Some("c1"), Some("a"), "{}").unwrap();
+        calls.piece(2, Some("c1"), Some("b"), "").unwrap();
+        let calls = calls.finish_making_up_ids();
+        assert_eq!(calls.len(), 3, "nothing the model said is dropped");
+        assert!(calls[0].id.starts_with("call_") && calls[0].id.len() == 29, "{}", calls[0].id);
+        assert_eq!(ids(&calls[1..]), ["c1", "c1"], "the run answers the repeated id");
+        assert_eq!(calls[2].arguments, "{}");
     }
 
     #[test]

@@ -1,12 +1,16 @@
 #!/bin/sh
 # The C conformance runner under the one judge: the program writes one
-# observation per scenario into build/conformance/c-<library kind>, then
-# ferrule-conformance judges them (it fails on any missing observation).
+# observation per scenario into build/conformance/c-<library kind>, and again
+# with every scripted model replaced by a host model in C replaying the same
+# script (c-<library kind>-host-model); ferrule-conformance judges each (it
+# fails on any missing observation).
 set -eu
 program=$1
 kind=${program##*_}
-out="$FERRULE_OBSERVATIONS/c-$kind"
-rm -rf "$out"
-mkdir -p "$out"
-"$program" "$out"
-"$FERRULE_JUDGE" "$out"
+for mode in "" host-model; do
+    out="$FERRULE_OBSERVATIONS/c-$kind${mode:+-$mode}"
+    rm -rf "$out"
+    mkdir -p "$out"
+    "$program" ${mode:+--$mode} "$out"
+    "$FERRULE_JUDGE" "$out"
+done

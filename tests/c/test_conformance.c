@@ -5,7 +5,12 @@
  * cancel handlers, refused starts) to OUT_DIR/<scenario>.json for the one judge,
  * ferrule-conformance (tests/conformance/README.md).
  *
- * Usage: test_conformance OUT_DIR [SCENARIOS_DIR]
+ * With --host-model, every scripted model of the scenarios is replaced by a
+ * host model in C ("provider": "host", ferrule_agent_builder_set_model) that
+ * replays the same script, and the judge holds the runs to the same
+ * expectations.
+ *
+ * Usage: test_conformance [--host-model] OUT_DIR [SCENARIOS_DIR]
  */
 #include <dirent.h>
 
@@ -170,6 +175,135 @@ static void decide(void *user_data, ferrule_hook *hook) {
     pthread_detach(thread);
 }
 
+/* ---- the host model (--host-model) ------------------------------------------- */
+
+static int host_model_mode;
+#define HOST_MODEL "script"
+
+/* The entry of `script` that answers the run's request `turn` (from 1), each
+ * entry standing for `repeat` requests, as the scripted model counts; NULL
+ * past the end. */
+static const cJSON *script_entry(const cJSON *script, double turn) {
+    const cJSON *entry;
+    cJSON_ArrayForEach(entry, script) {
+        const cJSON *repeat = cJSON_GetObjectItem(entry, "repeat");
+        double times = cJSON_IsNumber(repeat) ? repeat->valuedouble : 1;
+        if (turn <= times) return entry;
+        turn -= times;
+    }
+    return NULL;
+}
+
+/* The provider error class a scripted HTTP status stands for (as the scripted
+ * model classifies it). */
+static uint32_t status_error(int status) {
+    if (status == 401 || status == 403) return FERRULE_ERROR_PROVIDER_AUTH;
+    if (status == 404) return FERRULE_ERROR_PROVIDER_NOT_FOUND;
+    if (status == 429) return FERRULE_ERROR_PROVIDER_RATE_LIMITED;
+    if (status == 503 || status == 529) return FERRULE_ERROR_PROVIDER_OVERLOADED;
+    if (status >= 500 && status <= 599) return FERRULE_ERROR_PROVIDER_SERVER;
+    return FERRULE_ERROR_PROVIDER_INVALID_REQUEST;
+}
+
+static uint64_t count_of(const cJSON *object, const char *key) {
+    const cJSON *count = cJSON_GetObjectItem(object, key);
+    return cJSON_IsNumber(count) ? (uint64_t)count->valuedouble : 0;
+}
+
+/* Streams the script entry's answer: thinking, text, then each call in one
+ * piece, its usage, and its stop reason (or the error it stands for). */
+static void play(const cJSON *entry, ferrule_model_request *request) {
+    const cJSON *error = cJSON_GetObjectItem(entry, "error");
+    if (error) {
+        const cJSON *message = cJSON_GetObjectItem(error, "message");
+        int status = (int)count_of(error, "status");
+        char text[1024];
+        snprintf(text, sizeof text, "scripted provider error (HTTP %d): %s", status,
+                 cJSON_IsString(message) ? message->valuestring : "");
+        ferrule_error_free(ferrule_model_request_fail(request, status_error(status), STR(text), false));
+        return;
+    }
+    const cJSON *thinking = cJSON_GetObjectItem(entry, "thinking");
+    if (cJSON_IsString(thinking)) ferrule_error_free(ferrule_model_request_thinking_delta(request, STR(thinking->valuestring)));
+    const cJSON *text = cJSON_GetObjectItem(entry, "text");
+    if (cJSON_IsString(text) && text->valuestring[0] != '\0')
+        ferrule_error_free(ferrule_model_request_text_delta(request, STR(text->valuestring)));
+    const cJSON *call;
+    uint32_t index = 0;
+    cJSON_ArrayForEach(call, cJSON_GetObjectItem(entry, "tool_calls")) {
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(call, "id"));
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(call, "name"));
+        const cJSON *arguments = cJSON_GetObjectItem(call, "arguments");
+        /* A string is the argument text as it is; another value, its JSON. */
+        char *printed = arguments == NULL ? strdup("{}")
+                        : cJSON_IsString(arguments) ? strdup(arguments->valuestring)
+                                                     : print_json(arguments);
+        ferrule_error_free(ferrule_model_request_tool_call_delta(request, index++, id, id ? strlen(id) : 0, name,
+                                                                 name ? strlen(name) : 0, STR(printed)));
+        free(printed);
+    }
+    const cJSON *usage = cJSON_GetObjectItem(entry, "usage");
+    ferrule_error_free(ferrule_model_request_usage(request, count_of(usage, "input_tokens"),
+                                                   count_of(usage, "output_tokens"), count_of(usage, "cached_tokens")));
+    const char *stop = cJSON_GetStringValue(cJSON_GetObjectItem(entry, "stop_reason"));
+    ferrule_error_free(ferrule_model_request_complete(request, stop, stop ? strlen(stop) : 0));
+}
+
+/* The host model: the request's turn picks the script's entry. It runs on a
+ * ferrule callback thread (not nonblocking), where it may sleep `delay_ms`. */
+static void replay(void *user_data, ferrule_model_request *request) {
+    cJSON *options = cJSON_Parse(ferrule_model_request_options_json(request).ptr);
+    const cJSON *turn = cJSON_GetObjectItem(options, "turn");
+    const cJSON *entry = script_entry(user_data, cJSON_IsNumber(turn) ? turn->valuedouble : 0);
+    cJSON_Delete(options);
+    if (!entry) {
+        ferrule_error_free(ferrule_model_request_fail(request, FERRULE_ERROR_PROVIDER_INVALID_REQUEST,
+                                                      STR("the script has no answer for this turn"), false));
+        return;
+    }
+    long delay = (long)count_of(entry, "delay_ms");
+    if (delay > 0) harness_sleep_ms(delay);
+    play(entry, request);
+}
+
+/* Whether the replay can play every field of every entry of `script`. */
+static int playable(const cJSON *script) {
+    static const char *const fields[] = {"text",  "thinking", "tool_calls", "stop_reason",
+                                         "usage", "delay_ms", "repeat",     "error"};
+    const cJSON *entry, *field;
+    cJSON_ArrayForEach(entry, script) {
+        cJSON_ArrayForEach(field, entry) {
+            size_t known = 0;
+            while (known < sizeof fields / sizeof fields[0] && strcmp(fields[known], field->string) != 0) known++;
+            if (known == sizeof fields / sizeof fields[0]) return 0;
+        }
+    }
+    return 1;
+}
+
+static void free_script(void *script) {
+    cJSON_Delete(script);
+}
+
+/* The config as text. In --host-model mode a scripted model becomes the host
+ * model, and `*script` the script it replays (the caller's); else NULL. */
+static char *model_config(const cJSON *config, cJSON **script) {
+    cJSON *copy = cJSON_Duplicate(config, 1);
+    cJSON *model = cJSON_GetObjectItem(copy, "model");
+    const char *provider = cJSON_GetStringValue(cJSON_GetObjectItem(model, "provider"));
+    *script = NULL;
+    if (host_model_mode && provider && strcmp(provider, "scripted") == 0) {
+        *script = cJSON_DetachItemFromObject(model, "script");
+        if (!*script) *script = cJSON_CreateArray();
+        cJSON_ReplaceItemInObject(model, "provider", cJSON_CreateString("host"));
+        cJSON_DeleteItemFromObject(model, "name");
+        cJSON_AddStringToObject(model, "name", HOST_MODEL);
+    }
+    char *text = print_json(copy);
+    cJSON_Delete(copy);
+    return text;
+}
+
 /* ---- observing ---------------------------------------------------------------- */
 
 /* A problem of the runner itself (the scenario could not be set up), recorded
@@ -236,14 +370,29 @@ static void add_agents(ferrule_agent_builder *builder, const cJSON *doc, cJSON *
  * step gives others), with its agents; NULL on failure, with `*problem` the
  * step that says why. */
 static ferrule_agent *build_agent(const cJSON *doc, const cJSON *tools, cJSON **problem) {
-    char *config = print_json(cJSON_GetObjectItem(doc, "config"));
+    cJSON *script;
+    char *config = model_config(cJSON_GetObjectItem(doc, "config"), &script);
     ferrule_agent_builder *builder = NULL;
     ferrule_error *err = ferrule_agent_builder_new(STR(config), &builder);
     free(config);
     if (err) {
         *problem = runner_error("config rejected", err);
         ferrule_error_free(err);
+        cJSON_Delete(script);
         return NULL;
+    }
+    if (script && !playable(script)) {
+        if (!*problem) *problem = runner_error("a host model cannot replay the script", NULL);
+        cJSON_Delete(script);
+        script = NULL;
+    }
+    if (script) {
+        ferrule_model_spec model = {.struct_size = sizeof model, .name = HOST_MODEL, .name_len = strlen(HOST_MODEL),
+                                    .generate = replay, .user_data = script, .free_user_data = free_script};
+        err = ferrule_agent_builder_set_model(builder, &model);
+        if (err && !*problem) *problem = runner_error("the model was rejected", err);
+        if (err) cJSON_Delete(script);
+        ferrule_error_free(err);
     }
     const cJSON *tool;
     cJSON_ArrayForEach(tool, tools) {
@@ -363,7 +512,7 @@ static cJSON *resume_input(const cJSON *state, const cJSON *step) {
  * returns the observation. */
 static cJSON *run_scenario(const char *name, const cJSON *doc) {
     cJSON *observation = cJSON_CreateObject();
-    cJSON_AddStringToObject(observation, "runner", "c");
+    cJSON_AddStringToObject(observation, "runner", host_model_mode ? "c-host-model" : "c");
     cJSON_AddStringToObject(observation, "scenario", name);
     cJSON *steps = cJSON_AddArrayToObject(observation, "steps");
     const cJSON *tools = cJSON_GetObjectItem(doc, "tools");
@@ -402,8 +551,13 @@ static int by_name(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--host-model") == 0) {
+        host_model_mode = 1;
+        argv++;
+        argc--;
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: %s OUT_DIR [SCENARIOS_DIR]\n", argv[0]);
+        fprintf(stderr, "usage: %s [--host-model] OUT_DIR [SCENARIOS_DIR]\n", argv[0]);
         return 2;
     }
     const char *out_dir = argv[1];
