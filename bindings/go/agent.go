@@ -41,6 +41,16 @@ func NewAgentFromJSONWithHooks(config []byte, hooks []Hook, tools ...Tool) (*Age
 	return newAgent(config, hooks, nil, tools...)
 }
 
+// NewAgentFromJSONWithModel builds an agent from configuration JSON whose
+// model is {"provider": "host", "name": ...}, the model the host runs, hooks
+// and Go tools: Model.Host for a configuration kept as JSON.
+func NewAgentFromJSONWithModel(config []byte, model HostModel, hooks []Hook, tools ...Tool) (*Agent, error) {
+	if model == nil {
+		return nil, &Error{Code: CodeNullArg, Message: "no host model"}
+	}
+	return newAgent(config, hooks, model, tools...)
+}
+
 // newAgent builds an agent from configuration JSON, hooks, the host's model
 // (nil for a built-in provider) and Go tools.
 func newAgent(config []byte, hooks []Hook, model HostModel, tools ...Tool) (*Agent, error) {

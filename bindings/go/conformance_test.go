@@ -207,12 +207,26 @@ func perform(b behaviour, s *scenarioRun) func(context.Context, *Call, json.RawM
 // FERRULE_OBSERVATIONS (a temporary directory when unset) and has the judge
 // (FERRULE_JUDGE, by default the one `make judge` builds) decide.
 func TestConformanceScenarios(t *testing.T) {
+	runConformance(t, os.Getenv("FERRULE_OBSERVATIONS"), false)
+}
+
+// TestConformanceScenariosOnAHostModel runs every scenario with each scripted
+// model replaced by a Go HostModel replaying its script, into
+// FERRULE_OBSERVATIONS-host-model, judged by the same expectations.
+func TestConformanceScenariosOnAHostModel(t *testing.T) {
+	out := os.Getenv("FERRULE_OBSERVATIONS")
+	if out != "" {
+		out += "-host-model"
+	}
+	runConformance(t, out, true)
+}
+
+func runConformance(t *testing.T, out string, hostModel bool) {
 	paths, err := filepath.Glob("../../tests/conformance/*.json")
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no scenarios found: %v", err)
 	}
 	sort.Strings(paths)
-	out := os.Getenv("FERRULE_OBSERVATIONS")
 	if out == "" {
 		out = t.TempDir()
 	} else if err := os.RemoveAll(out); err != nil {
@@ -226,7 +240,7 @@ func TestConformanceScenarios(t *testing.T) {
 			name := strings.TrimSuffix(filepath.Base(path), ".json")
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				observation, err := json.Marshal(runScenario(t, path, name))
+				observation, err := json.Marshal(runScenario(t, path, name, hostModel))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -253,8 +267,11 @@ type observation struct {
 	Steps    []map[string]any `json:"steps"`
 }
 
-func runScenario(t *testing.T, path, name string) observation {
+func runScenario(t *testing.T, path, name string, hostModel bool) observation {
 	seen := observation{Runner: "go", Scenario: name}
+	if hostModel {
+		seen.Runner = "go-host-model"
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -265,7 +282,7 @@ func runScenario(t *testing.T, path, name string) observation {
 	}
 	shared := &scenarioRun{}
 	build := func(specs []scenarioTool) (*Agent, error) {
-		return buildAgent(t, sc.Config, specs, sc.hooks(shared), sc.Agents, shared)
+		return buildAgent(t, sc.Config, specs, sc.hooks(shared), sc.Agents, shared, hostModel)
 	}
 	agent, err := build(sc.Tools)
 	if err != nil {
@@ -315,16 +332,17 @@ func runScenario(t *testing.T, path, name string) observation {
 }
 
 // buildAgent builds an agent of config with tools made from specs, hooks, and
-// the agents it is offered (each built first, and closed once it is added).
+// the agents it is offered (each built first, and closed once it is added);
+// with hostModel, on a host model replaying config's script.
 func buildAgent(t *testing.T, config json.RawMessage, specs []scenarioTool, hooks []Hook, agents []scenarioAgent,
-	shared *scenarioRun) (*Agent, error) {
+	shared *scenarioRun, hostModel bool) (*Agent, error) {
 	var tools []Tool
 	for _, tool := range specs {
 		tools = append(tools, NewRawTool(tool.Name, tool.Description, tool.InputSchema,
 			perform(tool.Behaviour, shared), options(t, tool.Options)...))
 	}
 	for _, spec := range agents {
-		child, err := buildAgent(t, spec.Config, spec.Tools, nil, spec.Agents, shared)
+		child, err := buildAgent(t, spec.Config, spec.Tools, nil, spec.Agents, shared, hostModel)
 		if err != nil {
 			return nil, err
 		}
@@ -353,6 +371,11 @@ func buildAgent(t *testing.T, config json.RawMessage, specs []scenarioTool, hook
 			tools = append(tools, Handoff(spec.Name, spec.Description, child, opts...))
 		} else {
 			tools = append(tools, AgentTool(spec.Name, spec.Description, child, opts...))
+		}
+	}
+	if hostModel {
+		if config, replay := withScriptReplay(t, config); replay != nil {
+			return NewAgentFromJSONWithModel(config, replay, hooks, tools...)
 		}
 	}
 	return NewAgentFromJSONWithHooks(config, hooks, tools...)

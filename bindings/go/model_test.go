@@ -3,6 +3,7 @@ package ferrule
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -182,5 +183,36 @@ func TestAHostModelsErrorsRetriesAndCancellation(t *testing.T) {
 	_, err = NewAgentFromJSON(json.RawMessage(`{"model": {"provider": "host", "name": "pocket"}}`))
 	if err == nil || !strings.Contains(err.Error(), "no model was set") {
 		t.Fatalf("a host configuration without a model: %v", err)
+	}
+}
+
+// A configuration kept as JSON takes the host's model too; without one, or
+// for a configuration naming another provider, the build is refused.
+func TestNewAgentFromJSONWithModel(t *testing.T) {
+	answer := HostModelFunc(func(ctx context.Context, request *ModelRequest, out *ModelOutput) error {
+		return out.Text("from JSON")
+	})
+	agent, err := NewAgentFromJSONWithModel([]byte(`{"model": {"provider": "host", "name": "m"}}`), answer, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	result, err := agent.Run(context.Background(), Prompt("hi"))
+	if err != nil || result.Final.Text() != "from JSON" {
+		t.Fatalf("result %+v, error %v", result, err)
+	}
+	for config, code := range map[string]Code{
+		`{"model": {"provider": "host", "name": "m"}}`:      CodeNullArg,
+		`{"model": {"provider": "scripted", "script": []}}`: CodeInvalidArg,
+	} {
+		model := HostModel(answer)
+		if code == CodeNullArg {
+			model = nil
+		}
+		_, err := NewAgentFromJSONWithModel([]byte(config), model, nil)
+		var ferr *Error
+		if !errors.As(err, &ferr) || ferr.Code != code {
+			t.Errorf("%s: %v, want %v", config, err, code)
+		}
 	}
 }
