@@ -39,17 +39,25 @@ import java.util.concurrent.atomic.AtomicReference
  */
 class ConformanceTest {
     @Test
-    fun everyScenario() = runBlocking {
+    fun everyScenario() = runEveryScenario(hostModel = false)
+
+    /** Every scenario with each scripted model replaced by a Kotlin host model replaying its script ([ScriptReplay]). */
+    @Test
+    fun everyScenarioOnAHostModel() = runEveryScenario(hostModel = true)
+
+    private fun runEveryScenario(hostModel: Boolean) = runBlocking {
         val directory = File(System.getProperty("ferrule.conformance") ?: "../../tests/conformance")
         val files = directory.listFiles { file -> file.name.endsWith(".json") }!!.sortedBy { it.name }
         assertTrue(files.size > 30, "scenarios in $directory")
-        val out = System.getProperty("ferrule.observations")?.let(::File) ?: Files.createTempDirectory("ferrule-kotlin").toFile()
+        val suffix = if (hostModel) "-host-model" else ""
+        val out = System.getProperty("ferrule.observations")?.let { File(it + suffix) }
+            ?: Files.createTempDirectory("ferrule-kotlin").toFile()
         out.deleteRecursively()
         out.mkdirs()
         files.map { file ->
             async {
                 val name = file.name.removeSuffix(".json")
-                val observation = Scenario(name, FerruleJson.parseToJsonElement(file.readText()).jsonObject).observe()
+                val observation = Scenario(name, FerruleJson.parseToJsonElement(file.readText()).jsonObject, hostModel).observe()
                 File(out, file.name).writeText(observation.toString())
             }
         }.awaitAll()
@@ -61,11 +69,11 @@ class ConformanceTest {
     }
 }
 
-private val JsonElement?.text: String? get() = (this as? JsonPrimitive)?.takeIf { it.isString }?.content
+internal val JsonElement?.text: String? get() = (this as? JsonPrimitive)?.takeIf { it.isString }?.content
 private val JsonElement?.isTrue: Boolean get() = (this as? JsonPrimitive)?.booleanOrNull == true
 
 /** One scenario, and what its tools and hooks share with the runner. */
-private class Scenario(val name: String, val spec: JsonObject) {
+private class Scenario(val name: String, val spec: JsonObject, val hostModel: Boolean) {
     val cancelHandlers = AtomicInteger()
     val hookCalls = java.util.Collections.synchronizedList(mutableListOf<JsonElement>())
     val current = AtomicReference<Run?>()
@@ -79,7 +87,8 @@ private class Scenario(val name: String, val spec: JsonObject) {
         } catch (error: Throwable) {
             runnerError(error.toString())
         }.forEach { steps += it }
-        return JsonObject(mapOf("runner" to JsonPrimitive("kotlin"), "scenario" to JsonPrimitive(name), "steps" to JsonArray(steps)))
+        val runner = if (hostModel) "kotlin-host-model" else "kotlin"
+        return JsonObject(mapOf("runner" to JsonPrimitive(runner), "scenario" to JsonPrimitive(name), "steps" to JsonArray(steps)))
     }
 
     private fun runnerError(why: String) = listOf(JsonObject(mapOf("runner_error" to JsonPrimitive(why))))
@@ -129,7 +138,8 @@ private class Scenario(val name: String, val spec: JsonObject) {
             Tool(tool["name"].text!!, tool["description"].text ?: "", tool["input_schema"]?.toString(),
                 options(tool["options"]?.jsonObject), behaviour(tool["behaviour"]?.jsonObject ?: JsonObject(emptyMap())))
         }
-        return Agent(config, made, hooks, agents = offered).also { offered.forEach { it.agent.close() } }
+        val (modelConfig, replay) = if (hostModel) ScriptReplay.replacing(config) else config to null
+        return Agent(modelConfig, made, hooks, agents = offered, model = replay).also { offered.forEach { it.agent.close() } }
     }
 
     /** The scenario's tool options as [ToolOptions]; every Kotlin tool is nonblocking, the rest must survive. */
