@@ -1,7 +1,9 @@
 //! The Rust runner of the conformance scenarios (`tests/conformance/`): each
 //! scenario's tools and hooks are Rust functions made from their declared
 //! behaviours, each run is observed through the Rust API, and the one judge
-//! (`ferrule-conformance`) decides, as it does for every other runner.
+//! (`ferrule-conformance`) decides, as it does for every other runner. Every
+//! scenario runs twice: on the scripted model its configuration names, and on
+//! a host model (`"provider": "host"`) that replays the same script.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use ferrule::agent::{Agent, AgentBuilder, AgentToolMode, AgentToolOptions, AgentToolSpec, Event, Run, RunInput};
 use ferrule::hook::{Hook, HookDecision, HookOptions, HookRequest};
+use ferrule::provider::{ScriptTurn, ScriptedGenerator};
 use ferrule::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
 use ferrule_conformance::{Judge, Scenario};
 use serde_json::{json, Value};
@@ -151,10 +154,45 @@ fn with_mcp_test_server(mut config: Value) -> Value {
     config
 }
 
+/// Which model the scenarios' agents run on.
+#[derive(Clone, Copy, PartialEq)]
+enum ModelMode {
+    /// The scripted model, as the configuration names it.
+    Scripted,
+    /// The host's model, replaying the configuration's script: in Rust, a
+    /// host model is a `Generator`, and the scripted one is that replay.
+    Host,
+}
+
+/// The name the host model goes by in the configurations it replaces.
+const HOST_MODEL: &str = "script";
+
+/// `config` with its scripted model replaced by the host's (`"provider":
+/// "host"`), and the script that model is to replay; `None` when the
+/// configuration names no scripted model.
+fn with_host_model(mut config: Value) -> (Value, Option<Vec<ScriptTurn>>) {
+    if config["model"]["provider"] != "scripted" {
+        return (config, None);
+    }
+    let model = config["model"].as_object_mut().expect("a model object");
+    let script = serde_json::from_value(model.remove("script").unwrap_or(json!([]))).expect("a script");
+    model.insert("provider".into(), json!("host"));
+    model.insert("name".into(), json!(HOST_MODEL));
+    (config, Some(script))
+}
+
 /// The scenario's agent (or one of its `agents`, whose document has the same
 /// fields) with `tools`, and its own agents built first.
-fn agent(document: &Value, tools: &Value, shared: &Arc<Shared>) -> ferrule::Result<Agent> {
-    let mut builder = AgentBuilder::from_json(&with_mcp_test_server(document["config"].clone()).to_string())?;
+fn agent(document: &Value, tools: &Value, shared: &Arc<Shared>, mode: ModelMode) -> ferrule::Result<Agent> {
+    let mut config = with_mcp_test_server(document["config"].clone());
+    let mut script = None;
+    if mode == ModelMode::Host {
+        (config, script) = with_host_model(config);
+    }
+    let mut builder = AgentBuilder::from_json(&config.to_string())?;
+    if let Some(script) = script {
+        builder.host_model(HOST_MODEL, Box::new(ScriptedGenerator::new(script)?))?;
+    }
     for spec in tools.as_array().into_iter().flatten() {
         builder.add_tool(tool(spec, shared)?)?;
     }
@@ -168,7 +206,7 @@ fn agent(document: &Value, tools: &Value, shared: &Arc<Shared>) -> ferrule::Resu
         builder.add_agent(AgentToolSpec {
             name: spec["name"].as_str().unwrap_or_default().to_owned(),
             description: spec["description"].as_str().unwrap_or_default().to_owned(),
-            agent: agent(spec, &spec["tools"], shared)?,
+            agent: agent(spec, &spec["tools"], shared, mode)?,
             input_schema: None,
             mode: serde_json::from_value(spec["mode"].clone()).unwrap_or(AgentToolMode::Tool),
             options,
@@ -210,11 +248,11 @@ fn observe(agent: &Agent, input: &Value, expect: &Value, shared: &Arc<Shared>) -
 }
 
 /// Runs one scenario: its first run, then each resume from the last state.
-fn run_scenario(scenario: &Scenario) -> Value {
+fn run_scenario(scenario: &Scenario, mode: ModelMode) -> Value {
     let document = scenario.document();
     let shared = Arc::new(Shared::default());
     let mut steps = Vec::new();
-    let agent = match agent(document, &document["tools"], &shared) {
+    let agent = match agent(document, &document["tools"], &shared, mode) {
         Ok(agent) => agent,
         Err(error) => return json!({"runner": "rust", "scenario": scenario.name(), "steps": [{"runner_error": error}]}),
     };
@@ -229,7 +267,7 @@ fn run_scenario(scenario: &Scenario) -> Value {
         let input = json!({"resume": from, "decisions": resume.get("decisions").cloned().unwrap_or(json!({}))});
         let step = if resume["new_agent"] == true {
             let tools = resume.get("tools").unwrap_or(&document["tools"]);
-            match self::agent(document, tools, &shared) {
+            match self::agent(document, tools, &shared, mode) {
                 Ok(other) => observe(&other, &input, &resume["expect"], &shared),
                 Err(error) => json!({"runner_error": error}),
             }
@@ -244,17 +282,27 @@ fn run_scenario(scenario: &Scenario) -> Value {
     json!({"runner": "rust", "scenario": scenario.name(), "steps": steps})
 }
 
-#[test]
-fn every_conformance_scenario_passes_the_judge() {
+/// Runs every scenario on the model `mode` says, and has the judge decide.
+fn every_scenario_passes_the_judge(mode: ModelMode) {
     let judge = Judge::with_schema(&ferrule::schema::document());
     let scenarios = Scenario::read_all(&scenarios_dir()).expect("the scenarios read");
     assert!(scenarios.len() >= 38, "the scenarios are there: {}", scenarios.len());
     let failures: Vec<String> = scenarios
         .iter()
         .flat_map(|scenario| {
-            let observation = run_scenario(scenario);
+            let observation = run_scenario(scenario, mode);
             judge.judge(scenario, &observation).into_iter().map(|problem| format!("{}: {problem}", scenario.name()))
         })
         .collect();
     assert!(failures.is_empty(), "{} problems:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn every_conformance_scenario_passes_the_judge() {
+    every_scenario_passes_the_judge(ModelMode::Scripted);
+}
+
+#[test]
+fn every_conformance_scenario_passes_the_judge_on_a_host_model() {
+    every_scenario_passes_the_judge(ModelMode::Host);
 }
