@@ -128,6 +128,8 @@ test-go: lib judge
 	test -z "$$(gofmt -l bindings/go examples/go bench/go)" || { gofmt -l bindings/go examples/go bench/go; echo "gofmt: the files above are not formatted"; exit 1; }
 	cd bindings/go && go vet ./... && PATH=$(MCP_TEST_PATH) FERRULE_OBSERVATIONS=$(CURDIR)/$(BUILD)/conformance/go go test -race -count=1 ./...
 	cd examples/go && go vet ./...
+	out=$$(cd examples/go && go run ./hostmodel) || { echo "$$out"; exit 1; }; echo "$$out" && \
+		echo "$$out" | grep -q "answer: C-100 is on the Gold plan."
 	cd bench/go && go vet ./...
 	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(BUILD)/prefix
 	readelf -d $(BUILD)/prefix/lib/libferrule.so | grep -q 'SONAME.*libferrule.so.$(ABI_VERSION)'
@@ -138,22 +140,26 @@ test-go: lib judge
 # The Swift binding, built and tested inside a Debian trixie root (scripts/swift.sh):
 # swift-format's lint (bindings/swift/.swift-format), its tests, the same under
 # the thread sanitizer (a build directory of its own; FERRULE_TSAN makes hand-offs
-# through ferrule visible to it), and the example.
+# through ferrule visible to it), and the examples (lookup, and the same on a
+# model written in Swift).
 SWIFT = bash scripts/swift.sh swift
 test-swift: lib judge
 	$(SWIFT) format lint --strict --recursive --configuration /ferrule/bindings/swift/.swift-format \
 		/ferrule/bindings/swift/Sources /ferrule/bindings/swift/Tests /ferrule/bindings/swift/Package.swift
 	$(SWIFT) test
 	$(SWIFT) test --sanitize=thread -Xswiftc -DFERRULE_TSAN --scratch-path .build/tsan
-	out=$$($(SWIFT) run --package-path /ferrule/examples/swift/lookup) && echo "$$out" && \
-		echo "$$out" | grep -q "answer: C-100 is on the Gold plan."
+	for example in Lookup HostModelExample; do \
+		out=$$($(SWIFT) run --package-path /ferrule/examples/swift/lookup $$example) && echo "$$out" && \
+		echo "$$out" | grep -q "answer: C-100 is on the Gold plan." || exit 1; \
+	done
 
 # The Kotlin/JVM binding (Maven with the Kotlin plugin on JDK 17): ktlint
 # (bindings/kotlin/.editorconfig), its JUnit
 # tests (JNA finds the library through jna.library.path, set to target/release by
 # the pom), then the JAR with the library bundled goes into the local Maven
-# repository; the example runs on that JAR alone (jna.library.path pointing
-# nowhere), and the quick start of docs/kotlin.md compiles beside it against the public API.
+# repository; the examples (lookup, and the same on a model written in Kotlin)
+# run on that JAR alone (jna.library.path pointing nowhere), and the quick start
+# of docs/kotlin.md compiles beside them against the public API.
 KOTLIN_MVN = mvn -q -B -Dstyle.color=never
 KOTLIN_README = examples/kotlin/target/readme/QuickStart.kt
 test-kotlin: kotlin-native judge
@@ -161,8 +167,11 @@ test-kotlin: kotlin-native judge
 	@mkdir -p $(dir $(KOTLIN_README))
 	{ echo 'package readme'; awk '/^# Kotlin quick start$$/ { found = 1 } found && /^```kotlin/ { code = 1; next } \
 		code && /^```/ { exit } code' docs/kotlin.md; } > $(KOTLIN_README)
-	out=$$(cd examples/kotlin && $(KOTLIN_MVN) compile exec:java -Dferrule.library.path=$(CURDIR)/$(BUILD)/no-library) || \
-		{ echo "$$out"; exit 1; }; echo "$$out" && echo "$$out" | grep -q "answer: C-100 is on the Gold plan."
+	for main in LookupKt HostModelKt; do \
+		out=$$(cd examples/kotlin && $(KOTLIN_MVN) compile exec:java -Dexec.mainClass=$$main \
+			-Dferrule.library.path=$(CURDIR)/$(BUILD)/no-library) || { echo "$$out"; exit 1; }; \
+		echo "$$out" && echo "$$out" | grep -q "answer: C-100 is on the Gold plan." || exit 1; \
+	done
 
 # The lookup example (a real model when its key is set).
 demo-kotlin: kotlin-jar
@@ -186,7 +195,7 @@ kotlin-native: lib
 
 # The lookup example as a Swift executable (a real model when its key is set).
 demo-swift: lib
-	$(SWIFT) run --package-path /ferrule/examples/swift/lookup
+	$(SWIFT) run --package-path /ferrule/examples/swift/lookup Lookup
 
 # W1 and W2 with the tool in Swift (docs/performance.md).
 bench-swift: lib

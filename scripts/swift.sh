@@ -4,7 +4,7 @@
 #
 #   scripts/swift.sh swift build
 #   scripts/swift.sh swift test
-#   scripts/swift.sh swift run --package-path /ferrule/examples/swift/lookup
+#   scripts/swift.sh swift run --package-path /ferrule/examples/swift/lookup Lookup
 #
 # Commands run in /ferrule/bindings/swift; other packages of the checkout are
 # reached through --package-path /ferrule/...

@@ -1,12 +1,17 @@
 // swift-tools-version:6.0
-// The lookup_customer example as a Swift executable: `make demo-swift`.
+// The Swift examples as executables of one package: Lookup, the lookup_customer
+// example (`make demo-swift`), and HostModelExample, the same on a model written
+// in Swift (`swift run HostModelExample`). `make test-swift` runs both.
 import PackageDescription
+
+let ferrule: Target.Dependency = .product(name: "Ferrule", package: "swift")
 
 let package = Package(
     name: "FerruleExample",
     dependencies: [.package(path: "../../../bindings/swift")],
     targets: [
-        .executableTarget(name: "Lookup", dependencies: [.product(name: "Ferrule", package: "swift")])
+        .executableTarget(name: "Lookup", dependencies: [ferrule]),
+        .executableTarget(name: "HostModelExample", dependencies: [ferrule]),
     ],
     swiftLanguageModes: [.v6]
 )
