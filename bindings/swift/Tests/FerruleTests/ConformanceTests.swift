@@ -12,33 +12,44 @@ final class ConformanceTests: XCTestCase {
         .appendingPathComponent("../../../..").standardized
     static let directory = root.appendingPathComponent("tests/conformance")
     #if FERRULE_TSAN
-        static let observations = root.appendingPathComponent("build/conformance/swift-tsan")
+        static let observations = "build/conformance/swift-tsan"
     #else
-        static let observations = root.appendingPathComponent("build/conformance/swift")
+        static let observations = "build/conformance/swift"
     #endif
 
     func testEveryScenario() async throws {
+        try await runEveryScenario(hostModel: false)
+    }
+
+    /// Every scenario with each scripted model replaced by a Swift host model
+    /// replaying its script (`ScriptReplay`), judged by the same expectations.
+    func testEveryScenarioOnAHostModel() async throws {
+        try await runEveryScenario(hostModel: true)
+    }
+
+    private func runEveryScenario(hostModel: Bool) async throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: Self.directory.path)
             .filter { $0.hasSuffix(".json") }.sorted()
         XCTAssertGreaterThan(names.count, 30, "scenarios at \(Self.directory.path)")
-        try? FileManager.default.removeItem(at: Self.observations)
-        try FileManager.default.createDirectory(at: Self.observations, withIntermediateDirectories: true)
+        let observations = Self.root.appendingPathComponent(Self.observations + (hostModel ? "-host-model" : ""))
+        try? FileManager.default.removeItem(at: observations)
+        try FileManager.default.createDirectory(at: observations, withIntermediateDirectories: true)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for name in names {
                 group.addTask {
                     let data = try Data(contentsOf: Self.directory.appendingPathComponent(name))
                     let scenario = Scenario(
                         name: String(name.dropLast(5)),
-                        json: try JSONCoding.decode(JSONValue.self, from: data))
+                        json: try JSONCoding.decode(JSONValue.self, from: data), hostModel: hostModel)
                     let observation = await scenario.observe()
-                    try JSONCoding.encode(observation).write(to: Self.observations.appendingPathComponent(name))
+                    try JSONCoding.encode(observation).write(to: observations.appendingPathComponent(name))
                 }
             }
             try await group.waitForAll()
         }
         let judge = Process()
         judge.executableURL = Self.root.appendingPathComponent("target/release/ferrule-conformance")
-        judge.arguments = [Self.observations.path]
+        judge.arguments = [observations.path]
         let verdict = Pipe()
         judge.standardOutput = verdict
         judge.standardError = verdict
@@ -53,6 +64,8 @@ final class ConformanceTests: XCTestCase {
 private final class Scenario: Sendable {
     let name: String
     let spec: JSONValue
+    /// Whether scripted models are replaced by a host model replaying the script.
+    let hostModel: Bool
     private let shared = Locked(Shared())
 
     private struct Shared {
@@ -64,9 +77,10 @@ private final class Scenario: Sendable {
     /// A problem of the runner itself (the binding refused a tool), which fails the step.
     private struct RunnerError: Error { let why: String }
 
-    init(name: String, json: JSONValue) {
+    init(name: String, json: JSONValue, hostModel: Bool) {
         self.name = name
         spec = json
+        self.hostModel = hostModel
     }
 
     /// The observation: one step per run, the first and then each resume.
@@ -79,7 +93,7 @@ private final class Scenario: Sendable {
         } catch {
             steps = [["runner_error": .string("\(error)")]]
         }
-        return ["runner": "swift", "scenario": .string(name), "steps": .array(steps)]
+        return ["runner": hostModel ? "swift-host-model" : "swift", "scenario": .string(name), "steps": .array(steps)]
     }
 
     private func runSteps() async throws -> [JSONValue] {
@@ -140,7 +154,8 @@ private final class Scenario: Sendable {
                 name: spec["name"]?.stringValue ?? "", description: spec["description"]?.stringValue ?? "",
                 schema: spec["input_schema"], options: options, behaviour(spec["behaviour"] ?? [:]))
         }
-        return try Agent(config: config, tools: tools, hooks: hooks, agents: agents)
+        let (modelConfig, replay) = hostModel ? try ScriptReplay.replacing(config) : (config, nil)
+        return try Agent(config: modelConfig, tools: tools, hooks: hooks, agents: agents, model: replay)
     }
 
     /// The scenario's hooks: one raw hook per stage named, answering with the
