@@ -1,7 +1,8 @@
 // Runs W1 (one no-op call per round, 2,000 rounds) and W2 (64 parallel
 // schema-validated calls per round, 200 rounds) with a Swift tool that answers
-// "ok" at once, plain and with every event read, and prints the cost per round
-// and per call of one whole run (the best and the median of the runs).
+// "ok" at once, plain and with every event read, then W1 with the model in
+// Swift too (a host model answering each request at once), and prints the cost
+// per round and per call of one whole run (the best and the median of the runs).
 import Ferrule
 import Foundation
 
@@ -15,11 +16,25 @@ func integer(_ value: JSONValue?) -> Int {
     return 0
 }
 
-func measure(_ name: String, schema: String, readEvents: Bool) async throws {
+/// W1's model in Swift: the call each round, then "done" in the last.
+struct W1Model: HostModel {
+    func generate(_ request: ModelRequest) -> AsyncThrowingStream<ModelDelta, Error> {
+        AsyncThrowingStream { continuation in
+            continuation.yield(
+                request.turn < 2000 ? .toolCall(index: 0, id: "c1", name: "noop", arguments: "{}") : .text("done"))
+            continuation.finish()
+        }
+    }
+}
+
+func measure(_ name: String, schema: String, readEvents: Bool, model: HostModel? = nil) async throws {
     guard let workload = workloads[name] else { throw FerruleError(code: .invalidArg, message: "no workload \(name)") }
-    let config = try JSONDecoder().decode(AgentConfig.self, from: JSONEncoder().encode(workload["config"]))
+    var config = try JSONDecoder().decode(AgentConfig.self, from: JSONEncoder().encode(workload["config"]))
+    if model != nil {
+        config.model = ModelConfig(provider: "host", name: name)
+    }
     let noop = Tool(name: "noop", description: "Does nothing.", schema: workloads[schema]) { _ in "ok" }
-    let agent = try Agent(config: config, tools: [noop])
+    let agent = try Agent(config: config, tools: [noop], model: model)
     var seconds: [Double] = []
     for _ in 0..<runsPerFigure {
         let start = DispatchTime.now()
@@ -34,7 +49,8 @@ func measure(_ name: String, schema: String, readEvents: Bool) async throws {
     seconds.sort()
     let rounds = Double(integer(workload["rounds"])), calls = Double(integer(workload["calls"]))
     let figure = { (value: Double) in String(format: "%.1f µs/round, %.2f µs/call", value / rounds * 1e6, value / calls * 1e6) }
-    print("\(name.uppercased())\(readEvents ? " with events" : ""): best \(figure(seconds[0])); median \(figure(seconds[seconds.count / 2]))")
+    let label = "\(name.uppercased())\(model != nil ? " on a Swift host model" : "")\(readEvents ? " with events" : "")"
+    print("\(label): best \(figure(seconds[0])); median \(figure(seconds[seconds.count / 2]))")
 }
 
 print("ferrule \(Library.version), Swift tool, \(runsPerFigure) runs per figure")
@@ -42,3 +58,4 @@ for readEvents in [false, true] {
     try await measure("w1", schema: "open_schema", readEvents: readEvents)
     try await measure("w2", schema: "schema", readEvents: readEvents)
 }
+try await measure("w1", schema: "open_schema", readEvents: false, model: W1Model())
