@@ -50,8 +50,11 @@ impl HistoryBudget {
     /// counted while no usage was reported.
     pub(crate) fn select(&self, messages: &[Message], json: &TranscriptJson, fixed_bytes: usize) -> Option<Vec<usize>> {
         let all_bytes: usize = json.sizes().sum();
+        // Anchored on the last report: bytes beyond what it counted add, and
+        // bytes left out take away, a token per 4 bytes.
         let estimate = |bytes: usize| match self.last_report {
-            Some((tokens, sent)) => tokens.saturating_add(bytes.saturating_sub(sent) as u64 / 4),
+            Some((tokens, sent)) if bytes >= sent => tokens.saturating_add((bytes - sent) as u64 / 4),
+            Some((tokens, sent)) => tokens.saturating_sub((sent - bytes) as u64 / 4),
             None => ((bytes + fixed_bytes) / 4) as u64,
         };
         if estimate(all_bytes) <= self.max_input_tokens {
@@ -181,6 +184,21 @@ mod tests {
         assert!(budget.select(&transcript, &json, 0).is_some(), "1000 tokens by bytes");
         budget.reported(300, &json, None);
         assert_eq!(budget.select(&transcript, &json, 0), None, "the provider said 300");
+    }
+
+    #[test]
+    fn a_report_over_the_budget_leaves_out_only_what_it_must() {
+        let big = "x".repeat(400);
+        let [a1, r1] = exchange("c1", &big);
+        let [a2, r2] = exchange("c2", &big);
+        let [a3, r3] = exchange("c3", &big);
+        let transcript = messages(json!([{"role": "user", "content": "first"}, a1, r1, a2, r2, a3, r3]));
+        let json = json_of(&transcript);
+        let mut budget = HistoryBudget::new(HistoryConfig { max_input_tokens: 1000 });
+        // The whole transcript was reported 5% over the budget: leaving out
+        // the oldest exchange (over 100 tokens of bytes) brings it within.
+        budget.reported(1050, &json, None);
+        assert_eq!(budget.select(&transcript, &json, 0).expect("over budget"), [0, 3, 4, 5, 6]);
     }
 
     #[test]

@@ -9,10 +9,13 @@ use crate::error::{Error, ErrorCode};
 
 /// Most path segments one piece may address.
 const MAX_DEPTH: usize = 64;
-/// What a value made for a path counts against the bound on a call's
-/// arguments, beside its text (so that many small pieces cannot build a large
-/// tree).
-const NODE_COST: usize = 16;
+/// What a piece, and each value (member or array item) made for its path,
+/// count against the bound on a call's arguments beside their text, so that
+/// many small pieces cannot build a large tree.
+const NODE_COST: usize = 64;
+/// What an object made for a path counts: about what a new map holds in
+/// memory, so that deep paths cannot make the bound a thousandth of the memory.
+const OBJECT_COST: usize = 640;
 
 /// The arguments of one call, as far as they have come.
 #[derive(Debug, Default)]
@@ -60,11 +63,15 @@ impl PartialArgs {
         } else {
             return Ok(());
         };
-        let slot = slot(&mut self.root, &steps).ok_or_else(|| {
+        let (slot, made) = slot(&mut self.root, &steps).ok_or_else(|| {
             malformed(format!(
                 "the argument path {path:?} goes through a value that is not an object or array, or past the end of an array"
             ))
         })?;
+        self.size = self.size.saturating_add(made);
+        if self.size > MAX_ARGUMENT_BYTES {
+            return Err(malformed(format!("the arguments of a call are larger than {MAX_ARGUMENT_BYTES} bytes")));
+        }
         match (value, slot) {
             (Piece::Text(text), Value::String(current)) => current.push_str(text),
             (Piece::Text(text), slot) => *slot = Value::String(text.to_owned()),
@@ -115,18 +122,21 @@ fn parse(path: &str) -> Option<Vec<Step<'_>>> {
 }
 
 /// The value at `steps` beneath `root`, made (as objects, arrays and nulls)
-/// where it is missing; `None` when a step goes through a value of another kind.
-fn slot<'v>(root: &'v mut Map<String, Value>, steps: &[Step<'_>]) -> Option<&'v mut Value> {
+/// where it is missing, and what was made costs (see [`NODE_COST`]); `None`
+/// when a step goes through a value of another kind.
+fn slot<'v>(root: &'v mut Map<String, Value>, steps: &[Step<'_>]) -> Option<(&'v mut Value, usize)> {
     let (first, rest) = steps.split_first()?;
     let Step::Key(key) = first else { return None };
-    let mut current = root.entry(key.to_string()).or_insert(Value::Null);
+    let mut made = 0;
+    let mut current = member(root, key, &mut made);
     for step in rest {
         current = match step {
             Step::Key(key) => {
                 if current.is_null() {
                     *current = Value::Object(Map::new());
+                    made += OBJECT_COST;
                 }
-                current.as_object_mut()?.entry(key.to_string()).or_insert(Value::Null)
+                member(current.as_object_mut()?, key, &mut made)
             }
             Step::Index(index) => {
                 if current.is_null() {
@@ -135,12 +145,21 @@ fn slot<'v>(root: &'v mut Map<String, Value>, steps: &[Step<'_>]) -> Option<&'v 
                 let items = current.as_array_mut()?;
                 if *index == items.len() {
                     items.push(Value::Null);
+                    made += NODE_COST;
                 }
                 items.get_mut(*index)?
             }
         };
     }
-    Some(current)
+    Some((current, made))
+}
+
+/// The member `key` of `object`, made null (and counted in `made`) when missing.
+fn member<'v>(object: &'v mut Map<String, Value>, key: &str, made: &mut usize) -> &'v mut Value {
+    if !object.contains_key(key) {
+        *made += NODE_COST;
+    }
+    object.entry(key.to_owned()).or_insert(Value::Null)
 }
 
 fn malformed(message: String) -> Error {
@@ -203,6 +222,14 @@ mod tests {
         let (pieces, error) = failed.expect("the bound holds");
         assert_eq!(error.code, ErrorCode::ProviderMalformedStream);
         assert!(pieces < MAX_ARGUMENT_BYTES / NODE_COST, "{pieces}");
+        // Deep paths make an object per step: each counts what it holds.
+        let mut args = PartialArgs::new(None);
+        let deep = ".a".repeat(MAX_DEPTH - 1);
+        let objects = (0..100_000)
+            .position(|i| args.apply(&json!({"jsonPath": format!("$.k{i}{deep}"), "nullValue": null})).is_err())
+            .expect("the bound holds")
+            * (MAX_DEPTH - 1);
+        assert!(objects <= MAX_ARGUMENT_BYTES / OBJECT_COST + MAX_DEPTH, "{objects} objects were made");
         let long = "x".repeat(MAX_ARGUMENT_BYTES);
         let mut args = PartialArgs::new(None);
         assert!(args.apply(&json!({"jsonPath": "$.a", "stringValue": long})).is_err());
