@@ -264,7 +264,9 @@ typedef struct ferrule_model_spec {
   void *user_data;
   // Frees `user_data` once the agent, every run of it, every running
   // callback of the model and every request the host has not answered yet
-  // are gone; may be NULL.
+  // are gone; may be NULL. It never runs inside a `ferrule_model_request_*`
+  // call: when the host's answer lets go of the last hold, it runs on a
+  // ferrule callback thread.
   ferrule_free_fn free_user_data;
   // `generate` returns at once (see `ferrule_model_fn`).
   bool nonblocking;

@@ -2,10 +2,28 @@
 //! last owner drops it, because it runs in `Drop`.
 //!
 //! It runs on the thread that drops the last owner, unless that is one of
-//! ferrule's runtime threads, where host code must not run: then it runs on a
+//! ferrule's runtime threads, where host code must not run, or a host thread
+//! inside a call that must not run it ([`releasing_later`]): then it runs on a
 //! tool callback thread.
 
+use std::cell::Cell;
 use std::ffi::c_void;
+
+thread_local! {
+    /// Set while this thread runs a call whose releases go to a callback thread.
+    static RELEASING_LATER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `body` with every `free_user_data` it sets off moved to a tool callback
+/// thread: for a host's call into ferrule that may let go of the last hold on
+/// user data (a late answer to a model request of a freed agent), where the
+/// host's thread may hold what its finalizer takes, or be the thread it joins.
+pub(crate) fn releasing_later<R>(body: impl FnOnce() -> R) -> R {
+    let outer = RELEASING_LATER.with(|flag| flag.replace(true));
+    let result = body();
+    RELEASING_LATER.with(|flag| flag.set(outer));
+    result
+}
 
 /// A host's `free_user_data` callback.
 pub type ferrule_free_fn = Option<unsafe extern "C" fn(user_data: *mut c_void)>;
@@ -32,7 +50,8 @@ impl Drop for ForeignData {
     fn drop(&mut self) {
         let Some(finalizer) = self.finalizer.take() else { return };
         let release = Release { data: self.data, finalizer };
-        match crate::runtime::started().filter(|_| crate::runtime::on_runtime_thread()) {
+        let deferred = crate::runtime::on_runtime_thread() || RELEASING_LATER.with(Cell::get);
+        match crate::runtime::started().filter(|_| deferred) {
             Some(threads) => threads.tool_callbacks.submit_urgent(Box::new(move || release.run())),
             None => release.run(),
         }

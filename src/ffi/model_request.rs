@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use super::boundary::{arg_str, guard};
 use super::error::ferrule_error;
-use super::foreign_data::ferrule_free_fn;
+use super::foreign_data::{ferrule_free_fn, releasing_later};
 use super::handle_table::HandleTable;
 use super::host_request::{self, ferrule_cancel_fn, Answerable, Handle, HostRequest, Pending, Ticket};
 use super::string::{ferrule_str, NulTerminated};
@@ -96,7 +96,7 @@ pub(crate) fn begin(
 /// request that was already answered. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_model_request_json(request: *const ferrule_model_request) -> ferrule_str {
-    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.full)
+    releasing_later(|| host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.full))
 }
 
 /// The request as `ferrule_model_request_json` gives it, without `messages`:
@@ -104,7 +104,7 @@ pub unsafe extern "C" fn ferrule_model_request_json(request: *const ferrule_mode
 /// (`ferrule_model_request_new_messages_json`). Borrowed as `_json` is.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_model_request_options_json(request: *const ferrule_model_request) -> ferrule_str {
-    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.options)
+    releasing_later(|| host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.options))
 }
 
 /// The messages from `first_new_message` on, as a JSON array: what the run's
@@ -113,19 +113,27 @@ pub unsafe extern "C" fn ferrule_model_request_options_json(request: *const ferr
 /// history budget dropped messages). Borrowed as `_json` is.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_model_request_new_messages_json(request: *const ferrule_model_request) -> ferrule_str {
-    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.new_messages)
+    releasing_later(|| host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.new_messages))
 }
 
 /// Applies one streamed piece to a live request; after the run stopped
 /// waiting, the piece is dropped.
 fn with_reply(request: *mut ferrule_model_request, piece: impl FnOnce(&HostReply) -> Result<()>) -> *mut ferrule_error {
-    guard(|| {
+    answer_guard(|| {
         let live = RequestHandle::from_ptr(request, "request")?.live()?;
         if live.request.is_cancelled() {
             live.reply.discard();
         }
         piece(&live.reply)
     })
+}
+
+/// As [`guard`], for the host's calls on a request: the request's entry holds
+/// the model's user data for as long as the host may answer, so the last hold
+/// may go inside the call, and `free_user_data` then runs on a callback thread
+/// (never inside the host's call, whose thread may hold what it takes).
+fn answer_guard(body: impl FnOnce() -> Result<()>) -> *mut ferrule_error {
+    releasing_later(|| guard(body))
 }
 
 /// Takes the request out of the table for its one answer; what was streamed
@@ -218,7 +226,7 @@ pub unsafe extern "C" fn ferrule_model_request_complete(
     stop_reason: *const c_char,
     len: usize,
 ) -> *mut ferrule_error {
-    guard(|| {
+    answer_guard(|| {
         let entry = answering(request)?;
         // SAFETY: the host passes `len` readable bytes.
         let stop = unsafe { arg_str(stop_reason, len, "stop_reason") }.and_then(stop_reason_arg);
@@ -271,7 +279,7 @@ pub unsafe extern "C" fn ferrule_model_request_fail(
     len: usize,
     retryable: bool,
 ) -> *mut ferrule_error {
-    guard(|| {
+    answer_guard(|| {
         let entry = answering(request)?;
         // SAFETY: the host passes `len` readable bytes.
         let message = unsafe { arg_str(message, len, "message") };
@@ -320,7 +328,7 @@ fn failure_code(code: u32) -> Option<ErrorCode> {
 /// answered, and for NULL. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_model_request_is_cancelled(request: *const ferrule_model_request) -> bool {
-    host_request::is_cancelled::<ForeignModelRequest, _>(request)
+    releasing_later(|| host_request::is_cancelled::<ForeignModelRequest, _>(request))
 }
 
 /// Registers a one-shot cancel handler, as `ferrule_tool_call_on_cancel` does
@@ -339,7 +347,7 @@ pub unsafe extern "C" fn ferrule_model_request_on_cancel(
     user_data: *mut c_void,
     free_user_data: ferrule_free_fn,
 ) -> *mut ferrule_error {
-    guard(|| {
+    answer_guard(|| {
         let live = RequestHandle::from_ptr(request, "request")?.live()?;
         live.request.on_cancel(on_cancel, user_data, free_user_data, ForeignModelRequest::ANSWERED, "model request")
     })

@@ -12,6 +12,7 @@ typedef struct {
     atomic_int requests;
     atomic_int frees;
     atomic_int cancels;
+    atomic_int freed_inside_an_answer;
     char last_request[8192];
     char options[2048];
     char new_messages[4096];
@@ -22,8 +23,12 @@ typedef struct {
     int stream_before_failing;
 } model_state;
 
+/* Set on a host thread while it answers a request. */
+static _Thread_local int answering;
+
 static void model_free(void *user_data) {
     model_state *state = user_data;
+    if (answering) atomic_fetch_add(&state->freed_inside_an_answer, 1);
     atomic_fetch_add(&state->frees, 1);
 }
 
@@ -255,6 +260,32 @@ static void cancelling_the_run_cancels_the_request_and_a_late_answer_is_discarde
     CHECK(atomic_load(&state.cancels) == 1);
 }
 
+/* A request outlives its run and agent until the host answers it, and so does
+ * the model's user data; the late answer lets go of it, and free_user_data
+ * then runs on a ferrule thread, not inside the host's call (whose thread may
+ * hold a lock the finalizer takes, or be the thread it joins). */
+static void a_late_answer_frees_the_user_data_off_the_answering_thread(void) {
+    model_state state = {0};
+    ferrule_agent *agent = host_agent(HOST_CONFIG(""), &state, wait_forever, 1);
+    CHECK(agent != NULL);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+    CHECK(wait_for_count(&state.requests, 1, 5000));
+    ferrule_model_request *request = atomic_load(&waiting_request);
+    ferrule_run_cancel(run);
+    ferrule_string_free(harness_wait(run));
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+    harness_sleep_ms(20);
+    CHECK(atomic_load(&state.frees) == 0); /* the unanswered request holds it */
+    answering = 1;
+    CHECK_OK(ferrule_model_request_text_delta(request, STR("late")));
+    CHECK_OK(ferrule_model_request_complete(request, NULL, 0));
+    answering = 0;
+    CHECK(wait_for_count(&state.frees, 1, 5000));
+    CHECK(atomic_load(&state.freed_inside_an_answer) == 0);
+}
+
 static void bad_answer(void *user_data, ferrule_model_request *request) {
     model_state *state = user_data;
     atomic_fetch_add(&state->requests, 1);
@@ -445,6 +476,8 @@ int main(int argc, char **argv) {
          a_retryable_failure_is_asked_again_until_output_has_streamed},
         {"cancelling_the_run_cancels_the_request_and_a_late_answer_is_discarded",
          cancelling_the_run_cancels_the_request_and_a_late_answer_is_discarded},
+        {"a_late_answer_frees_the_user_data_off_the_answering_thread",
+         a_late_answer_frees_the_user_data_off_the_answering_thread},
         {"a_bad_answer_fails_the_run_and_a_wrong_spec_is_refused", a_bad_answer_fails_the_run_and_a_wrong_spec_is_refused},
         {"a_piece_accepted_is_in_the_answer_however_it_races_the_completion",
          a_piece_accepted_is_in_the_answer_however_it_races_the_completion},
