@@ -8,11 +8,14 @@
 //! hands out a counted reference that keeps the object alive while it is used).
 //!
 //! The handle packs the generation into the upper half of a pointer-sized
-//! integer and the index into the lower half. Free slots are reused oldest first
-//! and only once enough are free, so a slot's generation turns over slowly: on a
-//! 64-bit system a stale handle could only match again after 2^32 reuses of its
-//! slot, on a 32-bit one after 2^16, each of which needs 1,024 other calls in
-//! between.
+//! integer and the index into the lower half. Each kind of handle (tool call,
+//! hook consultation, model request) has generations of its own, apart from the
+//! others' (they step by [`KINDS`] from the kind's number), so a handle passed
+//! to a function of another kind never matches. Free slots are reused oldest
+//! first and only once enough are free, so a slot's generation turns over
+//! slowly: on a 64-bit system a stale handle could only match again after 2^30
+//! reuses of its slot, on a 32-bit one after 2^14, each of which needs 1,024
+//! other calls in between.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -25,12 +28,24 @@ const FIRST_CHUNK_BITS: u32 = 8;
 const CHUNKS: usize = (INDEX_BITS - FIRST_CHUNK_BITS) as usize;
 /// Free slots kept before the oldest is reused.
 const MIN_FREE: usize = 1024;
+/// How many kinds of handle there can be (a power of two): generations step by this.
+const KINDS: usize = 4;
+
+/// The kinds of handle, each a table of its own.
+#[derive(Clone, Copy)]
+pub(crate) enum HandleKind {
+    ToolCall = 1,
+    HookConsultation = 2,
+    ModelRequest = 3,
+}
 
 /// A table of live objects of type `T`, shared by every thread.
 pub(crate) struct HandleTable<T> {
     /// Chunk `k` holds `FIRST_CHUNK << k` slots; a chunk never moves once made.
     chunks: [OnceLock<Box<[Slot<T>]>>; CHUNKS],
     free: Mutex<FreeSlots>,
+    /// Every slot's first generation: the kind's number.
+    first_generation: usize,
 }
 
 struct Slot<T> {
@@ -49,10 +64,12 @@ struct FreeSlots {
 }
 
 impl<T> HandleTable<T> {
-    pub(crate) const fn new() -> Self {
+    /// An empty table of handles of `kind`.
+    pub(crate) const fn new(kind: HandleKind) -> Self {
         HandleTable {
             chunks: [const { OnceLock::new() }; CHUNKS],
             free: Mutex::new(FreeSlots { reusable: VecDeque::new(), used: 0 }),
+            first_generation: kind as usize,
         }
     }
 
@@ -107,7 +124,7 @@ impl<T> HandleTable<T> {
         let (chunk, offset) = locate(index)?;
         let slots = self.chunks[chunk].get_or_init(|| {
             (0..first_chunk_len() << chunk)
-                .map(|_| Slot { entry: Mutex::new(Entry { generation: 1, object: None }) })
+                .map(|_| Slot { entry: Mutex::new(Entry { generation: self.first_generation, object: None }) })
                 .collect()
         });
         slots.get(offset)
@@ -143,12 +160,10 @@ fn split(handle: usize) -> (usize, usize) {
     (handle & INDEX_MASK, handle >> INDEX_BITS)
 }
 
-/// Generations run from 1, so no handle is 0.
+/// The generation after `generation`, of the same kind: the mask keeps the
+/// remainder by [`KINDS`], and no kind is 0, so no handle is 0.
 fn next_generation(generation: usize) -> usize {
-    match (generation + 1) & GENERATION_MASK {
-        0 => 1,
-        next => next,
-    }
+    (generation + KINDS) & GENERATION_MASK
 }
 
 #[cfg(test)]
@@ -168,7 +183,7 @@ mod tests {
 
     #[test]
     fn a_removed_handle_is_stale_even_after_its_slot_is_reused() {
-        let table = HandleTable::new();
+        let table = HandleTable::new(HandleKind::ToolCall);
         let first = table.insert(Arc::new("first")).unwrap();
         assert_ne!(first, 0);
         assert_eq!(table.get(first).as_deref(), Some(&"first"));
@@ -194,8 +209,32 @@ mod tests {
     }
 
     #[test]
+    fn a_handle_of_one_kind_never_matches_in_another_kinds_table() {
+        let calls = HandleTable::new(HandleKind::ToolCall);
+        let requests = HandleTable::new(HandleKind::ModelRequest);
+        let mut issued = Vec::new();
+        for round in 0..MIN_FREE * 3 {
+            let call = calls.insert(Arc::new(round)).unwrap();
+            let request = requests.insert(Arc::new(round)).unwrap();
+            assert!(requests.get(call).is_none() && calls.get(request).is_none(), "round {round}");
+            issued.push((call, request));
+            if round % 2 == 0 {
+                calls.remove(call);
+                requests.remove(request);
+            }
+        }
+        for (call, request) in issued {
+            assert!(requests.remove(call).is_none() && calls.remove(request).is_none());
+        }
+        // A generation wraps round within its kind, and never to 0.
+        let last = GENERATION_MASK - (KINDS - 1 - HandleKind::HookConsultation as usize);
+        assert_eq!(last % KINDS, HandleKind::HookConsultation as usize);
+        assert_eq!(next_generation(last), HandleKind::HookConsultation as usize);
+    }
+
+    #[test]
     fn handles_that_were_never_issued_are_refused() {
-        let table: HandleTable<u8> = HandleTable::new();
+        let table: HandleTable<u8> = HandleTable::new(HandleKind::ToolCall);
         for handle in [0, 1, 12345, usize::MAX, INDEX_MASK, 7 << INDEX_BITS, 0xdead_beef] {
             assert!(table.get(handle).is_none(), "{handle:#x}");
             assert!(table.remove(handle).is_none(), "{handle:#x}");
@@ -206,7 +245,7 @@ mod tests {
 
     #[test]
     fn exactly_one_remover_wins() {
-        let table = Arc::new(HandleTable::new());
+        let table = Arc::new(HandleTable::new(HandleKind::ToolCall));
         for _ in 0..200 {
             let handle = table.insert(Arc::new(1u32)).unwrap();
             let winners: usize = std::thread::scope(|scope| {

@@ -10,7 +10,7 @@ use super::agent::ferrule_agent_builder;
 use super::boundary::{arg_mut, arg_str, guard, null_arg};
 use super::error::ferrule_error;
 use super::foreign_data::{ferrule_free_fn, ForeignData};
-use super::handle_table::HandleTable;
+use super::handle_table::{HandleKind, HandleTable};
 use super::host_request::{self, ferrule_cancel_fn, Answerable, Handle, HostRequest, Ticket};
 use super::string::{ferrule_str, NulTerminated};
 use crate::error::{Error, ErrorCode, Result};
@@ -34,7 +34,7 @@ pub struct ferrule_hook {
 pub type ferrule_hook_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, hook: *mut ferrule_hook)>;
 
 /// Every consultation whose host has not responded yet.
-static LIVE_HOOKS: HandleTable<ForeignConsultation> = HandleTable::new();
+static LIVE_HOOKS: HandleTable<ForeignConsultation> = HandleTable::new(HandleKind::HookConsultation);
 
 /// A consultation as ferrule keeps it while the host decides.
 struct ForeignConsultation {

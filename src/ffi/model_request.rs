@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::boundary::{arg_str, guard};
 use super::error::ferrule_error;
 use super::foreign_data::{ferrule_free_fn, releasing_later};
-use super::handle_table::HandleTable;
+use super::handle_table::{HandleKind, HandleTable};
 use super::host_request::{self, ferrule_cancel_fn, Answerable, Handle, HostRequest, Pending, Ticket};
 use super::string::{ferrule_str, NulTerminated};
 use crate::error::{Error, ErrorCode, Result};
@@ -26,7 +26,7 @@ pub struct ferrule_model_request {
 }
 
 /// Every request whose host has not answered it yet.
-static LIVE_REQUESTS: HandleTable<ForeignModelRequest> = HandleTable::new();
+static LIVE_REQUESTS: HandleTable<ForeignModelRequest> = HandleTable::new(HandleKind::ModelRequest);
 
 /// A request as ferrule keeps it while the host answers it.
 pub(crate) struct ForeignModelRequest {

@@ -13,7 +13,7 @@ use std::ffi::{c_char, c_void};
 use super::boundary::{arg_str, guard};
 use super::error::ferrule_error;
 use super::foreign_data::ferrule_free_fn;
-use super::handle_table::HandleTable;
+use super::handle_table::{HandleKind, HandleTable};
 use super::host_request::{self, ferrule_cancel_fn, Answerable, Handle, HostRequest, Pending, Ticket};
 use super::string::{ferrule_str, NulTerminated};
 use crate::error::Result;
@@ -26,7 +26,7 @@ pub struct ferrule_tool_call {
 }
 
 /// Every call whose host has not completed it yet.
-static LIVE_CALLS: HandleTable<ForeignCall> = HandleTable::new();
+static LIVE_CALLS: HandleTable<ForeignCall> = HandleTable::new(HandleKind::ToolCall);
 
 /// A call as ferrule keeps it while the host works on it.
 pub(crate) struct ForeignCall {
