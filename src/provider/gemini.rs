@@ -333,9 +333,21 @@ impl GeminiDecoder {
     /// stream (`willContinue`), a piece of those arguments (`partialArgs`), or
     /// their end (an empty `functionCall`).
     fn call(&mut self, call: &Value, signature: Option<&str>, out: &mut ResponseBuilder) -> Result<(), Error> {
+        if !call.is_object() {
+            return Err(Error::new(ErrorCode::ProviderMalformedStream, "gemini: a function call is not an object"));
+        }
         let continues = call.get("willContinue").and_then(Value::as_bool) == Some(true);
         let pieces = call.get("partialArgs").and_then(Value::as_array);
-        if let Some(name) = call.get("name").and_then(Value::as_str) {
+        let name = call.get("name").and_then(Value::as_str);
+        if name.is_none() && call.get("args").is_some() {
+            // Only a call's start names it; arguments without one belong to nothing.
+            return Err(Error::new(ErrorCode::ProviderMalformedStream, "gemini: a function call has no name"));
+        }
+        if let (None, Some((position, _)), Some(signature)) = (name, &self.streaming, signature) {
+            // A signature may come on a later part of a call whose arguments stream.
+            out.tool_call_signature(*position, signature);
+        }
+        if let Some(name) = name {
             if name.is_empty() {
                 return Err(Error::new(ErrorCode::ProviderMalformedStream, "gemini: a function call has no name"));
             }

@@ -426,6 +426,8 @@ fn hostile_responses_get_clear_errors() {
         (finished(json!([]), "SOMETHING_NEW"), "SOMETHING_NEW"),
         (finished(json!([{"functionCall": {"name": "", "args": {}}}]), "STOP"), "no name"),
         (finished(json!([{"functionCall": {"name": "f", "args": [1]}}]), "STOP"), "not an object"),
+        (finished(json!([{"functionCall": 5}]), "STOP"), "not an object"),
+        (finished(json!([{"functionCall": {"args": {"a": 1}}}]), "STOP"), "no name"),
         (
             finished(json!([{"functionCall": {"partialArgs": [{"jsonPath": "$.a", "stringValue": "x"}]}}]), "STOP"),
             "without the call",
@@ -457,6 +459,17 @@ fn hostile_responses_get_clear_errors() {
     let message = decoded(&body, true).unwrap();
     assert_eq!(message.tool_calls.len(), 1);
     assert_eq!(message.tool_calls[0].arguments, r#"{"a":"x"}"#);
+    // A signature on a later part of a call whose arguments stream is the call's.
+    let body = finished(
+        json!([{"functionCall": {"name": "f", "willContinue": true}},
+               {"functionCall": {"partialArgs": [{"jsonPath": "$.a", "numberValue": 1}], "willContinue": true},
+                "thoughtSignature": "U0lH"},
+               {"functionCall": {}}]),
+        "STOP",
+    );
+    let message = decoded(&body, true).unwrap();
+    assert_eq!(message.tool_calls[0].signature.as_deref(), Some("U0lH"));
+    assert_eq!(message.tool_calls[0].arguments, r#"{"a":1}"#);
     let huge = json!({"usageMetadata": {"promptTokenCount": u64::MAX, "toolUsePromptTokenCount": 1},
         "candidates": [{"content": {"parts": [{"text": "x"}]}, "finishReason": "STOP"}]});
     assert_eq!(decoded(&huge.to_string(), false).unwrap().usage.input_tokens, u64::MAX);
