@@ -232,14 +232,24 @@ static void wait_forever(void *user_data, ferrule_model_request *request) {
                 "already");
 }
 
+/* Starts a run on a model that waits until it is cancelled; `*request` is the
+ * run's first request, once it came. */
+static void start_waiting(model_state *state, ferrule_agent **agent, ferrule_run **run,
+                          ferrule_model_request **request) {
+    *agent = host_agent(HOST_CONFIG(""), state, wait_forever, 1);
+    CHECK(*agent != NULL);
+    CHECK_OK(ferrule_agent_start(*agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, run));
+    CHECK(wait_for_count(&state->requests, 1, 5000));
+    *request = atomic_load(&waiting_request);
+}
+
 static void cancelling_the_run_cancels_the_request_and_a_late_answer_is_discarded(void) {
     model_state state = {0};
-    ferrule_agent *agent = host_agent(HOST_CONFIG(""), &state, wait_forever, 1);
-    CHECK(agent != NULL);
+    ferrule_agent *agent = NULL;
     ferrule_run *run = NULL;
-    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
-    CHECK(wait_for_count(&state.requests, 1, 5000));
-    ferrule_model_request *request = atomic_load(&waiting_request);
+    ferrule_model_request *request = NULL;
+    start_waiting(&state, &agent, &run, &request);
+    CHECK(request != NULL);
     CHECK(!ferrule_model_request_is_cancelled(request));
     ferrule_run_cancel(run);
     CHECK(wait_for_count(&state.cancels, 1, 5000));
@@ -266,12 +276,11 @@ static void cancelling_the_run_cancels_the_request_and_a_late_answer_is_discarde
  * hold a lock the finalizer takes, or be the thread it joins). */
 static void a_late_answer_frees_the_user_data_off_the_answering_thread(void) {
     model_state state = {0};
-    ferrule_agent *agent = host_agent(HOST_CONFIG(""), &state, wait_forever, 1);
-    CHECK(agent != NULL);
+    ferrule_agent *agent = NULL;
     ferrule_run *run = NULL;
-    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
-    CHECK(wait_for_count(&state.requests, 1, 5000));
-    ferrule_model_request *request = atomic_load(&waiting_request);
+    ferrule_model_request *request = NULL;
+    start_waiting(&state, &agent, &run, &request);
+    CHECK(request != NULL);
     ferrule_run_cancel(run);
     ferrule_string_free(harness_wait(run));
     ferrule_run_free(run);
