@@ -145,7 +145,8 @@ test-go: lib judge
 SWIFT = bash scripts/swift.sh swift
 test-swift: lib judge
 	$(SWIFT) format lint --strict --recursive --configuration /ferrule/bindings/swift/.swift-format \
-		/ferrule/bindings/swift/Sources /ferrule/bindings/swift/Tests /ferrule/bindings/swift/Package.swift
+		/ferrule/bindings/swift/Sources /ferrule/bindings/swift/Tests /ferrule/bindings/swift/Package.swift \
+		/ferrule/examples/swift /ferrule/bench/swift/workloads
 	$(SWIFT) test
 	$(SWIFT) test --sanitize=thread -Xswiftc -DFERRULE_TSAN --scratch-path .build/tsan
 	for example in Lookup HostModelExample; do \

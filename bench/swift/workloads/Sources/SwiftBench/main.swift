@@ -48,7 +48,9 @@ func measure(_ name: String, schema: String, readEvents: Bool, model: HostModel?
     }
     seconds.sort()
     let rounds = Double(integer(workload["rounds"])), calls = Double(integer(workload["calls"]))
-    let figure = { (value: Double) in String(format: "%.1f µs/round, %.2f µs/call", value / rounds * 1e6, value / calls * 1e6) }
+    let figure = { (value: Double) in
+        String(format: "%.1f µs/round, %.2f µs/call", value / rounds * 1e6, value / calls * 1e6)
+    }
     let label = "\(name.uppercased())\(model != nil ? " on a Swift host model" : "")\(readEvents ? " with events" : "")"
     print("\(label): best \(figure(seconds[0])); median \(figure(seconds[seconds.count / 2]))")
 }

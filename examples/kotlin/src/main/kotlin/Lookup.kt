@@ -8,8 +8,8 @@ import dev.ferrule.Event
 import dev.ferrule.Library
 import dev.ferrule.ModelConfig
 import dev.ferrule.RunInput
-import dev.ferrule.tool
 import dev.ferrule.text
+import dev.ferrule.tool
 import dev.ferrule.toolResult
 import kotlinx.coroutines.runBlocking
 import kotlinx.serialization.SerialName

@@ -19,8 +19,10 @@ let plans = ["C-100": "Gold", "C-200": "Silver"]
 
 let lookupCustomer = Tool(
     name: "lookup_customer", description: "Return the current plan for one customer ID.",
-    schema: ["type": "object", "additionalProperties": false, "required": ["customer_id"],
-             "properties": ["customer_id": ["type": "string", "description": "Customer ID such as C-100"]]],
+    schema: [
+        "type": "object", "additionalProperties": false, "required": ["customer_id"],
+        "properties": ["customer_id": ["type": "string", "description": "Customer ID such as C-100"]],
+    ],
     arguments: LookupArguments.self
 ) { _, arguments in
     guard let plan = plans[arguments.customerID] else { throw NoSuchCustomer(id: arguments.customerID) }
@@ -36,15 +38,18 @@ func model() -> ModelConfig {
         return ModelConfig(provider: "anthropic", name: name ?? "claude-sonnet-4-5")
     }
     return .scripted([
-        ["text": "Let me look that up.",
-         "tool_calls": [["id": "call_1", "name": "lookup_customer", "arguments": ["customer_id": "C-100"]]]],
+        [
+            "text": "Let me look that up.",
+            "tool_calls": [["id": "call_1", "name": "lookup_customer", "arguments": ["customer_id": "C-100"]]],
+        ],
         ["text": "C-100 is on the Gold plan."],
     ])
 }
 
 do {
-    let config = AgentConfig(model: model(), builtinTools: BuiltinTools.none,
-                             system: "You are a helpful account assistant. Use the tools to answer.")
+    let config = AgentConfig(
+        model: model(), builtinTools: BuiltinTools.none,
+        system: "You are a helpful account assistant. Use the tools to answer.")
     print("ferrule \(Library.version), model: \(config.model.provider) \(config.model.name ?? "")")
     let agent = try Agent(config: config, tools: [lookupCustomer])
     let run = try agent.start(.prompt("Which plan does C-100 use?"))
