@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib install demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
+.PHONY: all lib dist install demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
 
 all: lib
 
@@ -20,6 +20,17 @@ all: lib
 lib:
 	$(CARGO) build --release --lib
 	ln -sf libferrule.so $(LIBDIR)/libferrule.so.$(ABI_VERSION)
+
+# The libraries as packages ship them (the Cargo profile dist: optimised at link
+# time, no debug info, stripped), in target/dist, and their sizes beside a
+# statically linked C program's (docs/performance.md, "Artifact sizes"). Built
+# without the rlib, which would keep Cargo from optimising them at link time.
+dist:
+	$(CARGO) rustc --profile dist --lib --crate-type cdylib --crate-type staticlib
+	@mkdir -p $(BUILD)
+	$(CC) $(CFLAGS_EXAMPLE) -s examples/c/agent.c -o $(BUILD)/agent-static target/dist/libferrule.a \
+		-lpthread -ldl -lm -lrt -lutil
+	@ls -l target/dist/libferrule.so target/dist/libferrule.a $(BUILD)/agent-static | awk '{ printf "%8.1f MB  %s\n", $$5 / 1e6, $$9 }'
 
 # Installs the header, both libraries (the shared one as
 # libferrule.so.VERSION with the .so.0 and .so links) and ferrule.pc.
@@ -89,12 +100,16 @@ generate:
 schema:
 	FERRULE_BLESS=1 $(CARGO) test --release --test it schema_file
 
-# The committed header must be what cbindgen makes of the sources, and it must
-# compile as C11 and C++17 with every warning an error.
+# The committed header must be what cbindgen makes of the sources, it must
+# compile as C11 and C++17 with every warning an error, and a program built
+# against it must refer to its ABI's symbol (so that it links only with a
+# library of that ABI).
 test-header: header-check
 	@mkdir -p $(BUILD)
 	printf '#include "ferrule.h"\nint main(void) { return ferrule_abi_version() == FERRULE_ABI_VERSION ? 0 : 1; }\n' > $(BUILD)/header_c.c
 	$(CC) -std=c11 -Wall -Wextra -Werror -pedantic -Iinclude -c $(BUILD)/header_c.c -o $(BUILD)/header_c.o
+	nm $(BUILD)/header_c.o | grep -q ' U ferrule_abi_$(ABI_VERSION)$$' || \
+		{ echo "a program built against the header must refer to ferrule_abi_$(ABI_VERSION)"; exit 1; }
 	cp $(BUILD)/header_c.c $(BUILD)/header_cpp.cpp
 	c++ -std=c++17 -Wall -Wextra -Werror -pedantic -Iinclude -c $(BUILD)/header_cpp.cpp -o $(BUILD)/header_cpp.o
 

@@ -276,6 +276,12 @@ typedef struct ferrule_model_spec {
 extern "C" {
 #endif // __cplusplus
 
+// Exported by a library of ABI 0 only. Every program compiled against a
+// header of ABI 0 refers to it (the header's last lines), so linking that
+// program with a library of another ABI fails at link time, not when it runs.
+// Renamed with `FERRULE_ABI_VERSION`, in the header's trailer too.
+extern const uint8_t ferrule_abi_0;
+
 // Creates a builder from the agent configuration JSON (`model`,
 // `system`, `tool_execution`, `tool_choice`, `max_rounds`, ...). Unknown fields
 // and keys given twice in one object are `FERRULE_ERROR_INVALID_ARG` naming the
@@ -689,3 +695,11 @@ struct ferrule_error *ferrule_runtime_configure(const char *json,
 #endif  // __cplusplus
 
 #endif  /* FERRULE_H */
+
+/* A program built against this header refers to the symbol of the header's ABI
+ * version, so that a library of another ABI fails to link with it (an undefined
+ * reference to ferrule_abi_<version>) instead of failing when it runs. */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(FERRULE_ABI_CHECK)
+#define FERRULE_ABI_CHECK
+static const uint8_t *const ferrule_abi_check __attribute__((used, unused)) = &ferrule_abi_0;
+#endif

@@ -11,6 +11,14 @@ use crate::runtime::{self, RuntimeConfig};
 /// `FERRULE_ABI_VERSION`.
 pub const FERRULE_ABI_VERSION: u32 = 0;
 
+/// Exported by a library of ABI 0 only. Every program compiled against a
+/// header of ABI 0 refers to it (the header's last lines), so linking that
+/// program with a library of another ABI fails at link time, not when it runs.
+/// Renamed with `FERRULE_ABI_VERSION`, in the header's trailer too.
+#[allow(non_upper_case_globals)]
+#[no_mangle]
+pub static ferrule_abi_0: u8 = 0;
+
 /// The crate version from Cargo.toml, NUL-terminated.
 const VERSION: &CStr = match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
     Ok(version) => version,
@@ -51,4 +59,20 @@ pub unsafe extern "C" fn ferrule_runtime_configure(json: *const c_char, len: usi
         let config: RuntimeConfig = crate::json::parse_document("runtime config", json)?;
         runtime::configure(config)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FERRULE_ABI_VERSION;
+
+    /// The symbol, the header's reference to it and the version agree.
+    #[test]
+    fn the_header_refers_to_the_symbol_of_its_abi_version() {
+        let header = include_str!("../../include/ferrule.h");
+        let symbol = format!("ferrule_abi_{FERRULE_ABI_VERSION}");
+        assert_eq!(symbol, "ferrule_abi_0", "rename the static with the version");
+        assert!(header.contains(&format!("#define FERRULE_ABI_VERSION {FERRULE_ABI_VERSION}\n")));
+        assert!(header.contains(&format!("extern const uint8_t {symbol};")), "make header");
+        assert!(header.contains(&format!("= &{symbol};")), "the trailer of cbindgen.toml names {symbol}");
+    }
 }
