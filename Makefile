@@ -33,15 +33,20 @@ dist:
 	@ls -l target/dist/libferrule.so target/dist/libferrule.a $(BUILD)/agent-static | awk '{ printf "%8.1f MB  %s\n", $$5 / 1e6, $$9 }'
 
 # Installs the header, both libraries (the shared one as
-# libferrule.so.VERSION with the .so.0 and .so links) and ferrule.pc.
+# libferrule.so.VERSION with the .so.0 and .so links), ferrule.pc and the CMake
+# package (lib/cmake/ferrule: find_package(ferrule)).
 install: lib
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/ferrule
 	install -m 644 include/ferrule.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIBDIR)/libferrule.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBDIR)/libferrule.so $(DESTDIR)$(PREFIX)/lib/libferrule.so.$(VERSION)
 	ln -sf libferrule.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libferrule.so.$(ABI_VERSION)
 	ln -sf libferrule.so.$(ABI_VERSION) $(DESTDIR)$(PREFIX)/lib/libferrule.so
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ferrule.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ferrule.pc
+	for file in ferrule-config ferrule-config-version; do \
+		sed -e 's|@VERSION@|$(VERSION)|' -e 's|@ABI_VERSION@|$(ABI_VERSION)|' cmake/$$file.cmake.in \
+			> $(DESTDIR)$(PREFIX)/lib/cmake/ferrule/$$file.cmake || exit 1; \
+	done
 
 $(BUILD)/agent: examples/c/agent.c include/ferrule.h lib
 	@mkdir -p $(BUILD)
@@ -136,6 +141,13 @@ test-c: lib judge
 	cmake -S tests/c -B $(BUILD)/c -G Ninja -DCMAKE_BUILD_TYPE=Debug -DFERRULE_ROOT=$(CURDIR) > /dev/null
 	cmake --build $(BUILD)/c -j 2
 	cd $(BUILD)/c && ctest --output-on-failure
+	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(BUILD)/prefix
+	rm -rf $(BUILD)/cmake-consumer $(BUILD)/cmake-consumer-newer
+	cmake -S tests/cmake-consumer -B $(BUILD)/cmake-consumer -G Ninja -DCMAKE_PREFIX_PATH=$(CURDIR)/$(BUILD)/prefix > /dev/null
+	cmake --build $(BUILD)/cmake-consumer
+	$(BUILD)/cmake-consumer/agent_shared && $(BUILD)/cmake-consumer/agent_static
+	! cmake -S tests/cmake-consumer -B $(BUILD)/cmake-consumer-newer -DCMAKE_PREFIX_PATH=$(CURDIR)/$(BUILD)/prefix \
+		-DFERRULE_WANTED=1.0 > /dev/null 2>&1
 
 # The Go binding links target/release/libferrule.a (see bindings/go/ffi.go).
 # Its conformance runner hands its observations to the judge.
