@@ -15,8 +15,8 @@ thread_local! {
 }
 
 /// Runs `body` with every `free_user_data` it sets off moved to a tool callback
-/// thread: for a host's call into ferrule that may let go of the last hold on
-/// user data (a late answer to a model request of a freed agent), where the
+/// thread: for a hold on user data that may be let go inside a host's call into
+/// ferrule (a late answer to a model request of a freed agent), where the
 /// host's thread may hold what its finalizer takes, or be the thread it joins.
 pub(crate) fn releasing_later<R>(body: impl FnOnce() -> R) -> R {
     let outer = RELEASING_LATER.with(|flag| flag.replace(true));

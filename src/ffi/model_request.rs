@@ -33,9 +33,21 @@ pub(crate) struct ForeignModelRequest {
     json: Arc<RequestStrings>,
     reply: Arc<HostReply>,
     request: HostRequest<HostAnswer>,
-    /// The model's callback and user data, which must outlive every request
-    /// the host has yet to answer.
-    _model: Arc<dyn Send + Sync>,
+    _model: ModelHold,
+}
+
+/// The model's callback and user data, which must outlive every request the
+/// host has yet to answer. The hold is let go under [`releasing_later`]: when
+/// it is the last (a late answer to a request of a freed agent), the model's
+/// `free_user_data` runs on a callback thread, never inside the host's
+/// `ferrule_model_request_*` call, whose thread may hold what it takes.
+struct ModelHold(Option<Arc<dyn Send + Sync>>);
+
+impl Drop for ModelHold {
+    fn drop(&mut self) {
+        let model = self.0.take();
+        releasing_later(|| drop(model));
+    }
 }
 
 /// A request's JSON, as the host may read it; shared by the attempts of one
@@ -85,7 +97,7 @@ pub(crate) fn begin(
     run_serial: u64,
 ) -> Option<(RequestTicket, PendingRequest)> {
     let (request, answer) = HostRequest::new(tokio_util::sync::CancellationToken::new(), run_serial);
-    host_request::begin(ForeignModelRequest { json, reply, request, _model: model }, answer)
+    host_request::begin(ForeignModelRequest { json, reply, request, _model: ModelHold(Some(model)) }, answer)
 }
 
 /// The request as JSON: `{"model", "run_id", "turn", "system", "messages" (ferrule's
@@ -96,7 +108,7 @@ pub(crate) fn begin(
 /// request that was already answered. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_model_request_json(request: *const ferrule_model_request) -> ferrule_str {
-    releasing_later(|| host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.full))
+    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.full)
 }
 
 /// The request as `ferrule_model_request_json` gives it, without `messages`:
@@ -104,7 +116,7 @@ pub unsafe extern "C" fn ferrule_model_request_json(request: *const ferrule_mode
 /// (`ferrule_model_request_new_messages_json`). Borrowed as `_json` is.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_model_request_options_json(request: *const ferrule_model_request) -> ferrule_str {
-    releasing_later(|| host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.options))
+    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.options)
 }
 
 /// The messages from `first_new_message` on, as a JSON array: what the run's
@@ -113,27 +125,19 @@ pub unsafe extern "C" fn ferrule_model_request_options_json(request: *const ferr
 /// history budget dropped messages). Borrowed as `_json` is.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_model_request_new_messages_json(request: *const ferrule_model_request) -> ferrule_str {
-    releasing_later(|| host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.new_messages))
+    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.new_messages)
 }
 
 /// Applies one streamed piece to a live request; after the run stopped
 /// waiting, the piece is dropped.
 fn with_reply(request: *mut ferrule_model_request, piece: impl FnOnce(&HostReply) -> Result<()>) -> *mut ferrule_error {
-    answer_guard(|| {
+    guard(|| {
         let live = RequestHandle::from_ptr(request, "request")?.live()?;
         if live.request.is_cancelled() {
             live.reply.discard();
         }
         piece(&live.reply)
     })
-}
-
-/// As [`guard`], for the host's calls on a request: the request's entry holds
-/// the model's user data for as long as the host may answer, so the last hold
-/// may go inside the call, and `free_user_data` then runs on a callback thread
-/// (never inside the host's call, whose thread may hold what it takes).
-fn answer_guard(body: impl FnOnce() -> Result<()>) -> *mut ferrule_error {
-    releasing_later(|| guard(body))
 }
 
 /// Takes the request out of the table for its one answer; what was streamed
@@ -226,7 +230,7 @@ pub unsafe extern "C" fn ferrule_model_request_complete(
     stop_reason: *const c_char,
     len: usize,
 ) -> *mut ferrule_error {
-    answer_guard(|| {
+    guard(|| {
         let entry = answering(request)?;
         // SAFETY: the host passes `len` readable bytes.
         let stop = unsafe { arg_str(stop_reason, len, "stop_reason") }.and_then(stop_reason_arg);
@@ -279,7 +283,7 @@ pub unsafe extern "C" fn ferrule_model_request_fail(
     len: usize,
     retryable: bool,
 ) -> *mut ferrule_error {
-    answer_guard(|| {
+    guard(|| {
         let entry = answering(request)?;
         // SAFETY: the host passes `len` readable bytes.
         let message = unsafe { arg_str(message, len, "message") };
@@ -328,7 +332,7 @@ fn failure_code(code: u32) -> Option<ErrorCode> {
 /// answered, and for NULL. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_model_request_is_cancelled(request: *const ferrule_model_request) -> bool {
-    releasing_later(|| host_request::is_cancelled::<ForeignModelRequest, _>(request))
+    host_request::is_cancelled::<ForeignModelRequest, _>(request)
 }
 
 /// Registers a one-shot cancel handler, as `ferrule_tool_call_on_cancel` does
@@ -347,7 +351,7 @@ pub unsafe extern "C" fn ferrule_model_request_on_cancel(
     user_data: *mut c_void,
     free_user_data: ferrule_free_fn,
 ) -> *mut ferrule_error {
-    answer_guard(|| {
+    guard(|| {
         let live = RequestHandle::from_ptr(request, "request")?.live()?;
         live.request.on_cancel(on_cancel, user_data, free_user_data, ForeignModelRequest::ANSWERED, "model request")
     })
