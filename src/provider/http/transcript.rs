@@ -126,27 +126,27 @@ impl EncodedTranscript {
                 empty = false;
             }
         }
-        for parts in [&self.pending, &self.followup] {
-            if !parts.is_empty() {
-                if !empty {
-                    out.push(b',');
-                }
-                write_user_message(self.parts_key, parts, out);
-                empty = false;
-            }
-        }
+        write_user_messages(self.parts_key, [&self.pending, &self.followup], !empty, out);
         out.push(b']');
     }
 
     fn flush_pending(&mut self) {
-        for parts in [std::mem::take(&mut self.pending), std::mem::take(&mut self.followup)] {
-            if !parts.is_empty() {
-                if !self.items.is_empty() {
-                    self.items.push(b',');
-                }
-                write_user_message(self.parts_key, &parts, &mut self.items);
-            }
+        write_user_messages(self.parts_key, [&self.pending, &self.followup], !self.items.is_empty(), &mut self.items);
+        self.pending.clear();
+        self.followup.clear();
+    }
+}
+
+/// Appends a user message for each of `parts` that holds any (the round's
+/// pending parts, then their follow-up), each after a comma when an element
+/// comes before it (`after_element` for the first).
+fn write_user_messages(key: &str, parts: [&[u8]; 2], mut after_element: bool, out: &mut Vec<u8>) {
+    for parts in parts.into_iter().filter(|parts| !parts.is_empty()) {
+        if after_element {
+            out.push(b',');
         }
+        write_user_message(key, parts, out);
+        after_element = true;
     }
 }
 
