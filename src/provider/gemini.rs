@@ -339,8 +339,8 @@ impl GeminiDecoder {
         let continues = call.get("willContinue").and_then(Value::as_bool) == Some(true);
         let pieces = call.get("partialArgs").and_then(Value::as_array);
         let name = call.get("name").and_then(Value::as_str);
-        if name.is_none() && call.get("args").is_some() {
-            // Only a call's start names it; arguments without one belong to nothing.
+        // Only a call's start names it, and arguments without one belong to nothing.
+        if name == Some("") || (name.is_none() && call.get("args").is_some()) {
             return Err(Error::new(ErrorCode::ProviderMalformedStream, "gemini: a function call has no name"));
         }
         if let (None, Some((position, _)), Some(signature)) = (name, &self.streaming, signature) {
@@ -348,9 +348,6 @@ impl GeminiDecoder {
             out.tool_call_signature(*position, signature);
         }
         if let Some(name) = name {
-            if name.is_empty() {
-                return Err(Error::new(ErrorCode::ProviderMalformedStream, "gemini: a function call has no name"));
-            }
             self.end_call(out)?;
             let position = self.calls;
             self.calls += 1;

@@ -44,15 +44,10 @@ impl PartialArgs {
     /// one item at a time, as the model writes it.
     pub(crate) fn apply(&mut self, piece: &Value) -> Result<(), Error> {
         let path = piece.get("jsonPath").and_then(Value::as_str).unwrap_or("");
-        self.size = self.size.saturating_add(path.len() + NODE_COST);
-        if let Some(text) = piece.get("stringValue").and_then(Value::as_str) {
-            self.size = self.size.saturating_add(text.len());
-        }
-        if self.size > MAX_ARGUMENT_BYTES {
-            return Err(malformed(format!("the arguments of a call are larger than {MAX_ARGUMENT_BYTES} bytes")));
-        }
+        let text = piece.get("stringValue").and_then(Value::as_str);
+        charge(&mut self.size, path.len() + NODE_COST + text.map_or(0, str::len))?;
         let steps = parse(path).ok_or_else(|| malformed(format!("the argument path {path:?} cannot be read")))?;
-        let value = if let Some(text) = piece.get("stringValue").and_then(Value::as_str) {
+        let value = if let Some(text) = text {
             Piece::Text(text)
         } else if let Some(number) = piece.get("numberValue").filter(|v| v.is_number()) {
             Piece::Value(number.clone())
@@ -68,10 +63,7 @@ impl PartialArgs {
                 "the argument path {path:?} goes through a value that is not an object or array, or past the end of an array"
             ))
         })?;
-        self.size = self.size.saturating_add(made);
-        if self.size > MAX_ARGUMENT_BYTES {
-            return Err(malformed(format!("the arguments of a call are larger than {MAX_ARGUMENT_BYTES} bytes")));
-        }
+        charge(&mut self.size, made)?;
         match (value, slot) {
             (Piece::Text(text), Value::String(current)) => current.push_str(text),
             (Piece::Text(text), slot) => *slot = Value::String(text.to_owned()),
@@ -89,6 +81,15 @@ impl PartialArgs {
 enum Piece<'a> {
     Text(&'a str),
     Value(Value),
+}
+
+/// Counts `cost` into `size`, against the bound on a call's arguments.
+fn charge(size: &mut usize, cost: usize) -> Result<(), Error> {
+    *size = size.saturating_add(cost);
+    if *size > MAX_ARGUMENT_BYTES {
+        return Err(malformed(format!("the arguments of a call are larger than {MAX_ARGUMENT_BYTES} bytes")));
+    }
+    Ok(())
 }
 
 /// `$`, then `.key`, `['key']` or `[n]` steps; `None` when the path is not one.
