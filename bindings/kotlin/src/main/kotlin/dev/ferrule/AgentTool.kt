@@ -1,6 +1,5 @@
 package dev.ferrule
 
-import com.sun.jna.Memory
 import com.sun.jna.Pointer
 
 /**
@@ -45,9 +44,7 @@ class AgentTool private constructor(
     internal fun register(builder: Pointer) {
         val optionsJson = FerruleJson.encodeToString(AgentToolOptions.serializer(), options)
         val strings = listOf(name, description, mode.json, optionsJson).map { it.utf8() }
-        val memory = strings.map { bytes ->
-            if (bytes.isEmpty()) null else Memory(bytes.size.toLong()).apply { write(0, bytes, 0, bytes.size) }
-        }
+        val memory = strings.map { it.memory() }
         // The agent's handle stays live while the builder takes its own.
         val added = agent.handle.use { agentHandle ->
             val spec = AgentToolSpec().apply {

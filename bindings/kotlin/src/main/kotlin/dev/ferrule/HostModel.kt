@@ -1,6 +1,5 @@
 package dev.ferrule
 
-import com.sun.jna.Memory
 import com.sun.jna.Pointer
 import kotlinx.coroutines.flow.Flow
 import kotlinx.serialization.SerialName
@@ -108,7 +107,7 @@ class ModelRequest internal constructor(options: Options, private val newMessage
 /** Sets [model] on a builder as its model [name], registered `nonblocking`; its requests run on [host]. */
 internal fun HostModel.register(builder: Pointer, name: String, host: CoroutineHost) {
     val bytes = name.utf8()
-    val memory = if (bytes.isEmpty()) null else Memory(bytes.size.toLong()).apply { write(0, bytes, 0, bytes.size) }
+    val memory = bytes.memory()
     val spec = ModelSpec().apply {
         struct_size = size()
         this.name = memory; name_len = bytes.length

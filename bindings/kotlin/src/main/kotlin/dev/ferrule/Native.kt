@@ -2,6 +2,7 @@ package dev.ferrule
 
 import com.sun.jna.Callback
 import com.sun.jna.CallbackThreadInitializer
+import com.sun.jna.Memory
 import com.sun.jna.NativeLong
 import com.sun.jna.Pointer
 import com.sun.jna.Structure
@@ -201,3 +202,9 @@ internal inline fun String.utf8Or(instead: (invalid: FerruleException) -> String
 }
 
 internal val ByteArray.length: NativeLong get() = NativeLong(size.toLong())
+
+/**
+ * The bytes in native memory for a spec's string field (null when empty); the
+ * caller keeps it alive while ferrule reads it.
+ */
+internal fun ByteArray.memory(): Memory? = if (isEmpty()) null else Memory(size.toLong()).also { it.write(0, this, 0, size) }

@@ -1,6 +1,5 @@
 package dev.ferrule
 
-import com.sun.jna.Memory
 import com.sun.jna.Pointer
 
 /**
@@ -21,9 +20,7 @@ class Tool(
     /** Adds the tool to a builder, registered `nonblocking`; its calls run on [host]. */
     internal fun register(builder: Pointer, host: CoroutineHost) {
         val strings = listOf(name, description, schema ?: "", options.json).map { it.utf8() }
-        val memory = strings.map { bytes ->
-            if (bytes.isEmpty()) null else Memory(bytes.size.toLong()).apply { write(0, bytes, 0, bytes.size) }
-        }
+        val memory = strings.map { it.memory() }
         val spec = ToolSpec().apply {
             struct_size = size()
             this.name = memory[0]; name_len = strings[0].length
