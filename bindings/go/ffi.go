@@ -42,6 +42,11 @@ func goStr(s C.ferrule_str) string {
 	return C.GoStringN(s.ptr, C.int(s.len))
 }
 
+// goBytes copies a borrowed ferrule string into Go memory, as bytes.
+func goBytes(s C.ferrule_str) []byte {
+	return C.GoBytes(unsafe.Pointer(s.ptr), C.int(s.len))
+}
+
 // cArg is b as a (pointer, length) argument of a call that only reads it during
 // the call (ferrule copies what it keeps): Go memory without Go pointers, which
 // cgo lets C read for the call's duration.

@@ -80,8 +80,8 @@ func (r *ModelRequest) Messages() ([]Message, error) {
 	var whole struct {
 		Messages []Message `json:"messages"`
 	}
-	json := C.ferrule_model_request_json(r.out.handle)
-	err := decodeJSON(unsafe.Slice((*byte)(unsafe.Pointer(json.ptr)), int(json.len)), &whole)
+	text := C.ferrule_model_request_json(r.out.handle)
+	err := json.Unmarshal(unsafe.Slice((*byte)(unsafe.Pointer(text.ptr)), int(text.len)), &whole)
 	return whole.Messages, err
 }
 
@@ -90,11 +90,9 @@ func (r *ModelRequest) Messages() ([]Message, error) {
 // whole history.
 func (r *ModelRequest) NewMessages() ([]Message, error) {
 	var messages []Message
-	err := decodeJSON(r.newMessages, &messages)
+	err := json.Unmarshal(r.newMessages, &messages)
 	return messages, err
 }
-
-func decodeJSON(data []byte, v any) error { return json.Unmarshal(data, v) }
 
 // ModelTool is a tool as a host model is told of it.
 type ModelTool struct {
@@ -241,9 +239,8 @@ type registeredModel struct {
 // generate runs on ferrule's runtime and must return at once: it registers the
 // cancel handler and hands the request to a goroutine.
 func (m *registeredModel) generate(handle *C.ferrule_model_request) {
-	options, fresh := C.ferrule_model_request_options_json(handle), C.ferrule_model_request_new_messages_json(handle)
-	raw := C.GoBytes(unsafe.Pointer(options.ptr), C.int(options.len))
-	newMessages := C.GoBytes(unsafe.Pointer(fresh.ptr), C.int(fresh.len))
+	raw := goBytes(C.ferrule_model_request_options_json(handle))
+	newMessages := goBytes(C.ferrule_model_request_new_messages_json(handle))
 	out := &ModelOutput{handle: handle}
 	ctx, cancel, forget := cancelledWith(func(onCancel C.ferrule_cancel_fn, key unsafe.Pointer) *C.ferrule_error {
 		return C.ferrule_model_request_on_cancel(handle, onCancel, key, nil)
