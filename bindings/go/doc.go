@@ -7,9 +7,11 @@
 //		ferrule.NewTool("lookup", "Looks a customer up.", lookup))
 //	res, err := agent.Run(ctx, ferrule.Prompt("Who is C-100?"))
 //
-// By default the package links the static library that `cargo build --release`
-// leaves in the repository (target/release/libferrule.a); with the build tag
-// ferrule_system it links an installed library found through pkg-config.
+// By default the package links the static library of its platform's module
+// (github.com/ferrule-dev/ferrule/bindings/go/lib/linux-amd64 or linux-arm64),
+// which go build fetches for the host alone. With the build tag ferrule_system it
+// links an installed library found through pkg-config; with ferrule_local, the
+// library `cargo build --release` leaves in a checkout (target/release).
 //
 // Threads: every function and method may be called from any goroutine. Tools run
 // on goroutines of their own; a tool's context is cancelled when its call times

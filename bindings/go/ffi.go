@@ -1,8 +1,8 @@
 package ferrule
 
 /*
-#cgo !ferrule_system CFLAGS: -I${SRCDIR}/../../include
-#cgo !ferrule_system LDFLAGS: ${SRCDIR}/../../target/release/libferrule.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
+#cgo !ferrule_system CFLAGS: -I${SRCDIR}/include
+#cgo ferrule_local LDFLAGS: ${SRCDIR}/../../target/release/libferrule.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 #cgo ferrule_system pkg-config: ferrule
 #include <stdlib.h>
 #include "ferrule.h"

@@ -1,0 +1,5 @@
+module github.com/ferrule-dev/ferrule/tests/packages/goproxy
+
+go 1.26.0
+
+require golang.org/x/mod v0.43.0
