@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib dist install demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
+.PHONY: all lib dist install install-files setup-packages release-libs release release-go test-packages demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
 
 all: lib
 
@@ -34,15 +34,21 @@ dist:
 
 # Installs the header, both libraries (the shared one as
 # libferrule.so.VERSION with the .so.0 and .so links), ferrule.pc and the CMake
-# package (lib/cmake/ferrule: find_package(ferrule)).
+# package (lib/cmake/ferrule: find_package(ferrule)). install-files installs
+# what LIBDIR holds without building it; PC_PREFIX is the prefix ferrule.pc
+# names (a release's is relative to the file's own place).
+PC_PREFIX = $(PREFIX)
 install: lib
+	$(MAKE) --no-print-directory install-files
+
+install-files:
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/ferrule
 	install -m 644 include/ferrule.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIBDIR)/libferrule.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBDIR)/libferrule.so $(DESTDIR)$(PREFIX)/lib/libferrule.so.$(VERSION)
 	ln -sf libferrule.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libferrule.so.$(ABI_VERSION)
 	ln -sf libferrule.so.$(ABI_VERSION) $(DESTDIR)$(PREFIX)/lib/libferrule.so
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ferrule.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ferrule.pc
+	sed -e 's|@PREFIX@|$(PC_PREFIX)|' -e 's|@VERSION@|$(VERSION)|' ferrule.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/ferrule.pc
 	for file in ferrule-config ferrule-config-version; do \
 		sed -e 's|@VERSION@|$(VERSION)|' -e 's|@ABI_VERSION@|$(ABI_VERSION)|' cmake/$$file.cmake.in \
 			> $(DESTDIR)$(PREFIX)/lib/cmake/ferrule/$$file.cmake || exit 1; \
@@ -69,7 +75,7 @@ demo-approval: $(BUILD)/approval
 
 # Every suite, in order, each one's wall time printed after it and all of them
 # at the end.
-SUITES = test-rust test-mcp-conformance test-header test-c test-go test-swift test-kotlin
+SUITES = test-rust test-mcp-conformance test-header test-c test-go test-swift test-kotlin test-packages
 test: setup
 	@mkdir -p $(BUILD); : > $(BUILD)/suite-times.txt
 	@for suite in $(SUITES); do \
@@ -118,14 +124,19 @@ test-header: header-check
 	cp $(BUILD)/header_c.c $(BUILD)/header_cpp.cpp
 	c++ -std=c++17 -Wall -Wextra -Werror -pedantic -Iinclude -c $(BUILD)/header_cpp.cpp -o $(BUILD)/header_cpp.o
 
+# The header, and its copy inside the Go module (a Go module holds only its own
+# directory's files).
+GO_HEADER = bindings/go/include/ferrule.h
 header:
 	$(CBINDGEN) --quiet --config cbindgen.toml --crate ferrule --output include/ferrule.h
+	cp include/ferrule.h $(GO_HEADER)
 
 header-check:
 	@$(CBINDGEN) --version | grep -q " $(CBINDGEN_VERSION)$$" || { echo "cbindgen $(CBINDGEN_VERSION) is required (cargo install cbindgen --version $(CBINDGEN_VERSION) --locked)"; exit 1; }
 	@mkdir -p $(BUILD)
 	$(CBINDGEN) --quiet --config cbindgen.toml --crate ferrule --output $(BUILD)/ferrule.h
 	@diff -u include/ferrule.h $(BUILD)/ferrule.h || { echo "include/ferrule.h is stale: run make header and commit it"; exit 1; }
+	@cmp -s include/ferrule.h $(GO_HEADER) || { echo "$(GO_HEADER) differs from include/ferrule.h: run make header and commit it"; exit 1; }
 
 # The one judge of the conformance observations every runner writes
 # (tests/conformance/README.md), built with the MCP test server the MCP
@@ -149,15 +160,17 @@ test-c: lib judge
 	! cmake -S tests/cmake-consumer -B $(BUILD)/cmake-consumer-newer -DCMAKE_PREFIX_PATH=$(CURDIR)/$(BUILD)/prefix \
 		-DFERRULE_WANTED=1.0 > /dev/null 2>&1
 
-# The Go binding links target/release/libferrule.a (see bindings/go/ffi.go).
-# Its conformance runner hands its observations to the judge.
+# In a checkout the Go binding links target/release/libferrule.a (the build tag
+# ferrule_local; bindings/go/ffi.go). Its conformance runner hands its
+# observations to the judge.
+GO_LOCAL = -tags ferrule_local
 test-go: lib judge
-	test -z "$$(gofmt -l bindings/go examples/go bench/go)" || { gofmt -l bindings/go examples/go bench/go; echo "gofmt: the files above are not formatted"; exit 1; }
-	cd bindings/go && go vet ./... && PATH=$(MCP_TEST_PATH) FERRULE_OBSERVATIONS=$(CURDIR)/$(BUILD)/conformance/go go test -race -count=1 ./...
-	cd examples/go && go vet ./...
-	out=$$(cd examples/go && go run ./hostmodel) || { echo "$$out"; exit 1; }; echo "$$out" && \
+	test -z "$$(gofmt -l bindings/go examples/go bench/go tests/packages)" || { gofmt -l bindings/go examples/go bench/go tests/packages; echo "gofmt: the files above are not formatted"; exit 1; }
+	cd bindings/go && go vet $(GO_LOCAL) ./... && PATH=$(MCP_TEST_PATH) FERRULE_OBSERVATIONS=$(CURDIR)/$(BUILD)/conformance/go go test $(GO_LOCAL) -race -count=1 ./...
+	cd examples/go && go vet $(GO_LOCAL) ./...
+	out=$$(cd examples/go && go run $(GO_LOCAL) ./hostmodel) || { echo "$$out"; exit 1; }; echo "$$out" && \
 		echo "$$out" | grep -q "answer: C-100 is on the Gold plan."
-	cd bench/go && go vet ./...
+	cd bench/go && go vet $(GO_LOCAL) ./...
 	$(MAKE) --no-print-directory install PREFIX=$(CURDIR)/$(BUILD)/prefix
 	readelf -d $(BUILD)/prefix/lib/libferrule.so | grep -q 'SONAME.*libferrule.so.$(ABI_VERSION)'
 	cd bindings/go && PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/prefix/lib/pkgconfig \
@@ -247,8 +260,64 @@ xcframework:
 		-library target/aarch64-apple-ios-sim/release/libferrule.a -headers $(BUILD)/xcframework/headers \
 		-output $(BUILD)/Ferrule.xcframework
 
+# Packages and releases (docs/packages.md). The libraries as they ship are
+# built with the Cargo profile dist for each Linux target, against glibc 2.28
+# (scripts/dist.sh, with cargo-zigbuild), into target/TARGET/dist.
+RELEASE_TARGETS = x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu
+RELEASE = $(BUILD)/release
+ZIG_PATH = PATH=$(CURDIR)/build/zig-python/bin:$$PATH
+dist_of = target/$(1)-unknown-linux-gnu/dist
+# JNA's and Go's names of the platforms.
+jna_platform = linux-$(subst _,-,$(1))
+go_platform = linux-$(if $(filter x86_64,$(1)),amd64,arm64)
+RELEASE_ARCHS = $(patsubst %-unknown-linux-gnu,%,$(RELEASE_TARGETS))
+
+setup-packages:
+	./scripts/setup.sh packages
+
+release-libs: setup-packages
+	for target in $(RELEASE_TARGETS); do $(ZIG_PATH) ./scripts/dist.sh $$target || exit 1; done
+
+# Every artifact this machine can build, in build/release, with SHA256SUMS: per
+# Linux target a tarball for C and C++ (include/, lib/ with both libraries,
+# pkg-config's and CMake's files, relocatable), and the Kotlin/JVM artifacts
+# (the JAR with every platform's library, the POM, sources and javadoc JARs) in
+# a Maven repository (build/release/maven). The Go modules are a commit of their
+# own: make release-go.
+release: release-libs
+	rm -rf $(RELEASE)
+	for arch in $(RELEASE_ARCHS); do \
+		name=ferrule-$(VERSION)-$$arch-linux-gnu; \
+		$(MAKE) --no-print-directory install-files LIBDIR=target/$$arch-unknown-linux-gnu/dist PREFIX= \
+			DESTDIR=$(RELEASE)/stage/$$name PC_PREFIX='$$$${pcfiledir}/../..' > /dev/null || exit 1; \
+		tar -C $(RELEASE)/stage --sort=name --owner=0 --group=0 --numeric-owner -czf $(RELEASE)/$$name.tar.gz $$name || exit 1; \
+	done
+	$(foreach arch,$(RELEASE_ARCHS),install -D -m 755 $(call dist_of,$(arch))/libferrule.so \
+		$(RELEASE)/stage/native/$(call jna_platform,$(arch))/libferrule.so &&) true
+	cd bindings/kotlin && $(KOTLIN_MVN) -Prelease deploy -DskipTests -Dferrule.native.dir=$(CURDIR)/$(RELEASE)/stage/native \
+		-DaltDeploymentRepository=release::file://$(CURDIR)/$(RELEASE)/maven
+	rm -rf $(RELEASE)/stage
+	cd $(RELEASE) && find . -type f ! -name SHA256SUMS ! -name '*.md5' ! -name '*.sha1' ! -name 'maven-metadata*' \
+		| sort | xargs sha256sum > SHA256SUMS
+	@cat $(RELEASE)/SHA256SUMS
+	@echo "release: the Go modules' release commit is written by make release-go"
+
+# The Go modules' release commit and tags (scripts/release-go.sh), for this
+# version, with the static libraries of release-libs; push the tags to publish.
+release-go: release-libs
+	./scripts/release-go.sh . v$(VERSION) \
+		$(foreach arch,$(RELEASE_ARCHS),$(call go_platform,$(arch))=$(call dist_of,$(arch))/libferrule.a)
+
+# The packages as users get them (tests/packages): the Go modules from a
+# file-based proxy, the Kotlin artifacts from a Maven repository, the C
+# tarballs through CMake and pkg-config; arm64 under qemu.
+test-packages: release
+	./tests/packages/go.sh $(foreach arch,$(RELEASE_ARCHS),$(call dist_of,$(arch))/libferrule.a)
+	./tests/packages/c.sh $(RELEASE) $(VERSION)
+	./tests/packages/kotlin.sh $(RELEASE)/maven
+
 demo-go: lib
-	cd examples/go && go run .
+	cd examples/go && go run $(GO_LOCAL) .
 
 # One MCP tool call over stdio and HTTP, ferrule's client beside the OpenAI
 # Agents SDK's against the same servers (docs/performance.md).
@@ -268,7 +337,7 @@ bench-agents:
 
 # W1-W3 with the tool in Go: ferrule's Go binding beside eino, in one run.
 bench-go: lib
-	cd bench/go && go test -run '^$$' -bench . -benchtime 5x
+	cd bench/go && go test $(GO_LOCAL) -run '^$$' -bench . -benchtime 5x
 
 clean:
 	rm -rf $(BUILD)

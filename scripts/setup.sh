@@ -3,7 +3,9 @@
 # cbindgen (for the header check), cmake, ninja and cJSON (for the C tests), and
 # the pinned Python MCP SDKs the MCP tests' servers run on (build/mcp-python:
 # mcp 2.x; build/mcp-python-1: mcp 1.x) and the registry's Node MCP servers
-# (build/mcp-node).
+# (build/mcp-node). With "packages", also what the release builds and the package
+# tests need: the Rust standard library for aarch64 Linux, cargo-zigbuild with zig
+# (build/zig-python), and Debian's aarch64 cross compiler, C library and qemu.
 # Idempotent; run by `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,12 @@ missing=()
 command -v cmake >/dev/null || missing+=(cmake)
 command -v ninja >/dev/null || missing+=(ninja-build)
 [ -f /usr/include/cjson/cJSON.h ] || missing+=(libcjson-dev)
+if [ "${1:-}" = packages ]; then
+    command -v qemu-aarch64 >/dev/null || missing+=(qemu-user)
+    command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
+    [ -f /usr/aarch64-linux-gnu/lib/libc.so.6 ] || missing+=(libc6-arm64-cross)
+    command -v file >/dev/null || missing+=(file)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]}"
     sudo_cmd=""
@@ -44,6 +52,12 @@ python_env build/mcp-python-1 tests/mcp/requirements-1.txt
 # With "bench": the MCP benchmark's peer (make bench-mcp).
 if [ "${1:-}" = bench ]; then
     python_env build/bench-python bench/mcp/requirements.txt
+fi
+# With "packages": the cross linker of the release builds (scripts/dist.sh).
+if [ "${1:-}" = packages ]; then
+    python_env build/zig-python scripts/zig-requirements.txt
+    rustup target list --installed | grep -qx aarch64-unknown-linux-gnu ||
+        rustup target add aarch64-unknown-linux-gnu
 fi
 
 # The registry's Node MCP servers (and the MCP conformance suite), exactly as

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The Kotlin/JVM artifacts as a user gets them: the JAR must carry libferrule
+# for every Linux platform the release builds (the right machine in each), with
+# its POM, sources and javadoc JARs; a Maven project depending on ferrule by its
+# coordinates alone, from the release's Maven repository, runs an agent (the
+# lookup example on the scripted model) with no jna.library.path: JNA takes the
+# library from the JAR.
+#
+#   tests/packages/kotlin.sh MAVEN_REPOSITORY
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+
+fail() { echo "packages/kotlin: $*" >&2; exit 1; }
+
+[ $# -eq 1 ] || fail "usage: $0 MAVEN_REPOSITORY"
+repository=$(realpath "$1")
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+artifacts=$repository/dev/ferrule/ferrule/$version
+work=$root/build/packages/kotlin
+rm -rf "$work"
+mkdir -p "$work"
+
+for file in ferrule-$version.jar ferrule-$version.pom ferrule-$version-sources.jar ferrule-$version-javadoc.jar; do
+    [ -s "$artifacts/$file" ] || fail "the release has no $file"
+done
+for element in url licenses developers scm; do
+    grep -q "<$element>" "$artifacts/ferrule-$version.pom" || fail "the POM has no <$element>, which Maven Central requires"
+done
+unzip -q -d "$work/jar" "$artifacts/ferrule-$version.jar"
+for platform in "linux-x86-64:x86-64" "linux-aarch64:ARM aarch64"; do
+    folder=${platform%%:*} machine=${platform#*:}
+    [ -f "$work/jar/$folder/libferrule.so" ] || fail "the JAR has no $folder/libferrule.so"
+    file "$work/jar/$folder/libferrule.so" | grep -q "$machine" || fail "$folder/libferrule.so is not built for $machine"
+done
+unzip -l "$artifacts/ferrule-$version-javadoc.jar" | grep "dev/ferrule/Agent.html" >/dev/null || fail "the javadoc JAR has no page for Agent"
+unzip -l "$artifacts/ferrule-$version-sources.jar" | grep "dev/ferrule/Agent.kt" >/dev/null || fail "the sources JAR has no Agent.kt"
+
+# A user's project with a local repository of its own: the machine's Maven
+# repository stands in for Maven Central.
+consumer=$work/consumer
+mkdir -p "$consumer/src/main/kotlin"
+cp tests/packages/kotlin-consumer/pom.xml "$consumer/"
+cp examples/kotlin/src/main/kotlin/Lookup.kt "$consumer/src/main/kotlin/"
+unset OPENAI_API_KEY ANTHROPIC_API_KEY GEMINI_API_KEY LD_LIBRARY_PATH
+out=$(cd "$consumer" && mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$work/m2" \
+    -Dferrule.repository="file://$repository" -Dmachine.repository="file://$HOME/.m2/repository" \
+    compile exec:java) || fail "the program failed: $out"
+echo "$out" | grep -q "answer: C-100 is on the Gold plan." || fail "the program did not answer: $out"
+grep -q "ferrule-$version.jar>ferrule-release=" "$work/m2/dev/ferrule/ferrule/$version/_remote.repositories" ||
+    fail "ferrule's JAR did not come from the release's repository"
+echo "packages/kotlin: a Maven project ran an agent on dev.ferrule:ferrule:$version from the release's repository"
