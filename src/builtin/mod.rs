@@ -12,6 +12,7 @@ mod edit;
 mod list_files;
 mod matching;
 mod read;
+mod read_image;
 mod workspace;
 mod write;
 

@@ -1,31 +1,22 @@
 //! `read {path, offset?, limit?}`: text up to 2,000 lines or 50 KiB a call, with
 //! one-indexed paging and a notice saying how to continue; PNG, JPEG, GIF and WebP
-//! as images (resized or re-encoded to fit 2,000 x 2,000 pixels and 4 MiB of
-//! base64); binary files refused. Text is read line by line, never whole.
+//! as images (read_image.rs); binary files refused. Text is read line by line,
+//! never whole.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Seek};
 
-use base64::Engine;
-use image::{DynamicImage, ImageFormat};
 use serde_json::{json, Value};
 
+use super::read_image::{read_image, ImageKind};
 use super::workspace::{Workspace, MAX_LOADED_FILE};
 use super::{object_schema, positive, Stop};
-use crate::message::Part;
 use crate::tool::ToolResult;
 
 pub(crate) const DESCRIPTION: &str = "Read a file. Text comes back up to 2000 lines or 50 KiB at a time; use offset (the first line, from 1) and limit (how many lines) to page. PNG, JPEG, GIF and WebP files come back as images.";
 const MAX_LINES: usize = 2000;
 const MAX_BYTES: usize = 50 * 1024;
 const MAX_LINE_CHARS: usize = 2000;
-const MAX_IMAGE_SIDE: u32 = 2000;
-const MAX_IMAGE_BASE64: usize = 4 << 20;
-/// Images with more pixels are refused before they are decoded: decoded, this
-/// many take 128 MiB.
-const MAX_IMAGE_PIXELS: u64 = 32_000_000;
-/// The most memory one image decode may allocate.
-const MAX_IMAGE_ALLOCATION: u64 = 192 << 20;
 
 pub(crate) fn schema() -> Value {
     object_schema(
@@ -47,13 +38,13 @@ pub(crate) fn run(workspace: &Workspace, arguments: &Value, stop: &Stop) -> Resu
     let mut head = Vec::with_capacity(8192);
     (&mut file).take(8192).read_to_end(&mut head).map_err(failed)?;
     file.rewind().map_err(failed)?;
-    if let Some(format) = image_format(&head) {
+    if let Some(kind) = ImageKind::sniff(&head) {
         if metadata.len() > MAX_LOADED_FILE {
             return Err(format!("{shown} is an image of {} bytes, too large to read.", metadata.len()));
         }
         let mut bytes = Vec::with_capacity(metadata.len() as usize);
         file.take(MAX_LOADED_FILE).read_to_end(&mut bytes).map_err(failed)?;
-        return read_image(bytes, shown, format);
+        return read_image(bytes, shown, kind);
     }
     if head.contains(&0) {
         return Err(format!("{shown} is a binary file ({} bytes); read only shows text and images.", metadata.len()));
@@ -148,89 +139,5 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>, stop: &Stop) -> std:
             }
             return Ok(Some(long));
         }
-    }
-}
-
-fn image_format(head: &[u8]) -> Option<ImageFormat> {
-    match head {
-        [0x89, b'P', b'N', b'G', ..] => Some(ImageFormat::Png),
-        [0xFF, 0xD8, 0xFF, ..] => Some(ImageFormat::Jpeg),
-        [b'G', b'I', b'F', b'8', ..] => Some(ImageFormat::Gif),
-        [b'R', b'I', b'F', b'F', _, _, _, _, b'W', b'E', b'B', b'P', ..] => Some(ImageFormat::WebP),
-        _ => None,
-    }
-}
-
-fn base64_len(bytes: usize) -> usize {
-    bytes.div_ceil(3) * 4
-}
-
-fn read_image(bytes: Vec<u8>, shown: &str, format: ImageFormat) -> Result<ToolResult, String> {
-    let unreadable = |e: image::ImageError| format!("{shown} is not a readable image: {e}");
-    let mut reader = image::ImageReader::with_format(std::io::Cursor::new(&bytes), format);
-    let mut limits = image::Limits::default();
-    limits.max_alloc = Some(MAX_IMAGE_ALLOCATION);
-    reader.limits(limits.clone());
-    // The header alone gives the size; nothing larger is decoded.
-    let (width, height) = reader.into_dimensions().map_err(unreadable)?;
-    if u64::from(width) * u64::from(height) > MAX_IMAGE_PIXELS {
-        return Err(format!(
-            "{shown} is an image of {width}x{height} pixels, more than the {} million read decodes; scale it down first (for example with bash).",
-            MAX_IMAGE_PIXELS / 1_000_000
-        ));
-    }
-    let mut reader = image::ImageReader::with_format(std::io::Cursor::new(&bytes), format);
-    reader.limits(limits);
-    let image = reader.decode().map_err(unreadable)?;
-    let media_type = format.to_mime_type();
-    let fits = width <= MAX_IMAGE_SIDE && height <= MAX_IMAGE_SIDE && base64_len(bytes.len()) <= MAX_IMAGE_BASE64;
-    let (data, media_type, note) = if fits {
-        (bytes, media_type, String::new())
-    } else {
-        let resized = if width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE {
-            image.resize(MAX_IMAGE_SIDE, MAX_IMAGE_SIDE, image::imageops::FilterType::Triangle)
-        } else {
-            image
-        };
-        let (data, media_type) = encode_within_budget(&resized)?;
-        let note = format!(
-            "; sent as {}x{} {media_type} (was {width}x{height}, {} bytes)",
-            resized.width(),
-            resized.height(),
-            bytes.len()
-        );
-        (data, media_type, note)
-    };
-    let encoded = base64::engine::general_purpose::STANDARD.encode(&data);
-    Ok(ToolResult {
-        content: vec![
-            Part::text(format!("Image {shown}: {width}x{height} {}{note}", format.to_mime_type())),
-            Part::Image { media_type: Some(media_type.to_owned()), data: Some(encoded), url: None },
-        ],
-        ..ToolResult::default()
-    })
-}
-
-/// PNG if it fits the base64 budget, else JPEG at falling quality, then smaller.
-fn encode_within_budget(image: &DynamicImage) -> Result<(Vec<u8>, &'static str), String> {
-    let mut png = Vec::new();
-    image
-        .write_to(&mut std::io::Cursor::new(&mut png), ImageFormat::Png)
-        .map_err(|e| format!("The image could not be re-encoded: {e}"))?;
-    if base64_len(png.len()) <= MAX_IMAGE_BASE64 {
-        return Ok((png, "image/png"));
-    }
-    let mut current = DynamicImage::ImageRgb8(image.to_rgb8());
-    loop {
-        for quality in [85u8, 70, 50] {
-            let mut jpeg = Vec::new();
-            let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, quality);
-            current.write_with_encoder(encoder).map_err(|e| format!("The image could not be re-encoded: {e}"))?;
-            if base64_len(jpeg.len()) <= MAX_IMAGE_BASE64 {
-                return Ok((jpeg, "image/jpeg"));
-            }
-        }
-        current =
-            current.resize(current.width() * 3 / 4, current.height() * 3 / 4, image::imageops::FilterType::Triangle);
     }
 }
