@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Runs a command of the Swift toolchain in bindings/swift, inside a Debian trixie
-# root (Swift is not on the project's machines; trixie packages it as swiftlang).
+# Runs a command of the Swift toolchain in the checkout's root (the package's
+# Package.swift), inside a Debian trixie root (Swift is not on the project's
+# machines; trixie packages it as swiftlang).
 #
 #   scripts/swift.sh swift build
 #   scripts/swift.sh swift test
 #   scripts/swift.sh swift run --package-path /ferrule/examples/swift/lookup Lookup
 #
-# Commands run in /ferrule/bindings/swift; other packages of the checkout are
-# reached through --package-path /ferrule/...
+# Commands run in /ferrule; other packages of the checkout are reached through
+# --package-path /ferrule/... The package finds libferrule through pkg-config:
+# by default a ferrule.pc of the root's naming the checkout's target/release
+# (/opt/ferrule-checkout), with the same directory on LD_LIBRARY_PATH;
+# FERRULE_SWIFT_PKG_CONFIG_PATH and FERRULE_SWIFT_LIBRARY_PATH (paths inside the
+# root, such as /ferrule/build/...) name others.
 # The root is made once with debootstrap (about 25 s) plus `apt-get install
 # swiftlang libc6-dev` inside it (about 25 s), and reused while it exists:
 # FERRULE_SWIFT_ROOT (default /var/tmp/ferrule-swift/root). The checkout is
@@ -75,6 +80,12 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 mount --bind "$REPO" "$ROOT$inside"
+checkout_pc=/opt/ferrule-checkout
+mkdir -p "$ROOT$checkout_pc"
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' "$REPO/Cargo.toml" | head -1)
+printf '%s\n' "libdir=$inside/target/release" "includedir=$inside/include" "" "Name: ferrule" \
+    "Description: The checkout's libferrule" "Version: $version" 'Libs: -L${libdir} -lferrule' 'Cflags: -I${includedir}' \
+    > "$ROOT$checkout_pc/ferrule.pc"
 
 # The build directories live in the checkout (.build beside each package),
 # ignored by git. A real model's key and name pass through when set (the
@@ -86,8 +97,9 @@ done
 # target/release is on PATH for the MCP test server the conformance scenarios start.
 unshare --pid --fork --kill-child --mount-proc="$ROOT/proc" chroot "$ROOT" /usr/bin/env -i HOME=/root \
     PATH="$inside/target/release:/usr/bin:/bin" LANG=C.UTF-8 \
-    FERRULE_LIB_DIR="$inside/target/release" "${passed[@]}" \
-    /bin/sh -c "cd $inside/bindings/swift && exec \"\$@\"" swift "$@" &
+    PKG_CONFIG_PATH="${FERRULE_SWIFT_PKG_CONFIG_PATH:-$checkout_pc}" \
+    LD_LIBRARY_PATH="${FERRULE_SWIFT_LIBRARY_PATH:-$inside/target/release}" "${passed[@]}" \
+    /bin/sh -c "cd $inside && exec \"\$@\"" swift "$@" &
 child=$!
 status=0
 wait "$child" || status=$?

@@ -5,9 +5,9 @@ import PackageDescription
 
 let package = Package(
     name: "FerruleBench",
-    dependencies: [.package(path: "../../../bindings/swift")],
+    dependencies: [.package(path: "../../..")],
     targets: [
-        .executableTarget(name: "SwiftBench", dependencies: [.product(name: "Ferrule", package: "swift")])
+        .executableTarget(name: "SwiftBench", dependencies: [.product(name: "Ferrule", package: "ferrule")])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,11 +4,11 @@
 // in Swift (`swift run HostModelExample`). `make test-swift` runs both.
 import PackageDescription
 
-let ferrule: Target.Dependency = .product(name: "Ferrule", package: "swift")
+let ferrule: Target.Dependency = .product(name: "Ferrule", package: "ferrule")
 
 let package = Package(
     name: "FerruleExample",
-    dependencies: [.package(path: "../../../bindings/swift")],
+    dependencies: [.package(path: "../../..")],
     targets: [
         .executableTarget(name: "Lookup", dependencies: [ferrule]),
         .executableTarget(name: "HostModelExample", dependencies: [ferrule]),
