@@ -5,6 +5,11 @@ go 1.26
 require github.com/ferrule-dev/ferrule/bindings/go v0.0.0
 
 require (
+	github.com/ferrule-dev/ferrule/bindings/go/lib/linux-amd64 v0.0.0 // indirect
+	github.com/ferrule-dev/ferrule/bindings/go/lib/linux-arm64 v0.0.0 // indirect
+)
+
+require (
 	github.com/bahlo/generic-list-go v0.2.0 // indirect
 	github.com/buger/jsonparser v1.1.1 // indirect
 	github.com/bytedance/gopkg v0.1.3 // indirect
@@ -36,4 +41,10 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 
-replace github.com/ferrule-dev/ferrule/bindings/go => ../../bindings/go
+// The binding and its libraries' modules from the checkout (build with the tag
+// ferrule_local, or with the libraries of a release in bindings/go/lib).
+replace (
+	github.com/ferrule-dev/ferrule/bindings/go => ../../bindings/go
+	github.com/ferrule-dev/ferrule/bindings/go/lib/linux-amd64 => ../../bindings/go/lib/linux-amd64
+	github.com/ferrule-dev/ferrule/bindings/go/lib/linux-arm64 => ../../bindings/go/lib/linux-arm64
+)

@@ -1,7 +1,6 @@
 package ferrule
 
 /*
-#cgo !ferrule_system CFLAGS: -I${SRCDIR}/include
 #cgo ferrule_local LDFLAGS: ${SRCDIR}/../../target/release/libferrule.a -lgcc_s -lutil -lrt -lpthread -lm -ldl -lc
 #cgo ferrule_system pkg-config: ferrule
 #include <stdlib.h>
