@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib dist install install-files setup-packages release-libs release release-go test-packages demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
+.PHONY: all lib dist install install-files setup-packages release-libs release release-go aar test-packages demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
 
 all: lib
 
@@ -93,6 +93,8 @@ test-rust: judge
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --release --workspace --all-targets -- -D warnings
 	$(CARGO) test --release --workspace
+	$(CARGO) clippy --release --lib --no-default-features -- -D warnings
+	$(CARGO) test --release --lib --no-default-features
 	$(CARGO) run --release -q -p ferrule-codegen -- --check
 
 # The MCP conformance suite's client scenarios against ferrule's MCP client,
@@ -126,7 +128,7 @@ test-header: header-check
 
 # The header, and its copy inside the Go module (a Go module holds only its own
 # directory's files).
-GO_HEADER = bindings/go/include/ferrule.h
+GO_HEADER = bindings/go/ferrule.h
 header:
 	$(CBINDGEN) --quiet --config cbindgen.toml --crate ferrule --output include/ferrule.h
 	cp include/ferrule.h $(GO_HEADER)
@@ -185,7 +187,7 @@ test-go: lib judge
 SWIFT = bash scripts/swift.sh swift
 test-swift: lib judge
 	$(SWIFT) format lint --strict --recursive --configuration /ferrule/bindings/swift/.swift-format \
-		/ferrule/bindings/swift/Sources /ferrule/bindings/swift/Tests /ferrule/bindings/swift/Package.swift \
+		/ferrule/bindings/swift/Sources /ferrule/bindings/swift/Tests /ferrule/Package.swift \
 		/ferrule/examples/swift /ferrule/bench/swift/workloads
 	$(SWIFT) test
 	$(SWIFT) test --sanitize=thread -Xswiftc -DFERRULE_TSAN --scratch-path .build/tsan
@@ -242,23 +244,29 @@ demo-swift: lib
 bench-swift: lib
 	$(SWIFT) run -c release --package-path /ferrule/bench/swift/workloads
 
-# An XCFramework of the static library and the header for Apple platforms
+# An XCFramework of the static library (dist profile) and the header for Apple
+# platforms, with the slices macos-arm64_x86_64, ios-arm64 and
+# ios-arm64_x86_64-simulator, zipped for a binary target with its checksum
 # (macOS with Xcode only: docs/swift.md, "Swift on Apple platforms").
-XCFRAMEWORK_TARGETS = aarch64-apple-darwin x86_64-apple-darwin aarch64-apple-ios aarch64-apple-ios-sim
+XCFRAMEWORK_TARGETS = aarch64-apple-darwin x86_64-apple-darwin aarch64-apple-ios aarch64-apple-ios-sim x86_64-apple-ios
 xcframework:
 	@[ "$$(uname)" = Darwin ] || { echo "make xcframework needs macOS with Xcode" >&2; exit 1; }
-	for target in $(XCFRAMEWORK_TARGETS); do $(CARGO) build --release --lib --target $$target || exit 1; done
-	@mkdir -p $(BUILD)/xcframework/macos $(BUILD)/xcframework/headers
-	lipo -create target/aarch64-apple-darwin/release/libferrule.a target/x86_64-apple-darwin/release/libferrule.a \
+	for target in $(XCFRAMEWORK_TARGETS); do ./scripts/dist.sh $$target || exit 1; done
+	@mkdir -p $(BUILD)/xcframework/macos $(BUILD)/xcframework/simulator $(BUILD)/xcframework/headers
+	lipo -create target/aarch64-apple-darwin/dist/libferrule.a target/x86_64-apple-darwin/dist/libferrule.a \
 		-output $(BUILD)/xcframework/macos/libferrule.a
+	lipo -create target/aarch64-apple-ios-sim/dist/libferrule.a target/x86_64-apple-ios/dist/libferrule.a \
+		-output $(BUILD)/xcframework/simulator/libferrule.a
 	cp include/ferrule.h bindings/swift/Sources/CFerrule/module.modulemap $(BUILD)/xcframework/headers/
 	sed -i '' 's/header "ferrule_shim.h"/header "ferrule.h"/' $(BUILD)/xcframework/headers/module.modulemap
-	rm -rf $(BUILD)/Ferrule.xcframework
+	rm -rf $(BUILD)/Ferrule.xcframework $(BUILD)/Ferrule.xcframework.zip
 	xcodebuild -create-xcframework \
 		-library $(BUILD)/xcframework/macos/libferrule.a -headers $(BUILD)/xcframework/headers \
-		-library target/aarch64-apple-ios/release/libferrule.a -headers $(BUILD)/xcframework/headers \
-		-library target/aarch64-apple-ios-sim/release/libferrule.a -headers $(BUILD)/xcframework/headers \
+		-library target/aarch64-apple-ios/dist/libferrule.a -headers $(BUILD)/xcframework/headers \
+		-library $(BUILD)/xcframework/simulator/libferrule.a -headers $(BUILD)/xcframework/headers \
 		-output $(BUILD)/Ferrule.xcframework
+	cd $(BUILD) && zip -qry Ferrule.xcframework.zip Ferrule.xcframework
+	swift package compute-checksum $(BUILD)/Ferrule.xcframework.zip
 
 # Packages and releases (docs/packages.md). The libraries as they ship are
 # built with the Cargo profile dist for each Linux target, against glibc 2.28
@@ -267,9 +275,10 @@ RELEASE_TARGETS = x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu
 RELEASE = $(BUILD)/release
 ZIG_PATH = PATH=$(CURDIR)/build/zig-python/bin:$$PATH
 dist_of = target/$(1)-unknown-linux-gnu/dist
+tarball = ferrule-$(VERSION)-$(1)-linux-gnu
 # JNA's and Go's names of the platforms.
 jna_platform = linux-$(subst _,-,$(1))
-go_platform = linux-$(if $(filter x86_64,$(1)),amd64,arm64)
+go_platform = $(or $(if $(filter x86_64,$(1)),linux-amd64),$(if $(filter aarch64,$(1)),linux-arm64),$(error no Go platform for $(1)))
 RELEASE_ARCHS = $(patsubst %-unknown-linux-gnu,%,$(RELEASE_TARGETS))
 
 setup-packages:
@@ -286,12 +295,10 @@ release-libs: setup-packages
 # own: make release-go.
 release: release-libs
 	rm -rf $(RELEASE)
-	for arch in $(RELEASE_ARCHS); do \
-		name=ferrule-$(VERSION)-$$arch-linux-gnu; \
-		$(MAKE) --no-print-directory install-files LIBDIR=target/$$arch-unknown-linux-gnu/dist PREFIX= \
-			DESTDIR=$(RELEASE)/stage/$$name PC_PREFIX='$$$${pcfiledir}/../..' > /dev/null || exit 1; \
-		tar -C $(RELEASE)/stage --sort=name --owner=0 --group=0 --numeric-owner -czf $(RELEASE)/$$name.tar.gz $$name || exit 1; \
-	done
+	$(foreach arch,$(RELEASE_ARCHS),$(MAKE) --no-print-directory install-files LIBDIR=$(call dist_of,$(arch)) PREFIX= \
+		DESTDIR=$(RELEASE)/stage/$(call tarball,$(arch)) PC_PREFIX='$$$${pcfiledir}/../..' > /dev/null &&) true
+	$(foreach arch,$(RELEASE_ARCHS),tar -C $(RELEASE)/stage --sort=name --owner=0 --group=0 --numeric-owner \
+		-czf $(RELEASE)/$(call tarball,$(arch)).tar.gz $(call tarball,$(arch)) &&) true
 	$(foreach arch,$(RELEASE_ARCHS),install -D -m 755 $(call dist_of,$(arch))/libferrule.so \
 		$(RELEASE)/stage/native/$(call jna_platform,$(arch))/libferrule.so &&) true
 	cd bindings/kotlin && $(KOTLIN_MVN) -Prelease deploy -DskipTests -Dferrule.native.dir=$(CURDIR)/$(RELEASE)/stage/native \
@@ -302,6 +309,10 @@ release: release-libs
 	@cat $(RELEASE)/SHA256SUMS
 	@echo "release: the Go modules' release commit is written by make release-go"
 
+# The Android library of the Kotlin binding (scripts/aar.sh; needs the NDK).
+aar:
+	./scripts/aar.sh
+
 # The Go modules' release commit and tags (scripts/release-go.sh), for this
 # version, with the static libraries of release-libs; push the tags to publish.
 release-go: release-libs
@@ -310,11 +321,13 @@ release-go: release-libs
 
 # The packages as users get them (tests/packages): the Go modules from a
 # file-based proxy, the Kotlin artifacts from a Maven repository, the C
-# tarballs through CMake and pkg-config; arm64 under qemu.
+# tarballs through CMake and pkg-config, the Swift package against a tarball;
+# arm64 under qemu.
 test-packages: release
 	./tests/packages/go.sh $(foreach arch,$(RELEASE_ARCHS),$(call dist_of,$(arch))/libferrule.a)
 	./tests/packages/c.sh $(RELEASE) $(VERSION)
 	./tests/packages/kotlin.sh $(RELEASE)/maven
+	./tests/packages/swift.sh $(RELEASE) $(VERSION)
 
 demo-go: lib
 	cd examples/go && go run $(GO_LOCAL) .

@@ -19,6 +19,23 @@ fail() { echo "dist: $*" >&2; exit 1; }
 target=$1
 floor=${GLIBC_FLOOR:-2.28}
 
+# What the target's linker needs, checked first.
+case $target in
+    *-linux-gnu)
+        command -v cargo-zigbuild >/dev/null ||
+            fail "cargo-zigbuild is missing (scripts/setup.sh packages installs it, with zig)"
+        ;;
+    *-apple-darwin | *-apple-ios | *-apple-ios-sim)
+        [ "$(uname)" = Darwin ] || fail "$target needs macOS with Xcode"
+        ;;
+    *-linux-android | *-linux-androideabi)
+        [ -n "${ANDROID_NDK_HOME:-}" ] && [ -d "$ANDROID_NDK_HOME" ] ||
+            fail "$target needs the Android NDK (set ANDROID_NDK_HOME)"
+        command -v cargo-ndk >/dev/null || fail "$target needs cargo-ndk (cargo install cargo-ndk --locked)"
+        ;;
+    *) fail "no recipe for $target" ;;
+esac
+
 if ! rustup target list --installed | grep -qx "$target"; then
     rustup target add "$target" >&2 ||
         fail "the Rust standard library for $target cannot be added here (rustup target add $target)"
@@ -27,23 +44,10 @@ fi
 # Built without the rlib, which would keep Cargo from optimising at link time.
 build=(rustc --profile dist --lib --crate-type cdylib --crate-type staticlib)
 case $target in
-    *-linux-gnu)
-        command -v cargo-zigbuild >/dev/null ||
-            fail "cargo-zigbuild is missing (scripts/setup.sh packages installs it, with zig)"
-        cargo-zigbuild "${build[@]}" --target "$target.$floor"
-        ;;
-    *-apple-darwin | *-apple-ios | *-apple-ios-sim)
-        [ "$(uname)" = Darwin ] || fail "$target needs macOS with Xcode"
-        cargo "${build[@]}" --target "$target"
-        ;;
-    *-linux-android | *-linux-androideabi)
-        [ -n "${ANDROID_NDK_HOME:-}" ] && [ -d "$ANDROID_NDK_HOME" ] ||
-            fail "$target needs the Android NDK (set ANDROID_NDK_HOME)"
-        command -v cargo-ndk >/dev/null || fail "$target needs cargo-ndk (cargo install cargo-ndk --locked)"
-        cargo ndk --target "$target" --platform 24 -- "${build[@]}"
-        ;;
-    *) fail "no recipe for $target" ;;
+    *-linux-gnu) cargo-zigbuild "${build[@]}" --target "$target.$floor" ;;
+    *-linux-android | *-linux-androideabi) cargo ndk --target "$target" --platform 24 "${build[@]}" ;;
+    *) cargo "${build[@]}" --target "$target" ;;
 esac
 for library in "target/$target/dist/libferrule".{a,so,dylib}; do
-    [ ! -f "$library" ] || stat -c '%s %n' "$library" | awk '{ printf "%8.1f MB  %s\n", $1 / 1e6, $2 }'
+    [ ! -f "$library" ] || awk -v size="$(wc -c <"$library")" -v name="$library" 'BEGIN { printf "%8.1f MB  %s\n", size / 1e6, name }'
 done

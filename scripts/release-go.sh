@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Writes the Go binding's release commit: a child of HEAD holding each
-# platform's libferrule.a in its module (bindings/go/lib/<os>-<arch>) and the Go
-# module's requirements set to the release's version, tagged for every module
-# (bindings/go/vX.Y.Z, bindings/go/lib/<os>-<arch>/vX.Y.Z). The branch, the
-# index and the work tree are left as they are: the libraries live only in
-# release commits. Pushing the commit's tags publishes the modules.
+# Writes the release commit: a child of HEAD holding each platform's
+# libferrule.a in its Go module (bindings/go/lib/<os>-<arch>), the Go module's
+# requirements set to the release's version, the licences in every Go module,
+# and, when APPLE_FRAMEWORK_URL and APPLE_FRAMEWORK_CHECKSUM are set, the
+# XCFramework named in Package.swift. It is tagged vX.Y.Z (SwiftPM's version)
+# and for every Go module (bindings/go/vX.Y.Z, bindings/go/lib/<os>-<arch>/vX.Y.Z).
+# The branch, the index and the work tree are left as they are: the libraries
+# live only in release commits. Pushing the tags publishes the release.
 #
 #   scripts/release-go.sh REPO VERSION PLATFORM=LIBRARY...
-#   scripts/release-go.sh . v0.1.0 linux-amd64=target/dist/libferrule.a \
+#   scripts/release-go.sh . v0.1.0 \
+#       linux-amd64=target/x86_64-unknown-linux-gnu/dist/libferrule.a \
 #       linux-arm64=target/aarch64-unknown-linux-gnu/dist/libferrule.a
 #
-# Every platform the Go module requires must be given, and nothing else.
+# (make release-go, after make release-libs.) HEAD must be what the libraries
+# were built from: the tracked files unchanged, and its Cargo.toml of this
+# version. Every platform the Go module requires must be given, each library
+# built for its machine, and nothing else.
 set -euo pipefail
 
 fail() { echo "release-go: $*" >&2; exit 1; }
@@ -21,6 +27,12 @@ shift 2
 [[ $version =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] || fail "$version is not a semantic version such as v0.1.0"
 
 git -C "$repo" rev-parse --verify -q HEAD >/dev/null || fail "$repo is not a git repository with a commit"
+[ -z "$(git -C "$repo" status --porcelain --untracked-files=no)" ] ||
+    fail "$repo has changes to tracked files: the release is made of HEAD, so commit them (or stash them) first"
+if git -C "$repo" cat-file -e HEAD:Cargo.toml 2>/dev/null; then
+    cargo_version=$(git -C "$repo" show HEAD:Cargo.toml | sed -n 's/^version = "\(.*\)"/\1/p' | head -1)
+    [ "v$cargo_version" = "$version" ] || fail "HEAD's Cargo.toml is version $cargo_version, not ${version#v}"
+fi
 gomod=$(git -C "$repo" show HEAD:bindings/go/go.mod) || fail "HEAD has no bindings/go/go.mod"
 module=$(sed -n 's/^module //p' <<<"$gomod")
 
@@ -32,7 +44,15 @@ declare -A library
 for arg in "$@"; do
     platform=${arg%%=*} path=${arg#*=}
     [ "$platform" != "$arg" ] && [ -n "$path" ] || fail "$arg is not PLATFORM=LIBRARY"
-    [ -f "$path" ] || fail "no library for $platform at $path (make dist builds it)"
+    [ -f "$path" ] || fail "no library for $platform at $path (make release-libs builds it)"
+    case $platform in
+        linux-amd64) machine="X86-64" ;;
+        linux-arm64) machine="AArch64" ;;
+        *) fail "no machine known for $platform" ;;
+    esac
+    machines=$(readelf -h "$path" 2>/dev/null | sed -n 's/^ *Machine: *//p' | sort -u)
+    [ -n "$machines" ] && ! grep -qv -- "$machine\$" <<<"$machines" ||
+        fail "$path is not a library for $platform: its objects are for ${machines:-no machine readelf knows}"
     library[$platform]=$path
 done
 for platform in "${required[@]}"; do
@@ -42,7 +62,7 @@ for platform in "${required[@]}"; do
 done
 [ ${#library[@]} -eq ${#required[@]} ] || fail "given ${!library[*]}, but the Go module requires ${required[*]}"
 
-tags=("bindings/go/$version")
+tags=("$version" "bindings/go/$version")
 for platform in "${required[@]}"; do tags+=("bindings/go/lib/$platform/$version"); done
 for tag in "${tags[@]}"; do
     ! git -C "$repo" rev-parse --verify -q "refs/tags/$tag" >/dev/null || fail "tag $tag exists already"
@@ -60,8 +80,24 @@ done
 blob=$(sed "s|^\([[:space:]]*$module/lib/[a-z0-9-]*\) v[^[:space:]]*|\1 $version|" <<<"$gomod" |
     git -C "$repo" hash-object -w --stdin)
 git -C "$repo" update-index --cacheinfo "100644,$blob,bindings/go/go.mod"
+# Each Go module carries the licences (a module holds only its own directory).
+for licence in LICENSE-MIT LICENSE-APACHE; do
+    blob=$(git -C "$repo" rev-parse -q --verify "HEAD:$licence") || fail "HEAD has no $licence"
+    for dir in bindings/go "${required[@]/#/bindings/go/lib/}"; do
+        git -C "$repo" update-index --add --cacheinfo "100644,$blob,$dir/$licence"
+    done
+done
+if [ -n "${APPLE_FRAMEWORK_URL:-}" ]; then
+    [[ ${APPLE_FRAMEWORK_CHECKSUM:-} =~ ^[0-9a-f]{64}$ ]] || fail "APPLE_FRAMEWORK_CHECKSUM must be the zip's SHA-256 (make xcframework prints it)"
+    manifest=$(git -C "$repo" show HEAD:Package.swift) || fail "HEAD has no Package.swift"
+    grep -q '^let appleFramework: (url: String, checksum: String)? = nil$' <<<"$manifest" ||
+        fail "Package.swift names no appleFramework to set"
+    blob=$(sed "s|^let appleFramework: (url: String, checksum: String)? = nil\$|let appleFramework: (url: String, checksum: String)? = (url: \"$APPLE_FRAMEWORK_URL\", checksum: \"$APPLE_FRAMEWORK_CHECKSUM\")|" <<<"$manifest" |
+        git -C "$repo" hash-object -w --stdin)
+    git -C "$repo" update-index --cacheinfo "100644,$blob,Package.swift"
+fi
 tree=$(git -C "$repo" write-tree)
-commit=$(git -C "$repo" commit-tree "$tree" -p HEAD -m "Go modules $version: the static library of ${required[*]}")
+commit=$(git -C "$repo" commit-tree "$tree" -p HEAD -m "Release $version: the static library of ${required[*]} in the Go modules")
 for tag in "${tags[@]}"; do git -C "$repo" tag "$tag" "$commit"; done
 
 echo "release-go: commit $commit, tagged ${tags[*]}"

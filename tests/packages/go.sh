@@ -25,11 +25,13 @@ work=$root/build/packages/go
 rm -rf "$work"
 mkdir -p "$work/repo"
 
-# The release, from the binding's files as they are in the work tree.
-git ls-files -z --cached --others --exclude-standard bindings/go | xargs -0 cp --parents -t "$work/repo"
+# The release, from the files it is made of as they are in the work tree.
+git ls-files -z --cached --others --exclude-standard bindings/go Cargo.toml Package.swift LICENSE-MIT LICENSE-APACHE |
+    xargs -0 cp --parents -t "$work/repo"
+export GIT_AUTHOR_NAME=ferrule GIT_AUTHOR_EMAIL=ferrule@localhost GIT_COMMITTER_NAME=ferrule GIT_COMMITTER_EMAIL=ferrule@localhost
 git -C "$work/repo" init -q
 git -C "$work/repo" add -A
-git -C "$work/repo" -c user.name=ferrule -c user.email=ferrule@localhost commit -q -m "the binding"
+git -C "$work/repo" commit -q -m "the binding"
 scripts/release-go.sh "$work/repo" "$version" linux-amd64="$amd64" linux-arm64="$arm64"
 (cd tests/packages/goproxy && go run . -repo "$work/repo" -out "$work/proxy")
 

@@ -24,9 +24,19 @@ mkdir -p "$work"
 for file in ferrule-$version.jar ferrule-$version.pom ferrule-$version-sources.jar ferrule-$version-javadoc.jar; do
     [ -s "$artifacts/$file" ] || fail "the release has no $file"
 done
-for element in url licenses developers scm; do
-    grep -q "<$element>" "$artifacts/ferrule-$version.pom" || fail "the POM has no <$element>, which Maven Central requires"
-done
+# What Maven Central requires of a POM.
+python3 - "$artifacts/ferrule-$version.pom" <<'CHECK' || fail "the POM lacks what Maven Central requires"
+import sys
+import xml.etree.ElementTree as ET
+
+ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+project = ET.parse(sys.argv[1]).getroot()
+required = ["m:name", "m:description", "m:url", "m:licenses/m:license/m:name", "m:licenses/m:license/m:url",
+            "m:developers/m:developer/m:name", "m:scm/m:url", "m:scm/m:connection"]
+missing = [path for path in required if not (project.findtext(path, namespaces=ns) or "").strip()]
+if missing:
+    sys.exit("missing: " + ", ".join(missing))
+CHECK
 unzip -q -d "$work/jar" "$artifacts/ferrule-$version.jar"
 for platform in "linux-x86-64:x86-64" "linux-aarch64:ARM aarch64"; do
     folder=${platform%%:*} machine=${platform#*:}
@@ -43,10 +53,13 @@ mkdir -p "$consumer/src/main/kotlin"
 cp tests/packages/kotlin-consumer/pom.xml "$consumer/"
 cp examples/kotlin/src/main/kotlin/Lookup.kt "$consumer/src/main/kotlin/"
 unset OPENAI_API_KEY ANTHROPIC_API_KEY GEMINI_API_KEY LD_LIBRARY_PATH
-out=$(cd "$consumer" && mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$work/m2" \
+# JNA says where it loads the library from (jna.debug_load): it must be the JAR.
+out=$(cd "$consumer" && MAVEN_OPTS="-Djna.debug_load=true" mvn -q -B -Dstyle.color=never -Dmaven.repo.local="$work/m2" \
     -Dferrule.repository="file://$repository" -Dmachine.repository="file://$HOME/.m2/repository" \
-    compile exec:java) || fail "the program failed: $out"
+    compile exec:java 2>&1) || fail "the program failed: $out"
 echo "$out" | grep -q "answer: C-100 is on the Gold plan." || fail "the program did not answer: $out"
+echo "$out" | grep -q "Found library resource at jar:file:$work/m2/dev/ferrule/ferrule/$version/ferrule-$version.jar" ||
+    fail "JNA did not load libferrule from the release's JAR: $out"
 grep -q "ferrule-$version.jar>ferrule-release=" "$work/m2/dev/ferrule/ferrule/$version/_remote.repositories" ||
     fail "ferrule's JAR did not come from the release's repository"
 echo "packages/kotlin: a Maven project ran an agent on dev.ferrule:ferrule:$version from the release's repository"
