@@ -42,7 +42,9 @@ install: lib
 	$(MAKE) --no-print-directory install-files
 
 install-files:
-	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/ferrule
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/ferrule \
+		$(DESTDIR)$(PREFIX)/share/doc/ferrule
+	install -m 644 LICENSE-MIT LICENSE-APACHE $(DESTDIR)$(PREFIX)/share/doc/ferrule/
 	install -m 644 include/ferrule.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIBDIR)/libferrule.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBDIR)/libferrule.so $(DESTDIR)$(PREFIX)/lib/libferrule.so.$(VERSION)
@@ -301,7 +303,7 @@ release: release-libs
 		-czf $(RELEASE)/$(call tarball,$(arch)).tar.gz $(call tarball,$(arch)) &&) true
 	$(foreach arch,$(RELEASE_ARCHS),install -D -m 755 $(call dist_of,$(arch))/libferrule.so \
 		$(RELEASE)/stage/native/$(call jna_platform,$(arch))/libferrule.so &&) true
-	cd bindings/kotlin && $(KOTLIN_MVN) -Prelease deploy -DskipTests -Dferrule.native.dir=$(CURDIR)/$(RELEASE)/stage/native \
+	cd bindings/kotlin && $(KOTLIN_MVN) -Prelease clean deploy -DskipTests -Dferrule.native.dir=$(CURDIR)/$(RELEASE)/stage/native \
 		-DaltDeploymentRepository=release::file://$(CURDIR)/$(RELEASE)/maven
 	rm -rf $(RELEASE)/stage
 	cd $(RELEASE) && find . -type f ! -name SHA256SUMS ! -name '*.md5' ! -name '*.sha1' ! -name 'maven-metadata*' \

@@ -3,7 +3,7 @@
 # libferrule.a in its Go module (bindings/go/lib/<os>-<arch>), the Go module's
 # requirements set to the release's version, the licences in every Go module,
 # and, when APPLE_FRAMEWORK_URL and APPLE_FRAMEWORK_CHECKSUM are set, the
-# XCFramework named in Package.swift. It is tagged vX.Y.Z (SwiftPM's version)
+# XCFramework named in Package.swift. It is tagged X.Y.Z (SwiftPM's version)
 # and for every Go module (bindings/go/vX.Y.Z, bindings/go/lib/<os>-<arch>/vX.Y.Z).
 # The branch, the index and the work tree are left as they are: the libraries
 # live only in release commits. Pushing the tags publishes the release.
@@ -14,8 +14,7 @@
 #       linux-arm64=target/aarch64-unknown-linux-gnu/dist/libferrule.a
 #
 # (make release-go, after make release-libs.) HEAD must be what the libraries
-# were built from: the tracked files unchanged, and its Cargo.toml of this
-# version. Every platform the Go module requires must be given, each library
+# were built from: the work tree clean, and its Cargo.toml of this version. Every platform the Go module requires must be given, each library
 # built for its machine, and nothing else.
 set -euo pipefail
 
@@ -27,11 +26,16 @@ shift 2
 [[ $version =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] || fail "$version is not a semantic version such as v0.1.0"
 
 git -C "$repo" rev-parse --verify -q HEAD >/dev/null || fail "$repo is not a git repository with a commit"
-[ -z "$(git -C "$repo" status --porcelain --untracked-files=no)" ] ||
-    fail "$repo has changes to tracked files: the release is made of HEAD, so commit them (or stash them) first"
-if git -C "$repo" cat-file -e HEAD:Cargo.toml 2>/dev/null; then
-    cargo_version=$(git -C "$repo" show HEAD:Cargo.toml | sed -n 's/^version = "\(.*\)"/\1/p' | head -1)
-    [ "v$cargo_version" = "$version" ] || fail "HEAD's Cargo.toml is version $cargo_version, not ${version#v}"
+[ -z "$(git -C "$repo" status --porcelain)" ] ||
+    fail "$repo has changes or files git does not know: the release is made of HEAD, so commit them (or stash them) first"
+cargo_version=$(git -C "$repo" show HEAD:Cargo.toml 2>/dev/null | sed -n 's/^version = "\(.*\)"/\1/p' | head -1)
+[ "v$cargo_version" = "$version" ] || fail "HEAD's Cargo.toml is version ${cargo_version:-(none)}, not ${version#v}"
+command -v readelf >/dev/null || fail "readelf is missing (binutils)"
+if [ -n "${APPLE_FRAMEWORK_URL:-}${APPLE_FRAMEWORK_CHECKSUM:-}" ]; then
+    [[ ${APPLE_FRAMEWORK_URL:-} =~ ^https://[A-Za-z0-9._~/%:@+=,-]+\.zip$ ]] ||
+        fail "APPLE_FRAMEWORK_URL must be the zip's https URL, of letters, digits and . _ ~ / % : @ + = , - only"
+    [[ ${APPLE_FRAMEWORK_CHECKSUM:-} =~ ^[0-9a-f]{64}$ ]] ||
+        fail "APPLE_FRAMEWORK_CHECKSUM must be the zip's SHA-256 (make xcframework prints it)"
 fi
 gomod=$(git -C "$repo" show HEAD:bindings/go/go.mod) || fail "HEAD has no bindings/go/go.mod"
 module=$(sed -n 's/^module //p' <<<"$gomod")
@@ -50,7 +54,7 @@ for arg in "$@"; do
         linux-arm64) machine="AArch64" ;;
         *) fail "no machine known for $platform" ;;
     esac
-    machines=$(readelf -h "$path" 2>/dev/null | sed -n 's/^ *Machine: *//p' | sort -u)
+    machines=$({ readelf -h "$path" 2>/dev/null || true; } | sed -n 's/^ *Machine: *//p' | sort -u)
     [ -n "$machines" ] && ! grep -qv -- "$machine\$" <<<"$machines" ||
         fail "$path is not a library for $platform: its objects are for ${machines:-no machine readelf knows}"
     library[$platform]=$path
@@ -62,7 +66,8 @@ for platform in "${required[@]}"; do
 done
 [ ${#library[@]} -eq ${#required[@]} ] || fail "given ${!library[*]}, but the Go module requires ${required[*]}"
 
-tags=("$version" "bindings/go/$version")
+# SwiftPM takes X.Y.Z; a root vX.Y.Z would make Go see a module at the root.
+tags=("${version#v}" "bindings/go/$version")
 for platform in "${required[@]}"; do tags+=("bindings/go/lib/$platform/$version"); done
 for tag in "${tags[@]}"; do
     ! git -C "$repo" rev-parse --verify -q "refs/tags/$tag" >/dev/null || fail "tag $tag exists already"
@@ -88,12 +93,14 @@ for licence in LICENSE-MIT LICENSE-APACHE; do
     done
 done
 if [ -n "${APPLE_FRAMEWORK_URL:-}" ]; then
-    [[ ${APPLE_FRAMEWORK_CHECKSUM:-} =~ ^[0-9a-f]{64}$ ]] || fail "APPLE_FRAMEWORK_CHECKSUM must be the zip's SHA-256 (make xcframework prints it)"
     manifest=$(git -C "$repo" show HEAD:Package.swift) || fail "HEAD has no Package.swift"
     grep -q '^let appleFramework: (url: String, checksum: String)? = nil$' <<<"$manifest" ||
         fail "Package.swift names no appleFramework to set"
-    blob=$(sed "s|^let appleFramework: (url: String, checksum: String)? = nil\$|let appleFramework: (url: String, checksum: String)? = (url: \"$APPLE_FRAMEWORK_URL\", checksum: \"$APPLE_FRAMEWORK_CHECKSUM\")|" <<<"$manifest" |
-        git -C "$repo" hash-object -w --stdin)
+    # The URL holds no character sed or Swift would read as syntax (checked above).
+    named="let appleFramework: (url: String, checksum: String)? = (url: \"$APPLE_FRAMEWORK_URL\", checksum: \"$APPLE_FRAMEWORK_CHECKSUM\")"
+    manifest=$(sed "s|^let appleFramework: (url: String, checksum: String)? = nil\$|$named|" <<<"$manifest")
+    grep -qxF "$named" <<<"$manifest" || fail "Package.swift's appleFramework could not be set"
+    blob=$(git -C "$repo" hash-object -w --stdin <<<"$manifest")
     git -C "$repo" update-index --cacheinfo "100644,$blob,Package.swift"
 fi
 tree=$(git -C "$repo" write-tree)

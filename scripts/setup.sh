@@ -26,6 +26,7 @@ if [ "${1:-}" = packages ]; then
     command -v aarch64-linux-gnu-gcc >/dev/null || missing+=(gcc-aarch64-linux-gnu)
     [ -f /usr/aarch64-linux-gnu/lib/libc.so.6 ] || missing+=(libc6-arm64-cross)
     command -v file >/dev/null || missing+=(file)
+    command -v readelf >/dev/null || missing+=(binutils)
     command -v pkg-config >/dev/null || missing+=(pkg-config)
     command -v zip >/dev/null || missing+=(zip)
     command -v unzip >/dev/null || missing+=(unzip)

@@ -182,9 +182,12 @@ mod tests {
     }
 
     #[test]
-    fn an_image_too_large_to_send_is_refused_saying_why() {
+    fn an_image_is_sent_up_to_four_mib_of_base64_and_refused_past_it() {
         let mut bytes = vec![0xFF, 0xD8, 0xFF];
-        bytes.resize(MAX_IMAGE_BASE64 / 4 * 3 + 1, 0);
+        bytes.resize(MAX_IMAGE_BASE64 / 4 * 3, 0);
+        let result = read_image(bytes.clone(), "big.jpg", ImageKind::Jpeg).unwrap();
+        assert_eq!(result.content[0], Part::text("Image big.jpg: image/jpeg, 3145728 bytes"));
+        bytes.push(0);
         let error = read_image(bytes, "big.jpg", ImageKind::Jpeg).unwrap_err();
         assert!(error.contains("big.jpg is an image of 3145729 bytes"), "{error}");
         assert!(error.contains("scale it down first"), "{error}");

@@ -16,6 +16,7 @@ import socket
 import sys
 import threading
 
+from mcp import types
 from mcp.server.fastmcp import Context, FastMCP
 
 server = FastMCP("ferrule-legacy-server", stateless_http="--stateless" in sys.argv, log_level="WARNING")
@@ -50,7 +51,12 @@ async def sleep(seconds: float) -> str:
 async def grow(name: str, ctx: Context) -> str:
     """Adds a tool called `name` that answers with its name, and says the list changed."""
     server.add_tool(lambda: name, name=name, description=f"Answers {name}.")
-    await ctx.session.send_tool_list_changed()
+    # On the call's own stream, ahead of its answer: over HTTP with sessions a
+    # notice on the session's other stream may arrive after the answer, and
+    # after the next turn began, which takes in only the changes known by then.
+    await ctx.session.send_notification(
+        types.ServerNotification(types.ToolListChangedNotification()), related_request_id=ctx.request_id
+    )
     return f"grew {name}"
 
 

@@ -19,7 +19,7 @@ for tool in qemu-aarch64 aarch64-linux-gnu-gcc; do
     command -v $tool >/dev/null || fail "$tool is missing (scripts/setup.sh packages installs it)"
 done
 
-version=v0.1.0
+version=v$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 module=github.com/ferrule-dev/ferrule/bindings/go
 work=$root/build/packages/go
 rm -rf "$work"

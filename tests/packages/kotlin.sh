@@ -38,6 +38,12 @@ if missing:
     sys.exit("missing: " + ", ".join(missing))
 CHECK
 unzip -q -d "$work/jar" "$artifacts/ferrule-$version.jar"
+natives=$(cd "$work/jar" && find . -name '*.so' | sort | tr '\n' ' ')
+[ "$natives" = "./linux-aarch64/libferrule.so ./linux-x86-64/libferrule.so " ] ||
+    fail "the JAR's natives are $natives, not one for each of linux-aarch64 and linux-x86-64"
+for licence in LICENSE-MIT LICENSE-APACHE; do
+    [ -s "$work/jar/META-INF/$licence" ] || fail "the JAR has no META-INF/$licence"
+done
 for platform in "linux-x86-64:x86-64" "linux-aarch64:ARM aarch64"; do
     folder=${platform%%:*} machine=${platform#*:}
     [ -f "$work/jar/$folder/libferrule.so" ] || fail "the JAR has no $folder/libferrule.so"
