@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib dist install install-files setup-packages release-libs release release-go aar test-packages demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
+.PHONY: all lib dist install install-files notices notices-check setup-packages release-libs release release-go aar test-packages demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
 
 all: lib
 
@@ -44,7 +44,7 @@ install: lib
 install-files:
 	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/lib/cmake/ferrule \
 		$(DESTDIR)$(PREFIX)/share/doc/ferrule
-	install -m 644 LICENSE-MIT LICENSE-APACHE $(DESTDIR)$(PREFIX)/share/doc/ferrule/
+	install -m 644 LICENSE-MIT LICENSE-APACHE THIRD-PARTY-NOTICES $(DESTDIR)$(PREFIX)/share/doc/ferrule/
 	install -m 644 include/ferrule.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 $(LIBDIR)/libferrule.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 755 $(LIBDIR)/libferrule.so $(DESTDIR)$(PREFIX)/lib/libferrule.so.$(VERSION)
@@ -286,6 +286,19 @@ RELEASE_ARCHS = $(patsubst %-unknown-linux-gnu,%,$(RELEASE_TARGETS))
 setup-packages:
 	./scripts/setup.sh packages
 
+# THIRD-PARTY-NOTICES: the licences of the crates the library links, written by
+# cargo-about (about.toml, scripts/notices/notices.hbs) from the crates' own
+# files; every package carries it, and a release fails while it is stale.
+NOTICES = cargo about generate --offline --locked -m Cargo.toml scripts/notices/notices.hbs
+notices:
+	$(NOTICES) -o THIRD-PARTY-NOTICES
+
+notices-check: setup-packages
+	@mkdir -p $(BUILD)
+	$(NOTICES) -o $(BUILD)/THIRD-PARTY-NOTICES 2>/dev/null
+	@cmp -s THIRD-PARTY-NOTICES $(BUILD)/THIRD-PARTY-NOTICES || \
+		{ echo "THIRD-PARTY-NOTICES is stale: run make notices and commit it"; exit 1; }
+
 release-libs: setup-packages
 	for target in $(RELEASE_TARGETS); do $(ZIG_PATH) ./scripts/dist.sh $$target || exit 1; done
 
@@ -295,7 +308,7 @@ release-libs: setup-packages
 # (the JAR with every platform's library, the POM, sources and javadoc JARs) in
 # a Maven repository (build/release/maven). The Go modules are a commit of their
 # own: make release-go.
-release: release-libs
+release: release-libs notices-check
 	rm -rf $(RELEASE)
 	$(foreach arch,$(RELEASE_ARCHS),$(MAKE) --no-print-directory install-files LIBDIR=$(call dist_of,$(arch)) PREFIX= \
 		DESTDIR=$(RELEASE)/stage/$(call tarball,$(arch)) PC_PREFIX='$$$${pcfiledir}/../..' > /dev/null &&) true

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes the release commit: a child of HEAD holding each platform's
 # libferrule.a in its Go module (bindings/go/lib/<os>-<arch>), the Go module's
-# requirements set to the release's version, the licences in every Go module,
+# requirements set to the release's version, the licences and third-party
+# notices in every Go module,
 # and, when APPLE_FRAMEWORK_URL and APPLE_FRAMEWORK_CHECKSUM are set, the
 # XCFramework named in Package.swift. It is tagged X.Y.Z (SwiftPM's version)
 # and for every Go module (bindings/go/vX.Y.Z, bindings/go/lib/<os>-<arch>/vX.Y.Z).
@@ -86,7 +87,7 @@ blob=$(sed "s|^\([[:space:]]*$module/lib/[a-z0-9-]*\) v[^[:space:]]*|\1 $version
     git -C "$repo" hash-object -w --stdin)
 git -C "$repo" update-index --cacheinfo "100644,$blob,bindings/go/go.mod"
 # Each Go module carries the licences (a module holds only its own directory).
-for licence in LICENSE-MIT LICENSE-APACHE; do
+for licence in LICENSE-MIT LICENSE-APACHE THIRD-PARTY-NOTICES; do
     blob=$(git -C "$repo" rev-parse -q --verify "HEAD:$licence") || fail "HEAD has no $licence"
     for dir in bindings/go "${required[@]/#/bindings/go/lib/}"; do
         git -C "$repo" update-index --add --cacheinfo "100644,$blob,$dir/$licence"

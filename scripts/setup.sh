@@ -5,7 +5,8 @@
 # mcp 2.x; build/mcp-python-1: mcp 1.x) and the registry's Node MCP servers
 # (build/mcp-node). With "packages", also what the release builds and the package
 # tests need: the Rust standard library for aarch64 Linux, cargo-zigbuild with zig
-# (build/zig-python), and Debian's aarch64 cross compiler, C library and qemu.
+# (build/zig-python), cargo-about, and Debian's aarch64 cross compiler, C library
+# and qemu.
 # Idempotent; run by `make test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,8 +58,14 @@ python_env build/mcp-python-1 tests/mcp/requirements-1.txt
 if [ "${1:-}" = bench ]; then
     python_env build/bench-python bench/mcp/requirements.txt
 fi
-# With "packages": the cross linker of the release builds (scripts/dist.sh).
+# With "packages": the cross linker of the release builds (scripts/dist.sh) and
+# cargo-about, which writes THIRD-PARTY-NOTICES.
+CARGO_ABOUT_VERSION=0.9.3
 if [ "${1:-}" = packages ]; then
+    if ! cargo about --version 2>/dev/null | grep -q " ${CARGO_ABOUT_VERSION}\$"; then
+        echo "setup: installing cargo-about ${CARGO_ABOUT_VERSION}"
+        cargo install cargo-about --version "${CARGO_ABOUT_VERSION}" --locked --features cli --quiet
+    fi
     python_env build/zig-python scripts/zig-requirements.txt
     rustup target list --installed | grep -qx aarch64-unknown-linux-gnu ||
         rustup target add aarch64-unknown-linux-gnu

@@ -35,7 +35,8 @@ for arch in x86_64 aarch64; do
     tar -C "$work" -xzf "$release/$name.tar.gz"
     prefix=$work/$name
     for file in include/ferrule.h lib/libferrule.a "lib/libferrule.so.$version" lib/pkgconfig/ferrule.pc \
-        lib/cmake/ferrule/ferrule-config.cmake share/doc/ferrule/LICENSE-MIT share/doc/ferrule/LICENSE-APACHE; do
+        lib/cmake/ferrule/ferrule-config.cmake share/doc/ferrule/LICENSE-MIT share/doc/ferrule/LICENSE-APACHE \
+        share/doc/ferrule/THIRD-PARTY-NOTICES; do
         [ -e "$prefix/$file" ] || fail "$name.tar.gz has no $file"
     done
     glibc=$(newest_glibc "$prefix/lib/libferrule.so.$version")

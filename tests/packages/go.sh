@@ -26,7 +26,8 @@ rm -rf "$work"
 mkdir -p "$work/repo"
 
 # The release, from the files it is made of as they are in the work tree.
-git ls-files -z --cached --others --exclude-standard bindings/go Cargo.toml Package.swift LICENSE-MIT LICENSE-APACHE |
+git ls-files -z --cached --others --exclude-standard bindings/go Cargo.toml Package.swift LICENSE-MIT LICENSE-APACHE \
+    THIRD-PARTY-NOTICES |
     xargs -0 cp --parents -t "$work/repo"
 export GIT_AUTHOR_NAME=ferrule GIT_AUTHOR_EMAIL=ferrule@localhost GIT_COMMITTER_NAME=ferrule GIT_COMMITTER_EMAIL=ferrule@localhost
 git -C "$work/repo" init -q
@@ -58,6 +59,9 @@ go clean -modcache
 go build -o agent-amd64 .
 downloaded linux-amd64 || fail "go build did not download the linux-amd64 library's module"
 ! downloaded linux-arm64 || fail "go build on linux/amd64 downloaded the linux-arm64 library's module too"
+for file in LICENSE-MIT LICENSE-APACHE THIRD-PARTY-NOTICES; do
+    [ -s "$GOMODCACHE/$module/lib/linux-amd64@$version/$file" ] || fail "the linux-amd64 module has no $file"
+done
 out=$(./agent-amd64) || fail "the amd64 program failed: $out"
 echo "$out" | grep -q "answer: C-100 is on the Gold plan." || fail "the amd64 program did not answer: $out"
 echo "packages/go: linux/amd64 built (fetching only its own library) and ran from $version by version only"

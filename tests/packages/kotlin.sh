@@ -41,7 +41,7 @@ unzip -q -d "$work/jar" "$artifacts/ferrule-$version.jar"
 natives=$(cd "$work/jar" && find . -name '*.so' | sort | tr '\n' ' ')
 [ "$natives" = "./linux-aarch64/libferrule.so ./linux-x86-64/libferrule.so " ] ||
     fail "the JAR's natives are $natives, not one for each of linux-aarch64 and linux-x86-64"
-for licence in LICENSE-MIT LICENSE-APACHE; do
+for licence in LICENSE-MIT LICENSE-APACHE THIRD-PARTY-NOTICES; do
     [ -s "$work/jar/META-INF/$licence" ] || fail "the JAR has no META-INF/$licence"
 done
 for platform in "linux-x86-64:x86-64" "linux-aarch64:ARM aarch64"; do
