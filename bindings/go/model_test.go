@@ -151,9 +151,12 @@ func TestAHostModelsErrorsRetriesAndCancellation(t *testing.T) {
 		t.Fatalf("a piece after the end: %v", err)
 	}
 
-	// Cancelling the run cancels the model's context.
+	// Cancelling the run once the model was asked cancels the model's context
+	// (a cancel before that never asks it).
+	asked := make(chan struct{}, 1)
 	cancelled := make(chan struct{})
 	waiting := HostModelFunc(func(ctx context.Context, request *ModelRequest, out *ModelOutput) error {
+		asked <- struct{}{}
 		<-ctx.Done()
 		close(cancelled)
 		return ctx.Err()
@@ -163,8 +166,15 @@ func TestAHostModelsErrorsRetriesAndCancellation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer agent.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() {
+		select {
+		case <-asked:
+		case <-time.After(hangProtection):
+		}
+		cancel()
+	}()
 	result, err = agent.Run(ctx, Prompt("go"))
 	if err != nil || result.Status != StatusCancelled {
 		t.Fatalf("%v %+v", err, result)

@@ -77,14 +77,17 @@ final class HostModelTests: XCTestCase {
         XCTAssertEqual(failed.status, .failed)
         XCTAssertEqual(failed.error?.code, .providerServer)
 
+        // Cancelled once the model was asked (a cancel before that never asks it).
+        let asked = expectation(description: "the model was asked")
         let cancelled = expectation(description: "the model's task was cancelled")
         let waiting = StreamModel { _ in
             AsyncThrowingStream { stream in
                 stream.onTermination = { _ in cancelled.fulfill() }
+                asked.fulfill()
             }
         }
         let run = try Agent(configJSON: config, model: waiting).start(.prompt("go"))
-        try await Task.sleep(nanoseconds: 20_000_000)
+        await fulfillment(of: [asked], timeout: 10)
         run.cancel()
         await fulfillment(of: [cancelled], timeout: 10)
         let ended = try await run.result

@@ -77,9 +77,12 @@ class HostModelTest {
             assertTrue(result.error?.message?.contains("the engine broke") == true, "${result.error}")
         }
 
+        // Cancelled once the model was asked (a cancel before that never asks it).
+        val asked = CompletableDeferred<Unit>()
         val cancelled = CompletableDeferred<Unit>()
         val waiting = HostModel { _ ->
             flow<ModelDelta> {
+                asked.complete(Unit)
                 try {
                     awaitCancellation()
                 } finally {
@@ -89,6 +92,7 @@ class HostModelTest {
         }
         Agent(hostConfig(), model = waiting).use { agent ->
             agent.start(RunInput.prompt("go")).use { run ->
+                withTimeout(10_000) { asked.await() }
                 run.cancel()
                 withTimeout(10_000) { cancelled.await() }
                 assertEquals(Status.CANCELLED, withTimeout(10_000) { run.await() }.status)
