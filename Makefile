@@ -21,16 +21,16 @@ lib:
 	$(CARGO) build --release --lib
 	ln -sf libferrule.so $(LIBDIR)/libferrule.so.$(ABI_VERSION)
 
-# The libraries as packages ship them (the Cargo profile dist: optimised at link
-# time, no debug info, stripped), in target/dist, and their sizes beside a
-# statically linked C program's (docs/performance.md, "Artifact sizes"). Built
-# without the rlib, which would keep Cargo from optimising them at link time.
-dist:
-	$(CARGO) rustc --profile dist --lib --crate-type cdylib --crate-type staticlib
+# The libraries as packages ship them, for this machine's architecture
+# (scripts/dist.sh), and beside their sizes a C program's linked statically
+# against them (docs/performance.md, "Artifact sizes").
+HOST_ARCH := $(shell uname -m)
+dist: setup-packages
+	$(ZIG_PATH) ./scripts/dist.sh $(HOST_ARCH)-unknown-linux-gnu
 	@mkdir -p $(BUILD)
-	$(CC) $(CFLAGS_EXAMPLE) -s examples/c/agent.c -o $(BUILD)/agent-static target/dist/libferrule.a \
+	$(CC) $(CFLAGS_EXAMPLE) -s examples/c/agent.c -o $(BUILD)/agent-static $(call dist_of,$(HOST_ARCH))/libferrule.a \
 		-lpthread -ldl -lm -lrt -lutil
-	@ls -l target/dist/libferrule.so target/dist/libferrule.a $(BUILD)/agent-static | awk '{ printf "%8.1f MB  %s\n", $$5 / 1e6, $$9 }'
+	@awk -v size="$$(wc -c < $(BUILD)/agent-static)" 'BEGIN { printf "%8.1f MB  $(BUILD)/agent-static\n", size / 1e6 }'
 
 # Installs the header, both libraries (the shared one as
 # libferrule.so.VERSION with the .so.0 and .so links), ferrule.pc and the CMake
@@ -282,6 +282,8 @@ tarball = ferrule-$(VERSION)-$(1)-linux-gnu
 jna_platform = linux-$(subst _,-,$(1))
 go_platform = $(or $(if $(filter x86_64,$(1)),linux-amd64),$(if $(filter aarch64,$(1)),linux-arm64),$(error no Go platform for $(1)))
 RELEASE_ARCHS = $(patsubst %-unknown-linux-gnu,%,$(RELEASE_TARGETS))
+# Each Go platform's static library, as scripts/release-go.sh takes them.
+GO_LIBRARIES = $(foreach arch,$(RELEASE_ARCHS),$(call go_platform,$(arch))=$(call dist_of,$(arch))/libferrule.a)
 
 setup-packages:
 	./scripts/setup.sh packages
@@ -331,17 +333,16 @@ aar:
 # The Go modules' release commit and tags (scripts/release-go.sh), for this
 # version, with the static libraries of release-libs; push the tags to publish.
 release-go: release-libs
-	./scripts/release-go.sh . v$(VERSION) \
-		$(foreach arch,$(RELEASE_ARCHS),$(call go_platform,$(arch))=$(call dist_of,$(arch))/libferrule.a)
+	./scripts/release-go.sh . v$(VERSION) $(GO_LIBRARIES)
 
 # The packages as users get them (tests/packages): the Go modules from a
 # file-based proxy, the Kotlin artifacts from a Maven repository, the C
 # tarballs through CMake and pkg-config, the Swift package against a tarball;
 # arm64 under qemu.
 test-packages: release
-	./tests/packages/go.sh $(foreach arch,$(RELEASE_ARCHS),$(call dist_of,$(arch))/libferrule.a)
+	./tests/packages/go.sh $(VERSION) $(GO_LIBRARIES)
 	./tests/packages/c.sh $(RELEASE) $(VERSION)
-	./tests/packages/kotlin.sh $(RELEASE)/maven
+	./tests/packages/kotlin.sh $(RELEASE)/maven $(VERSION)
 	./tests/packages/swift.sh $(RELEASE) $(VERSION)
 
 demo-go: lib

@@ -6,20 +6,23 @@
 # runs an agent on the scripted model) is fetched, built and run with no Rust
 # and no checkout, on linux/amd64 and, cross-compiled, under qemu on linux/arm64.
 #
-#   tests/packages/go.sh AMD64_LIBRARY ARM64_LIBRARY
+#   tests/packages/go.sh VERSION PLATFORM=LIBRARY...   (as scripts/release-go.sh
+#   takes them: linux-amd64=... linux-arm64=...)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 
 fail() { echo "packages/go: $*" >&2; exit 1; }
 
-[ $# -eq 2 ] || fail "usage: $0 AMD64_LIBRARY ARM64_LIBRARY"
-amd64=$(realpath "$1") arm64=$(realpath "$2")
+[ $# -ge 2 ] || fail "usage: $0 VERSION PLATFORM=LIBRARY..."
+version=v$1
+shift
+libraries=()
+for arg in "$@"; do libraries+=("${arg%%=*}=$(realpath "${arg#*=}")"); done
 for tool in qemu-aarch64 aarch64-linux-gnu-gcc; do
     command -v $tool >/dev/null || fail "$tool is missing (scripts/setup.sh packages installs it)"
 done
 
-version=v$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 module=github.com/ferrule-dev/ferrule/bindings/go
 work=$root/build/packages/go
 rm -rf "$work"
@@ -33,7 +36,7 @@ export GIT_AUTHOR_NAME=ferrule GIT_AUTHOR_EMAIL=ferrule@localhost GIT_COMMITTER_
 git -C "$work/repo" init -q
 git -C "$work/repo" add -A
 git -C "$work/repo" commit -q -m "the binding"
-scripts/release-go.sh "$work/repo" "$version" linux-amd64="$amd64" linux-arm64="$arm64"
+scripts/release-go.sh "$work/repo" "$version" "${libraries[@]}"
 (cd tests/packages/goproxy && go run . -repo "$work/repo" -out "$work/proxy")
 
 # A user's module: its own module cache, nothing but the proxies (the other

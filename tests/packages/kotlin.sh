@@ -6,16 +6,15 @@
 # lookup example on the scripted model) with no jna.library.path: JNA takes the
 # library from the JAR.
 #
-#   tests/packages/kotlin.sh MAVEN_REPOSITORY
+#   tests/packages/kotlin.sh MAVEN_REPOSITORY VERSION
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
 
 fail() { echo "packages/kotlin: $*" >&2; exit 1; }
 
-[ $# -eq 1 ] || fail "usage: $0 MAVEN_REPOSITORY"
-repository=$(realpath "$1")
-version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+[ $# -eq 2 ] || fail "usage: $0 MAVEN_REPOSITORY VERSION"
+repository=$(realpath "$1") version=$2
 artifacts=$repository/dev/ferrule/ferrule/$version
 work=$root/build/packages/kotlin
 rm -rf "$work"
