@@ -8,14 +8,15 @@ import (
 	ferrule "github.com/ferrule-dev/ferrule/bindings/go"
 )
 
-// noop is the benchmarks' tool: it answers "ok" at once.
-func noop(schema json.RawMessage) ferrule.Tool {
+// noop is the benchmarks' tool: it answers "ok" at once, on a goroutine or,
+// with ferrule.Inline, inside ferrule's callback.
+func noop(schema json.RawMessage, opts ...ferrule.ToolOption) ferrule.Tool {
 	return ferrule.NewRawTool("noop", "Does nothing.", schema,
-		func(context.Context, *ferrule.Call, json.RawMessage) (any, error) { return "ok", nil })
+		func(context.Context, *ferrule.Call, json.RawMessage) (any, error) { return "ok", nil }, opts...)
 }
 
-func ferruleAgent(b *testing.B, config json.RawMessage, schema json.RawMessage, hooks ...ferrule.Hook) *ferrule.Agent {
-	agent, err := ferrule.NewAgentFromJSONWithHooks(config, hooks, noop(schema))
+func ferruleAgent(b *testing.B, config json.RawMessage, tool ferrule.Tool, hooks ...ferrule.Hook) *ferrule.Agent {
+	agent, err := ferrule.NewAgentFromJSONWithHooks(config, hooks, tool)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,16 +45,24 @@ func ferruleRun(b *testing.B, agent *ferrule.Agent, events bool) {
 	}
 }
 
-func benchmarkFerrule(b *testing.B, name string, events bool) {
+func benchmarkFerrule(b *testing.B, name string, events bool, opts ...ferrule.ToolOption) {
 	w := load(b, name)
-	agent := ferruleAgent(b, w.Config, w.Schema)
+	agent := ferruleAgent(b, w.Config, noop(w.Schema, opts...))
 	for b.Loop() {
 		ferruleRun(b, agent, events)
 	}
 	report(b, w)
 }
 
-func BenchmarkFerruleW1(b *testing.B) { benchmarkFerrule(b, "w1", false) }
+func BenchmarkFerruleW1(b *testing.B)       { benchmarkFerrule(b, "w1", false) }
+func BenchmarkFerruleW1Inline(b *testing.B) { benchmarkFerrule(b, "w1", false, ferrule.Inline()) }
+func BenchmarkFerruleW1InlineWithEvents(b *testing.B) {
+	benchmarkFerrule(b, "w1", true, ferrule.Inline())
+}
+func BenchmarkFerruleW2Inline(b *testing.B) { benchmarkFerrule(b, "w2", false, ferrule.Inline()) }
+func BenchmarkFerruleW2InlineWithEvents(b *testing.B) {
+	benchmarkFerrule(b, "w2", true, ferrule.Inline())
+}
 
 // noopHooks is one hook per stage that goes on; without turn_start (whose
 // payload carries the whole history) when every is false.
@@ -83,7 +92,7 @@ func noopHooks(every bool) []ferrule.Hook {
 
 func benchmarkFerruleHooks(b *testing.B, every bool) {
 	w := load(b, "w1")
-	agent := ferruleAgent(b, w.Config, w.Schema, noopHooks(every)...)
+	agent := ferruleAgent(b, w.Config, noop(w.Schema), noopHooks(every)...)
 	for b.Loop() {
 		ferruleRun(b, agent, false)
 	}
@@ -97,13 +106,16 @@ func BenchmarkFerruleW1WithEvents(b *testing.B)        { benchmarkFerrule(b, "w1
 func BenchmarkFerruleW2(b *testing.B)                  { benchmarkFerrule(b, "w2", false) }
 func BenchmarkFerruleW2WithEvents(b *testing.B)        { benchmarkFerrule(b, "w2", true) }
 
-func BenchmarkFerruleW3(b *testing.B) {
+func benchmarkFerruleW3(b *testing.B, opts ...ferrule.ToolOption) {
 	config := json.RawMessage(`{"model": {"provider": "scripted", "script": [
 		{"tool_calls": [{"id": "c1", "name": "noop", "arguments": {}}], "delay_ms": 10, "repeat": 4},
 		{"text": "done", "delay_ms": 10}]}}`)
-	agent := ferruleAgent(b, config, nil)
+	agent := ferruleAgent(b, config, noop(nil, opts...))
 	concurrently(b, func() { ferruleRun(b, agent, false) })
 }
+
+func BenchmarkFerruleW3(b *testing.B)       { benchmarkFerruleW3(b) }
+func BenchmarkFerruleW3Inline(b *testing.B) { benchmarkFerruleW3(b, ferrule.Inline()) }
 
 // w1Model is W1's model in Go: the call of noop until the last round, then
 // the answer, each request answered at once.

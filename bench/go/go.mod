@@ -7,6 +7,7 @@ require github.com/ferrule-dev/ferrule/bindings/go v0.0.0
 require (
 	github.com/ferrule-dev/ferrule/bindings/go/lib/linux-amd64 v0.0.0 // indirect
 	github.com/ferrule-dev/ferrule/bindings/go/lib/linux-arm64 v0.0.0 // indirect
+	github.com/valyala/fastjson v1.6.10 // indirect
 )
 
 require (

@@ -71,9 +71,7 @@ func (b base64Bytes) MarshalJSON() ([]byte, error) {
 	return json.Marshal(base64.StdEncoding.EncodeToString(b))
 }
 
-// UnmarshalJSON reads base64 with or without padding, in the standard or the
-// URL alphabet: ferrule passes data on as the tool or provider gave it. Null
-// is absent (nil).
+// UnmarshalJSON reads base64 text (decodeText). Null is absent (nil).
 func (b *base64Bytes) UnmarshalJSON(data []byte) error {
 	if string(data) == "null" {
 		return nil // absent, as encoding/json reads null
@@ -82,6 +80,12 @@ func (b *base64Bytes) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &text); err != nil {
 		return err
 	}
+	return b.decodeText(text)
+}
+
+// decodeText reads base64 with or without padding, in the standard or the URL
+// alphabet: ferrule passes data on as the tool or provider gave it.
+func (b *base64Bytes) decodeText(text string) error {
 	var err error
 	for _, encoding := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding,
 		base64.RawURLEncoding} {

@@ -2,7 +2,11 @@
 
 package ferrule
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/valyala/fastjson"
+)
 
 // Message is one message of a transcript. One struct holds every role's fields; its JSON has those
 // of its role.
@@ -93,43 +97,99 @@ func (v Message) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON of the message's role; of a role this
 // package does not know, the role, and the JSON to write back. Null leaves it as it is.
-func (v *Message) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
+func (v *Message) UnmarshalJSON(data []byte) error { return decodeJSON(data, v) }
+
+// decodeFrom reads the message as UnmarshalJSON does, from parsed JSON.
+func (v *Message) decodeFrom(value *fastjson.Value) error {
+	if value.Type() == fastjson.TypeNull {
 		return nil
 	}
-	var head struct {
-		Role string `json:"role"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
+	head, err := tag(value, "role", "Message")
+	if err != nil {
 		return err
 	}
-	switch head.Role {
+	switch head {
 	case "system":
 		var w wireMessageSystem
-		if err := json.Unmarshal(data, &w); err != nil {
+		err := decodeFields(value, "Message", func(key []byte, field *fastjson.Value) error {
+			switch string(key) {
+			case "role":
+				return decodeValue(field, &w.Role, "Message.role")
+			case "content":
+				return decodeValue(field, &w.Content, "Message.content")
+			case "origin":
+				return decodeValue(field, &w.Origin, "Message.origin")
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		*v = Message{Role: w.Role, Content: textParts(w.Content), Origin: w.Origin}
 	case "user":
 		var w wireMessageUser
-		if err := json.Unmarshal(data, &w); err != nil {
+		err := decodeFields(value, "Message", func(key []byte, field *fastjson.Value) error {
+			switch string(key) {
+			case "role":
+				return decodeValue(field, &w.Role, "Message.role")
+			case "content":
+				return decodeValue(field, &w.Content, "Message.content")
+			case "origin":
+				return decodeValue(field, &w.Origin, "Message.origin")
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		*v = Message{Role: w.Role, Content: []Part(w.Content), Origin: w.Origin}
 	case "assistant":
 		var w wireMessageAssistant
-		if err := json.Unmarshal(data, &w); err != nil {
+		err := decodeFields(value, "Message", func(key []byte, field *fastjson.Value) error {
+			switch string(key) {
+			case "role":
+				return decodeValue(field, &w.Role, "Message.role")
+			case "content":
+				return decodeValue(field, &w.Content, "Message.content")
+			case "tool_calls":
+				return decodeValue(field, &w.ToolCalls, "Message.tool_calls")
+			case "stop_reason":
+				return decodeValue(field, &w.StopReason, "Message.stop_reason")
+			case "usage":
+				return decodeValue(field, &w.Usage, "Message.usage")
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		*v = Message{Role: w.Role, Content: []Part(w.Content), ToolCalls: w.ToolCalls, StopReason: w.StopReason, Usage: w.Usage}
 	case "tool":
 		var w wireMessageTool
-		if err := json.Unmarshal(data, &w); err != nil {
+		err := decodeFields(value, "Message", func(key []byte, field *fastjson.Value) error {
+			switch string(key) {
+			case "role":
+				return decodeValue(field, &w.Role, "Message.role")
+			case "tool_call_id":
+				return decodeValue(field, &w.ToolCallID, "Message.tool_call_id")
+			case "name":
+				return decodeValue(field, &w.Name, "Message.name")
+			case "content":
+				return decodeValue(field, &w.Content, "Message.content")
+			case "is_error":
+				return decodeValue(field, &w.IsError, "Message.is_error")
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		*v = Message{Role: w.Role, ToolCallID: w.ToolCallID, Name: w.Name, Content: []Part(w.Content), IsError: w.IsError}
 	default:
-		*v = Message{Role: head.Role, unknown: append(json.RawMessage(nil), data...)}
+		if err := decodeFields(value, "Message", func([]byte, *fastjson.Value) error { return nil }); err != nil {
+			return err
+		}
+		*v = Message{Role: head, unknown: value.MarshalTo(nil)}
 	}
 	return nil
 }
@@ -235,49 +295,112 @@ func (v Part) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads the JSON of the part's type; of a type this
 // package does not know, the type, and the JSON to write back. Null leaves it as it is.
-func (v *Part) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
+func (v *Part) UnmarshalJSON(data []byte) error { return decodeJSON(data, v) }
+
+// decodeFrom reads the part as UnmarshalJSON does, from parsed JSON.
+func (v *Part) decodeFrom(value *fastjson.Value) error {
+	if value.Type() == fastjson.TypeNull {
 		return nil
 	}
-	var head struct {
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
+	head, err := tag(value, "type", "Part")
+	if err != nil {
 		return err
 	}
-	switch head.Type {
+	switch head {
 	case "text":
 		var w wirePartText
-		if err := json.Unmarshal(data, &w); err != nil {
+		err := decodeFields(value, "Part", func(key []byte, field *fastjson.Value) error {
+			switch string(key) {
+			case "type":
+				return decodeValue(field, &w.Type, "Part.type")
+			case "text":
+				return decodeValue(field, &w.Text, "Part.text")
+			case "signature":
+				return decodeValue(field, &w.Signature, "Part.signature")
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		*v = Part{Type: w.Type, Text: w.Text, Signature: w.Signature}
 	case "image":
 		var w wirePartImage
-		if err := json.Unmarshal(data, &w); err != nil {
+		err := decodeFields(value, "Part", func(key []byte, field *fastjson.Value) error {
+			switch string(key) {
+			case "type":
+				return decodeValue(field, &w.Type, "Part.type")
+			case "media_type":
+				return decodeValue(field, &w.MediaType, "Part.media_type")
+			case "data":
+				return decodeValue(field, &w.Data, "Part.data")
+			case "url":
+				return decodeValue(field, &w.URL, "Part.url")
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		*v = Part{Type: w.Type, MediaType: w.MediaType, Data: []byte(w.Data), URL: w.URL}
 	case "thinking":
 		var w wirePartThinking
-		if err := json.Unmarshal(data, &w); err != nil {
+		err := decodeFields(value, "Part", func(key []byte, field *fastjson.Value) error {
+			switch string(key) {
+			case "type":
+				return decodeValue(field, &w.Type, "Part.type")
+			case "thinking":
+				return decodeValue(field, &w.Thinking, "Part.thinking")
+			case "signature":
+				return decodeValue(field, &w.Signature, "Part.signature")
+			case "id":
+				return decodeValue(field, &w.ID, "Part.id")
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		*v = Part{Type: w.Type, Thinking: w.Thinking, Signature: w.Signature, ID: w.ID}
 	case "redacted_thinking":
 		var w wirePartRedactedThinking
-		if err := json.Unmarshal(data, &w); err != nil {
+		err := decodeFields(value, "Part", func(key []byte, field *fastjson.Value) error {
+			switch string(key) {
+			case "type":
+				return decodeValue(field, &w.Type, "Part.type")
+			case "data":
+				return decodeValue(field, &w.Redacted, "Part.data")
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		*v = Part{Type: w.Type, Redacted: w.Redacted}
 	case "file":
 		var w wirePartFile
-		if err := json.Unmarshal(data, &w); err != nil {
+		err := decodeFields(value, "Part", func(key []byte, field *fastjson.Value) error {
+			switch string(key) {
+			case "type":
+				return decodeValue(field, &w.Type, "Part.type")
+			case "media_type":
+				return decodeValue(field, &w.MediaType, "Part.media_type")
+			case "data":
+				return decodeValue(field, &w.Data, "Part.data")
+			case "name":
+				return decodeValue(field, &w.Name, "Part.name")
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		*v = Part{Type: w.Type, MediaType: w.MediaType, Data: []byte(w.Data), Name: w.Name}
 	default:
-		*v = Part{Type: head.Type, unknown: append(json.RawMessage(nil), data...)}
+		if err := decodeFields(value, "Part", func([]byte, *fastjson.Value) error { return nil }); err != nil {
+			return err
+		}
+		*v = Part{Type: head, unknown: value.MarshalTo(nil)}
 	}
 	return nil
 }

@@ -2,7 +2,11 @@
 
 package ferrule
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/valyala/fastjson"
+)
 
 // Result is the outcome of a run, as `ferrule_run_wait` and the `run_end` event give it.
 type Result struct {
@@ -31,14 +35,36 @@ type Result struct {
 	Agent string `json:"agent"`
 }
 
-// UnmarshalJSON reads the JSON; a null value becomes nil.
-func (r *Result) UnmarshalJSON(data []byte) error {
-	type plain Result
-	if err := json.Unmarshal(data, (*plain)(r)); err != nil {
-		return err
-	}
-	nilIfNull(&r.Output, &r.State)
-	return nil
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *Result) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *Result) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "Result", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "status":
+			return decodeValue(field, &r.Status, "Result.status")
+		case "final":
+			return decodeValue(field, &r.Final, "Result.final")
+		case "messages":
+			return decodeValue(field, &r.Messages, "Result.messages")
+		case "usage":
+			return decodeValue(field, &r.Usage, "Result.usage")
+		case "rounds":
+			return decodeValue(field, &r.Rounds, "Result.rounds")
+		case "error":
+			return decodeValue(field, &r.Error, "Result.error")
+		case "output":
+			return decodeValue(field, &r.Output, "Result.output")
+		case "interruptions":
+			return decodeValue(field, &r.Interruptions, "Result.interruptions")
+		case "state":
+			return decodeValue(field, &r.State, "Result.state")
+		case "agent":
+			return decodeValue(field, &r.Agent, "Result.agent")
+		}
+		return nil
+	})
 }
 
 // Interruption is a call the run stopped for: it needs a decision before it can run. The call is
@@ -62,14 +88,28 @@ type Interruption struct {
 	Path []string `json:"path,omitempty"`
 }
 
-// UnmarshalJSON reads the JSON; a null value becomes nil.
-func (r *Interruption) UnmarshalJSON(data []byte) error {
-	type plain Interruption
-	if err := json.Unmarshal(data, (*plain)(r)); err != nil {
-		return err
-	}
-	nilIfNull(&r.Arguments)
-	return nil
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *Interruption) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *Interruption) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "Interruption", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "call_id":
+			return decodeValue(field, &r.CallID, "Interruption.call_id")
+		case "name":
+			return decodeValue(field, &r.Name, "Interruption.name")
+		case "arguments":
+			return decodeValue(field, &r.Arguments, "Interruption.arguments")
+		case "key":
+			return decodeValue(field, &r.Key, "Interruption.key")
+		case "agent":
+			return decodeValue(field, &r.Agent, "Interruption.agent")
+		case "path":
+			return decodeValue(field, &r.Path, "Interruption.path")
+		}
+		return nil
+	})
 }
 
 // Decision is the host's answer for one interrupted call, as run input gives it.
@@ -83,6 +123,24 @@ type Decision struct {
 	Message string `json:"message,omitempty"`
 }
 
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *Decision) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *Decision) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "Decision", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "approve":
+			return decodeValue(field, &r.Approve, "Decision.approve")
+		case "always":
+			return decodeValue(field, &r.Always, "Decision.always")
+		case "message":
+			return decodeValue(field, &r.Message, "Decision.message")
+		}
+		return nil
+	})
+}
+
 // Usage is token counts.
 type Usage struct {
 	// Input tokens served from the provider's prompt cache.
@@ -91,6 +149,24 @@ type Usage struct {
 	InputTokens int `json:"input_tokens"`
 	// Tokens the model produced.
 	OutputTokens int `json:"output_tokens"`
+}
+
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *Usage) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *Usage) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "Usage", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "cached_tokens":
+			return decodeValue(field, &r.CachedTokens, "Usage.cached_tokens")
+		case "input_tokens":
+			return decodeValue(field, &r.InputTokens, "Usage.input_tokens")
+		case "output_tokens":
+			return decodeValue(field, &r.OutputTokens, "Usage.output_tokens")
+		}
+		return nil
+	})
 }
 
 // ToolCall is one tool call requested by the model.
@@ -104,6 +180,26 @@ type ToolCall struct {
 	// Gemini's `thoughtSignature` that came with the call: sent back with it, unchanged, and by no
 	// other provider.
 	Signature string `json:"signature,omitempty"`
+}
+
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *ToolCall) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *ToolCall) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "ToolCall", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "id":
+			return decodeValue(field, &r.ID, "ToolCall.id")
+		case "name":
+			return decodeValue(field, &r.Name, "ToolCall.name")
+		case "arguments":
+			return decodeValue(field, &r.Arguments, "ToolCall.arguments")
+		case "signature":
+			return decodeValue(field, &r.Signature, "ToolCall.signature")
+		}
+		return nil
+	})
 }
 
 // ToolResult is a tool's result (final, or provisional in an update).
@@ -131,14 +227,34 @@ type ToolResult struct {
 	Usage *Usage `json:"usage,omitempty"`
 }
 
-// UnmarshalJSON reads the JSON; a null value becomes nil.
-func (r *ToolResult) UnmarshalJSON(data []byte) error {
-	type plain ToolResult
-	if err := json.Unmarshal(data, (*plain)(r)); err != nil {
-		return err
-	}
-	nilIfNull(&r.Details)
-	return nil
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *ToolResult) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *ToolResult) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "ToolResult", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "added_tools":
+			return decodeValue(field, &r.AddedTools, "ToolResult.added_tools")
+		case "content":
+			return decodeValue(field, &r.Content, "ToolResult.content")
+		case "details":
+			return decodeValue(field, &r.Details, "ToolResult.details")
+		case "display":
+			return decodeValue(field, &r.Display, "ToolResult.display")
+		case "is_error":
+			return decodeValue(field, &r.IsError, "ToolResult.is_error")
+		case "summary":
+			return decodeValue(field, &r.Summary, "ToolResult.summary")
+		case "terminate":
+			return decodeValue(field, &r.Terminate, "ToolResult.terminate")
+		case "title":
+			return decodeValue(field, &r.Title, "ToolResult.title")
+		case "usage":
+			return decodeValue(field, &r.Usage, "ToolResult.usage")
+		}
+		return nil
+	})
 }
 
 // PayloadCall is a call as a hook sees it: its arguments parsed.
@@ -151,14 +267,22 @@ type PayloadCall struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// UnmarshalJSON reads the JSON; a null value becomes nil.
-func (r *PayloadCall) UnmarshalJSON(data []byte) error {
-	type plain PayloadCall
-	if err := json.Unmarshal(data, (*plain)(r)); err != nil {
-		return err
-	}
-	nilIfNull(&r.Arguments)
-	return nil
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *PayloadCall) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *PayloadCall) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "PayloadCall", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "id":
+			return decodeValue(field, &r.ID, "PayloadCall.id")
+		case "name":
+			return decodeValue(field, &r.Name, "PayloadCall.name")
+		case "arguments":
+			return decodeValue(field, &r.Arguments, "PayloadCall.arguments")
+		}
+		return nil
+	})
 }
 
 // RunStartPayload is what a `run_start` hook sees: the run's input.
@@ -167,6 +291,22 @@ type RunStartPayload struct {
 	RunID string `json:"run_id"`
 	// The messages the run starts from.
 	Messages []Message `json:"messages"`
+}
+
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *RunStartPayload) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *RunStartPayload) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "RunStartPayload", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &r.RunID, "RunStartPayload.run_id")
+		case "messages":
+			return decodeValue(field, &r.Messages, "RunStartPayload.messages")
+		}
+		return nil
+	})
 }
 
 // TurnStartPayload is what a `turn_start` hook sees before each model request: the history and the
@@ -182,6 +322,26 @@ type TurnStartPayload struct {
 	Tools []string `json:"tools"`
 }
 
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *TurnStartPayload) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *TurnStartPayload) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "TurnStartPayload", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &r.RunID, "TurnStartPayload.run_id")
+		case "turn":
+			return decodeValue(field, &r.Turn, "TurnStartPayload.turn")
+		case "messages":
+			return decodeValue(field, &r.Messages, "TurnStartPayload.messages")
+		case "tools":
+			return decodeValue(field, &r.Tools, "TurnStartPayload.tools")
+		}
+		return nil
+	})
+}
+
 // ToolCallPayload is what a `tool_call` hook sees: a call that passed validation, before any call
 // of its batch runs.
 type ToolCallPayload struct {
@@ -193,6 +353,26 @@ type ToolCallPayload struct {
 	Call PayloadCall `json:"call"`
 	// Whether the batch would stop for the call: it needs approval and no decision covers it yet.
 	NeedsApproval bool `json:"needs_approval"`
+}
+
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *ToolCallPayload) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *ToolCallPayload) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "ToolCallPayload", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &r.RunID, "ToolCallPayload.run_id")
+		case "turn":
+			return decodeValue(field, &r.Turn, "ToolCallPayload.turn")
+		case "call":
+			return decodeValue(field, &r.Call, "ToolCallPayload.call")
+		case "needs_approval":
+			return decodeValue(field, &r.NeedsApproval, "ToolCallPayload.needs_approval")
+		}
+		return nil
+	})
 }
 
 // ToolResultPayload is what a `tool_result` hook sees: the result of a call that ran.
@@ -211,6 +391,30 @@ type ToolResultPayload struct {
 	IsError bool `json:"is_error"`
 }
 
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *ToolResultPayload) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *ToolResultPayload) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "ToolResultPayload", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &r.RunID, "ToolResultPayload.run_id")
+		case "turn":
+			return decodeValue(field, &r.Turn, "ToolResultPayload.turn")
+		case "call_id":
+			return decodeValue(field, &r.CallID, "ToolResultPayload.call_id")
+		case "name":
+			return decodeValue(field, &r.Name, "ToolResultPayload.name")
+		case "result":
+			return decodeValue(field, &r.Result, "ToolResultPayload.result")
+		case "is_error":
+			return decodeValue(field, &r.IsError, "ToolResultPayload.is_error")
+		}
+		return nil
+	})
+}
+
 // FinalAnswerPayload is what a `final_answer` hook sees: an answer without calls that would end the
 // run.
 type FinalAnswerPayload struct {
@@ -222,6 +426,24 @@ type FinalAnswerPayload struct {
 	Message Message `json:"message"`
 }
 
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *FinalAnswerPayload) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *FinalAnswerPayload) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "FinalAnswerPayload", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &r.RunID, "FinalAnswerPayload.run_id")
+		case "turn":
+			return decodeValue(field, &r.Turn, "FinalAnswerPayload.turn")
+		case "message":
+			return decodeValue(field, &r.Message, "FinalAnswerPayload.message")
+		}
+		return nil
+	})
+}
+
 // LeftOutTool is a tool of a server that the model is not offered, and why.
 type LeftOutTool struct {
 	// The tool's name on the server (empty when the server gave none).
@@ -230,11 +452,18 @@ type LeftOutTool struct {
 	Reason string `json:"reason"`
 }
 
-// nilIfNull makes each JSON null nil.
-func nilIfNull(fields ...*json.RawMessage) {
-	for _, field := range fields {
-		if string(*field) == "null" {
-			*field = nil
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *LeftOutTool) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *LeftOutTool) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "LeftOutTool", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "name":
+			return decodeValue(field, &r.Name, "LeftOutTool.name")
+		case "reason":
+			return decodeValue(field, &r.Reason, "LeftOutTool.reason")
 		}
-	}
+		return nil
+	})
 }

@@ -1,6 +1,9 @@
 package ferrule
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // Output decodes a run's structured output (Config.OutputSchema) into T. An
 // error when the run has none (it failed, or the agent has no schema) or when
@@ -26,14 +29,18 @@ type Input struct {
 	Tools []string
 }
 
-// withTools is input JSON with a "tools" field.
-func withTools(input []byte, tools []string) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(input, &fields); err != nil {
-		return nil, &Error{Code: CodeInvalidJSON, Message: "run input: " + err.Error()}
+// withField is input JSON (an object this package wrote, without key) with
+// the field key set to the JSON value.
+func withField(input []byte, key string, value []byte) []byte {
+	with := make([]byte, 0, len(input)+len(key)+len(value)+4)
+	with = append(with, input[:len(input)-1]...) // all but the closing brace
+	if len(input) > 2 {
+		with = append(with, ',')
 	}
-	fields["tools"], _ = json.Marshal(tools)
-	return json.Marshal(fields)
+	with = strconv.AppendQuote(with, key)
+	with = append(with, ':')
+	with = append(with, value...)
+	return append(with, '}')
 }
 
 // Prompt starts a run from one user message.

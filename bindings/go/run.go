@@ -142,10 +142,13 @@ func start(ctx context.Context, agent *C.ferrule_agent, in Input, events bool) (
 		return nil, in.err
 	}
 	if in.Tools != nil {
-		var err error
-		if in.json, err = withTools(in.json, in.Tools); err != nil {
-			return nil, err
-		}
+		tools, _ := json.Marshal(in.Tools)
+		in.json = withField(in.json, "tools", tools)
+	}
+	if !events {
+		// Only run_end, whose delivery tells the sink the run is over: the
+		// run builds no other event.
+		in.json = withField(in.json, "events", []byte(`"run_end"`))
 	}
 	sink := &eventSink{ch: make(chan Event, eventBuffer), dropped: make(chan struct{}),
 		abandoned: make(chan struct{}), ended: make(chan struct{})}
@@ -234,7 +237,7 @@ func (r *Run) Wait() (*Result, error) {
 		}
 		defer C.ferrule_string_free(text)
 		var result Result
-		if err := json.Unmarshal(C.GoBytes(unsafe.Pointer(text), C.int(length)), &result); err != nil {
+		if err := decodeJSON(unsafe.Slice((*byte)(unsafe.Pointer(text)), length), &result); err != nil {
 			r.err = &Error{Code: CodeInvalidJSON, Message: "the run result: " + err.Error()}
 			return
 		}

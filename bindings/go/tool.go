@@ -52,6 +52,8 @@ type toolOptions struct {
 	handoffMessages string
 	// timeoutGiven tells Timeout(0) from no Timeout, which a Handoff refuses.
 	timeoutGiven bool
+	// inline runs the function inside ferrule's callback (Inline).
+	inline bool
 }
 
 // Sequential makes any batch holding a call of the tool run one call at a time.
@@ -78,6 +80,16 @@ func NonStrict() ToolOption { return func(o *toolOptions) { o.nonStrict = true }
 // Strict asks the provider to guarantee arguments that match the schema (which
 // must then list every property as required).
 func Strict() ToolOption { return func(o *toolOptions) { o.Strict = true } }
+
+// Inline runs the tool's function inside ferrule's callback, on ferrule's
+// runtime thread, instead of on a goroutine: a call then costs no hand-off
+// between threads, which for a function that returns within microseconds is
+// most of what the call costs. Only for functions that never block (no I/O, no
+// locks held for long, no waiting on channels, no Call.Update, which may wait
+// for the run's events to be read): while one runs, its run and every run
+// sharing that thread wait. Its ctx is never cancelled (nothing can stop the run
+// meanwhile), and it must not call runtime.Goexit (t.FailNow, for one).
+func Inline() ToolOption { return func(o *toolOptions) { o.inline = true } }
 
 // FailureIsFatal makes an error of the tool end the run (status failed, code
 // TOOL_FAILED) instead of going back to the model.
@@ -133,7 +145,8 @@ func (t Tool) Name() string {
 }
 
 // register adds the tool to a builder. Every Go tool is nonblocking: its
-// callback hands the call to a goroutine and returns.
+// callback hands the call to a goroutine and returns, or runs an Inline tool's
+// function and completes the call before it returns.
 func (t Tool) register(builder *C.ferrule_agent_builder) error {
 	if t.mode != "" {
 		return t.registerAgent(builder)
@@ -155,7 +168,7 @@ func (t Tool) register(builder *C.ferrule_agent_builder) error {
 	defer freeSchema()
 	opts, optsLen, freeOpts := cBytes(optionsJSON)
 	defer freeOpts()
-	handle := cgo.NewHandle(&registeredTool{fn: t.fn})
+	handle := cgo.NewHandle(&registeredTool{fn: t.fn, inline: options.inline})
 	spec := (*C.ferrule_tool_spec)(C.calloc(1, C.sizeof_ferrule_tool_spec))
 	defer C.free(unsafe.Pointer(spec))
 	*spec = C.ferrule_tool_spec{
@@ -177,17 +190,23 @@ func (t Tool) register(builder *C.ferrule_agent_builder) error {
 
 // registeredTool is a tool as ferrule holds it (behind a cgo handle).
 type registeredTool struct {
-	fn func(ctx context.Context, call *Call, args json.RawMessage) (any, error)
+	fn     func(ctx context.Context, call *Call, args json.RawMessage) (any, error)
+	inline bool
 }
 
-// invoke runs on ferrule's runtime and must return at once: it registers the
-// cancel handler and hands the call to a goroutine.
+// invoke runs on ferrule's runtime and must return at once: it runs an inline
+// tool's function, or registers the cancel handler and hands the call to a
+// goroutine.
 func (t *registeredTool) invoke(handle *C.ferrule_tool_call) {
 	call := &Call{
 		handle:    handle,
 		id:        goStr(C.ferrule_tool_call_id(handle)),
 		name:      goStr(C.ferrule_tool_call_name(handle)),
-		arguments: json.RawMessage(goStr(C.ferrule_tool_call_arguments(handle))),
+		arguments: json.RawMessage(goBytes(C.ferrule_tool_call_arguments(handle))),
+	}
+	if t.inline {
+		call.run(context.Background(), func() {}, t.fn)
+		return
 	}
 	ctx, cancel, forget := cancelledWith(func(onCancel C.ferrule_cancel_fn, key unsafe.Pointer) *C.ferrule_error {
 		return C.ferrule_tool_call_on_cancel(handle, onCancel, key, nil)

@@ -204,6 +204,8 @@ pub struct WireMember {
     /// The Go field's name (of both structs).
     pub name: String,
     pub wire_type: String,
+    /// Its JSON name.
+    pub json: String,
     /// Its JSON name, and `omitempty` where ferrule leaves it out.
     pub tag: String,
     /// The wire value made of the Go value `v.<name>`.
@@ -235,7 +237,8 @@ pub fn member(member: &FlatMember) -> Result<WireMember, String> {
         (false, "[]byte") => ",omitzero",
         (false, _) => ",omitempty",
     };
-    Ok(WireMember { name, wire_type, tag: format!("{}{omit}", member.field.json), to_wire, from_wire })
+    let json = member.field.json.clone();
+    Ok(WireMember { name, wire_type, tag: format!("{json}{omit}"), json, to_wire, from_wire })
 }
 
 /// The fields a Go document has beyond the JSON of `definition`, as a Go

@@ -8,6 +8,7 @@ require (
 	github.com/ferrule-dev/ferrule/bindings/go/lib/linux-amd64 v0.0.0 // indirect
 	github.com/ferrule-dev/ferrule/bindings/go/lib/linux-arm64 v0.0.0 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
+	github.com/valyala/fastjson v1.6.10 // indirect
 )
 
 // The binding and its libraries' modules from the checkout (build with the tag

@@ -19,6 +19,7 @@ use tokio::sync::mpsc::error::TrySendError;
 
 use super::call_progress::CallProgress;
 use super::event::{Event, EventKind, EventSink};
+use super::input::EventSelection;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::{CallbackKind, CallbackPool, CallbackScope};
 
@@ -81,7 +82,8 @@ enum CallTag {
 }
 
 /// The sending side of a run's event queue. Cheap to clone. A run without a sink
-/// has a disabled emitter that builds no events.
+/// has a disabled emitter that builds no events; one whose host asked for
+/// `run_end` alone queues nothing else.
 #[derive(Clone)]
 pub(crate) struct EventEmitter {
     run_id: Arc<str>,
@@ -89,14 +91,22 @@ pub(crate) struct EventEmitter {
     /// host started, for a nested run).
     run_serial: u64,
     queue: Option<mpsc::Sender<Queued>>,
+    /// Only `run_end` is queued.
+    end_only: bool,
     /// For a nested run: the call its events are wrapped in.
     within: Option<Arc<Enclosing>>,
 }
 
 impl EventEmitter {
-    /// Whether anyone listens; callers skip building costly events when not.
+    /// An emitter that queues nothing.
+    fn disabled(run_id: Arc<str>, run_serial: u64) -> EventEmitter {
+        EventEmitter { run_id, run_serial, queue: None, end_only: false, within: None }
+    }
+
+    /// Whether anyone listens to events other than `run_end`; callers skip
+    /// building costly events when not.
     pub(crate) fn is_enabled(&self) -> bool {
-        self.queue.is_some()
+        self.queue.is_some() && !self.end_only
     }
 
     /// Queues an event, waiting while the queue is full.
@@ -115,6 +125,9 @@ impl EventEmitter {
     }
 
     async fn queue_async(&self, kind: EventKind, call: CallTag) {
+        if self.end_only && !matches!(kind, EventKind::RunEnd { .. }) {
+            return;
+        }
         if let Some(queue) = &self.queue {
             let _ = queue.send(self.queued(kind, call)).await;
         }
@@ -141,8 +154,8 @@ impl EventEmitter {
         depth: u32,
         progress: Option<Arc<CallProgress>>,
     ) -> EventEmitter {
-        let (Some(queue), Some(progress)) = (&self.queue, progress) else {
-            return EventEmitter { run_id, run_serial: self.run_serial, queue: None, within: None };
+        let (Some(queue), Some(progress), true) = (&self.queue, progress, self.is_enabled()) else {
+            return EventEmitter::disabled(run_id, self.run_serial);
         };
         let enclosing = Enclosing {
             run_id: self.run_id.clone(),
@@ -156,6 +169,7 @@ impl EventEmitter {
             run_id,
             run_serial: self.run_serial,
             queue: Some(queue.clone()),
+            end_only: false,
             within: Some(Arc::new(enclosing)),
         }
     }
@@ -165,7 +179,7 @@ impl EventEmitter {
     /// where a `nonblocking` tool's callback runs, or on the thread delivering this
     /// run's events) a full queue is `WOULD_DEADLOCK` instead.
     pub(crate) fn emit_update_blocking(&self, kind: EventKind, progress: &Arc<CallProgress>) -> Result<()> {
-        let Some(queue) = &self.queue else { return Ok(()) };
+        let (Some(queue), false) = (&self.queue, self.end_only) else { return Ok(()) };
         let queued = self.queued(kind, CallTag::Update(progress.clone()));
         if crate::runtime::on_runtime_thread() || CallbackScope::is_delivering_events_of(self.run_serial) {
             return match queue.try_send(queued) {
@@ -184,20 +198,22 @@ impl EventEmitter {
     }
 }
 
-/// Creates a run's emitter and, when there is a sink, the dispatcher future that
-/// delivers to it. The dispatcher ends after delivering `run_end`, or when every
-/// emitter is gone.
+/// Creates a run's emitter of the `selected` events and, when there is a sink,
+/// the dispatcher future that delivers them to it. The dispatcher ends after
+/// delivering `run_end`, or when every emitter is gone.
 pub(crate) fn channel(
     run_id: Arc<str>,
     run_serial: u64,
     sink: Option<Box<dyn EventSink>>,
+    selected: EventSelection,
     threads: &'static CallbackPool,
 ) -> (EventEmitter, Option<impl std::future::Future<Output = ()> + Send>) {
     let Some(sink) = sink else {
-        return (EventEmitter { run_id, run_serial, queue: None, within: None }, None);
+        return (EventEmitter::disabled(run_id, run_serial), None);
     };
     let (tx, rx) = mpsc::channel(EVENT_QUEUE_CAPACITY);
-    let emitter = EventEmitter { run_id, run_serial, queue: Some(tx), within: None };
+    let end_only = selected == EventSelection::RunEnd;
+    let emitter = EventEmitter { run_id, run_serial, queue: Some(tx), end_only, within: None };
     (emitter, Some(dispatch(rx, sink, run_serial, threads)))
 }
 

@@ -19,6 +19,20 @@ pub struct RunInput {
     /// The tools (host and built-in) the run may offer and call; `None`: every
     /// tool of the agent. A name the agent lacks makes the start fail.
     pub tools: Option<Vec<String>>,
+    /// Which events reach the run's event sink.
+    pub events: EventSelection,
+}
+
+/// Which of a run's events reach its event sink (run input `events`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EventSelection {
+    /// Every event.
+    #[default]
+    All,
+    /// Only `run_end`: for a host that reads no events but learns of the end
+    /// through them. The run builds and queues no other event.
+    RunEnd,
 }
 
 /// Where a run begins.
@@ -82,6 +96,12 @@ pub(crate) struct InputRepr {
     #[serde(default, deserialize_with = "given")]
     #[schemars(with = "Vec<String>")]
     tools: Option<Vec<String>>,
+    /// Which events reach the run's event callback: `all` (the default) or
+    /// `run_end` (only the last, for a host that reads no events but learns
+    /// of the end from it; the run then builds no other event).
+    #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "EventSelection")]
+    events: Option<EventSelection>,
 }
 
 /// A field that is there: its value, null included, must read as `T`.
@@ -91,7 +111,7 @@ fn given<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<
 
 impl From<RunSource> for RunInput {
     fn from(source: RunSource) -> Self {
-        RunInput { source, tools: None }
+        RunInput { source, tools: None, events: EventSelection::All }
     }
 }
 
@@ -107,7 +127,8 @@ impl RunInput {
     pub fn from_json(json: &str) -> Result<Self> {
         let mut repr: InputRepr = crate::json::parse_document("run input", json)?;
         let tools = repr.tools.take();
-        Ok(RunInput { source: RunSource::from_repr(repr)?, tools })
+        let events = repr.events.take().unwrap_or_default();
+        Ok(RunInput { source: RunSource::from_repr(repr)?, tools, events })
     }
 }
 

@@ -2,7 +2,7 @@
 //! starts with and the batch it runs first.
 
 use super::built::Agent;
-use super::input::{RunInput, RunSource};
+use super::input::{EventSelection, RunInput, RunSource};
 use super::progress::RunProgress;
 use super::state::CarriedOver;
 use crate::error::{Error, Result};
@@ -23,6 +23,8 @@ pub(crate) struct RunOrigin {
     pub(crate) resumed: bool,
     /// What the batch of `pending` carries over from the run that stopped.
     pub(crate) carried: CarriedOver,
+    /// Which events reach the host's sink.
+    pub(crate) events: EventSelection,
 }
 
 impl RunOrigin {
@@ -30,7 +32,14 @@ impl RunOrigin {
     /// execute-only run.
     fn fresh(agent: &Agent, messages: Vec<Message>, execute: Option<AssistantMessage>) -> Self {
         let progress = RunProgress { execute_only: execute.is_some(), ..RunProgress::from_input(messages) };
-        RunOrigin { agent: agent.clone(), progress, pending: execute, resumed: false, carried: CarriedOver::default() }
+        RunOrigin {
+            agent: agent.clone(),
+            progress,
+            pending: execute,
+            resumed: false,
+            carried: CarriedOver::default(),
+            events: EventSelection::All,
+        }
     }
 }
 
@@ -46,9 +55,17 @@ impl Agent {
                 let agent = self.handed_to(state.handed_to())?;
                 let (progress, pending, carried) = state.resume(decisions, agent.parts())?;
                 check_nested(&agent, &pending, &carried)?;
-                RunOrigin { agent, progress, pending: Some(pending), resumed: true, carried }
+                RunOrigin {
+                    agent,
+                    progress,
+                    pending: Some(pending),
+                    resumed: true,
+                    carried,
+                    events: EventSelection::All,
+                }
             }
         };
+        origin.events = input.events;
         if let Some(tools) = input.tools {
             if origin.resumed {
                 return Err(Error::invalid_arg(

@@ -45,7 +45,7 @@ impl RunOrigin {
     /// that must not lose `sink` gets the threads first.
     pub(crate) fn start_on(self, threads: &'static Threads, sink: Option<Box<dyn EventSink>>) -> Run {
         let (serial, id) = next_run();
-        let (events, dispatcher) = event_queue::channel(id.clone(), serial, sink, threads.events);
+        let (events, dispatcher) = event_queue::channel(id.clone(), serial, sink, self.events, threads.events);
         let dispatcher = dispatcher.map(|d| threads.runtime.spawn(d));
         let place = RunPlace { serial, id, events, nesting: RunNesting::top(), cancel: CancellationToken::new() };
         self.launch(threads, place, dispatcher)
@@ -70,7 +70,7 @@ impl RunOrigin {
                 let events = site.events.nested(id.clone(), call_id, name, nesting.depth, site.progress.clone());
                 (nesting, events)
             }
-            None => (RunNesting::top(), event_queue::channel(id.clone(), serial, None, threads.events).0),
+            None => (RunNesting::top(), event_queue::channel(id.clone(), serial, None, self.events, threads.events).0),
         };
         self.launch(threads, RunPlace { serial, id, events, nesting, cancel }, None)
     }
@@ -81,7 +81,7 @@ impl RunOrigin {
         place: RunPlace,
         dispatcher: Option<tokio::task::JoinHandle<()>>,
     ) -> Run {
-        let RunOrigin { agent, mut progress, pending, resumed, carried } = self;
+        let RunOrigin { agent, mut progress, pending, resumed, carried, events: _ } = self;
         let RunPlace { serial, id, events, nesting, cancel } = place;
         let injections = std::mem::take(&mut progress.injections);
         let shared = Arc::new(RunShared::new(id.clone(), serial, cancel, injections));

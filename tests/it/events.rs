@@ -77,3 +77,32 @@ fn events_of_concurrent_runs_carry_their_own_run_id() {
         assert!(events.iter().all(|e| e["run_id"] == run.id()), "{events:?}");
     }
 }
+
+#[test]
+fn a_run_that_selects_run_end_delivers_it_alone() {
+    let chatty = tool("chatty", json!({}), move |call: Invocation| async move {
+        for i in 0..UPDATES {
+            call.updates().send(ToolResult::text(i.to_string())).await;
+        }
+        ToolOutcome::Completed(ToolResult::text("done"))
+    });
+    let agent = agent(
+        json!([{"tool_calls": [{"id": "c1", "name": "chatty", "arguments": {}}]}, {"text": "ok"}]),
+        json!({}),
+        vec![chatty],
+    );
+    let input = RunInput::from_json(r#"{"prompt": "go", "events": "run_end"}"#).unwrap();
+    let (result, events) = run_input(&agent, input);
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(types(&events), ["run_end"], "{events:?}");
+    assert_eq!(events[0]["result"], serde_json::to_value(&*result).unwrap());
+    assert_eq!(result.messages.len(), 4, "the transcript is whole: {:?}", result.messages);
+
+    let (_, all) = run_input(&agent, RunInput::from_json(r#"{"prompt": "go", "events": "all"}"#).unwrap());
+    assert_eq!(of_type(&all, "tool_execution_update").len(), UPDATES);
+    for (wrong, says) in [(r#""some""#, "run_end"), ("null", "null"), ("true", "boolean")] {
+        let input = format!(r#"{{"prompt": "go", "events": {wrong}}}"#);
+        let error = RunInput::from_json(&input).unwrap_err();
+        assert!(error.message.contains(says), "{wrong}: {}", error.message);
+    }
+}

@@ -1,0 +1,223 @@
+package ferrule
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/valyala/fastjson"
+)
+
+// The package's types read ferrule's JSON in one pass: the text is parsed once
+// (fastjson), and each generated type (records, messages, parts) takes its
+// fields from the parsed value (decodeFrom), where encoding/json would scan
+// every nested value again for each UnmarshalJSON on the way down. A run's
+// transcript is most of what crosses, so this is most of what reading a result
+// costs. Fields of other types go through encoding/json from their own JSON.
+
+// decoder is a type that reads itself from a parsed value.
+type decoder interface {
+	decodeFrom(v *fastjson.Value) error
+}
+
+// parsers are fastjson's parsers, reused: a parsed value lives until its
+// parser parses again, and every decodeFrom copies what it keeps.
+var parsers fastjson.ParserPool
+
+// decodeJSON reads data into dst in one pass.
+func decodeJSON(data []byte, dst decoder) error {
+	parser := parsers.Get()
+	defer parsers.Put(parser)
+	v, err := parser.ParseBytes(data)
+	if err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	return dst.decodeFrom(v)
+}
+
+// decodeFields calls field for each member of the object v, in order, until one
+// fails. Null leaves the destination as it is, as encoding/json does.
+func decodeFields(v *fastjson.Value, into string, field func(key []byte, f *fastjson.Value) error) error {
+	if v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	object, err := v.Object()
+	if err != nil {
+		return mismatch(v, into)
+	}
+	object.Visit(func(key []byte, f *fastjson.Value) {
+		if err == nil {
+			err = field(key, f)
+		}
+	})
+	return err
+}
+
+// tag is the string member key of the object v ("" when absent); an error when
+// it is not a string.
+func tag(v *fastjson.Value, key, into string) (string, error) {
+	if v.Type() != fastjson.TypeObject {
+		return "", nil // decodeFields reports it
+	}
+	f := v.Get(key)
+	if f == nil {
+		return "", nil
+	}
+	var s string
+	if err := decodeValue(f, &s, into+"."+key); err != nil {
+		return "", err
+	}
+	return s, nil
+}
+
+// mismatch is the error for a JSON value of the wrong kind.
+func mismatch(v *fastjson.Value, into string) error {
+	return fmt.Errorf("cannot read JSON %s into %s", v.Type(), into)
+}
+
+// decodeValue reads v into dst (a pointer), naming into in errors.
+func decodeValue(v *fastjson.Value, dst any, into string) error {
+	switch d := dst.(type) {
+	case decoder:
+		return d.decodeFrom(v)
+	case *string:
+		return decodeString(v, d, into)
+	case *bool:
+		switch v.Type() {
+		case fastjson.TypeTrue, fastjson.TypeFalse:
+			*d = v.Type() == fastjson.TypeTrue
+		case fastjson.TypeNull:
+		default:
+			return mismatch(v, into)
+		}
+		return nil
+	case *int:
+		if v.Type() == fastjson.TypeNull {
+			return nil
+		}
+		n, err := v.Int()
+		if err != nil {
+			return mismatch(v, into)
+		}
+		*d = n
+		return nil
+	case *float64:
+		if v.Type() == fastjson.TypeNull {
+			return nil
+		}
+		n, err := v.Float64()
+		if err != nil {
+			return mismatch(v, into)
+		}
+		*d = n
+		return nil
+	case *json.RawMessage:
+		if v.Type() == fastjson.TypeNull {
+			*d = nil
+			return nil
+		}
+		*d = v.MarshalTo(nil)
+		return nil
+	case *content:
+		if v.Type() == fastjson.TypeString {
+			var text string
+			_ = decodeString(v, &text, into)
+			*d = textParts(text)
+			return nil
+		}
+		return decodeValue(v, (*[]Part)(d), into)
+	case *base64Bytes:
+		if v.Type() == fastjson.TypeNull {
+			return nil
+		}
+		raw, err := v.StringBytes()
+		if err != nil {
+			return mismatch(v, into)
+		}
+		return d.decodeText(string(raw))
+	}
+	return decodeReflected(v, reflect.ValueOf(dst).Elem(), into)
+}
+
+// decodeString reads a JSON string (null leaves dst as it is).
+func decodeString(v *fastjson.Value, dst *string, into string) error {
+	switch v.Type() {
+	case fastjson.TypeString:
+		raw, _ := v.StringBytes()
+		*dst = string(raw)
+	case fastjson.TypeNull:
+	default:
+		return mismatch(v, into)
+	}
+	return nil
+}
+
+// decodeReflected reads v into the settable value dst: a list, a map, a
+// pointer, a named string (an enumeration) by their parts; anything else
+// through encoding/json.
+func decodeReflected(v *fastjson.Value, dst reflect.Value, into string) error {
+	null := v.Type() == fastjson.TypeNull
+	switch dst.Kind() {
+	case reflect.String:
+		var s string
+		if err := decodeString(v, &s, into); err != nil || null {
+			return err
+		}
+		dst.SetString(s)
+		return nil
+	case reflect.Pointer:
+		if null {
+			dst.SetZero()
+			return nil
+		}
+		target := reflect.New(dst.Type().Elem())
+		if err := decodeValue(v, target.Interface(), into); err != nil {
+			return err
+		}
+		dst.Set(target)
+		return nil
+	case reflect.Slice:
+		if null {
+			dst.SetZero()
+			return nil
+		}
+		items, err := v.Array()
+		if err != nil {
+			return mismatch(v, into)
+		}
+		list := reflect.MakeSlice(dst.Type(), len(items), len(items))
+		for i, item := range items {
+			if err := decodeValue(item, list.Index(i).Addr().Interface(), into); err != nil {
+				return err
+			}
+		}
+		dst.Set(list)
+		return nil
+	case reflect.Map:
+		if null {
+			dst.SetZero()
+			return nil
+		}
+		object, err := v.Object()
+		if err != nil {
+			return mismatch(v, into)
+		}
+		if dst.IsNil() {
+			dst.Set(reflect.MakeMapWithSize(dst.Type(), object.Len()))
+		}
+		object.Visit(func(key []byte, f *fastjson.Value) {
+			if err != nil {
+				return
+			}
+			item := reflect.New(dst.Type().Elem())
+			if err = decodeValue(f, item.Interface(), into); err == nil {
+				dst.SetMapIndex(reflect.ValueOf(string(key)).Convert(dst.Type().Key()), item.Elem())
+			}
+		})
+		return err
+	}
+	if err := json.Unmarshal(v.MarshalTo(nil), dst.Addr().Interface()); err != nil {
+		return fmt.Errorf("%s: %w", into, err)
+	}
+	return nil
+}

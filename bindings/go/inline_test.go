@@ -1,0 +1,130 @@
+package ferrule
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// inlineAgent is an agent whose one tool, "quick", is Inline and runs fn.
+func inlineAgent(t *testing.T, script json.RawMessage, fn func(context.Context, *Call, json.RawMessage) (any, error)) *Agent {
+	t.Helper()
+	agent, err := NewAgentFromJSON(script, NewRawTool("quick", "", nil, fn, Inline()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Close() })
+	return agent
+}
+
+func TestAnInlineToolRunsInsideTheCallbackAndCompletesItsCall(t *testing.T) {
+	agent := inlineAgent(t, scripted(call("c1", "quick", map[string]any{"n": 1}), call("c2", "quick", map[string]any{"n": 2})),
+		func(ctx context.Context, c *Call, args json.RawMessage) (any, error) {
+			if ctx.Err() != nil {
+				return nil, errors.New("the context is done")
+			}
+			if err := c.Update("half"); err != nil {
+				return nil, err
+			}
+			if strings.Contains(string(args), "2") {
+				return nil, errors.New("two is refused")
+			}
+			return ToolResult{Content: []Part{Text("got " + string(args))}}, nil
+		})
+	run, err := agent.Start(context.Background(), Prompt("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	var updates []string
+	for event := range run.Events() {
+		if update, ok := event.(*ToolExecutionUpdateEvent); ok {
+			updates = append(updates, update.Partial.Text())
+		}
+	}
+	res, err := run.Wait()
+	if err != nil || res.Status != StatusCompleted {
+		t.Fatalf("%+v %v", res, err)
+	}
+	results := toolResults(res)
+	if len(results) != 2 || results[0].Text() != `got {"n":1}` || results[0].IsError ||
+		!results[1].IsError || results[1].Text() != "two is refused" {
+		t.Fatalf("results %+v", results)
+	}
+	if strings.Join(updates, ",") != "half,half" {
+		t.Errorf("updates %q", updates)
+	}
+}
+
+func TestAnInlineToolThatPanicsFailsItsCall(t *testing.T) {
+	agent := inlineAgent(t, scripted(call("c1", "quick", map[string]any{})),
+		func(context.Context, *Call, json.RawMessage) (any, error) { panic("boom") })
+	res, err, ok := runWithin(agent, hangProtection, Prompt("go"))
+	if !ok || err != nil {
+		t.Fatalf("%v %v", ok, err)
+	}
+	if results := toolResults(res); !results[0].IsError || !strings.Contains(results[0].Text(), "boom") {
+		t.Fatalf("results %+v", results)
+	}
+}
+
+// Inline calls completing inside the callback race the run's cancellation
+// and its timeout from other goroutines: every run ends, once, with a status
+// that fits, and nothing is left behind.
+func TestInlineCompletionsRaceCancelAndTimeout(t *testing.T) {
+	rounds := `{"model": {"provider": "scripted", "script": [
+		{"tool_calls": [{"id": "a", "name": "quick", "arguments": {}}, {"id": "b", "name": "quick", "arguments": {}}], "repeat": 50},
+		{"text": "done"}]}, "max_rounds": 60, "run_timeout_ms": 2}`
+	var calls atomic.Int64
+	agent := inlineAgent(t, json.RawMessage(rounds), func(context.Context, *Call, json.RawMessage) (any, error) {
+		calls.Add(1)
+		return "ok", nil
+	})
+	iterations := 300
+	if testing.Short() {
+		iterations = 50
+	}
+	var wg sync.WaitGroup
+	for i := range iterations {
+		wg.Go(func() {
+			run, err := agent.Start(context.Background(), Prompt("go"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer run.Close()
+			if i%2 == 0 {
+				time.Sleep(time.Duration(i%7) * 100 * time.Microsecond)
+				run.Cancel()
+			}
+			res, err := run.Wait()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			switch res.Status {
+			case StatusCompleted, StatusCancelled:
+			case StatusFailed:
+				if res.Error == nil || res.Error.Code != CodeTimeout {
+					t.Errorf("failed with %+v", res.Error)
+				}
+			default:
+				t.Errorf("status %v", res.Status)
+			}
+			for _, r := range toolResults(res) {
+				if r.Text() != "ok" && !r.IsError {
+					t.Errorf("result %+v", r)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if calls.Load() == 0 {
+		t.Fatal("no call ran")
+	}
+}
