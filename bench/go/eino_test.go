@@ -90,10 +90,7 @@ func benchmarkEino(b *testing.B, name string) {
 		return "{}"
 	}}
 	agent := einoAgent(b, m)
-	for b.Loop() {
-		einoRun(b, agent)
-	}
-	report(b, w)
+	each(b, w, func() { einoRun(b, agent) })
 }
 
 func BenchmarkEinoW1(b *testing.B) { benchmarkEino(b, "w1") }

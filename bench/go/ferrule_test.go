@@ -48,10 +48,7 @@ func ferruleRun(b *testing.B, agent *ferrule.Agent, events bool) {
 func benchmarkFerrule(b *testing.B, name string, events bool, opts ...ferrule.ToolOption) {
 	w := load(b, name)
 	agent := ferruleAgent(b, w.Config, noop(w.Schema, opts...))
-	for b.Loop() {
-		ferruleRun(b, agent, events)
-	}
-	report(b, w)
+	each(b, w, func() { ferruleRun(b, agent, events) })
 }
 
 func BenchmarkFerruleW1(b *testing.B)       { benchmarkFerrule(b, "w1", false) }
@@ -93,10 +90,7 @@ func noopHooks(every bool) []ferrule.Hook {
 func benchmarkFerruleHooks(b *testing.B, every bool) {
 	w := load(b, "w1")
 	agent := ferruleAgent(b, w.Config, noop(w.Schema), noopHooks(every)...)
-	for b.Loop() {
-		ferruleRun(b, agent, false)
-	}
-	report(b, w)
+	each(b, w, func() { ferruleRun(b, agent, false) })
 }
 
 // W1 with a no-op hook on each stage, beside BenchmarkFerruleW1.
@@ -135,8 +129,5 @@ func BenchmarkFerruleW1HostModel(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { agent.Close() })
-	for b.Loop() {
-		ferruleRun(b, agent, false)
-	}
-	report(b, w)
+	each(b, w, func() { ferruleRun(b, agent, false) })
 }

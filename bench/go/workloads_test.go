@@ -9,9 +9,12 @@ package gobench
 import (
 	"encoding/json"
 	"os"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // workload is one of bench/workloads.json's.
@@ -45,25 +48,45 @@ func load(b *testing.B, name string) workload {
 	return w
 }
 
-// report gives the cost per round and per call of one whole run.
-func report(b *testing.B, w workload) {
-	perRun := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-	b.ReportMetric(perRun/float64(w.Rounds)/1e3, "us/round")
-	b.ReportMetric(perRun/float64(w.Calls)/1e3, "us/call")
+// each runs run once per iteration and reports the median run's cost per
+// round and per call, and the spread of the runs (slowest over fastest): a
+// mean would carry this VM's occasional slow run into every figure.
+func each(b *testing.B, w workload, run func()) {
+	var times []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		run()
+		times = append(times, time.Since(start))
+	}
+	slices.Sort(times)
+	median := float64(times[len(times)/2].Nanoseconds())
+	b.ReportMetric(median/float64(w.Rounds)/1e3, "us/round")
+	b.ReportMetric(median/float64(w.Calls)/1e3, "us/call")
+	b.ReportMetric(float64(times[len(times)-1])/float64(times[0]), "max/min")
 }
 
-// concurrently runs 1,000 runs at once per iteration (W3) and reports the wall
-// time of each thousand and the process's peak resident set.
+// concurrently runs 1,000 runs at once per iteration (W3) and reports the
+// median wall time of a thousand and the process's peak resident set during
+// them (the peak is reset first, after the garbage of earlier benchmarks was
+// returned to the system, so what they reached does not count).
 func concurrently(b *testing.B, run func()) {
 	const runs = 1000
+	debug.FreeOSMemory()
+	if err := os.WriteFile("/proc/self/clear_refs", []byte("5"), 0); err != nil {
+		b.Fatalf("resetting the peak resident set: %v", err)
+	}
+	var times []time.Duration
 	for b.Loop() {
+		start := time.Now()
 		var wg sync.WaitGroup
 		for range runs {
 			wg.Go(run)
 		}
 		wg.Wait()
+		times = append(times, time.Since(start))
 	}
-	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/1000runs")
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1e3, "ms/1000runs")
 	b.ReportMetric(float64(peakRSSKiB())/1024, "peakRSS_MiB")
 }
 

@@ -31,7 +31,8 @@ func goHook(userData unsafe.Pointer, hook *C.ferrule_hook) {
 
 //export goEvent
 func goEvent(userData unsafe.Pointer, json *C.char, length C.size_t) {
-	dataHandle(userData).Value().(*eventSink).deliver(C.GoBytes(unsafe.Pointer(json), C.int(length)))
+	// Borrowed for the call: deliver copies what it keeps.
+	dataHandle(userData).Value().(*eventSink).deliver(unsafe.Slice((*byte)(unsafe.Pointer(json)), length))
 }
 
 //export goCancel

@@ -144,7 +144,7 @@ func decodeString(v *fastjson.Value, dst *string, into string) error {
 	switch v.Type() {
 	case fastjson.TypeString:
 		raw, _ := v.StringBytes()
-		*dst = string(raw)
+		*dst = known(raw)
 	case fastjson.TypeNull:
 	default:
 		return mismatch(v, into)
@@ -220,4 +220,26 @@ func decodeReflected(v *fastjson.Value, dst reflect.Value, into string) error {
 		return fmt.Errorf("%s: %w", into, err)
 	}
 	return nil
+}
+
+// known is raw as a string, without a copy for the words every message
+// repeats (roles, part types, stop reasons).
+func known(raw []byte) string {
+	switch string(raw) {
+	case "user":
+		return "user"
+	case "assistant":
+		return "assistant"
+	case "tool":
+		return "tool"
+	case "system":
+		return "system"
+	case "text":
+		return "text"
+	case "tool_use":
+		return "tool_use"
+	case "end_turn":
+		return "end_turn"
+	}
+	return string(raw)
 }

@@ -3,6 +3,8 @@ package ferrule
 import (
 	"encoding/json"
 	"reflect"
+
+	"github.com/valyala/fastjson"
 )
 
 // Event is one event of a run, in order. Switch on its concrete type (the
@@ -25,6 +27,12 @@ type NestedEvent struct {
 // type (or that does not decode) is an *UnknownEvent.
 func (n *NestedEvent) UnmarshalJSON(data []byte) error {
 	n.Event = decodeEvent(data)
+	return nil
+}
+
+// decodeFrom reads the nested event from parsed JSON, as UnmarshalJSON does.
+func (n *NestedEvent) decodeFrom(value *fastjson.Value) error {
+	n.Event = eventFrom(value, nil)
 	return nil
 }
 

@@ -2,7 +2,11 @@
 
 package ferrule
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/valyala/fastjson"
+)
 
 // eventBase is what every event carries.
 type eventBase struct {
@@ -20,6 +24,17 @@ type RunStartEvent struct {
 // EventType is "run_start".
 func (*RunStartEvent) EventType() string { return "run_start" }
 
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *RunStartEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "RunStartEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "RunStartEvent.run_id")
+		}
+		return nil
+	})
+}
+
 // TurnStartEvent: A model request is about to be made.
 type TurnStartEvent struct {
 	eventBase
@@ -29,6 +44,19 @@ type TurnStartEvent struct {
 
 // EventType is "turn_start".
 func (*TurnStartEvent) EventType() string { return "turn_start" }
+
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *TurnStartEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "TurnStartEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "TurnStartEvent.run_id")
+		case "turn":
+			return decodeValue(field, &e.Turn, "TurnStartEvent.turn")
+		}
+		return nil
+	})
+}
 
 // MessageDeltaEvent: A piece of streamed assistant text or thinking.
 type MessageDeltaEvent struct {
@@ -43,6 +71,23 @@ type MessageDeltaEvent struct {
 
 // EventType is "message_delta".
 func (*MessageDeltaEvent) EventType() string { return "message_delta" }
+
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *MessageDeltaEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "MessageDeltaEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "MessageDeltaEvent.run_id")
+		case "turn":
+			return decodeValue(field, &e.Turn, "MessageDeltaEvent.turn")
+		case "text":
+			return decodeValue(field, &e.Text, "MessageDeltaEvent.text")
+		case "thinking":
+			return decodeValue(field, &e.Thinking, "MessageDeltaEvent.thinking")
+		}
+		return nil
+	})
+}
 
 // ToolCallDeltaEvent: A piece of a streamed tool call. Arguments here may be incomplete; only
 // `tool_execution_start` carries a call that will run.
@@ -63,6 +108,27 @@ type ToolCallDeltaEvent struct {
 // EventType is "tool_call_delta".
 func (*ToolCallDeltaEvent) EventType() string { return "tool_call_delta" }
 
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *ToolCallDeltaEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "ToolCallDeltaEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "ToolCallDeltaEvent.run_id")
+		case "turn":
+			return decodeValue(field, &e.Turn, "ToolCallDeltaEvent.turn")
+		case "index":
+			return decodeValue(field, &e.Index, "ToolCallDeltaEvent.index")
+		case "arguments_delta":
+			return decodeValue(field, &e.ArgumentsDelta, "ToolCallDeltaEvent.arguments_delta")
+		case "id":
+			return decodeValue(field, &e.ID, "ToolCallDeltaEvent.id")
+		case "name":
+			return decodeValue(field, &e.Name, "ToolCallDeltaEvent.name")
+		}
+		return nil
+	})
+}
+
 // MessageEndEvent: The assistant message is complete.
 type MessageEndEvent struct {
 	eventBase
@@ -75,6 +141,21 @@ type MessageEndEvent struct {
 // EventType is "message_end".
 func (*MessageEndEvent) EventType() string { return "message_end" }
 
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *MessageEndEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "MessageEndEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "MessageEndEvent.run_id")
+		case "turn":
+			return decodeValue(field, &e.Turn, "MessageEndEvent.turn")
+		case "message":
+			return decodeValue(field, &e.Message, "MessageEndEvent.message")
+		}
+		return nil
+	})
+}
+
 // ToolExecutionStartEvent: A call begins (invalid calls too: they start and end with an error
 // result).
 type ToolExecutionStartEvent struct {
@@ -85,6 +166,19 @@ type ToolExecutionStartEvent struct {
 
 // EventType is "tool_execution_start".
 func (*ToolExecutionStartEvent) EventType() string { return "tool_execution_start" }
+
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *ToolExecutionStartEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "ToolExecutionStartEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "ToolExecutionStartEvent.run_id")
+		case "call":
+			return decodeValue(field, &e.Call, "ToolExecutionStartEvent.call")
+		}
+		return nil
+	})
+}
 
 // ToolExecutionUpdateEvent: A provisional result. Never enters the transcript.
 type ToolExecutionUpdateEvent struct {
@@ -99,6 +193,23 @@ type ToolExecutionUpdateEvent struct {
 
 // EventType is "tool_execution_update".
 func (*ToolExecutionUpdateEvent) EventType() string { return "tool_execution_update" }
+
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *ToolExecutionUpdateEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "ToolExecutionUpdateEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "ToolExecutionUpdateEvent.run_id")
+		case "call_id":
+			return decodeValue(field, &e.CallID, "ToolExecutionUpdateEvent.call_id")
+		case "name":
+			return decodeValue(field, &e.Name, "ToolExecutionUpdateEvent.name")
+		case "partial":
+			return decodeValue(field, &e.Partial, "ToolExecutionUpdateEvent.partial")
+		}
+		return nil
+	})
+}
 
 // ToolExecutionEndEvent: A call ended; `result` is what the transcript records for it.
 type ToolExecutionEndEvent struct {
@@ -116,6 +227,25 @@ type ToolExecutionEndEvent struct {
 // EventType is "tool_execution_end".
 func (*ToolExecutionEndEvent) EventType() string { return "tool_execution_end" }
 
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *ToolExecutionEndEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "ToolExecutionEndEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "ToolExecutionEndEvent.run_id")
+		case "call_id":
+			return decodeValue(field, &e.CallID, "ToolExecutionEndEvent.call_id")
+		case "name":
+			return decodeValue(field, &e.Name, "ToolExecutionEndEvent.name")
+		case "result":
+			return decodeValue(field, &e.Result, "ToolExecutionEndEvent.result")
+		case "is_error":
+			return decodeValue(field, &e.IsError, "ToolExecutionEndEvent.is_error")
+		}
+		return nil
+	})
+}
+
 // RetryEvent: A failed model request is being retried.
 type RetryEvent struct {
 	eventBase
@@ -130,6 +260,23 @@ type RetryEvent struct {
 // EventType is "retry".
 func (*RetryEvent) EventType() string { return "retry" }
 
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *RetryEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "RetryEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "RetryEvent.run_id")
+		case "attempt":
+			return decodeValue(field, &e.Attempt, "RetryEvent.attempt")
+		case "error":
+			return decodeValue(field, &e.Error, "RetryEvent.error")
+		case "delay_ms":
+			return decodeValue(field, &e.DelayMS, "RetryEvent.delay_ms")
+		}
+		return nil
+	})
+}
+
 // MessageInjectedEvent: A message entered the transcript from outside the model: injected into the
 // live run (`ferrule_run_inject`) or by a `turn_start` hook.
 type MessageInjectedEvent struct {
@@ -140,6 +287,19 @@ type MessageInjectedEvent struct {
 
 // EventType is "message_injected".
 func (*MessageInjectedEvent) EventType() string { return "message_injected" }
+
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *MessageInjectedEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "MessageInjectedEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "MessageInjectedEvent.run_id")
+		case "message":
+			return decodeValue(field, &e.Message, "MessageInjectedEvent.message")
+		}
+		return nil
+	})
+}
 
 // HistoryCompactedEvent: A request left out the oldest messages to stay within
 // `history.max_input_tokens`; the transcript keeps them.
@@ -153,6 +313,21 @@ type HistoryCompactedEvent struct {
 
 // EventType is "history_compacted".
 func (*HistoryCompactedEvent) EventType() string { return "history_compacted" }
+
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *HistoryCompactedEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "HistoryCompactedEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "HistoryCompactedEvent.run_id")
+		case "turn":
+			return decodeValue(field, &e.Turn, "HistoryCompactedEvent.turn")
+		case "dropped":
+			return decodeValue(field, &e.Dropped, "HistoryCompactedEvent.dropped")
+		}
+		return nil
+	})
+}
 
 // MCPServerEvent: An MCP server's state or tools changed since the run was last told of it; the
 // first turn (or the batch a resumed run begins with) tells of every server. Sent before the turn's
@@ -182,6 +357,35 @@ type MCPServerEvent struct {
 // EventType is "mcp_server".
 func (*MCPServerEvent) EventType() string { return "mcp_server" }
 
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *MCPServerEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "MCPServerEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "MCPServerEvent.run_id")
+		case "server":
+			return decodeValue(field, &e.Server, "MCPServerEvent.server")
+		case "status":
+			return decodeValue(field, &e.Status, "MCPServerEvent.status")
+		case "tools":
+			return decodeValue(field, &e.Tools, "MCPServerEvent.tools")
+		case "added":
+			return decodeValue(field, &e.Added, "MCPServerEvent.added")
+		case "removed":
+			return decodeValue(field, &e.Removed, "MCPServerEvent.removed")
+		case "left_out":
+			return decodeValue(field, &e.LeftOut, "MCPServerEvent.left_out")
+		case "restarts":
+			return decodeValue(field, &e.Restarts, "MCPServerEvent.restarts")
+		case "error":
+			return decodeValue(field, &e.Error, "MCPServerEvent.error")
+		case "protocol_version":
+			return decodeValue(field, &e.ProtocolVersion, "MCPServerEvent.protocol_version")
+		}
+		return nil
+	})
+}
+
 // MCPServerLogEvent: Lines an MCP server wrote to its stderr, and notes of ferrule's about it
 // (beginning `ferrule: `), since the run last reported its log (at most its last 64 lines). Sent
 // with the turn's `mcp_server` events.
@@ -197,6 +401,23 @@ type MCPServerLogEvent struct {
 
 // EventType is "mcp_server_log".
 func (*MCPServerLogEvent) EventType() string { return "mcp_server_log" }
+
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *MCPServerLogEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "MCPServerLogEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "MCPServerLogEvent.run_id")
+		case "server":
+			return decodeValue(field, &e.Server, "MCPServerLogEvent.server")
+		case "lines":
+			return decodeValue(field, &e.Lines, "MCPServerLogEvent.lines")
+		case "missed":
+			return decodeValue(field, &e.Missed, "MCPServerLogEvent.missed")
+		}
+		return nil
+	})
+}
 
 // AgentEventEvent: An event of a run nested in this one: the run of an agent called as a tool.
 // Delivered in order, between the call's `tool_execution_start` and `tool_execution_end` (none
@@ -217,6 +438,25 @@ type AgentEventEvent struct {
 // EventType is "agent_event".
 func (*AgentEventEvent) EventType() string { return "agent_event" }
 
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *AgentEventEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "AgentEventEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "AgentEventEvent.run_id")
+		case "call_id":
+			return decodeValue(field, &e.CallID, "AgentEventEvent.call_id")
+		case "agent":
+			return decodeValue(field, &e.Agent, "AgentEventEvent.agent")
+		case "depth":
+			return decodeValue(field, &e.Depth, "AgentEventEvent.depth")
+		case "event":
+			return decodeValue(field, &e.Event, "AgentEventEvent.event")
+		}
+		return nil
+	})
+}
+
 // HandoffEvent: The run handed control to another agent: from here on that agent's system prompt,
 // tools and model answer, with the transcript its handoff carries.
 type HandoffEvent struct {
@@ -236,6 +476,27 @@ type HandoffEvent struct {
 // EventType is "handoff".
 func (*HandoffEvent) EventType() string { return "handoff" }
 
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *HandoffEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "HandoffEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "HandoffEvent.run_id")
+		case "turn":
+			return decodeValue(field, &e.Turn, "HandoffEvent.turn")
+		case "call_id":
+			return decodeValue(field, &e.CallID, "HandoffEvent.call_id")
+		case "to":
+			return decodeValue(field, &e.To, "HandoffEvent.to")
+		case "dropped":
+			return decodeValue(field, &e.Dropped, "HandoffEvent.dropped")
+		case "from":
+			return decodeValue(field, &e.From, "HandoffEvent.from")
+		}
+		return nil
+	})
+}
+
 // TurnEndEvent: A round is over.
 type TurnEndEvent struct {
 	eventBase
@@ -245,6 +506,19 @@ type TurnEndEvent struct {
 
 // EventType is "turn_end".
 func (*TurnEndEvent) EventType() string { return "turn_end" }
+
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *TurnEndEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "TurnEndEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "TurnEndEvent.run_id")
+		case "turn":
+			return decodeValue(field, &e.Turn, "TurnEndEvent.turn")
+		}
+		return nil
+	})
+}
 
 // RunEndEvent: The run is over. Always the last event.
 type RunEndEvent struct {
@@ -260,6 +534,23 @@ type RunEndEvent struct {
 // EventType is "run_end".
 func (*RunEndEvent) EventType() string { return "run_end" }
 
+// decodeFrom reads the event's fields from parsed JSON.
+func (e *RunEndEvent) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "RunEndEvent", func(key []byte, field *fastjson.Value) error {
+		switch string(key) {
+		case "run_id":
+			return decodeValue(field, &e.Run, "RunEndEvent.run_id")
+		case "status":
+			return decodeValue(field, &e.Status, "RunEndEvent.status")
+		case "result":
+			return decodeValue(field, &e.Result, "RunEndEvent.result")
+		case "error":
+			return decodeValue(field, &e.Error, "RunEndEvent.error")
+		}
+		return nil
+	})
+}
+
 // UnknownEvent is an event of a type this package does not know yet (or one
 // that did not decode), with its JSON.
 type UnknownEvent struct {
@@ -273,13 +564,25 @@ func (e *UnknownEvent) EventType() string { return e.Type }
 
 // decodeEvent reads one event's JSON.
 func decodeEvent(data []byte) Event {
-	var head struct {
-		Type string `json:"type"`
-		eventBase
+	parser := parsers.Get()
+	defer parsers.Put(parser)
+	value, err := parser.ParseBytes(data)
+	if err != nil {
+		// The caller may reuse data: the event keeps a copy.
+		return &UnknownEvent{Raw: append([]byte(nil), data...)}
 	}
-	_ = json.Unmarshal(data, &head)
-	var event Event
-	switch head.Type {
+	return eventFrom(value, data)
+}
+
+// eventFrom reads one event from parsed JSON; raw is its text, if at hand.
+func eventFrom(value *fastjson.Value, raw []byte) Event {
+	eventType, _ := tag(value, "type", "event")
+	run, _ := tag(value, "run_id", "event")
+	var event interface {
+		Event
+		decoder
+	}
+	switch eventType {
 	case "run_start":
 		event = &RunStartEvent{}
 	case "turn_start":
@@ -315,9 +618,13 @@ func decodeEvent(data []byte) Event {
 	case "run_end":
 		event = &RunEndEvent{}
 	}
-	if event == nil || json.Unmarshal(data, event) != nil || incomplete(event) {
-		// The caller may reuse data: the event keeps a copy.
-		return &UnknownEvent{eventBase: head.eventBase, Type: head.Type, Raw: append([]byte(nil), data...)}
+	if event == nil || event.decodeFrom(value) != nil || incomplete(event) {
+		if raw == nil {
+			raw = value.MarshalTo(nil)
+		} else {
+			raw = append([]byte(nil), raw...)
+		}
+		return &UnknownEvent{eventBase: eventBase{Run: run}, Type: eventType, Raw: raw}
 	}
 	return event
 }

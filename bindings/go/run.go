@@ -97,9 +97,19 @@ type eventSink struct {
 	reader atomic.Pointer[Run]
 	// result is the run_end event's, read once ended is closed.
 	result *Result
+	// endOnly is set for a run of Agent.Run, which asked for run_end alone:
+	// its result is the run's.
+	endOnly bool
 }
 
+// deliver decodes an event and hands it to the reader; data is borrowed.
 func (s *eventSink) deliver(data []byte) {
+	if s.endOnly {
+		if end, ok := decodeEvent(data).(*RunEndEvent); ok {
+			s.result = end.Result
+		}
+		return
+	}
 	select {
 	case <-s.dropped:
 		return
@@ -131,8 +141,8 @@ func (s *eventSink) release() {
 	s.reader.Store(nil)
 }
 
-// start starts a run. Without events (for Agent.Run) ferrule's event callback
-// is a C function that ignores them; either way the sink learns of the run's
+// start starts a run. Without events (for Agent.Run) the run delivers run_end
+// alone, whose result is the run's; either way the sink learns of the run's
 // end when ferrule lets go of it, so nothing waits for the run inside C.
 func start(ctx context.Context, agent *C.ferrule_agent, in Input, events bool) (*Run, error) {
 	if err := ctx.Err(); err != nil {
@@ -152,15 +162,14 @@ func start(ctx context.Context, agent *C.ferrule_agent, in Input, events bool) (
 	}
 	sink := &eventSink{ch: make(chan Event, eventBuffer), dropped: make(chan struct{}),
 		abandoned: make(chan struct{}), ended: make(chan struct{})}
-	onEvent := C.ferrule_event_fn(C.ferrule_go_event)
 	if !events {
-		onEvent = C.ferrule_event_fn(C.ferrule_go_ignore_event)
+		sink.endOnly = true
 		sink.drop()
 	}
 	handle := cgo.NewHandle(sink)
 	text, length := cArg(in.json)
 	var run *C.ferrule_run
-	err := takeError(C.ferrule_agent_start(agent, text, length, onEvent, handleData(handle),
+	err := takeError(C.ferrule_agent_start(agent, text, length, C.ferrule_event_fn(C.ferrule_go_event), handleData(handle),
 		C.ferrule_free_fn(C.ferrule_go_free), &run))
 	if err != nil {
 		handle.Delete() // not taken: still ours

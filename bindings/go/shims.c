@@ -11,13 +11,6 @@ void ferrule_go_event(void *user_data, const char *json, size_t len) { goEvent(u
 
 void ferrule_go_free(void *user_data) { goFree(user_data); }
 
-/* For runs whose events nobody reads: no call into Go per event. */
-void ferrule_go_ignore_event(void *user_data, const char *json, size_t len) {
-    (void)user_data;
-    (void)json;
-    (void)len;
-}
-
 void ferrule_go_cancel(void *user_data) { goCancel(user_data); }
 
 void *ferrule_go_handle_data(uintptr_t handle) { return (void *)handle; }
