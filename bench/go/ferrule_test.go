@@ -3,7 +3,9 @@ package gobench
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
+	"time"
 
 	ferrule "github.com/ferrule-dev/ferrule/bindings/go"
 )
@@ -61,44 +63,71 @@ func BenchmarkFerruleW2InlineWithEvents(b *testing.B) {
 	benchmarkFerrule(b, "w2", true, ferrule.Inline())
 }
 
-// noopHooks is one hook per stage that goes on; without turn_start (whose
-// payload carries the whole history) when every is false.
-func noopHooks(every bool) []ferrule.Hook {
+// noopHooks is one hook per stage that goes on, each with opts; the
+// turn_start hook (typed, so its payload is decoded) notes when each turn
+// started in turns, and is left out when every is false.
+func noopHooks(every bool, turns *[]time.Time, opts ...ferrule.HookOption) []ferrule.Hook {
 	hooks := []ferrule.Hook{
 		ferrule.OnRunStart(func(context.Context, ferrule.RunStartPayload) (ferrule.RunStartDecision, error) {
 			return ferrule.RunStartDecision{}, nil
-		}),
+		}, opts...),
 		ferrule.OnToolCall(func(context.Context, ferrule.ToolCallPayload) (ferrule.ToolCallDecision, error) {
 			return ferrule.ToolCallDecision{}, nil
-		}),
+		}, opts...),
 		ferrule.OnToolResult(func(context.Context, ferrule.ToolResultPayload) (ferrule.ToolResultDecision, error) {
 			return ferrule.ToolResultDecision{}, nil
-		}),
+		}, opts...),
 		ferrule.OnFinalAnswer(func(context.Context, ferrule.FinalAnswerPayload) (ferrule.FinalAnswerDecision, error) {
 			return ferrule.FinalAnswerDecision{}, nil
-		}),
+		}, opts...),
 	}
 	if every {
-		// Raw: the typed payload would decode the whole history every round.
-		hooks = append(hooks, ferrule.RawHook("turn_start", func(context.Context, json.RawMessage) (json.RawMessage, error) {
-			return json.RawMessage("{}"), nil
-		}))
+		hooks = append(hooks, ferrule.OnTurnStart(func(_ context.Context, p ferrule.TurnStartPayload) (ferrule.TurnStartDecision, error) {
+			*turns = append(*turns, time.Now())
+			return ferrule.TurnStartDecision{}, nil
+		}, opts...))
 	}
 	return hooks
 }
 
-func benchmarkFerruleHooks(b *testing.B, every bool) {
+// benchmarkFerruleHooks runs W1 with noopHooks and, with every hook, reports
+// the median round's cost around round 10 and around round 2,000 (from the
+// turn_start hook's notes), whose ratio shows whether a consultation grows
+// with the history.
+func benchmarkFerruleHooks(b *testing.B, every bool, tool []ferrule.ToolOption, opts ...ferrule.HookOption) {
 	w := load(b, "w1")
-	agent := ferruleAgent(b, w.Config, noop(w.Schema), noopHooks(every)...)
-	each(b, w, func() { ferruleRun(b, agent, false) })
+	var turns []time.Time
+	agent := ferruleAgent(b, w.Config, noop(w.Schema, tool...), noopHooks(every, &turns, opts...)...)
+	var early, late []time.Duration
+	each(b, w, func() {
+		turns = turns[:0]
+		ferruleRun(b, agent, false)
+		for i := 1; i < len(turns); i++ {
+			if round := turns[i].Sub(turns[i-1]); i >= 5 && i < 15 {
+				early = append(early, round)
+			} else if i >= len(turns)-10 {
+				late = append(late, round)
+			}
+		}
+	})
+	if every {
+		slices.Sort(early)
+		slices.Sort(late)
+		b.ReportMetric(float64(early[len(early)/2].Nanoseconds())/1e3, "us/round@10")
+		b.ReportMetric(float64(late[len(late)/2].Nanoseconds())/1e3, "us/round@2000")
+	}
 }
 
-// W1 with a no-op hook on each stage, beside BenchmarkFerruleW1.
-func BenchmarkFerruleW1Hooks(b *testing.B)             { benchmarkFerruleHooks(b, true) }
-func BenchmarkFerruleW1HooksButTurnStart(b *testing.B) { benchmarkFerruleHooks(b, false) }
-func BenchmarkFerruleW1WithEvents(b *testing.B)        { benchmarkFerrule(b, "w1", true) }
-func BenchmarkFerruleW2(b *testing.B)                  { benchmarkFerrule(b, "w2", false) }
-func BenchmarkFerruleW2WithEvents(b *testing.B)        { benchmarkFerrule(b, "w2", true) }
+// W1 with a no-op hook on each stage, beside BenchmarkFerruleW1: on goroutines
+// with the whole history, and inline without it (with an Inline tool).
+func BenchmarkFerruleW1Hooks(b *testing.B)             { benchmarkFerruleHooks(b, true, nil) }
+func BenchmarkFerruleW1HooksButTurnStart(b *testing.B) { benchmarkFerruleHooks(b, false, nil) }
+func BenchmarkFerruleW1HooksInlineWithoutHistory(b *testing.B) {
+	benchmarkFerruleHooks(b, true, []ferrule.ToolOption{ferrule.Inline()}, ferrule.InlineHook(), ferrule.WithoutHistory())
+}
+func BenchmarkFerruleW1WithEvents(b *testing.B) { benchmarkFerrule(b, "w1", true) }
+func BenchmarkFerruleW2(b *testing.B)           { benchmarkFerrule(b, "w2", false) }
+func BenchmarkFerruleW2WithEvents(b *testing.B) { benchmarkFerrule(b, "w2", true) }
 
 func benchmarkFerruleW3(b *testing.B, opts ...ferrule.ToolOption) {
 	config := json.RawMessage(`{"model": {"provider": "scripted", "script": [

@@ -35,6 +35,15 @@ func decodeJSON(data []byte, dst decoder) error {
 	return dst.decodeFrom(v)
 }
 
+// decodeAny reads data into dst: in one pass when it is one of the package's
+// types, else with encoding/json.
+func decodeAny(data []byte, dst any) error {
+	if d, ok := dst.(decoder); ok {
+		return decodeJSON(data, d)
+	}
+	return json.Unmarshal(data, dst)
+}
+
 // decodeFields calls field for each member of the object v, in order, until one
 // fails. Null leaves the destination as it is, as encoding/json does.
 func decodeFields(v *fastjson.Value, into string, field func(key []byte, f *fastjson.Value) error) error {

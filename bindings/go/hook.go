@@ -12,8 +12,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"runtime/cgo"
 	"strings"
+	"unsafe"
 )
 
 // Hook is a function ferrule consults at one stage of every run of an agent
@@ -24,9 +26,32 @@ import (
 // the run stops waiting for it (the run was cancelled, or Config.HookTimeout
 // passed). Hooks run on goroutines, one consultation at a time per run.
 type Hook struct {
-	stage  string
-	decide func(ctx context.Context, payload json.RawMessage) (any, error)
+	stage   string
+	decide  func(ctx context.Context, payload json.RawMessage) (any, error)
+	options hookOptions
 }
+
+// HookOption changes how a hook is consulted.
+type HookOption func(*hookOptions)
+
+type hookOptions struct {
+	// inline decides inside ferrule's callback (InlineHook).
+	inline bool
+	// withoutHistory leaves the history out of the payloads (WithoutHistory).
+	withoutHistory bool
+}
+
+// InlineHook decides inside ferrule's callback, on ferrule's runtime thread,
+// instead of on a goroutine, as Inline does for a tool: for hooks that return
+// within microseconds and never block. Its ctx is never cancelled, and it must
+// not call runtime.Goexit.
+func InlineHook() HookOption { return func(o *hookOptions) { o.inline = true } }
+
+// WithoutHistory leaves the history out of the hook's run_start and turn_start
+// payloads: Messages is empty and MessageCount says how many there are. A
+// consultation then costs the same at the thousandth turn as at the first,
+// where copying the whole history into Go costs in proportion to its length.
+func WithoutHistory() HookOption { return func(o *hookOptions) { o.withoutHistory = true } }
 
 // MarshalJSON writes the decision JSON, Result as a tool's result (a string, a
 // ToolResult or a RawResult; an invalid one becomes an error result).
@@ -48,20 +73,29 @@ func (d ToolResultDecision) MarshalJSON() ([]byte, error) {
 
 // RawHook is consulted at stage with the payload JSON and answers with decision
 // JSON, as the C ABI does (for decisions the typed forms do not cover).
-func RawHook(stage string, fn func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error)) Hook {
-	return Hook{stage: stage, decide: func(ctx context.Context, payload json.RawMessage) (any, error) {
+func RawHook(stage string, fn func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error),
+	opts ...HookOption) Hook {
+	return newHook(stage, func(ctx context.Context, payload json.RawMessage) (any, error) {
 		return fn(ctx, payload)
-	}}
+	}, opts)
 }
 
-func typedHook[P, D any](stage string, fn func(context.Context, P) (D, error)) Hook {
-	return Hook{stage: stage, decide: func(ctx context.Context, raw json.RawMessage) (any, error) {
+func typedHook[P, D any](stage string, fn func(context.Context, P) (D, error), opts []HookOption) Hook {
+	return newHook(stage, func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var payload P
-		if err := json.Unmarshal(raw, &payload); err != nil {
+		if err := decodeAny(raw, &payload); err != nil {
 			return nil, fmt.Errorf("the %s payload did not decode: %w", stage, err)
 		}
 		return fn(ctx, payload)
-	}}
+	}, opts)
+}
+
+func newHook(stage string, decide func(context.Context, json.RawMessage) (any, error), opts []HookOption) Hook {
+	hook := Hook{stage: stage, decide: decide}
+	for _, opt := range opts {
+		opt(&hook.options)
+	}
+	return hook
 }
 
 // register adds the hook to a builder.
@@ -70,8 +104,12 @@ func (h Hook) register(builder *C.ferrule_agent_builder) error {
 		return &Error{Code: CodeInvalidArg, Message: "a Hook must be made with OnRunStart, OnTurnStart, OnToolCall, OnToolResult, OnFinalAnswer or RawHook"}
 	}
 	// Nonblocking: the callback hands the consultation to a goroutine, which
-	// responds (as Go tools complete their calls).
-	stages, _ := json.Marshal(map[string]any{"stages": []string{h.stage}, "nonblocking": true})
+	// responds (as Go tools complete their calls), or decides inline.
+	options := map[string]any{"stages": []string{h.stage}, "nonblocking": true}
+	if h.options.withoutHistory {
+		options["history"] = "none"
+	}
+	stages, _ := json.Marshal(options)
 	text, length, free := cBytes(stages)
 	defer free()
 	handle := cgo.NewHandle(&h)
@@ -83,25 +121,27 @@ func (h Hook) register(builder *C.ferrule_agent_builder) error {
 	return err
 }
 
-// consult runs on ferrule's runtime and must return at once: a goroutine
-// decides and responds.
+// consult runs on ferrule's runtime and must return at once: an inline hook
+// decides and responds, else a goroutine does.
 func (h *Hook) consult(handle *C.ferrule_hook) {
-	dispatch(func() { h.decideAndRespond(handle) })
+	if h.options.inline {
+		h.decideAndRespond(context.Background(), handle)
+		return
+	}
+	dispatch(func() {
+		ctx, cancel, forget := cancelledWith(func(onCancel C.ferrule_cancel_fn, key unsafe.Pointer) *C.ferrule_error {
+			return C.ferrule_hook_on_cancel(handle, onCancel, key, nil)
+		})
+		defer forget()
+		defer cancel()
+		h.decideAndRespond(ctx, handle)
+	})
 }
 
 // decideAndRespond decides and responds, exactly once whatever the function
 // does.
-func (h *Hook) decideAndRespond(handle *C.ferrule_hook) {
-	payload := json.RawMessage(goStr(C.ferrule_hook_payload(handle)))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	key := nextCallKey.Add(1)
-	liveCalls.Store(key, cancel)
-	defer liveCalls.Delete(key)
-	if takeError(C.ferrule_hook_on_cancel(handle, C.ferrule_cancel_fn(C.ferrule_go_cancel),
-		handleData(cgo.Handle(key)), nil)) != nil {
-		cancel() // the run stopped waiting already
-	}
+func (h *Hook) decideAndRespond(ctx context.Context, handle *C.ferrule_hook) {
+	payload := json.RawMessage(goBytes(C.ferrule_hook_payload(handle)))
 	responded := false
 	defer func() {
 		if !responded {
@@ -127,6 +167,9 @@ func decideSafely(ctx context.Context, h *Hook, payload json.RawMessage) (data [
 	}
 	if raw, ok := decision.(json.RawMessage); ok {
 		return raw, nil
+	}
+	if value := reflect.ValueOf(decision); value.IsValid() && value.IsZero() {
+		return []byte("{}"), nil // go on, the decision of most consultations
 	}
 	return json.Marshal(decision)
 }

@@ -5,28 +5,28 @@ package ferrule
 import "context"
 
 // OnRunStart is consulted once, before anything else: may replace the input.
-func OnRunStart(fn func(ctx context.Context, payload RunStartPayload) (RunStartDecision, error)) Hook {
-	return typedHook("run_start", fn)
+func OnRunStart(fn func(ctx context.Context, payload RunStartPayload) (RunStartDecision, error), opts ...HookOption) Hook {
+	return typedHook("run_start", fn, opts)
 }
 
 // OnTurnStart is consulted before each model request: may choose the turn's tools, inject messages
 // or replace the history.
-func OnTurnStart(fn func(ctx context.Context, payload TurnStartPayload) (TurnStartDecision, error)) Hook {
-	return typedHook("turn_start", fn)
+func OnTurnStart(fn func(ctx context.Context, payload TurnStartPayload) (TurnStartDecision, error), opts ...HookOption) Hook {
+	return typedHook("turn_start", fn, opts)
 }
 
 // OnToolCall is consulted for each valid call of a batch, before any of them runs: may deny it,
 // replace its arguments, approve it or interrupt for approval.
-func OnToolCall(fn func(ctx context.Context, payload ToolCallPayload) (ToolCallDecision, error)) Hook {
-	return typedHook("tool_call", fn)
+func OnToolCall(fn func(ctx context.Context, payload ToolCallPayload) (ToolCallDecision, error), opts ...HookOption) Hook {
+	return typedHook("tool_call", fn, opts)
 }
 
 // OnToolResult is consulted for each result of a call that ran: may replace it.
-func OnToolResult(fn func(ctx context.Context, payload ToolResultPayload) (ToolResultDecision, error)) Hook {
-	return typedHook("tool_result", fn)
+func OnToolResult(fn func(ctx context.Context, payload ToolResultPayload) (ToolResultDecision, error), opts ...HookOption) Hook {
+	return typedHook("tool_result", fn, opts)
 }
 
 // OnFinalAnswer is consulted for an answer without calls that would end the run: may send it back.
-func OnFinalAnswer(fn func(ctx context.Context, payload FinalAnswerPayload) (FinalAnswerDecision, error)) Hook {
-	return typedHook("final_answer", fn)
+func OnFinalAnswer(fn func(ctx context.Context, payload FinalAnswerPayload) (FinalAnswerDecision, error), opts ...HookOption) Hook {
+	return typedHook("final_answer", fn, opts)
 }

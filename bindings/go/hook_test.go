@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -224,4 +227,100 @@ func runFailing(t *testing.T, cfg Config, want error, tools ...Tool) *Result {
 		t.Fatalf("%+v, %v", result, err)
 	}
 	return result
+}
+
+func TestInlineHooksWithoutHistorySeeTheCountAndDecide(t *testing.T) {
+	type seen struct{ count, messages int }
+	var turns, starts []seen
+	cfg := Config{
+		Model: Model{Provider: "scripted", Script: scriptOf(
+			map[string]any{"tool_calls": []any{call("c1", "echo", echoArgs{"one"})}},
+			map[string]any{"text": "Done."},
+		)},
+		Hooks: []Hook{
+			OnRunStart(func(ctx context.Context, p RunStartPayload) (RunStartDecision, error) {
+				starts = append(starts, seen{p.MessageCount, len(p.Messages)})
+				return RunStartDecision{}, nil
+			}, InlineHook(), WithoutHistory()),
+			OnTurnStart(func(ctx context.Context, p TurnStartPayload) (TurnStartDecision, error) {
+				turns = append(turns, seen{p.MessageCount, len(p.Messages)})
+				if ctx.Err() != nil {
+					return TurnStartDecision{}, errors.New("the context is done")
+				}
+				if p.Turn > 1 {
+					return TurnStartDecision{}, nil
+				}
+				return TurnStartDecision{Inject: []Message{UserMessage("note")}}, nil
+			}, InlineHook(), WithoutHistory()),
+			OnToolCall(func(ctx context.Context, p ToolCallPayload) (ToolCallDecision, error) {
+				return ToolCallDecision{Arguments: echoArgs{"ONE"}}, nil
+			}, InlineHook()),
+			OnFinalAnswer(func(ctx context.Context, p FinalAnswerPayload) (FinalAnswerDecision, error) {
+				panic("an answer hook that panics")
+			}, InlineHook()),
+		},
+	}
+	agent, err := NewAgent(cfg, echoTool("echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	res, err := agent.Run(context.Background(), Prompt("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The panicking hook aborted the run after the call ran with the new arguments.
+	if res.Status != StatusFailed || res.Error.Code != CodeHookAborted || !strings.Contains(res.Error.Message, "panicked") {
+		t.Fatalf("%+v %+v", res, res.Error)
+	}
+	if results := toolResults(res); len(results) != 1 || results[0].Text() != "ONE" {
+		t.Fatalf("results %+v", results)
+	}
+	// Turn 2's history: the prompt, the injected note, the call and its result.
+	if !slices.Equal(starts, []seen{{1, 0}}) || !slices.Equal(turns, []seen{{1, 0}, {4, 0}}) {
+		t.Fatalf("run_start %v, turn_start %v", starts, turns)
+	}
+	if res.Messages[1].Text() != "note" {
+		t.Fatalf("the injected message is missing: %+v", res.Messages)
+	}
+}
+
+// Inline consultations race the run's cancellation: every run ends once,
+// cancelled or completed, and the hooks saw only whole payloads.
+func TestInlineHooksRaceCancel(t *testing.T) {
+	var consulted atomic.Int64
+	count := func(context.Context, ToolCallPayload) (ToolCallDecision, error) {
+		consulted.Add(1)
+		return ToolCallDecision{}, nil
+	}
+	script := `{"model": {"provider": "scripted", "script": [
+		{"tool_calls": [{"id": "a", "name": "echo", "arguments": {"text": "x"}}], "repeat": 40}, {"text": "done"}]},
+		"max_rounds": 50}`
+	agent, err := NewAgentFromJSONWithHooks(json.RawMessage(script), []Hook{OnToolCall(count, InlineHook()),
+		OnTurnStart(func(context.Context, TurnStartPayload) (TurnStartDecision, error) { return TurnStartDecision{}, nil },
+			InlineHook(), WithoutHistory())}, echoTool("echo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			run, err := agent.Start(context.Background(), Prompt("go"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer run.Close()
+			time.Sleep(time.Duration(i%5) * 50 * time.Microsecond)
+			run.Cancel()
+			if res, err := run.Wait(); err != nil || (res.Status != StatusCancelled && res.Status != StatusCompleted) {
+				t.Errorf("%+v %v", res, err)
+			}
+		})
+	}
+	wg.Wait()
+	if consulted.Load() == 0 {
+		t.Fatal("no hook was consulted")
+	}
 }

@@ -289,8 +289,10 @@ func (r *PayloadCall) decodeFrom(value *fastjson.Value) error {
 type RunStartPayload struct {
 	// The run's id, as in its events.
 	RunID string `json:"run_id"`
-	// The messages the run starts from.
+	// The messages the run starts from; empty for a hook registered with `"history": "none"`.
 	Messages []Message `json:"messages"`
+	// How many messages the run starts from.
+	MessageCount int `json:"message_count"`
 }
 
 // UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
@@ -304,6 +306,8 @@ func (r *RunStartPayload) decodeFrom(value *fastjson.Value) error {
 			return decodeValue(field, &r.RunID, "RunStartPayload.run_id")
 		case "messages":
 			return decodeValue(field, &r.Messages, "RunStartPayload.messages")
+		case "message_count":
+			return decodeValue(field, &r.MessageCount, "RunStartPayload.message_count")
 		}
 		return nil
 	})
@@ -316,8 +320,11 @@ type TurnStartPayload struct {
 	RunID string `json:"run_id"`
 	// The round about to start, from 1.
 	Turn int `json:"turn"`
-	// The whole history, each message as JSON (kept serialized between turns).
+	// The whole history, each message as JSON (kept serialized between turns); empty for a hook
+	// registered with `"history": "none"`.
 	Messages []Message `json:"messages"`
+	// How many messages the history holds.
+	MessageCount int `json:"message_count"`
 	// The names of the tools visible this turn.
 	Tools []string `json:"tools"`
 }
@@ -335,6 +342,8 @@ func (r *TurnStartPayload) decodeFrom(value *fastjson.Value) error {
 			return decodeValue(field, &r.Turn, "TurnStartPayload.turn")
 		case "messages":
 			return decodeValue(field, &r.Messages, "TurnStartPayload.messages")
+		case "message_count":
+			return decodeValue(field, &r.MessageCount, "TurnStartPayload.message_count")
 		case "tools":
 			return decodeValue(field, &r.Tools, "TurnStartPayload.tools")
 		}

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -229,7 +230,9 @@ func cancelledWith(onCancel func(C.ferrule_cancel_fn, unsafe.Pointer) *C.ferrule
 	key := nextCallKey.Add(1)
 	liveCalls.Store(key, cancel)
 	if takeError(onCancel(C.ferrule_cancel_fn(C.ferrule_go_cancel), handleData(cgo.Handle(key)))) != nil {
-		liveCalls.Delete(key) // the request is over already
+		// The request is over already: nothing waits for its answer.
+		liveCalls.Delete(key)
+		cancel()
 	}
 	return ctx, cancel, func() { liveCalls.Delete(key) }
 }
@@ -346,7 +349,7 @@ type RawResult []byte
 func resultJSON(value any) ([]byte, error) {
 	switch v := value.(type) {
 	case string:
-		return json.Marshal(v)
+		return jsonString(v)
 	case ToolResult:
 		if v.Content == nil {
 			v.Content = []Part{}
@@ -365,4 +368,18 @@ func resultJSON(value any) ([]byte, error) {
 		return nil, fmt.Errorf("the tool's result is not JSON: %w", err)
 	}
 	return json.Marshal(string(text))
+}
+
+// jsonString is s as a JSON string: copied between quotes when nothing in it
+// needs escaping (most tool results), else as encoding/json writes it.
+func jsonString(s string) ([]byte, error) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return json.Marshal(s)
+		}
+	}
+	quoted := make([]byte, 0, len(s)+2)
+	quoted = append(quoted, '"')
+	quoted = append(quoted, s...)
+	return append(quoted, '"'), nil
 }

@@ -8,7 +8,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::next_step::Ending;
 use crate::error::{Error, ErrorCode};
-use crate::hook::{Hook, HookDecision, HookRequest, HookStage};
+use crate::hook::{Hook, HookDecision, HookHistory, HookRequest, HookStage};
 
 /// What the run loop needs to consult its agent's hooks.
 pub(crate) struct HookCaller<'a> {
@@ -42,7 +42,7 @@ impl HookCaller<'_> {
 
     /// Consults the hooks of `stage` about `subject`, in order: `payload` writes
     /// each one's payload (the stage's payload type, as JSON) from the subject as
-    /// it is then and the run's id, and
+    /// it is then, the run's id and how much history the hook takes, and
     /// `apply` takes each decision other than `{}` and abort, returning whether
     /// the later hooks are consulted or the problem that makes the decision
     /// invalid (which fails the run with it).
@@ -50,11 +50,11 @@ impl HookCaller<'_> {
         &self,
         stage: HookStage,
         subject: &mut S,
-        payload: impl Fn(&S, &str) -> serde_json::Result<String>,
+        payload: impl Fn(&S, &str, HookHistory) -> serde_json::Result<String>,
         mut apply: impl FnMut(&mut S, HookDecision) -> Result<Flow, Error>,
     ) -> Result<(), HookStop> {
         for hook in self.hooks.iter().filter(|hook| hook.at(stage)) {
-            let payload = payload(subject, self.run_id).map_err(|e| {
+            let payload = payload(subject, self.run_id, hook.history()).map_err(|e| {
                 HookStop::Failed(Error::invalid_arg(format!("the {} payload could not be written: {e}", stage.name())))
             })?;
             match self.ask(hook, stage, payload).await? {

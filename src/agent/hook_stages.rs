@@ -14,8 +14,8 @@ use super::transcript_json::TranscriptJson;
 use super::validation::{check_arguments, HookApproval, ValidCall};
 use crate::error::Error;
 use crate::hook::{
-    FinalAnswerPayload, HookDecision, HookStage, HookToolCall, RunStartPayload, ToolCallPayload, ToolResultPayload,
-    TurnStartPayload,
+    FinalAnswerPayload, HookDecision, HookHistory, HookStage, HookToolCall, RunStartPayload, ToolCallPayload,
+    ToolResultPayload, TurnStartPayload,
 };
 use crate::message::{Message, ToolCall};
 use crate::tool::ToolResult;
@@ -25,7 +25,11 @@ pub(crate) async fn run_start(hooks: &HookCaller<'_>, messages: &mut Vec<Message
     if !hooks.wants(HookStage::RunStart) {
         return Ok(());
     }
-    let payload = |messages: &Vec<Message>, run_id: &str| serde_json::to_string(&RunStartPayload { run_id, messages });
+    let payload = |messages: &Vec<Message>, run_id: &str, history: HookHistory| {
+        let message_count = messages.len();
+        let messages = carried(messages, history);
+        serde_json::to_string(&RunStartPayload { run_id, messages, message_count })
+    };
     let apply = |messages: &mut Vec<Message>, decision: HookDecision| {
         if let HookDecision::Messages(replacement) = decision {
             *messages = checked_history(HookStage::RunStart, replacement)?;
@@ -33,6 +37,14 @@ pub(crate) async fn run_start(hooks: &HookCaller<'_>, messages: &mut Vec<Message
         Ok(Flow::Next)
     };
     hooks.consult(HookStage::RunStart, messages, payload, apply).await
+}
+
+/// The part of `messages` a hook's payload carries.
+fn carried<T>(messages: &[T], history: HookHistory) -> &[T] {
+    match history {
+        HookHistory::Full => messages,
+        HookHistory::None => &[],
+    }
 }
 
 /// What the `turn_start` hooks did to the turn.
@@ -74,9 +86,16 @@ pub(crate) async fn turn_start(
     }
     json.sync(messages);
     let mut state = TurnStart { messages, json, tools: offered, effect };
-    let payload = |state: &TurnStart<'_>, run_id: &str| {
-        let messages = state.json.messages();
-        serde_json::to_string(&TurnStartPayload { run_id, turn, messages, tools: &state.tools })
+    let payload = |state: &TurnStart<'_>, run_id: &str, history: HookHistory| {
+        let all = state.json.messages();
+        let messages = carried(all, history);
+        serde_json::to_string(&TurnStartPayload {
+            run_id,
+            turn,
+            messages,
+            message_count: all.len(),
+            tools: &state.tools,
+        })
     };
     let apply = |state: &mut TurnStart<'_>, decision: HookDecision| {
         match decision {
@@ -137,7 +156,7 @@ pub(crate) async fn tool_call(
         if check.is_err() {
             continue;
         }
-        let payload = |check: &Result<ValidCall<'_>, String>, run_id: &str| {
+        let payload = |check: &Result<ValidCall<'_>, String>, run_id: &str, _: HookHistory| {
             let Ok(valid) = check else { return Ok(String::new()) };
             // Whether the batch would stop for it: no decision covers it yet.
             let needs_approval = matches!(approvals.verdict(call, valid), Verdict::Ask);
@@ -179,7 +198,7 @@ pub(crate) async fn tool_result(
         return (end, None);
     }
     let mut end = end;
-    let payload = |end: &CallEnd, run_id: &str| {
+    let payload = |end: &CallEnd, run_id: &str, _: HookHistory| {
         let (call_id, name, result) = (&call.id, &call.name, &end.result);
         serde_json::to_string(&ToolResultPayload { run_id, turn, call_id, name, result, is_error: result.is_error })
     };
@@ -207,8 +226,9 @@ pub(crate) async fn final_answer(
         return Ok(None);
     }
     let mut feedback = None;
-    let payload =
-        |_: &Option<String>, run_id: &str| serde_json::to_string(&FinalAnswerPayload { run_id, turn, message: answer });
+    let payload = |_: &Option<String>, run_id: &str, _: HookHistory| {
+        serde_json::to_string(&FinalAnswerPayload { run_id, turn, message: answer })
+    };
     let apply = |feedback: &mut Option<String>, decision: HookDecision| {
         if let HookDecision::Retry(text) = decision {
             *feedback = Some(text);

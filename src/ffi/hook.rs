@@ -112,9 +112,11 @@ impl HookFunction for ForeignHook {
 
 /// Adds a hook consulted at the stages `stages_json` names (a JSON list such as
 /// `["tool_call", "final_answer"]`: `run_start`, `turn_start`, `tool_call`,
-/// `tool_result`, `final_answer`), or `{"stages": [...], "nonblocking": true}`:
-/// then `decide` runs on ferrule's runtime and must return at once, responding
-/// later from a thread of the host's (as a `nonblocking` tool). Hooks of one stage
+/// `tool_result`, `final_answer`), or `{"stages": [...], "nonblocking": true,
+/// "history": "none"}`: with `nonblocking`, `decide` runs on ferrule's runtime
+/// and must return at once, responding later from a thread of the host's (as a
+/// `nonblocking` tool); with `"history": "none"` the `run_start` and
+/// `turn_start` payloads carry `message_count` but no `messages` (empty). Hooks of one stage
 /// are consulted in the order they were added. `free_user_data(user_data)` runs once, when the agent, every
 /// run of it and every running callback of the hook are gone. On error the host
 /// still owns `user_data`: `FERRULE_ERROR_NULL_ARG` for a NULL builder or `decide`,
@@ -136,7 +138,7 @@ pub unsafe extern "C" fn ferrule_agent_builder_add_hook(
         // Everything is checked: from here on the user data belongs to ferrule.
         let callback = Arc::new(HookCallback { decide, user_data: ForeignData::new(user_data, free_user_data) });
         let function = ForeignHook { callback, nonblocking: options.nonblocking };
-        builder.inner.add_hook(Hook::new(options.stages, function)?);
+        builder.inner.add_hook(Hook::new(options.stages, function)?.with_history(options.history));
         Ok(())
     })
 }

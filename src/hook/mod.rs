@@ -18,7 +18,7 @@ pub use decision::HookDecision;
 pub use payload::{
     FinalAnswerPayload, HookToolCall, RunStartPayload, ToolCallPayload, ToolResultPayload, TurnStartPayload,
 };
-pub use registration::{HookOptions, HookStages};
+pub use registration::{HookHistory, HookOptions, HookStages};
 pub use stage_decision::{
     Arguments, FinalAnswerDecision, History, Reason, RunStartDecision, ToolCallDecision, ToolResultDecision,
     TurnStartDecision, Yes,
@@ -127,6 +127,7 @@ where
 pub struct Hook {
     stages: Vec<HookStage>,
     function: Arc<dyn HookFunction>,
+    history: HookHistory,
 }
 
 impl Hook {
@@ -135,7 +136,18 @@ impl Hook {
         if stages.is_empty() {
             return Err(Error::invalid_arg("a hook needs at least one stage"));
         }
-        Ok(Hook { stages, function: Arc::new(function) })
+        Ok(Hook { stages, function: Arc::new(function), history: HookHistory::Full })
+    }
+
+    /// The hook with payloads that carry `history` (the whole history unless
+    /// told otherwise).
+    pub fn with_history(self, history: HookHistory) -> Self {
+        Hook { history, ..self }
+    }
+
+    /// How much of the history the hook's payloads carry.
+    pub fn history(&self) -> HookHistory {
+        self.history
     }
 
     /// Whether the hook is consulted at `stage`.

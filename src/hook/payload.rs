@@ -16,8 +16,11 @@ use crate::tool::ToolResult;
 pub struct RunStartPayload<'a> {
     /// The run's id, as in its events.
     pub run_id: &'a str,
-    /// The messages the run starts from.
+    /// The messages the run starts from; empty for a hook registered with
+    /// `"history": "none"`.
     pub messages: &'a [Message],
+    /// How many messages the run starts from.
+    pub message_count: usize,
 }
 
 /// What a `turn_start` hook sees before each model request: the history and the
@@ -28,9 +31,12 @@ pub struct TurnStartPayload<'a> {
     pub run_id: &'a str,
     /// The round about to start, from 1.
     pub turn: u32,
-    /// The whole history, each message as JSON (kept serialized between turns).
+    /// The whole history, each message as JSON (kept serialized between
+    /// turns); empty for a hook registered with `"history": "none"`.
     #[schemars(with = "Vec<Message>")]
     pub messages: &'a [Box<RawValue>],
+    /// How many messages the history holds.
+    pub message_count: usize,
     /// The names of the tools visible this turn.
     pub tools: &'a [String],
 }

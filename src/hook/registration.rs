@@ -9,7 +9,7 @@ use super::HookStage;
 use crate::error::{Error, Result};
 
 /// The stages JSON of `ferrule_agent_builder_add_hook`: `["tool_call"]`, or
-/// `{"stages": ["tool_call"], "nonblocking": true}`.
+/// `{"stages": ["tool_call"], "nonblocking": true, "history": "none"}`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum HookStages {
@@ -29,6 +29,23 @@ pub struct HookOptions {
     /// host's, so ferrule calls it on its runtime (as a `nonblocking` tool).
     #[serde(default)]
     pub nonblocking: bool,
+    /// Whether the `run_start` and `turn_start` payloads carry the history.
+    #[serde(default)]
+    pub history: HookHistory,
+}
+
+/// How much of the run's history a hook's `run_start` and `turn_start`
+/// payloads carry. Both always carry `message_count`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HookHistory {
+    /// Every message, in `messages`.
+    #[default]
+    Full,
+    /// None: `messages` is empty. A consultation then costs the same at the
+    /// thousandth turn as at the first, where the whole history costs in
+    /// proportion to its length.
+    None,
 }
 
 impl HookOptions {
@@ -41,7 +58,7 @@ impl HookOptions {
             other => serde_json::from_value(other).map(HookStages::List),
         };
         let options = match stages.map_err(|e| Error::invalid_arg(format!("hook stages: {e}")))? {
-            HookStages::List(stages) => HookOptions { stages, nonblocking: false },
+            HookStages::List(stages) => HookOptions { stages, nonblocking: false, history: HookHistory::Full },
             HookStages::Options(options) => options,
         };
         HookStage::check_list(&options.stages)?;

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::common::*;
 use ferrule::agent::{Agent, AgentBuilder, RunInput, RunResult, RunStatus};
-use ferrule::hook::{Hook, HookDecision, HookRequest, HookStage};
+use ferrule::hook::{Hook, HookDecision, HookHistory, HookOptions, HookRequest, HookStage};
 use ferrule::tool::{Invocation, Tool, ToolOutcome, ToolResult};
 use ferrule::ErrorCode;
 use serde_json::{json, Value};
@@ -523,4 +523,37 @@ fn an_empty_injection_is_nothing_and_a_run_a_final_answer_hook_stopped_has_no_fi
     );
     let error = agent.start(input, None).err().expect("tools with resume are refused");
     assert!(error.message.contains("takes no \"tools\""), "{}", error.message);
+}
+
+#[test]
+fn a_hook_without_history_sees_the_count_and_no_messages() {
+    let stages = [HookStage::RunStart, HookStage::TurnStart];
+    let (without, with) = (recorder(), recorder());
+    let hooks = vec![
+        hook(&stages, &without, |_| json!({})).with_history(HookHistory::None),
+        hook(&stages, &with, |_| json!({})),
+    ];
+    let (lookup, _) = counted("lookup", json!({}));
+    let agent = with_hooks(
+        json!([{"tool_calls": [{"id": "c1", "name": "lookup", "arguments": {}}]}, {"text": "done"}]),
+        json!({}),
+        vec![lookup],
+        hooks,
+    );
+    let (result, _) = run(&agent, "go");
+    assert_eq!(result.status, RunStatus::Completed);
+    let counts = |seen: &Arc<Mutex<Vec<Value>>>| -> Vec<(u64, usize)> {
+        let seen = seen.lock().unwrap();
+        seen.iter().map(|p| (p["message_count"].as_u64().unwrap(), p["messages"].as_array().unwrap().len())).collect()
+    };
+    // run_start (the prompt), turn 1 (the prompt), turn 2 (with the call and its result).
+    assert_eq!(counts(&without), [(1, 0), (1, 0), (3, 0)]);
+    assert_eq!(counts(&with), [(1, 1), (1, 1), (3, 3)]);
+
+    let options = HookOptions::from_json(r#"{"stages": ["turn_start"], "history": "none"}"#).unwrap();
+    assert_eq!(options.history, HookHistory::None);
+    assert_eq!(HookOptions::from_json(r#"["turn_start"]"#).unwrap().history, HookHistory::Full);
+    let error = HookOptions::from_json(r#"{"stages": ["turn_start"], "history": "some"}"#).unwrap_err();
+    assert_eq!(error.code, ErrorCode::InvalidArg);
+    assert!(error.message.contains("full"), "{}", error.message);
 }

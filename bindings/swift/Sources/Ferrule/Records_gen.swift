@@ -418,32 +418,39 @@ public struct PayloadCall: Sendable, Hashable, Codable {
 public struct RunStartPayload: Sendable, Hashable, Codable {
     /// The run's id, as in its events.
     public var runID: String
-    /// The messages the run starts from.
+    /// The messages the run starts from; empty for a hook registered with `"history": "none"`.
     public var messages: [Message]
+    /// How many messages the run starts from.
+    public var messageCount: Int
 
     public init(
         runID: String,
-        messages: [Message]
+        messages: [Message],
+        messageCount: Int
     ) {
         self.runID = runID
         self.messages = messages
+        self.messageCount = messageCount
     }
 
     enum CodingKeys: String, CodingKey {
         case runID = "run_id"
         case messages
+        case messageCount = "message_count"
     }
 
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         runID = try container.decode(String.self, forKey: .runID)
         messages = try container.decode([Message].self, forKey: .messages)
+        messageCount = try container.decode(Int.self, forKey: .messageCount)
     }
 
     public func encode(to encoder: Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(runID, forKey: .runID)
         try container.encode(messages, forKey: .messages)
+        try container.encode(messageCount, forKey: .messageCount)
     }
 }
 
@@ -454,8 +461,11 @@ public struct TurnStartPayload: Sendable, Hashable, Codable {
     public var runID: String
     /// The round about to start, from 1.
     public var turn: Int
-    /// The whole history, each message as JSON (kept serialized between turns).
+    /// The whole history, each message as JSON (kept serialized between turns); empty for a hook
+    /// registered with `"history": "none"`.
     public var messages: [Message]
+    /// How many messages the history holds.
+    public var messageCount: Int
     /// The names of the tools visible this turn.
     public var tools: [String]
 
@@ -463,11 +473,13 @@ public struct TurnStartPayload: Sendable, Hashable, Codable {
         runID: String,
         turn: Int,
         messages: [Message],
+        messageCount: Int,
         tools: [String]
     ) {
         self.runID = runID
         self.turn = turn
         self.messages = messages
+        self.messageCount = messageCount
         self.tools = tools
     }
 
@@ -475,6 +487,7 @@ public struct TurnStartPayload: Sendable, Hashable, Codable {
         case runID = "run_id"
         case turn
         case messages
+        case messageCount = "message_count"
         case tools
     }
 
@@ -483,6 +496,7 @@ public struct TurnStartPayload: Sendable, Hashable, Codable {
         runID = try container.decode(String.self, forKey: .runID)
         turn = try container.decode(Int.self, forKey: .turn)
         messages = try container.decode([Message].self, forKey: .messages)
+        messageCount = try container.decode(Int.self, forKey: .messageCount)
         tools = try container.decode([String].self, forKey: .tools)
     }
 
@@ -491,6 +505,7 @@ public struct TurnStartPayload: Sendable, Hashable, Codable {
         try container.encode(runID, forKey: .runID)
         try container.encode(turn, forKey: .turn)
         try container.encode(messages, forKey: .messages)
+        try container.encode(messageCount, forKey: .messageCount)
         try container.encode(tools, forKey: .tools)
     }
 }

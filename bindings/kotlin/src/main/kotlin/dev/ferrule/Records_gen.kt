@@ -161,8 +161,10 @@ data class PayloadCall(
 data class RunStartPayload(
     /** The run's id, as in its events. */
     @SerialName("run_id") val runId: String,
-    /** The messages the run starts from. */
+    /** The messages the run starts from; empty for a hook registered with `"history": "none"`. */
     val messages: List<Message>,
+    /** How many messages the run starts from. */
+    @SerialName("message_count") val messageCount: Long,
 )
 
 /**
@@ -175,8 +177,13 @@ data class TurnStartPayload(
     @SerialName("run_id") val runId: String,
     /** The round about to start, from 1. */
     val turn: Int,
-    /** The whole history, each message as JSON (kept serialized between turns). */
+    /**
+     * The whole history, each message as JSON (kept serialized between turns); empty for a hook
+     * registered with `"history": "none"`.
+     */
     val messages: List<Message>,
+    /** How many messages the history holds. */
+    @SerialName("message_count") val messageCount: Long,
     /** The names of the tools visible this turn. */
     val tools: List<String>,
 )
