@@ -1,16 +1,25 @@
 // Runs W1 (one no-op call per round, 2,000 rounds) and W2 (64 parallel
 // schema-validated calls per round, 200 rounds) with a Kotlin tool that answers
-// "ok" at once, plain and with every event collected, and W1 with the model in
-// Kotlin too (a host model answering each request at once), on the default
-// context (Dispatchers.IO) and on Dispatchers.Default, and prints the cost per
-// round and per call of one whole run (the best and the median of the runs).
+// "ok" at once (on the agent's context, and inline), plain and with every event
+// collected, W1 with the model in Kotlin too (a host model answering each
+// request at once), on the default context (Dispatchers.IO) and on
+// Dispatchers.Default, and W1 with a no-op hook on every stage, and prints the
+// cost per round and per call of one whole run (the best and the median of the
+// runs; for hooks, the median round near round 10 and near round 2,000).
 import dev.ferrule.Agent
+import dev.ferrule.HookDecision
+import dev.ferrule.HookOptions
 import dev.ferrule.HostModel
 import dev.ferrule.Library
 import dev.ferrule.ModelDelta
 import dev.ferrule.RunInput
 import dev.ferrule.Status
 import dev.ferrule.Tool
+import dev.ferrule.onFinalAnswer
+import dev.ferrule.onRunStart
+import dev.ferrule.onToolCall
+import dev.ferrule.onToolResult
+import dev.ferrule.onTurnStart
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.flow.collect
 import kotlinx.coroutines.flow.flowOf
@@ -29,14 +38,19 @@ val w1Model = HostModel { request ->
 fun main() = runBlocking {
     val workloads = Json.parseToJsonElement(File("../workloads.json").readText()).jsonObject
     val runs = System.getenv("FERRULE_BENCH_RUNS")?.toIntOrNull() ?: 7
+    // FERRULE_BENCH_ONLY: a pattern the figures' labels must match (to profile one).
+    val only = System.getenv("FERRULE_BENCH_ONLY")?.let(::Regex)
     println("ferrule ${Library.version}, Kotlin tool, $runs runs per figure")
     val hostModelConfig = """{"model": {"provider": "host", "name": "w1"}, "max_rounds": 2000}"""
     for ((contextName, context) in listOf("Dispatchers.IO" to Dispatchers.IO, "Dispatchers.Default" to Dispatchers.Default)) {
         for ((events, model) in listOf(false to null, true to null, false to w1Model)) {
-            for ((name, schema) in listOf("w1" to "open_schema", "w2" to "schema")) {
-                if (model != null && name != "w1") continue
+            for ((name, schema) in listOf("w1" to "open_schema", "w2" to "schema")) for (inline in listOf(false, true)) {
+                if (model != null && (name != "w1" || inline)) continue
+                val label = name.uppercase() + (if (model != null) " on a Kotlin host model" else "") +
+                    (if (inline) ", inline tool" else "") + (if (events) " with events" else "")
+                if (only != null && !only.containsMatchIn("$label on $contextName")) continue
                 val workload = workloads[name]!!.jsonObject
-                val noop = Tool("noop", "Does nothing.", workloads[schema].toString()) { "\"ok\"" }
+                val noop = Tool("noop", "Does nothing.", workloads[schema].toString(), inline = inline) { "\"ok\"" }
                 val config = if (model != null) hostModelConfig else workload["config"].toString()
                 Agent(config, listOf(noop), context = context, model = model).use { agent ->
                     repeat(2) { agent.run(RunInput.prompt("go")) } // warm up the JIT
@@ -56,11 +70,44 @@ fun main() = runBlocking {
                     val rounds = workload["rounds"]!!.jsonPrimitive.int
                     val calls = workload["calls"]!!.jsonPrimitive.int
                     fun figure(s: Double) = "%.1f µs/round, %.2f µs/call".format(s / rounds * 1e6, s / calls * 1e6)
-                    val label = name.uppercase() + (if (model != null) " on a Kotlin host model" else "") + (if (events) " with events" else "")
                     println("$label on $contextName: best ${figure(seconds.first())}; " +
                         "median ${figure(seconds[seconds.size / 2])}")
                 }
             }
         }
+    }
+    if (only == null || only.containsMatchIn("hooks")) {
+        hooks(workloads["w1"]!!.jsonObject["config"].toString(), workloads["open_schema"].toString(), runs)
+    }
+}
+
+/** W1 with a no-op hook on every stage (inline, without the history) and an inline tool. */
+suspend fun hooks(config: String, schema: String, runs: Int) {
+    val turns = mutableListOf<Long>()
+    val options = HookOptions(inline = true, withoutHistory = true)
+    val hooks = listOf(
+        onRunStart(options) { HookDecision.Proceed },
+        onTurnStart(options) { turns += System.nanoTime(); HookDecision.Proceed },
+        onToolCall(options) { HookDecision.Proceed },
+        onToolResult(options) { HookDecision.Proceed },
+        onFinalAnswer(options) { HookDecision.Proceed },
+    )
+    val noop = Tool("noop", "Does nothing.", schema, inline = true) { "\"ok\"" }
+    Agent(config, listOf(noop), hooks, context = Dispatchers.Default).use { agent ->
+        repeat(2) { agent.run(RunInput.prompt("go")) }
+        val early = mutableListOf<Long>()
+        val late = mutableListOf<Long>()
+        val whole = (1..runs).map {
+            turns.clear()
+            val start = System.nanoTime()
+            check(agent.run(RunInput.prompt("go")).status == Status.COMPLETED)
+            val elapsed = System.nanoTime() - start
+            for (i in 5 until 15) early += turns[i] - turns[i - 1]
+            for (i in turns.size - 10 until turns.size) late += turns[i] - turns[i - 1]
+            elapsed / 2000.0 / 1e3
+        }.sorted()
+        fun median(values: List<Long>) = values.sorted()[values.size / 2] / 1e3
+        println("W1 with inline hooks without history on Dispatchers.Default: median %.1f µs/round; ".format(whole[whole.size / 2]) +
+            "round 10: %.1f µs, round 2000: %.1f µs".format(median(early), median(late)))
     }
 }

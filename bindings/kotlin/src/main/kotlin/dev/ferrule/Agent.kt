@@ -78,7 +78,7 @@ class Agent(
     suspend fun run(input: RunInput): RunResult = start(input, keepEvents = false).use { it.await() }
 
     private fun start(input: RunInput, keepEvents: Boolean): Run =
-        handle.use { Run.start(it, input.json, keepEvents) }
+        handle.use { Run.start(it, input, keepEvents) }
             ?: throw FerruleException(ErrorCode.INVALID_ARG, "the agent is closed")
 
     /**

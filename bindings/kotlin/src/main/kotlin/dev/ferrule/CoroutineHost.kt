@@ -38,14 +38,21 @@ internal class CoroutineHost(context: CoroutineContext) {
      * the coroutine cannot answer (its dispatcher refuses it, a context element
      * fails, [work] itself throws), [fallback] answers with a fixed text; ferrule
      * takes the first answer and refuses the rest, so a fallback after an
-     * answer does nothing.
+     * answer does nothing. An [inline] coroutine starts in this thread (ferrule's
+     * callback) and runs here until it first suspends.
      */
     @OptIn(DelicateCoroutinesApi::class)
-    fun answer(registerCanceller: (CancelFn, Pointer, FreeFn) -> Pointer?, fallback: () -> Unit, work: suspend () -> Unit) {
-        // ATOMIC: a coroutine cancelled before it starts still runs, so the
-        // request is answered whatever happens.
+    fun answer(
+        registerCanceller: (CancelFn, Pointer, FreeFn) -> Pointer?,
+        fallback: () -> Unit,
+        inline: Boolean = false,
+        work: suspend () -> Unit,
+    ) {
+        // ATOMIC and UNDISPATCHED: a coroutine cancelled before it starts still
+        // runs, so the request is answered whatever happens.
+        val start = if (inline) CoroutineStart.UNDISPATCHED else CoroutineStart.ATOMIC
         val job = try {
-            scope.launch(start = CoroutineStart.ATOMIC) {
+            scope.launch(start = start) {
                 try {
                     work()
                 } catch (failure: Throwable) {

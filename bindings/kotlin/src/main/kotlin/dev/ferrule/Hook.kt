@@ -6,16 +6,35 @@ import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 
 /**
+ * How a hook is consulted. [inline] starts its coroutine on ferrule's runtime
+ * thread, inside the callback (as an inline [Tool]'s): a hook that does not
+ * suspend then decides with no thread hand-off; it must never block, and it
+ * resumes on the agent's context after its first suspension. [withoutHistory]
+ * leaves the history out of its run_start and turn_start payloads (`messages`
+ * is empty, `messageCount` says how many there are), so a consultation costs
+ * the same at any length of the run.
+ */
+data class HookOptions(val inline: Boolean = false, val withoutHistory: Boolean = false)
+
+/**
  * A function ferrule consults at one stage of every run of an agent: "run_start",
  * "turn_start", "tool_call", "tool_result" or "final_answer" (docs/hooks.md). It
  * runs in a coroutine, gets the payload JSON and gives the decision JSON (`{}` to
  * go on). An exception it throws aborts the run (`HOOK_ABORTED`, with its
  * message). The coroutine is cancelled when the run stops waiting for it.
  */
-class Hook(val stage: String, internal val decide: suspend (payloadJson: String) -> String) {
+class Hook(
+    val stage: String,
+    val options: HookOptions,
+    internal val decide: suspend (payloadJson: String) -> String,
+) {
+    /** A hook consulted with the default [HookOptions]. */
+    constructor(stage: String, decide: suspend (payloadJson: String) -> String) : this(stage, HookOptions(), decide)
+
     /** Adds the hook to a builder, registered `nonblocking`; its consultations run on [host]. */
     internal fun register(builder: Pointer, host: CoroutineHost) {
-        val stages = """{"stages": [${JsonPrimitive(stage)}], "nonblocking": true}""".utf8()
+        val history = if (options.withoutHistory) """, "history": "none"""" else ""
+        val stages = """{"stages": [${JsonPrimitive(stage)}], "nonblocking": true$history}""".utf8()
         val consult: (Pointer) -> Unit = { handle -> consult(handle, host) }
         Handles.handOver(consult) { key ->
             Native.lib.ferrule_agent_builder_add_hook(builder, stages, stages.length, CoroutineHost.request, key,
@@ -26,7 +45,7 @@ class Hook(val stage: String, internal val decide: suspend (payloadJson: String)
     private fun consult(handle: Pointer, host: CoroutineHost) {
         val payload = Native.lib.ferrule_hook_payload(handle).text()
         host.answer({ onCancel, key, free -> Native.lib.ferrule_hook_on_cancel(handle, onCancel, key, free) },
-            fallback = { respond(handle, abort("the hook failed")) }) {
+            fallback = { respond(handle, abort("the hook failed")) }, inline = options.inline) {
             respond(handle, runCatching { decide(payload) }.getOrElse { abort(it.reason("the hook")) })
         }
     }
@@ -44,5 +63,5 @@ class Hook(val stage: String, internal val decide: suspend (payloadJson: String)
  * The hook of [stage] whose [body] takes its payload and gives its decision
  * (each stage's is generated, in HookStages_gen.kt).
  */
-internal fun <P> typedHook(stage: String, payload: KSerializer<P>, body: suspend (P) -> HookDecision) =
-    Hook(stage) { json -> body(FerruleJson.decodeFromString(payload, json)).json }
+internal fun <P> typedHook(stage: String, payload: KSerializer<P>, options: HookOptions, body: suspend (P) -> HookDecision) =
+    Hook(stage, options) { json -> body(FerruleJson.decodeFromString(payload, json)).json }

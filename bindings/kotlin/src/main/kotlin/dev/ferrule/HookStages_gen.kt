@@ -3,27 +3,27 @@
 package dev.ferrule
 
 /** Consulted once, before anything else: may replace the input. */
-fun onRunStart(body: suspend (RunStartPayload) -> HookDecision) =
-    typedHook("run_start", RunStartPayload.serializer(), body)
+fun onRunStart(options: HookOptions = HookOptions(), body: suspend (RunStartPayload) -> HookDecision) =
+    typedHook("run_start", RunStartPayload.serializer(), options, body)
 
 /**
  * Consulted before each model request: may choose the turn's tools, inject messages or replace the
  * history.
  */
-fun onTurnStart(body: suspend (TurnStartPayload) -> HookDecision) =
-    typedHook("turn_start", TurnStartPayload.serializer(), body)
+fun onTurnStart(options: HookOptions = HookOptions(), body: suspend (TurnStartPayload) -> HookDecision) =
+    typedHook("turn_start", TurnStartPayload.serializer(), options, body)
 
 /**
  * Consulted for each valid call of a batch, before any of them runs: may deny it, replace its
  * arguments, approve it or interrupt for approval.
  */
-fun onToolCall(body: suspend (ToolCallPayload) -> HookDecision) =
-    typedHook("tool_call", ToolCallPayload.serializer(), body)
+fun onToolCall(options: HookOptions = HookOptions(), body: suspend (ToolCallPayload) -> HookDecision) =
+    typedHook("tool_call", ToolCallPayload.serializer(), options, body)
 
 /** Consulted for each result of a call that ran: may replace it. */
-fun onToolResult(body: suspend (ToolResultPayload) -> HookDecision) =
-    typedHook("tool_result", ToolResultPayload.serializer(), body)
+fun onToolResult(options: HookOptions = HookOptions(), body: suspend (ToolResultPayload) -> HookDecision) =
+    typedHook("tool_result", ToolResultPayload.serializer(), options, body)
 
 /** Consulted for an answer without calls that would end the run: may send it back. */
-fun onFinalAnswer(body: suspend (FinalAnswerPayload) -> HookDecision) =
-    typedHook("final_answer", FinalAnswerPayload.serializer(), body)
+fun onFinalAnswer(options: HookOptions = HookOptions(), body: suspend (FinalAnswerPayload) -> HookDecision) =
+    typedHook("final_answer", FinalAnswerPayload.serializer(), options, body)

@@ -80,9 +80,14 @@ internal interface FerruleLibrary : com.sun.jna.Library {
     fun ferrule_hook_on_cancel(hook: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
 }
 
-/** `ferrule_str`: a borrowed UTF-8 string, NUL-terminated at `ptr[len]`. */
+/**
+ * `ferrule_str`: a borrowed UTF-8 string, NUL-terminated at `ptr[len]`. Each
+ * instance is written in its thread's scratch memory instead of memory of its
+ * own (which JNA would allocate and register for cleaning at every call that
+ * returns one): read it with [text] before the thread's next such call.
+ */
 @Structure.FieldOrder("ptr", "len")
-internal open class FerruleStr : Structure() {
+internal open class FerruleStr : Structure(scratch.get()) {
     @JvmField var ptr: Pointer? = null
     @JvmField var len: NativeLong = NativeLong(0)
 
@@ -90,6 +95,11 @@ internal open class FerruleStr : Structure() {
     fun text(): String = ptr?.getByteArray(0, len.toLong().toInt())?.toString(Charsets.UTF_8) ?: ""
 
     class ByValue : FerruleStr(), Structure.ByValue
+
+    private companion object {
+        /** Room for one `ferrule_str` per thread. */
+        val scratch: ThreadLocal<Memory> = ThreadLocal.withInitial { Memory(16) }
+    }
 }
 
 /** `ferrule_tool_spec`; its strings and callbacks must stay reachable during the call. */

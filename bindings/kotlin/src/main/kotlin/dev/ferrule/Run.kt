@@ -13,6 +13,7 @@ import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.isActive
 import kotlinx.coroutines.withContext
+import kotlinx.serialization.json.JsonPrimitive
 import java.io.Closeable
 import java.util.concurrent.atomic.AtomicInteger
 import java.util.concurrent.atomic.AtomicReference
@@ -132,9 +133,11 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
 
     internal companion object {
         /** Starts a run of [agent]; without [keepEvents] its events are let go as they come. */
-        fun start(agent: Pointer, inputJson: String, keepEvents: Boolean): Run {
+        fun start(agent: Pointer, input: RunInput, keepEvents: Boolean): Run {
             val sink = EventSink(keepEvents)
-            val input = inputJson.utf8()
+            // Without a reader, only run_end, which tells the sink the run is
+            // over: the run builds no other event.
+            val input = (if (keepEvents) input else input.with("events", JsonPrimitive("run_end"))).json.utf8()
             val out = PointerByReference()
             Handles.handOver(sink) { key ->
                 Native.lib.ferrule_agent_start(agent, input, input.length, EventSink.deliver, key, EventSink.finish, out)

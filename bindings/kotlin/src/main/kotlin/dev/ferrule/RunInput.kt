@@ -14,6 +14,9 @@ class RunInput private constructor(private val fields: Map<String, JsonElement>)
 
     internal val json: String get() = JsonObject(fields).toString()
 
+    /** The input with [key] set to [value]. */
+    internal fun with(key: String, value: JsonElement) = RunInput(fields + (key to value))
+
     companion object {
         fun prompt(text: String) = RunInput(mapOf("prompt" to JsonPrimitive(text)))
 

@@ -9,14 +9,32 @@ import com.sun.jna.Pointer
  * the result JSON (a JSON string is a text result), and an exception it throws
  * becomes an error result the model sees. The coroutine is cancelled when the
  * call times out or its run is cancelled. One tool may serve several agents.
+ *
+ * An [inline] tool's coroutine starts on ferrule's runtime thread, inside the
+ * callback, and runs there until it first suspends: a body that returns
+ * without suspending (a lookup in memory, a computation of microseconds)
+ * completes its call with no thread hand-off, which is most of what such a call
+ * costs. Such a body must never block: while it runs, its run and every run
+ * sharing that thread wait. After a suspension it goes on on the agent's
+ * context.
  */
 class Tool(
     val name: String,
     val description: String,
     val schema: String? = null,
     val options: ToolOptions = ToolOptions(),
+    val inline: Boolean,
     internal val body: suspend (ToolCall) -> String,
 ) {
+    /** A tool whose body runs on the agent's coroutine context. */
+    constructor(
+        name: String,
+        description: String,
+        schema: String? = null,
+        options: ToolOptions = ToolOptions(),
+        body: suspend (ToolCall) -> String,
+    ) : this(name, description, schema, options, false, body)
+
     /** Adds the tool to a builder, registered `nonblocking`; its calls run on [host]. */
     internal fun register(builder: Pointer, host: CoroutineHost) {
         val strings = listOf(name, description, schema ?: "", options.json).map { it.utf8() }
@@ -39,7 +57,7 @@ class Tool(
 
     private fun execute(call: ToolCall, host: CoroutineHost) = host.answer({ onCancel, key, free ->
         Native.lib.ferrule_tool_call_on_cancel(call.handle, onCancel, key, free)
-    }, fallback = { call.fail("the tool failed") }) {
+    }, fallback = { call.fail("the tool failed") }, inline = inline) {
         runCatching { body(call) }.fold({ call.complete(it) }, { call.fail(it.reason("the tool")) })
     }
 }

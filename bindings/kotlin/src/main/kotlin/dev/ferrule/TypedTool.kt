@@ -19,8 +19,9 @@ inline fun <reified Args, reified Res> tool(
     description: String,
     options: ToolOptions = ToolOptions(),
     allowExtraProperties: Boolean = false,
+    inline: Boolean = false,
     noinline body: suspend (call: ToolCall, args: Args) -> Res,
-): Tool = typedTool(name, description, options, allowExtraProperties, serializer<Args>(), serializer<Res>(), body)
+): Tool = typedTool(name, description, options, allowExtraProperties, inline, serializer<Args>(), serializer<Res>(), body)
 
 @PublishedApi
 internal fun <Args, Res> typedTool(
@@ -28,10 +29,11 @@ internal fun <Args, Res> typedTool(
     description: String,
     options: ToolOptions,
     allowExtraProperties: Boolean,
+    inline: Boolean,
     arguments: KSerializer<Args>,
     result: KSerializer<Res>,
     body: suspend (ToolCall, Args) -> Res,
-): Tool = Tool(name, description, schemaOf(arguments.descriptor, allowExtraProperties).toString(), options) { call ->
+): Tool = Tool(name, description, schemaOf(arguments.descriptor, allowExtraProperties).toString(), options, inline) { call ->
     val args = try {
         FerruleJson.decodeFromString(arguments, call.arguments)
     } catch (error: IllegalArgumentException) {
