@@ -72,6 +72,6 @@ public final class Agent: Sendable {
     /// Runs to the end and returns the result, for every status. Cancelling the
     /// calling task cancels the run (the result then has status `cancelled`).
     public func run(_ input: RunInput) async throws -> RunResult {
-        try await start(input).result
+        try await Run(agent: handle, input: try input.endOnly().json()).result
     }
 }

@@ -9,21 +9,25 @@ import Foundation
 public struct Hook: Sendable {
     /// "run_start", "turn_start", "tool_call", "tool_result" or "final_answer".
     public let stage: String
+    /// How the hook is consulted.
+    public let options: HookOptions
     /// Decides from the payload JSON, giving the decision JSON.
     let decide: @Sendable (Data) async throws -> String
 
     /// Consulted at `stage` with the payload JSON, answering with decision JSON
     /// as the C ABI does (docs/hooks.md).
-    public static func raw(stage: String, _ body: @escaping @Sendable (String) async throws -> String) -> Hook {
-        Hook(stage: stage) { payload in try await body(String(decoding: payload, as: UTF8.self)) }
+    public static func raw(
+        stage: String, options: HookOptions = HookOptions(), _ body: @escaping @Sendable (String) async throws -> String
+    ) -> Hook {
+        Hook(stage: stage, options: options) { payload in try await body(String(decoding: payload, as: UTF8.self)) }
     }
 
     /// The hook of `stage` whose body takes its payload and gives its
     /// decision (each stage's is generated, in HookStages_gen.swift).
     static func typed<Payload: Decodable, Decision: HookDecisionJSON>(
-        _ stage: String, _ body: @escaping @Sendable (Payload) async throws -> Decision
+        _ stage: String, _ options: HookOptions, _ body: @escaping @Sendable (Payload) async throws -> Decision
     ) -> Hook {
-        Hook(stage: stage) { data in
+        Hook(stage: stage, options: options) { data in
             let payload: Payload
             do {
                 payload = try JSONCoding.decode(Payload.self, from: data)
@@ -33,6 +37,16 @@ public struct Hook: Sendable {
             return try await body(payload).decisionJSON()
         }
     }
+}
+
+/// How a hook is consulted.
+public struct HookOptions: Sendable {
+    /// Leaves the history out of the hook's `run_start` and `turn_start`
+    /// payloads: `messages` is empty and `messageCount` says how many there are,
+    /// so a consultation costs the same at any length of the run.
+    public var withoutHistory: Bool
+
+    public init(withoutHistory: Bool = false) { self.withoutHistory = withoutHistory }
 }
 
 /// A registered hook: what ferrule's callback finds in its `user_data`.
@@ -54,7 +68,11 @@ final class HookBox: Sendable {
 
     /// Adds the hook to a builder; the builder owns the box from then on.
     func register(with builder: OpaquePointer) throws {
-        let stages: JSONValue = ["stages": [.string(hook.stage)], "nonblocking": true]
+        var stages: JSONValue = ["stages": [.string(hook.stage)], "nonblocking": true]
+        if hook.options.withoutHistory, case .object(var members) = stages {
+            members["history"] = "none"
+            stages = .object(members)
+        }
         if let error = withUTF8Arg(
             stages.json,
             { stages, length in

@@ -3,38 +3,43 @@
 extension Hook {
     /// Consulted once, before anything else: may replace the input.
     public static func onRunStart(
+        options: HookOptions = HookOptions(),
         _ body: @escaping @Sendable (RunStartPayload) async throws -> RunStartDecision
     ) -> Hook {
-        typed("run_start", body)
+        typed("run_start", options, body)
     }
 
     /// Consulted before each model request: may choose the turn's tools, inject messages or replace
     /// the history.
     public static func onTurnStart(
+        options: HookOptions = HookOptions(),
         _ body: @escaping @Sendable (TurnStartPayload) async throws -> TurnStartDecision
     ) -> Hook {
-        typed("turn_start", body)
+        typed("turn_start", options, body)
     }
 
     /// Consulted for each valid call of a batch, before any of them runs: may deny it, replace its
     /// arguments, approve it or interrupt for approval.
     public static func onToolCall(
+        options: HookOptions = HookOptions(),
         _ body: @escaping @Sendable (ToolCallPayload) async throws -> ToolCallDecision
     ) -> Hook {
-        typed("tool_call", body)
+        typed("tool_call", options, body)
     }
 
     /// Consulted for each result of a call that ran: may replace it.
     public static func onToolResult(
+        options: HookOptions = HookOptions(),
         _ body: @escaping @Sendable (ToolResultPayload) async throws -> ToolResultDecision
     ) -> Hook {
-        typed("tool_result", body)
+        typed("tool_result", options, body)
     }
 
     /// Consulted for an answer without calls that would end the run: may send it back.
     public static func onFinalAnswer(
+        options: HookOptions = HookOptions(),
         _ body: @escaping @Sendable (FinalAnswerPayload) async throws -> FinalAnswerDecision
     ) -> Hook {
-        typed("final_answer", body)
+        typed("final_answer", options, body)
     }
 }

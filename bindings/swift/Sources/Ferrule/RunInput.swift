@@ -54,6 +54,14 @@ public struct RunInput: Sendable {
         return input
     }
 
+    /// The input of a run that delivers `run_end` alone (for a host that reads
+    /// no events): the run then builds no other event.
+    func endOnly() -> RunInput {
+        var input = self
+        input.fields["events"] = "run_end"
+        return input
+    }
+
     /// The run input JSON.
     func json() throws -> String { try JSONValue.object(fields).jsonText() }
 }

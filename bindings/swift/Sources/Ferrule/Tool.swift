@@ -11,6 +11,8 @@ public struct Tool: Sendable {
     let schema: JSONValue?
     let options: ToolOptions
     let body: @Sendable (ToolCall) async throws -> ToolResult
+    /// The body of an inline tool, run inside ferrule's callback.
+    let inlineBody: (@Sendable (ToolCall) throws -> ToolResult)?
 
     /// A tool whose body gets the arguments through `call` (`call.arguments`,
     /// `call.decodeArguments(_:)`). `schema` is a JSON Schema (Draft 2020-12) the
@@ -24,6 +26,26 @@ public struct Tool: Sendable {
         self.schema = schema
         self.options = options
         self.body = body
+        inlineBody = nil
+    }
+
+    /// A tool whose synchronous body runs inside ferrule's callback, on its
+    /// runtime thread, instead of in a task: a call then costs no thread
+    /// hand-off, which for a body that returns within microseconds (a lookup
+    /// in memory, a computation) is most of what it costs. The body must never
+    /// block (no I/O, no waiting on locks or semaphores, no `call.update`,
+    /// which may wait for the run's events to be read): while it runs, its run
+    /// and every run sharing that thread wait.
+    public init(
+        name: String, description: String, schema: JSONValue? = nil, options: ToolOptions = ToolOptions(),
+        inline body: @escaping @Sendable (ToolCall) throws -> ToolResult
+    ) {
+        self.name = name
+        self.description = description
+        self.schema = schema
+        self.options = options
+        self.body = { try body($0) }
+        inlineBody = body
     }
 
     /// A tool whose body gets the arguments decoded into `Args`. The schema
@@ -98,11 +120,25 @@ public final class ToolCall: Sendable {
     /// exactly once.
     func run(_ body: @Sendable (ToolCall) async throws -> ToolResult) async {
         do {
-            let json = try await body(self).resultJSON()
-            HandOff.publish()
-            _ = withUTF8Arg(json) { FerruleError.take(ferrule_tool_call_complete(handle, $0, $1)) }
+            finish(.success(try await body(self).resultJSON()))
         } catch {
-            HandOff.publish()
+            finish(.failure(error))
+        }
+    }
+
+    /// Runs an inline tool's body, in ferrule's callback, and completes the
+    /// call with what it returns or throws.
+    func runInline(_ body: @Sendable (ToolCall) throws -> ToolResult) {
+        finish(Result { try body(self).resultJSON() })
+    }
+
+    /// Completes the call with the result JSON, or fails it with the error's text.
+    private func finish(_ outcome: Result<String, Error>) {
+        HandOff.publish()
+        switch outcome {
+        case .success(let json):
+            _ = withUTF8Arg(json) { FerruleError.take(ferrule_tool_call_complete(handle, $0, $1)) }
+        case .failure(let error):
             _ = withUTF8Arg(errorText(error)) { FerruleError.take(ferrule_tool_call_fail(handle, $0, $1)) }
         }
     }
@@ -121,11 +157,15 @@ final class ToolBox: Sendable {
 
     init(_ tool: Tool) { self.tool = tool }
 
-    /// ferrule's callback, on its runtime (the tool is `nonblocking`): hands the
-    /// call to a task and returns.
+    /// ferrule's callback, on its runtime (the tool is `nonblocking`): runs an
+    /// inline tool's body, or hands the call to a task and returns.
     static let execute: ferrule_tool_fn = { userData, handle in
         guard let box = unbox(userData, as: ToolBox.self), let handle else { return }
         let call = ToolCall(handle: handle)
+        if let inline = box.tool.inlineBody {
+            call.runInline(inline)
+            return
+        }
         let body = box.tool.body
         let task = Task.detached { await call.run(body) }
         // An error means the call was completed already: nothing is left to cancel.

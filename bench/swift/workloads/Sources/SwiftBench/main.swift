@@ -1,8 +1,9 @@
 // Runs W1 (one no-op call per round, 2,000 rounds) and W2 (64 parallel
 // schema-validated calls per round, 200 rounds) with a Swift tool that answers
-// "ok" at once, plain and with every event read, then W1 with the model in
-// Swift too (a host model answering each request at once), and prints the cost
-// per round and per call of one whole run (the best and the median of the runs).
+// "ok" at once (in a task, and inline), plain (`agent.run`) and with every event
+// read, then W1 with the model in Swift too (a host model answering each request
+// at once), and prints the cost per round and per call of one whole run (the
+// best and the median of the runs).
 import Ferrule
 import Foundation
 
@@ -27,22 +28,30 @@ struct W1Model: HostModel {
     }
 }
 
-func measure(_ name: String, schema: String, readEvents: Bool, model: HostModel? = nil) async throws {
+func measure(
+    _ name: String, schema: String, readEvents: Bool, inline: Bool = false, model: HostModel? = nil
+) async throws {
     guard let workload = workloads[name] else { throw FerruleError(code: .invalidArg, message: "no workload \(name)") }
     var config = try JSONDecoder().decode(AgentConfig.self, from: JSONEncoder().encode(workload["config"]))
     if model != nil {
         config.model = ModelConfig(provider: "host", name: name)
     }
-    let noop = Tool(name: "noop", description: "Does nothing.", schema: workloads[schema]) { _ in "ok" }
+    let noop =
+        inline
+        ? Tool(name: "noop", description: "Does nothing.", schema: workloads[schema]) { (_: ToolCall) throws in "ok" }
+        : Tool(name: "noop", description: "Does nothing.", schema: workloads[schema]) { _ in "ok" }
     let agent = try Agent(config: config, tools: [noop], model: model)
     var seconds: [Double] = []
     for _ in 0..<runsPerFigure {
         let start = DispatchTime.now()
-        let run = try agent.start(.prompt("go"))
+        let result: RunResult
         if readEvents {
+            let run = try agent.start(.prompt("go"))
             for await _ in run.events {}
+            result = try await run.result
+        } else {
+            result = try await agent.run(.prompt("go"))
         }
-        let result = try await run.result
         guard result.status == .completed else { throw FerruleError(code: .invalidArg, message: "\(result.status)") }
         seconds.append(Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9)
     }
@@ -51,13 +60,17 @@ func measure(_ name: String, schema: String, readEvents: Bool, model: HostModel?
     let figure = { (value: Double) in
         String(format: "%.1f µs/round, %.2f µs/call", value / rounds * 1e6, value / calls * 1e6)
     }
-    let label = "\(name.uppercased())\(model != nil ? " on a Swift host model" : "")\(readEvents ? " with events" : "")"
+    let label =
+        "\(name.uppercased())\(model != nil ? " on a Swift host model" : "")\(inline ? ", inline tool" : "")"
+        + (readEvents ? " with events" : "")
     print("\(label): best \(figure(seconds[0])); median \(figure(seconds[seconds.count / 2]))")
 }
 
 print("ferrule \(Library.version), Swift tool, \(runsPerFigure) runs per figure")
 for readEvents in [false, true] {
-    try await measure("w1", schema: "open_schema", readEvents: readEvents)
-    try await measure("w2", schema: "schema", readEvents: readEvents)
+    for inline in [false, true] {
+        try await measure("w1", schema: "open_schema", readEvents: readEvents, inline: inline)
+        try await measure("w2", schema: "schema", readEvents: readEvents, inline: inline)
+    }
 }
 try await measure("w1", schema: "open_schema", readEvents: false, model: W1Model())

@@ -1,0 +1,78 @@
+import Foundation
+import XCTest
+
+@testable import Ferrule
+
+/// Inline tools (run inside ferrule's callback), hooks without the history,
+/// and plain runs that ask for `run_end` alone.
+final class InlineTests: XCTestCase {
+    func testAnInlineToolRunsInTheCallbackAndCompletesItsCall() async throws {
+        let threads = Locked<[String]>([])
+        let quick = Tool(name: "quick", description: "Answers at once.") { (call: ToolCall) throws -> ToolResult in
+            threads.withLock { $0.append(Thread.current.name ?? "") }
+            if call.id == "c2" { throw FerruleError(code: .invalidArg, message: "two is refused") }
+            return ToolResult(text: "ok \(call.id)")
+        }
+        let agent = try Agent(
+            config: scripted([
+                callTurn([("c1", "quick", [:])]), callTurn([("c2", "quick", [:])]), answerTurn("Done."),
+            ]), tools: [quick])
+        let result = try await agent.run(.prompt("go"))
+        XCTAssertEqual(result.status, .completed)
+        let tools = result.messages.filter { $0.role == .tool }
+        XCTAssertEqual(tools.map(\.text), ["ok c1", "two is refused"])
+        XCTAssertEqual(tools.map(\.isError), [false, true])
+        XCTAssertEqual(threads.withLock { $0.count }, 2)
+        XCTAssertTrue(threads.withLock { $0.allSatisfy { $0.hasPrefix("ferrule-") } }, "\(threads.withLock { $0 })")
+    }
+
+    func testHooksWithoutHistorySeeTheCount() async throws {
+        let seen = Locked<[[Int]]>([])
+        let options = HookOptions(withoutHistory: true)
+        let hooks: [Hook] = [
+            .onRunStart(options: options) { payload in
+                seen.withLock { $0.append([payload.messageCount, payload.messages.count]) }
+                return .proceed
+            },
+            .onTurnStart(options: options) { payload in
+                seen.withLock { $0.append([payload.messageCount, payload.messages.count]) }
+                return .proceed
+            },
+        ]
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "echo", ["text": "a"])]), answerTurn("Done.")]),
+            tools: [echoTool()], hooks: hooks)
+        let result = try await agent.run(.prompt("go"))
+        XCTAssertEqual(result.status, .completed)
+        XCTAssertEqual(seen.withLock { $0 }, [[1, 0], [1, 0], [3, 0]])
+    }
+
+    // Inline completions race the run's cancellation: every run ends once,
+    // cancelled or completed.
+    func testInlineCompletionsRaceCancel() async throws {
+        let calls = Locked(0)
+        let quick = Tool(name: "quick", description: "Answers at once.") { (_: ToolCall) throws -> ToolResult in
+            calls.withLock { $0 += 1 }
+            return ToolResult(text: "ok")
+        }
+        var turn: JSONValue = callTurn([("a", "quick", [:]), ("b", "quick", [:])])
+        if case .object(var members) = turn {
+            members["repeat"] = 40
+            turn = .object(members)
+        }
+        let agent = try Agent(config: scripted([turn, answerTurn("Done.")]), tools: [quick])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<200 {
+                group.addTask {
+                    let run = try agent.start(.prompt("go"))
+                    try await Task.sleep(nanoseconds: UInt64(i % 3) * 100_000)
+                    run.cancel()
+                    let status = try await run.result.status
+                    XCTAssertTrue(status == .cancelled || status == .completed, "\(status)")
+                }
+            }
+            try await group.waitForAll()
+        }
+        XCTAssertGreaterThan(calls.withLock { $0 }, 0)
+    }
+}
