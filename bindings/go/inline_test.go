@@ -128,3 +128,43 @@ func TestInlineCompletionsRaceCancelAndTimeout(t *testing.T) {
 		t.Fatal("no call ran")
 	}
 }
+
+// Agent.Run takes its result from run_end, the one event it asks for: runs
+// whose context is cancelled at any moment still return a whole result.
+func TestAgentRunResultsFromRunEndRaceCancel(t *testing.T) {
+	rounds := `{"model": {"provider": "scripted", "script": [
+		{"tool_calls": [{"id": "a", "name": "quick", "arguments": {}}], "repeat": 20}, {"text": "done"}]}}`
+	agent := inlineAgent(t, json.RawMessage(rounds), func(context.Context, *Call, json.RawMessage) (any, error) {
+		return "ok", nil
+	})
+	var wg sync.WaitGroup
+	for i := range 300 {
+		wg.Go(func() {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if i%3 != 0 {
+				time.AfterFunc(time.Duration(i%11)*20*time.Microsecond, cancel)
+			}
+			res, err := agent.Run(ctx, Prompt("go"))
+			if err != nil {
+				if !errors.Is(err, ErrCancelled) {
+					t.Error(err)
+				}
+				return // cancelled before it started
+			}
+			switch res.Status {
+			case StatusCompleted:
+				if len(res.Messages) != 42 || res.Final.Text() != "done" {
+					t.Errorf("a completed run lacks messages: %d", len(res.Messages))
+				}
+			case StatusCancelled:
+				if len(res.Messages) == 0 || res.Messages[0].Text() != "go" {
+					t.Errorf("a cancelled run lacks its prompt: %+v", res.Messages)
+				}
+			default:
+				t.Errorf("status %v", res.Status)
+			}
+		})
+	}
+	wg.Wait()
+}
