@@ -76,6 +76,16 @@ fun main() = runBlocking {
             }
         }
     }
+    for ((name, calls) in listOf("w1" to 1, "w2" to 64)) {
+        val label = "${name.uppercase()} on LangChain4j"
+        if (only != null && !only.containsMatchIn(label)) continue
+        val workload = workloads[name]!!.jsonObject
+        val rounds = workload["rounds"]!!.jsonPrimitive.int
+        val seconds = langchain4j(rounds, calls, runs)
+        val total = workload["calls"]!!.jsonPrimitive.int
+        fun figure(s: Double) = "%.1f µs/round, %.2f µs/call".format(s / rounds * 1e6, s / total * 1e6)
+        println("$label: best ${figure(seconds.first())}; median ${figure(seconds[seconds.size / 2])}")
+    }
     if (only == null || only.containsMatchIn("hooks")) {
         hooks(workloads["w1"]!!.jsonObject["config"].toString(), workloads["open_schema"].toString(), runs)
     }
