@@ -95,28 +95,28 @@ func newAgent(config []byte, hooks []Hook, model HostModel, tools ...Tool) (*Age
 // Start starts a run. Cancelling ctx cancels the run. Read Events to the end, or
 // call Wait without ever calling Events.
 func (a *Agent) Start(ctx context.Context, in Input) (*Run, error) {
-	a.mu.RLock()
-	defer a.mu.RUnlock()
-	if a.handle == nil {
-		return nil, errClosed("the agent")
-	}
-	return start(ctx, a.handle, in, true)
+	return a.start(ctx, in, true)
 }
 
 // Run starts a run and waits for its result (its events are never decoded).
 func (a *Agent) Run(ctx context.Context, in Input) (*Result, error) {
-	a.mu.RLock()
-	if a.handle == nil {
-		a.mu.RUnlock()
-		return nil, errClosed("the agent")
-	}
-	run, err := start(ctx, a.handle, in, false)
-	a.mu.RUnlock()
+	run, err := a.start(ctx, in, false)
 	if err != nil {
 		return nil, err
 	}
 	defer run.Close()
 	return run.Wait()
+}
+
+// start starts a run under the agent's lock, with its events for a reader or
+// let go.
+func (a *Agent) start(ctx context.Context, in Input, events bool) (*Run, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.handle == nil {
+		return nil, errClosed("the agent")
+	}
+	return start(ctx, a.handle, in, events)
 }
 
 // Close lets go of the agent; later calls do nothing. Runs already started keep

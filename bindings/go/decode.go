@@ -1,6 +1,7 @@
 package ferrule
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -70,6 +71,15 @@ func tag(v *fastjson.Value, key, into string) (string, error) {
 	}
 	f := v.Get(key)
 	if f == nil {
+		// As encoding/json matches a name: regardless of case when not exactly.
+		object, _ := v.Object()
+		object.Visit(func(name []byte, member *fastjson.Value) {
+			if f == nil && bytes.EqualFold(name, []byte(key)) {
+				f = member
+			}
+		})
+	}
+	if f == nil {
 		return "", nil
 	}
 	var s string
@@ -77,6 +87,63 @@ func tag(v *fastjson.Value, key, into string) (string, error) {
 		return "", err
 	}
 	return s, nil
+}
+
+// foldedKey is the one of keys that key matches regardless of case, as
+// encoding/json matches a field's name when none matches exactly; "" for none.
+func foldedKey(key []byte, keys ...string) string {
+	for _, known := range keys {
+		if bytes.EqualFold(key, []byte(known)) {
+			return known
+		}
+	}
+	return ""
+}
+
+// jsonText is v written as JSON: the value it was read from, with JSON's
+// escapes (fastjson's own writer gives what it already unescaped Go's, which
+// JSON does not have).
+func jsonText(v *fastjson.Value) []byte {
+	return appendJSON(nil, v)
+}
+
+func appendJSON(dst []byte, v *fastjson.Value) []byte {
+	switch v.Type() {
+	case fastjson.TypeObject:
+		object, _ := v.Object()
+		dst = append(dst, '{')
+		first := true
+		object.Visit(func(key []byte, member *fastjson.Value) {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = appendJSONString(dst, key)
+			dst = append(dst, ':')
+			dst = appendJSON(dst, member)
+		})
+		return append(dst, '}')
+	case fastjson.TypeArray:
+		items, _ := v.Array()
+		dst = append(dst, '[')
+		for i, item := range items {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSON(dst, item)
+		}
+		return append(dst, ']')
+	case fastjson.TypeString:
+		text, _ := v.StringBytes()
+		return appendJSONString(dst, text)
+	}
+	return v.MarshalTo(dst) // a number as written, true, false or null
+}
+
+// appendJSONString appends s as a JSON string (as encoding/json writes it).
+func appendJSONString(dst, s []byte) []byte {
+	quoted, _ := json.Marshal(string(s)) // a string always marshals
+	return append(dst, quoted...)
 }
 
 // mismatch is the error for a JSON value of the wrong kind.
@@ -121,11 +188,12 @@ func decodeValue(v *fastjson.Value, dst any, into string) error {
 		*d = n
 		return nil
 	case *json.RawMessage:
-		if v.Type() == fastjson.TypeNull {
-			*d = nil
-			return nil
+		// The text as it came, taken before anything unescapes it in place.
+		raw := v.MarshalTo(nil)
+		if string(raw) == "null" {
+			raw = nil
 		}
-		*d = v.MarshalTo(nil)
+		*d = raw
 		return nil
 	case *content:
 		if v.Type() == fastjson.TypeString {

@@ -1,10 +1,13 @@
 package ferrule
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestAResultDecodesEveryFieldInOnePass(t *testing.T) {
@@ -96,5 +99,76 @@ func TestNullLeavesFieldsAsTheyAre(t *testing.T) {
 	}
 	if err := decodeJSON([]byte(`null`), &r); err != nil || r.Rounds != 4 {
 		t.Fatalf("%+v %v", r, err)
+	}
+}
+
+func TestRawFieldsAndUnknownKindsKeepTheirTextAsValidJSON(t *testing.T) {
+	data := `{"status": "completed", "output": "\u001b[31mred\u001b[0m \u0000 \ud83d\ude00 \"q\"",
+		"messages": [{"role": "critic", "x\u001by": "\u0007", "n": [1.50, -0]}],
+		"state": {"k\u001b": "v\u0000"}}`
+	var r Result
+	if err := decodeJSON([]byte(data), &r); err != nil {
+		t.Fatal(err)
+	}
+	if string(r.Output) != `"\u001b[31mred\u001b[0m \u0000 \ud83d\ude00 \"q\""` {
+		t.Errorf("output %s", r.Output)
+	}
+	var text string
+	if err := json.Unmarshal(r.Output, &text); err != nil || text != "\x1b[31mred\x1b[0m \x00 😀 \"q\"" {
+		t.Errorf("output %q %v", text, err)
+	}
+	if string(r.State) != `{"k\u001b":"v\u0000"}` { // as it came, but compact
+		t.Errorf("state %s", r.State)
+	}
+	unknown := r.Messages[0]
+	written, err := json.Marshal(unknown)
+	if err != nil || !json.Valid(written) {
+		t.Fatalf("%s %v", written, err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(written, &back); err != nil || back["x\x1by"] != "\a" || back["role"] != "critic" {
+		t.Fatalf("%s: %v %v", written, back, err)
+	}
+}
+
+func TestFieldNamesMatchRegardlessOfCaseAsEncodingJSONDoes(t *testing.T) {
+	data := `{"Status": "completed", "ROUNDS": 2, "Usage": {"Input_Tokens": 3},
+		"messages": [{"Role": "tool", "Tool_Call_ID": "c1", "content": "ok"}], "rounds_x": 9}`
+	var fast, slow Result
+	if err := decodeJSON([]byte(data), &fast); err != nil {
+		t.Fatal(err)
+	}
+	type plain Result // encoding/json's own reading, without the package's decoder
+	if err := json.Unmarshal([]byte(data), (*plain)(&slow)); err != nil {
+		t.Fatal(err)
+	}
+	if fast.Status != StatusCompleted || fast.Rounds != 2 || fast.Usage.InputTokens != 3 || fast.Rounds != slow.Rounds ||
+		fast.Usage != slow.Usage || fast.Status != slow.Status {
+		t.Errorf("fast %+v, encoding/json %+v", fast, slow)
+	}
+	if m := fast.Messages[0]; m.ToolCallID != "c1" || m.Text() != "ok" {
+		t.Errorf("message %+v", m)
+	}
+}
+
+func TestTheZeroInputIsAnErrorAndLeavesTheAgentUsable(t *testing.T) {
+	agent, err := NewAgentFromJSON(json.RawMessage(`{"model": {"provider": "scripted", "script": [{"text": "hi"}]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range []Input{{}, {Tools: []string{"x"}}} {
+		if _, err := agent.Run(context.Background(), in); err == nil || !errors.Is(err, ErrInvalidJSON) {
+			t.Errorf("Run(%+v): %v", in, err)
+		}
+		if _, err := agent.Start(context.Background(), in); err == nil || !errors.Is(err, ErrInvalidJSON) {
+			t.Errorf("Start(%+v): %v", in, err)
+		}
+	}
+	closed := make(chan struct{})
+	go func() { agent.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(hangProtection):
+		t.Fatal("Close hangs: the agent's lock is still held")
 	}
 }

@@ -26,13 +26,19 @@ func (*RunStartEvent) EventType() string { return "run_start" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *RunStartEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "RunStartEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "RunStartEvent.run_id")
-		}
-		return nil
-	})
+	return decodeFields(value, "RunStartEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *RunStartEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "RunStartEvent.run_id")
+	}
+	if known := foldedKey(key, "run_id"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // TurnStartEvent: A model request is about to be made.
@@ -47,15 +53,21 @@ func (*TurnStartEvent) EventType() string { return "turn_start" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *TurnStartEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "TurnStartEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "TurnStartEvent.run_id")
-		case "turn":
-			return decodeValue(field, &e.Turn, "TurnStartEvent.turn")
-		}
-		return nil
-	})
+	return decodeFields(value, "TurnStartEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *TurnStartEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "TurnStartEvent.run_id")
+	case "turn":
+		return decodeValue(field, &e.Turn, "TurnStartEvent.turn")
+	}
+	if known := foldedKey(key, "run_id", "turn"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // MessageDeltaEvent: A piece of streamed assistant text or thinking.
@@ -74,19 +86,25 @@ func (*MessageDeltaEvent) EventType() string { return "message_delta" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *MessageDeltaEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "MessageDeltaEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "MessageDeltaEvent.run_id")
-		case "turn":
-			return decodeValue(field, &e.Turn, "MessageDeltaEvent.turn")
-		case "text":
-			return decodeValue(field, &e.Text, "MessageDeltaEvent.text")
-		case "thinking":
-			return decodeValue(field, &e.Thinking, "MessageDeltaEvent.thinking")
-		}
-		return nil
-	})
+	return decodeFields(value, "MessageDeltaEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *MessageDeltaEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "MessageDeltaEvent.run_id")
+	case "turn":
+		return decodeValue(field, &e.Turn, "MessageDeltaEvent.turn")
+	case "text":
+		return decodeValue(field, &e.Text, "MessageDeltaEvent.text")
+	case "thinking":
+		return decodeValue(field, &e.Thinking, "MessageDeltaEvent.thinking")
+	}
+	if known := foldedKey(key, "run_id", "turn", "text", "thinking"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // ToolCallDeltaEvent: A piece of a streamed tool call. Arguments here may be incomplete; only
@@ -110,23 +128,29 @@ func (*ToolCallDeltaEvent) EventType() string { return "tool_call_delta" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *ToolCallDeltaEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "ToolCallDeltaEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "ToolCallDeltaEvent.run_id")
-		case "turn":
-			return decodeValue(field, &e.Turn, "ToolCallDeltaEvent.turn")
-		case "index":
-			return decodeValue(field, &e.Index, "ToolCallDeltaEvent.index")
-		case "arguments_delta":
-			return decodeValue(field, &e.ArgumentsDelta, "ToolCallDeltaEvent.arguments_delta")
-		case "id":
-			return decodeValue(field, &e.ID, "ToolCallDeltaEvent.id")
-		case "name":
-			return decodeValue(field, &e.Name, "ToolCallDeltaEvent.name")
-		}
-		return nil
-	})
+	return decodeFields(value, "ToolCallDeltaEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *ToolCallDeltaEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "ToolCallDeltaEvent.run_id")
+	case "turn":
+		return decodeValue(field, &e.Turn, "ToolCallDeltaEvent.turn")
+	case "index":
+		return decodeValue(field, &e.Index, "ToolCallDeltaEvent.index")
+	case "arguments_delta":
+		return decodeValue(field, &e.ArgumentsDelta, "ToolCallDeltaEvent.arguments_delta")
+	case "id":
+		return decodeValue(field, &e.ID, "ToolCallDeltaEvent.id")
+	case "name":
+		return decodeValue(field, &e.Name, "ToolCallDeltaEvent.name")
+	}
+	if known := foldedKey(key, "run_id", "turn", "index", "arguments_delta", "id", "name"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // MessageEndEvent: The assistant message is complete.
@@ -143,17 +167,23 @@ func (*MessageEndEvent) EventType() string { return "message_end" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *MessageEndEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "MessageEndEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "MessageEndEvent.run_id")
-		case "turn":
-			return decodeValue(field, &e.Turn, "MessageEndEvent.turn")
-		case "message":
-			return decodeValue(field, &e.Message, "MessageEndEvent.message")
-		}
-		return nil
-	})
+	return decodeFields(value, "MessageEndEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *MessageEndEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "MessageEndEvent.run_id")
+	case "turn":
+		return decodeValue(field, &e.Turn, "MessageEndEvent.turn")
+	case "message":
+		return decodeValue(field, &e.Message, "MessageEndEvent.message")
+	}
+	if known := foldedKey(key, "run_id", "turn", "message"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // ToolExecutionStartEvent: A call begins (invalid calls too: they start and end with an error
@@ -169,15 +199,21 @@ func (*ToolExecutionStartEvent) EventType() string { return "tool_execution_star
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *ToolExecutionStartEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "ToolExecutionStartEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "ToolExecutionStartEvent.run_id")
-		case "call":
-			return decodeValue(field, &e.Call, "ToolExecutionStartEvent.call")
-		}
-		return nil
-	})
+	return decodeFields(value, "ToolExecutionStartEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *ToolExecutionStartEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "ToolExecutionStartEvent.run_id")
+	case "call":
+		return decodeValue(field, &e.Call, "ToolExecutionStartEvent.call")
+	}
+	if known := foldedKey(key, "run_id", "call"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // ToolExecutionUpdateEvent: A provisional result. Never enters the transcript.
@@ -196,19 +232,25 @@ func (*ToolExecutionUpdateEvent) EventType() string { return "tool_execution_upd
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *ToolExecutionUpdateEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "ToolExecutionUpdateEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "ToolExecutionUpdateEvent.run_id")
-		case "call_id":
-			return decodeValue(field, &e.CallID, "ToolExecutionUpdateEvent.call_id")
-		case "name":
-			return decodeValue(field, &e.Name, "ToolExecutionUpdateEvent.name")
-		case "partial":
-			return decodeValue(field, &e.Partial, "ToolExecutionUpdateEvent.partial")
-		}
-		return nil
-	})
+	return decodeFields(value, "ToolExecutionUpdateEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *ToolExecutionUpdateEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "ToolExecutionUpdateEvent.run_id")
+	case "call_id":
+		return decodeValue(field, &e.CallID, "ToolExecutionUpdateEvent.call_id")
+	case "name":
+		return decodeValue(field, &e.Name, "ToolExecutionUpdateEvent.name")
+	case "partial":
+		return decodeValue(field, &e.Partial, "ToolExecutionUpdateEvent.partial")
+	}
+	if known := foldedKey(key, "run_id", "call_id", "name", "partial"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // ToolExecutionEndEvent: A call ended; `result` is what the transcript records for it.
@@ -229,21 +271,27 @@ func (*ToolExecutionEndEvent) EventType() string { return "tool_execution_end" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *ToolExecutionEndEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "ToolExecutionEndEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "ToolExecutionEndEvent.run_id")
-		case "call_id":
-			return decodeValue(field, &e.CallID, "ToolExecutionEndEvent.call_id")
-		case "name":
-			return decodeValue(field, &e.Name, "ToolExecutionEndEvent.name")
-		case "result":
-			return decodeValue(field, &e.Result, "ToolExecutionEndEvent.result")
-		case "is_error":
-			return decodeValue(field, &e.IsError, "ToolExecutionEndEvent.is_error")
-		}
-		return nil
-	})
+	return decodeFields(value, "ToolExecutionEndEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *ToolExecutionEndEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "ToolExecutionEndEvent.run_id")
+	case "call_id":
+		return decodeValue(field, &e.CallID, "ToolExecutionEndEvent.call_id")
+	case "name":
+		return decodeValue(field, &e.Name, "ToolExecutionEndEvent.name")
+	case "result":
+		return decodeValue(field, &e.Result, "ToolExecutionEndEvent.result")
+	case "is_error":
+		return decodeValue(field, &e.IsError, "ToolExecutionEndEvent.is_error")
+	}
+	if known := foldedKey(key, "run_id", "call_id", "name", "result", "is_error"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // RetryEvent: A failed model request is being retried.
@@ -262,19 +310,25 @@ func (*RetryEvent) EventType() string { return "retry" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *RetryEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "RetryEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "RetryEvent.run_id")
-		case "attempt":
-			return decodeValue(field, &e.Attempt, "RetryEvent.attempt")
-		case "error":
-			return decodeValue(field, &e.Error, "RetryEvent.error")
-		case "delay_ms":
-			return decodeValue(field, &e.DelayMS, "RetryEvent.delay_ms")
-		}
-		return nil
-	})
+	return decodeFields(value, "RetryEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *RetryEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "RetryEvent.run_id")
+	case "attempt":
+		return decodeValue(field, &e.Attempt, "RetryEvent.attempt")
+	case "error":
+		return decodeValue(field, &e.Error, "RetryEvent.error")
+	case "delay_ms":
+		return decodeValue(field, &e.DelayMS, "RetryEvent.delay_ms")
+	}
+	if known := foldedKey(key, "run_id", "attempt", "error", "delay_ms"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // MessageInjectedEvent: A message entered the transcript from outside the model: injected into the
@@ -290,15 +344,21 @@ func (*MessageInjectedEvent) EventType() string { return "message_injected" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *MessageInjectedEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "MessageInjectedEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "MessageInjectedEvent.run_id")
-		case "message":
-			return decodeValue(field, &e.Message, "MessageInjectedEvent.message")
-		}
-		return nil
-	})
+	return decodeFields(value, "MessageInjectedEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *MessageInjectedEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "MessageInjectedEvent.run_id")
+	case "message":
+		return decodeValue(field, &e.Message, "MessageInjectedEvent.message")
+	}
+	if known := foldedKey(key, "run_id", "message"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // HistoryCompactedEvent: A request left out the oldest messages to stay within
@@ -316,17 +376,23 @@ func (*HistoryCompactedEvent) EventType() string { return "history_compacted" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *HistoryCompactedEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "HistoryCompactedEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "HistoryCompactedEvent.run_id")
-		case "turn":
-			return decodeValue(field, &e.Turn, "HistoryCompactedEvent.turn")
-		case "dropped":
-			return decodeValue(field, &e.Dropped, "HistoryCompactedEvent.dropped")
-		}
-		return nil
-	})
+	return decodeFields(value, "HistoryCompactedEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *HistoryCompactedEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "HistoryCompactedEvent.run_id")
+	case "turn":
+		return decodeValue(field, &e.Turn, "HistoryCompactedEvent.turn")
+	case "dropped":
+		return decodeValue(field, &e.Dropped, "HistoryCompactedEvent.dropped")
+	}
+	if known := foldedKey(key, "run_id", "turn", "dropped"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // MCPServerEvent: An MCP server's state or tools changed since the run was last told of it; the
@@ -359,31 +425,37 @@ func (*MCPServerEvent) EventType() string { return "mcp_server" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *MCPServerEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "MCPServerEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "MCPServerEvent.run_id")
-		case "server":
-			return decodeValue(field, &e.Server, "MCPServerEvent.server")
-		case "status":
-			return decodeValue(field, &e.Status, "MCPServerEvent.status")
-		case "tools":
-			return decodeValue(field, &e.Tools, "MCPServerEvent.tools")
-		case "added":
-			return decodeValue(field, &e.Added, "MCPServerEvent.added")
-		case "removed":
-			return decodeValue(field, &e.Removed, "MCPServerEvent.removed")
-		case "left_out":
-			return decodeValue(field, &e.LeftOut, "MCPServerEvent.left_out")
-		case "restarts":
-			return decodeValue(field, &e.Restarts, "MCPServerEvent.restarts")
-		case "error":
-			return decodeValue(field, &e.Error, "MCPServerEvent.error")
-		case "protocol_version":
-			return decodeValue(field, &e.ProtocolVersion, "MCPServerEvent.protocol_version")
-		}
-		return nil
-	})
+	return decodeFields(value, "MCPServerEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *MCPServerEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "MCPServerEvent.run_id")
+	case "server":
+		return decodeValue(field, &e.Server, "MCPServerEvent.server")
+	case "status":
+		return decodeValue(field, &e.Status, "MCPServerEvent.status")
+	case "tools":
+		return decodeValue(field, &e.Tools, "MCPServerEvent.tools")
+	case "added":
+		return decodeValue(field, &e.Added, "MCPServerEvent.added")
+	case "removed":
+		return decodeValue(field, &e.Removed, "MCPServerEvent.removed")
+	case "left_out":
+		return decodeValue(field, &e.LeftOut, "MCPServerEvent.left_out")
+	case "restarts":
+		return decodeValue(field, &e.Restarts, "MCPServerEvent.restarts")
+	case "error":
+		return decodeValue(field, &e.Error, "MCPServerEvent.error")
+	case "protocol_version":
+		return decodeValue(field, &e.ProtocolVersion, "MCPServerEvent.protocol_version")
+	}
+	if known := foldedKey(key, "run_id", "server", "status", "tools", "added", "removed", "left_out", "restarts", "error", "protocol_version"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // MCPServerLogEvent: Lines an MCP server wrote to its stderr, and notes of ferrule's about it
@@ -404,19 +476,25 @@ func (*MCPServerLogEvent) EventType() string { return "mcp_server_log" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *MCPServerLogEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "MCPServerLogEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "MCPServerLogEvent.run_id")
-		case "server":
-			return decodeValue(field, &e.Server, "MCPServerLogEvent.server")
-		case "lines":
-			return decodeValue(field, &e.Lines, "MCPServerLogEvent.lines")
-		case "missed":
-			return decodeValue(field, &e.Missed, "MCPServerLogEvent.missed")
-		}
-		return nil
-	})
+	return decodeFields(value, "MCPServerLogEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *MCPServerLogEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "MCPServerLogEvent.run_id")
+	case "server":
+		return decodeValue(field, &e.Server, "MCPServerLogEvent.server")
+	case "lines":
+		return decodeValue(field, &e.Lines, "MCPServerLogEvent.lines")
+	case "missed":
+		return decodeValue(field, &e.Missed, "MCPServerLogEvent.missed")
+	}
+	if known := foldedKey(key, "run_id", "server", "lines", "missed"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // AgentEventEvent: An event of a run nested in this one: the run of an agent called as a tool.
@@ -440,21 +518,27 @@ func (*AgentEventEvent) EventType() string { return "agent_event" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *AgentEventEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "AgentEventEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "AgentEventEvent.run_id")
-		case "call_id":
-			return decodeValue(field, &e.CallID, "AgentEventEvent.call_id")
-		case "agent":
-			return decodeValue(field, &e.Agent, "AgentEventEvent.agent")
-		case "depth":
-			return decodeValue(field, &e.Depth, "AgentEventEvent.depth")
-		case "event":
-			return decodeValue(field, &e.Event, "AgentEventEvent.event")
-		}
-		return nil
-	})
+	return decodeFields(value, "AgentEventEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *AgentEventEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "AgentEventEvent.run_id")
+	case "call_id":
+		return decodeValue(field, &e.CallID, "AgentEventEvent.call_id")
+	case "agent":
+		return decodeValue(field, &e.Agent, "AgentEventEvent.agent")
+	case "depth":
+		return decodeValue(field, &e.Depth, "AgentEventEvent.depth")
+	case "event":
+		return decodeValue(field, &e.Event, "AgentEventEvent.event")
+	}
+	if known := foldedKey(key, "run_id", "call_id", "agent", "depth", "event"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // HandoffEvent: The run handed control to another agent: from here on that agent's system prompt,
@@ -478,23 +562,29 @@ func (*HandoffEvent) EventType() string { return "handoff" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *HandoffEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "HandoffEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "HandoffEvent.run_id")
-		case "turn":
-			return decodeValue(field, &e.Turn, "HandoffEvent.turn")
-		case "call_id":
-			return decodeValue(field, &e.CallID, "HandoffEvent.call_id")
-		case "to":
-			return decodeValue(field, &e.To, "HandoffEvent.to")
-		case "dropped":
-			return decodeValue(field, &e.Dropped, "HandoffEvent.dropped")
-		case "from":
-			return decodeValue(field, &e.From, "HandoffEvent.from")
-		}
-		return nil
-	})
+	return decodeFields(value, "HandoffEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *HandoffEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "HandoffEvent.run_id")
+	case "turn":
+		return decodeValue(field, &e.Turn, "HandoffEvent.turn")
+	case "call_id":
+		return decodeValue(field, &e.CallID, "HandoffEvent.call_id")
+	case "to":
+		return decodeValue(field, &e.To, "HandoffEvent.to")
+	case "dropped":
+		return decodeValue(field, &e.Dropped, "HandoffEvent.dropped")
+	case "from":
+		return decodeValue(field, &e.From, "HandoffEvent.from")
+	}
+	if known := foldedKey(key, "run_id", "turn", "call_id", "to", "dropped", "from"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // TurnEndEvent: A round is over.
@@ -509,15 +599,21 @@ func (*TurnEndEvent) EventType() string { return "turn_end" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *TurnEndEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "TurnEndEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "TurnEndEvent.run_id")
-		case "turn":
-			return decodeValue(field, &e.Turn, "TurnEndEvent.turn")
-		}
-		return nil
-	})
+	return decodeFields(value, "TurnEndEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *TurnEndEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "TurnEndEvent.run_id")
+	case "turn":
+		return decodeValue(field, &e.Turn, "TurnEndEvent.turn")
+	}
+	if known := foldedKey(key, "run_id", "turn"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // RunEndEvent: The run is over. Always the last event.
@@ -536,19 +632,25 @@ func (*RunEndEvent) EventType() string { return "run_end" }
 
 // decodeFrom reads the event's fields from parsed JSON.
 func (e *RunEndEvent) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "RunEndEvent", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &e.Run, "RunEndEvent.run_id")
-		case "status":
-			return decodeValue(field, &e.Status, "RunEndEvent.status")
-		case "result":
-			return decodeValue(field, &e.Result, "RunEndEvent.result")
-		case "error":
-			return decodeValue(field, &e.Error, "RunEndEvent.error")
-		}
-		return nil
-	})
+	return decodeFields(value, "RunEndEvent", e.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (e *RunEndEvent) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &e.Run, "RunEndEvent.run_id")
+	case "status":
+		return decodeValue(field, &e.Status, "RunEndEvent.status")
+	case "result":
+		return decodeValue(field, &e.Result, "RunEndEvent.result")
+	case "error":
+		return decodeValue(field, &e.Error, "RunEndEvent.error")
+	}
+	if known := foldedKey(key, "run_id", "status", "result", "error"); known != "" {
+		return e.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // UnknownEvent is an event of a type this package does not know yet (or one
@@ -620,7 +722,7 @@ func eventFrom(value *fastjson.Value, raw []byte) Event {
 	}
 	if event == nil || event.decodeFrom(value) != nil || incomplete(event) {
 		if raw == nil {
-			raw = value.MarshalTo(nil)
+			raw = jsonText(value)
 		} else {
 			raw = append([]byte(nil), raw...)
 		}

@@ -111,7 +111,8 @@ func (v *Message) decodeFrom(value *fastjson.Value) error {
 	switch head {
 	case "system":
 		var w wireMessageSystem
-		err := decodeFields(value, "Message", func(key []byte, field *fastjson.Value) error {
+		var member func(key []byte, field *fastjson.Value) error
+		member = func(key []byte, field *fastjson.Value) error {
 			switch string(key) {
 			case "role":
 				return decodeValue(field, &w.Role, "Message.role")
@@ -120,15 +121,20 @@ func (v *Message) decodeFrom(value *fastjson.Value) error {
 			case "origin":
 				return decodeValue(field, &w.Origin, "Message.origin")
 			}
+			if known := foldedKey(key, "role", "content", "origin"); known != "" {
+				return member([]byte(known), field)
+			}
 			return nil
-		})
+		}
+		err := decodeFields(value, "Message", member)
 		if err != nil {
 			return err
 		}
 		*v = Message{Role: w.Role, Content: textParts(w.Content), Origin: w.Origin}
 	case "user":
 		var w wireMessageUser
-		err := decodeFields(value, "Message", func(key []byte, field *fastjson.Value) error {
+		var member func(key []byte, field *fastjson.Value) error
+		member = func(key []byte, field *fastjson.Value) error {
 			switch string(key) {
 			case "role":
 				return decodeValue(field, &w.Role, "Message.role")
@@ -137,15 +143,20 @@ func (v *Message) decodeFrom(value *fastjson.Value) error {
 			case "origin":
 				return decodeValue(field, &w.Origin, "Message.origin")
 			}
+			if known := foldedKey(key, "role", "content", "origin"); known != "" {
+				return member([]byte(known), field)
+			}
 			return nil
-		})
+		}
+		err := decodeFields(value, "Message", member)
 		if err != nil {
 			return err
 		}
 		*v = Message{Role: w.Role, Content: []Part(w.Content), Origin: w.Origin}
 	case "assistant":
 		var w wireMessageAssistant
-		err := decodeFields(value, "Message", func(key []byte, field *fastjson.Value) error {
+		var member func(key []byte, field *fastjson.Value) error
+		member = func(key []byte, field *fastjson.Value) error {
 			switch string(key) {
 			case "role":
 				return decodeValue(field, &w.Role, "Message.role")
@@ -158,15 +169,20 @@ func (v *Message) decodeFrom(value *fastjson.Value) error {
 			case "usage":
 				return decodeValue(field, &w.Usage, "Message.usage")
 			}
+			if known := foldedKey(key, "role", "content", "tool_calls", "stop_reason", "usage"); known != "" {
+				return member([]byte(known), field)
+			}
 			return nil
-		})
+		}
+		err := decodeFields(value, "Message", member)
 		if err != nil {
 			return err
 		}
 		*v = Message{Role: w.Role, Content: []Part(w.Content), ToolCalls: w.ToolCalls, StopReason: w.StopReason, Usage: w.Usage}
 	case "tool":
 		var w wireMessageTool
-		err := decodeFields(value, "Message", func(key []byte, field *fastjson.Value) error {
+		var member func(key []byte, field *fastjson.Value) error
+		member = func(key []byte, field *fastjson.Value) error {
 			switch string(key) {
 			case "role":
 				return decodeValue(field, &w.Role, "Message.role")
@@ -179,8 +195,12 @@ func (v *Message) decodeFrom(value *fastjson.Value) error {
 			case "is_error":
 				return decodeValue(field, &w.IsError, "Message.is_error")
 			}
+			if known := foldedKey(key, "role", "tool_call_id", "name", "content", "is_error"); known != "" {
+				return member([]byte(known), field)
+			}
 			return nil
-		})
+		}
+		err := decodeFields(value, "Message", member)
 		if err != nil {
 			return err
 		}
@@ -189,7 +209,7 @@ func (v *Message) decodeFrom(value *fastjson.Value) error {
 		if err := decodeFields(value, "Message", func([]byte, *fastjson.Value) error { return nil }); err != nil {
 			return err
 		}
-		*v = Message{Role: head, unknown: value.MarshalTo(nil)}
+		*v = Message{Role: head, unknown: jsonText(value)}
 	}
 	return nil
 }
@@ -309,7 +329,8 @@ func (v *Part) decodeFrom(value *fastjson.Value) error {
 	switch head {
 	case "text":
 		var w wirePartText
-		err := decodeFields(value, "Part", func(key []byte, field *fastjson.Value) error {
+		var member func(key []byte, field *fastjson.Value) error
+		member = func(key []byte, field *fastjson.Value) error {
 			switch string(key) {
 			case "type":
 				return decodeValue(field, &w.Type, "Part.type")
@@ -318,15 +339,20 @@ func (v *Part) decodeFrom(value *fastjson.Value) error {
 			case "signature":
 				return decodeValue(field, &w.Signature, "Part.signature")
 			}
+			if known := foldedKey(key, "type", "text", "signature"); known != "" {
+				return member([]byte(known), field)
+			}
 			return nil
-		})
+		}
+		err := decodeFields(value, "Part", member)
 		if err != nil {
 			return err
 		}
 		*v = Part{Type: w.Type, Text: w.Text, Signature: w.Signature}
 	case "image":
 		var w wirePartImage
-		err := decodeFields(value, "Part", func(key []byte, field *fastjson.Value) error {
+		var member func(key []byte, field *fastjson.Value) error
+		member = func(key []byte, field *fastjson.Value) error {
 			switch string(key) {
 			case "type":
 				return decodeValue(field, &w.Type, "Part.type")
@@ -337,15 +363,20 @@ func (v *Part) decodeFrom(value *fastjson.Value) error {
 			case "url":
 				return decodeValue(field, &w.URL, "Part.url")
 			}
+			if known := foldedKey(key, "type", "media_type", "data", "url"); known != "" {
+				return member([]byte(known), field)
+			}
 			return nil
-		})
+		}
+		err := decodeFields(value, "Part", member)
 		if err != nil {
 			return err
 		}
 		*v = Part{Type: w.Type, MediaType: w.MediaType, Data: []byte(w.Data), URL: w.URL}
 	case "thinking":
 		var w wirePartThinking
-		err := decodeFields(value, "Part", func(key []byte, field *fastjson.Value) error {
+		var member func(key []byte, field *fastjson.Value) error
+		member = func(key []byte, field *fastjson.Value) error {
 			switch string(key) {
 			case "type":
 				return decodeValue(field, &w.Type, "Part.type")
@@ -356,30 +387,40 @@ func (v *Part) decodeFrom(value *fastjson.Value) error {
 			case "id":
 				return decodeValue(field, &w.ID, "Part.id")
 			}
+			if known := foldedKey(key, "type", "thinking", "signature", "id"); known != "" {
+				return member([]byte(known), field)
+			}
 			return nil
-		})
+		}
+		err := decodeFields(value, "Part", member)
 		if err != nil {
 			return err
 		}
 		*v = Part{Type: w.Type, Thinking: w.Thinking, Signature: w.Signature, ID: w.ID}
 	case "redacted_thinking":
 		var w wirePartRedactedThinking
-		err := decodeFields(value, "Part", func(key []byte, field *fastjson.Value) error {
+		var member func(key []byte, field *fastjson.Value) error
+		member = func(key []byte, field *fastjson.Value) error {
 			switch string(key) {
 			case "type":
 				return decodeValue(field, &w.Type, "Part.type")
 			case "data":
 				return decodeValue(field, &w.Redacted, "Part.data")
 			}
+			if known := foldedKey(key, "type", "data"); known != "" {
+				return member([]byte(known), field)
+			}
 			return nil
-		})
+		}
+		err := decodeFields(value, "Part", member)
 		if err != nil {
 			return err
 		}
 		*v = Part{Type: w.Type, Redacted: w.Redacted}
 	case "file":
 		var w wirePartFile
-		err := decodeFields(value, "Part", func(key []byte, field *fastjson.Value) error {
+		var member func(key []byte, field *fastjson.Value) error
+		member = func(key []byte, field *fastjson.Value) error {
 			switch string(key) {
 			case "type":
 				return decodeValue(field, &w.Type, "Part.type")
@@ -390,8 +431,12 @@ func (v *Part) decodeFrom(value *fastjson.Value) error {
 			case "name":
 				return decodeValue(field, &w.Name, "Part.name")
 			}
+			if known := foldedKey(key, "type", "media_type", "data", "name"); known != "" {
+				return member([]byte(known), field)
+			}
 			return nil
-		})
+		}
+		err := decodeFields(value, "Part", member)
 		if err != nil {
 			return err
 		}
@@ -400,7 +445,7 @@ func (v *Part) decodeFrom(value *fastjson.Value) error {
 		if err := decodeFields(value, "Part", func([]byte, *fastjson.Value) error { return nil }); err != nil {
 			return err
 		}
-		*v = Part{Type: head, unknown: value.MarshalTo(nil)}
+		*v = Part{Type: head, unknown: jsonText(value)}
 	}
 	return nil
 }

@@ -40,31 +40,37 @@ func (r *Result) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
 
 // decodeFrom reads the JSON's fields from parsed JSON.
 func (r *Result) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "Result", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "status":
-			return decodeValue(field, &r.Status, "Result.status")
-		case "final":
-			return decodeValue(field, &r.Final, "Result.final")
-		case "messages":
-			return decodeValue(field, &r.Messages, "Result.messages")
-		case "usage":
-			return decodeValue(field, &r.Usage, "Result.usage")
-		case "rounds":
-			return decodeValue(field, &r.Rounds, "Result.rounds")
-		case "error":
-			return decodeValue(field, &r.Error, "Result.error")
-		case "output":
-			return decodeValue(field, &r.Output, "Result.output")
-		case "interruptions":
-			return decodeValue(field, &r.Interruptions, "Result.interruptions")
-		case "state":
-			return decodeValue(field, &r.State, "Result.state")
-		case "agent":
-			return decodeValue(field, &r.Agent, "Result.agent")
-		}
-		return nil
-	})
+	return decodeFields(value, "Result", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *Result) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "status":
+		return decodeValue(field, &r.Status, "Result.status")
+	case "final":
+		return decodeValue(field, &r.Final, "Result.final")
+	case "messages":
+		return decodeValue(field, &r.Messages, "Result.messages")
+	case "usage":
+		return decodeValue(field, &r.Usage, "Result.usage")
+	case "rounds":
+		return decodeValue(field, &r.Rounds, "Result.rounds")
+	case "error":
+		return decodeValue(field, &r.Error, "Result.error")
+	case "output":
+		return decodeValue(field, &r.Output, "Result.output")
+	case "interruptions":
+		return decodeValue(field, &r.Interruptions, "Result.interruptions")
+	case "state":
+		return decodeValue(field, &r.State, "Result.state")
+	case "agent":
+		return decodeValue(field, &r.Agent, "Result.agent")
+	}
+	if known := foldedKey(key, "status", "final", "messages", "usage", "rounds", "error", "output", "interruptions", "state", "agent"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // Interruption is a call the run stopped for: it needs a decision before it can run. The call is
@@ -93,23 +99,29 @@ func (r *Interruption) UnmarshalJSON(data []byte) error { return decodeJSON(data
 
 // decodeFrom reads the JSON's fields from parsed JSON.
 func (r *Interruption) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "Interruption", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "call_id":
-			return decodeValue(field, &r.CallID, "Interruption.call_id")
-		case "name":
-			return decodeValue(field, &r.Name, "Interruption.name")
-		case "arguments":
-			return decodeValue(field, &r.Arguments, "Interruption.arguments")
-		case "key":
-			return decodeValue(field, &r.Key, "Interruption.key")
-		case "agent":
-			return decodeValue(field, &r.Agent, "Interruption.agent")
-		case "path":
-			return decodeValue(field, &r.Path, "Interruption.path")
-		}
-		return nil
-	})
+	return decodeFields(value, "Interruption", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *Interruption) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "call_id":
+		return decodeValue(field, &r.CallID, "Interruption.call_id")
+	case "name":
+		return decodeValue(field, &r.Name, "Interruption.name")
+	case "arguments":
+		return decodeValue(field, &r.Arguments, "Interruption.arguments")
+	case "key":
+		return decodeValue(field, &r.Key, "Interruption.key")
+	case "agent":
+		return decodeValue(field, &r.Agent, "Interruption.agent")
+	case "path":
+		return decodeValue(field, &r.Path, "Interruption.path")
+	}
+	if known := foldedKey(key, "call_id", "name", "arguments", "key", "agent", "path"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // Decision is the host's answer for one interrupted call, as run input gives it.
@@ -128,17 +140,23 @@ func (r *Decision) UnmarshalJSON(data []byte) error { return decodeJSON(data, r)
 
 // decodeFrom reads the JSON's fields from parsed JSON.
 func (r *Decision) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "Decision", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "approve":
-			return decodeValue(field, &r.Approve, "Decision.approve")
-		case "always":
-			return decodeValue(field, &r.Always, "Decision.always")
-		case "message":
-			return decodeValue(field, &r.Message, "Decision.message")
-		}
-		return nil
-	})
+	return decodeFields(value, "Decision", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *Decision) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "approve":
+		return decodeValue(field, &r.Approve, "Decision.approve")
+	case "always":
+		return decodeValue(field, &r.Always, "Decision.always")
+	case "message":
+		return decodeValue(field, &r.Message, "Decision.message")
+	}
+	if known := foldedKey(key, "approve", "always", "message"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // Usage is token counts.
@@ -156,17 +174,23 @@ func (r *Usage) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
 
 // decodeFrom reads the JSON's fields from parsed JSON.
 func (r *Usage) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "Usage", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "cached_tokens":
-			return decodeValue(field, &r.CachedTokens, "Usage.cached_tokens")
-		case "input_tokens":
-			return decodeValue(field, &r.InputTokens, "Usage.input_tokens")
-		case "output_tokens":
-			return decodeValue(field, &r.OutputTokens, "Usage.output_tokens")
-		}
-		return nil
-	})
+	return decodeFields(value, "Usage", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *Usage) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "cached_tokens":
+		return decodeValue(field, &r.CachedTokens, "Usage.cached_tokens")
+	case "input_tokens":
+		return decodeValue(field, &r.InputTokens, "Usage.input_tokens")
+	case "output_tokens":
+		return decodeValue(field, &r.OutputTokens, "Usage.output_tokens")
+	}
+	if known := foldedKey(key, "cached_tokens", "input_tokens", "output_tokens"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // ToolCall is one tool call requested by the model.
@@ -187,19 +211,25 @@ func (r *ToolCall) UnmarshalJSON(data []byte) error { return decodeJSON(data, r)
 
 // decodeFrom reads the JSON's fields from parsed JSON.
 func (r *ToolCall) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "ToolCall", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "id":
-			return decodeValue(field, &r.ID, "ToolCall.id")
-		case "name":
-			return decodeValue(field, &r.Name, "ToolCall.name")
-		case "arguments":
-			return decodeValue(field, &r.Arguments, "ToolCall.arguments")
-		case "signature":
-			return decodeValue(field, &r.Signature, "ToolCall.signature")
-		}
-		return nil
-	})
+	return decodeFields(value, "ToolCall", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *ToolCall) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "id":
+		return decodeValue(field, &r.ID, "ToolCall.id")
+	case "name":
+		return decodeValue(field, &r.Name, "ToolCall.name")
+	case "arguments":
+		return decodeValue(field, &r.Arguments, "ToolCall.arguments")
+	case "signature":
+		return decodeValue(field, &r.Signature, "ToolCall.signature")
+	}
+	if known := foldedKey(key, "id", "name", "arguments", "signature"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // ToolResult is a tool's result (final, or provisional in an update).
@@ -232,29 +262,35 @@ func (r *ToolResult) UnmarshalJSON(data []byte) error { return decodeJSON(data, 
 
 // decodeFrom reads the JSON's fields from parsed JSON.
 func (r *ToolResult) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "ToolResult", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "added_tools":
-			return decodeValue(field, &r.AddedTools, "ToolResult.added_tools")
-		case "content":
-			return decodeValue(field, &r.Content, "ToolResult.content")
-		case "details":
-			return decodeValue(field, &r.Details, "ToolResult.details")
-		case "display":
-			return decodeValue(field, &r.Display, "ToolResult.display")
-		case "is_error":
-			return decodeValue(field, &r.IsError, "ToolResult.is_error")
-		case "summary":
-			return decodeValue(field, &r.Summary, "ToolResult.summary")
-		case "terminate":
-			return decodeValue(field, &r.Terminate, "ToolResult.terminate")
-		case "title":
-			return decodeValue(field, &r.Title, "ToolResult.title")
-		case "usage":
-			return decodeValue(field, &r.Usage, "ToolResult.usage")
-		}
-		return nil
-	})
+	return decodeFields(value, "ToolResult", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *ToolResult) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "added_tools":
+		return decodeValue(field, &r.AddedTools, "ToolResult.added_tools")
+	case "content":
+		return decodeValue(field, &r.Content, "ToolResult.content")
+	case "details":
+		return decodeValue(field, &r.Details, "ToolResult.details")
+	case "display":
+		return decodeValue(field, &r.Display, "ToolResult.display")
+	case "is_error":
+		return decodeValue(field, &r.IsError, "ToolResult.is_error")
+	case "summary":
+		return decodeValue(field, &r.Summary, "ToolResult.summary")
+	case "terminate":
+		return decodeValue(field, &r.Terminate, "ToolResult.terminate")
+	case "title":
+		return decodeValue(field, &r.Title, "ToolResult.title")
+	case "usage":
+		return decodeValue(field, &r.Usage, "ToolResult.usage")
+	}
+	if known := foldedKey(key, "added_tools", "content", "details", "display", "is_error", "summary", "terminate", "title", "usage"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // PayloadCall is a call as a hook sees it: its arguments parsed.
@@ -272,17 +308,23 @@ func (r *PayloadCall) UnmarshalJSON(data []byte) error { return decodeJSON(data,
 
 // decodeFrom reads the JSON's fields from parsed JSON.
 func (r *PayloadCall) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "PayloadCall", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "id":
-			return decodeValue(field, &r.ID, "PayloadCall.id")
-		case "name":
-			return decodeValue(field, &r.Name, "PayloadCall.name")
-		case "arguments":
-			return decodeValue(field, &r.Arguments, "PayloadCall.arguments")
-		}
-		return nil
-	})
+	return decodeFields(value, "PayloadCall", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *PayloadCall) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "id":
+		return decodeValue(field, &r.ID, "PayloadCall.id")
+	case "name":
+		return decodeValue(field, &r.Name, "PayloadCall.name")
+	case "arguments":
+		return decodeValue(field, &r.Arguments, "PayloadCall.arguments")
+	}
+	if known := foldedKey(key, "id", "name", "arguments"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // RunStartPayload is what a `run_start` hook sees: the run's input.
@@ -300,17 +342,23 @@ func (r *RunStartPayload) UnmarshalJSON(data []byte) error { return decodeJSON(d
 
 // decodeFrom reads the JSON's fields from parsed JSON.
 func (r *RunStartPayload) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "RunStartPayload", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &r.RunID, "RunStartPayload.run_id")
-		case "messages":
-			return decodeValue(field, &r.Messages, "RunStartPayload.messages")
-		case "message_count":
-			return decodeValue(field, &r.MessageCount, "RunStartPayload.message_count")
-		}
-		return nil
-	})
+	return decodeFields(value, "RunStartPayload", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *RunStartPayload) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &r.RunID, "RunStartPayload.run_id")
+	case "messages":
+		return decodeValue(field, &r.Messages, "RunStartPayload.messages")
+	case "message_count":
+		return decodeValue(field, &r.MessageCount, "RunStartPayload.message_count")
+	}
+	if known := foldedKey(key, "run_id", "messages", "message_count"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // TurnStartPayload is what a `turn_start` hook sees before each model request: the history and the
@@ -334,21 +382,27 @@ func (r *TurnStartPayload) UnmarshalJSON(data []byte) error { return decodeJSON(
 
 // decodeFrom reads the JSON's fields from parsed JSON.
 func (r *TurnStartPayload) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "TurnStartPayload", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &r.RunID, "TurnStartPayload.run_id")
-		case "turn":
-			return decodeValue(field, &r.Turn, "TurnStartPayload.turn")
-		case "messages":
-			return decodeValue(field, &r.Messages, "TurnStartPayload.messages")
-		case "message_count":
-			return decodeValue(field, &r.MessageCount, "TurnStartPayload.message_count")
-		case "tools":
-			return decodeValue(field, &r.Tools, "TurnStartPayload.tools")
-		}
-		return nil
-	})
+	return decodeFields(value, "TurnStartPayload", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *TurnStartPayload) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &r.RunID, "TurnStartPayload.run_id")
+	case "turn":
+		return decodeValue(field, &r.Turn, "TurnStartPayload.turn")
+	case "messages":
+		return decodeValue(field, &r.Messages, "TurnStartPayload.messages")
+	case "message_count":
+		return decodeValue(field, &r.MessageCount, "TurnStartPayload.message_count")
+	case "tools":
+		return decodeValue(field, &r.Tools, "TurnStartPayload.tools")
+	}
+	if known := foldedKey(key, "run_id", "turn", "messages", "message_count", "tools"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // ToolCallPayload is what a `tool_call` hook sees: a call that passed validation, before any call
@@ -369,19 +423,25 @@ func (r *ToolCallPayload) UnmarshalJSON(data []byte) error { return decodeJSON(d
 
 // decodeFrom reads the JSON's fields from parsed JSON.
 func (r *ToolCallPayload) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "ToolCallPayload", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &r.RunID, "ToolCallPayload.run_id")
-		case "turn":
-			return decodeValue(field, &r.Turn, "ToolCallPayload.turn")
-		case "call":
-			return decodeValue(field, &r.Call, "ToolCallPayload.call")
-		case "needs_approval":
-			return decodeValue(field, &r.NeedsApproval, "ToolCallPayload.needs_approval")
-		}
-		return nil
-	})
+	return decodeFields(value, "ToolCallPayload", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *ToolCallPayload) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &r.RunID, "ToolCallPayload.run_id")
+	case "turn":
+		return decodeValue(field, &r.Turn, "ToolCallPayload.turn")
+	case "call":
+		return decodeValue(field, &r.Call, "ToolCallPayload.call")
+	case "needs_approval":
+		return decodeValue(field, &r.NeedsApproval, "ToolCallPayload.needs_approval")
+	}
+	if known := foldedKey(key, "run_id", "turn", "call", "needs_approval"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // ToolResultPayload is what a `tool_result` hook sees: the result of a call that ran.
@@ -405,23 +465,29 @@ func (r *ToolResultPayload) UnmarshalJSON(data []byte) error { return decodeJSON
 
 // decodeFrom reads the JSON's fields from parsed JSON.
 func (r *ToolResultPayload) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "ToolResultPayload", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &r.RunID, "ToolResultPayload.run_id")
-		case "turn":
-			return decodeValue(field, &r.Turn, "ToolResultPayload.turn")
-		case "call_id":
-			return decodeValue(field, &r.CallID, "ToolResultPayload.call_id")
-		case "name":
-			return decodeValue(field, &r.Name, "ToolResultPayload.name")
-		case "result":
-			return decodeValue(field, &r.Result, "ToolResultPayload.result")
-		case "is_error":
-			return decodeValue(field, &r.IsError, "ToolResultPayload.is_error")
-		}
-		return nil
-	})
+	return decodeFields(value, "ToolResultPayload", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *ToolResultPayload) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &r.RunID, "ToolResultPayload.run_id")
+	case "turn":
+		return decodeValue(field, &r.Turn, "ToolResultPayload.turn")
+	case "call_id":
+		return decodeValue(field, &r.CallID, "ToolResultPayload.call_id")
+	case "name":
+		return decodeValue(field, &r.Name, "ToolResultPayload.name")
+	case "result":
+		return decodeValue(field, &r.Result, "ToolResultPayload.result")
+	case "is_error":
+		return decodeValue(field, &r.IsError, "ToolResultPayload.is_error")
+	}
+	if known := foldedKey(key, "run_id", "turn", "call_id", "name", "result", "is_error"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // FinalAnswerPayload is what a `final_answer` hook sees: an answer without calls that would end the
@@ -440,17 +506,23 @@ func (r *FinalAnswerPayload) UnmarshalJSON(data []byte) error { return decodeJSO
 
 // decodeFrom reads the JSON's fields from parsed JSON.
 func (r *FinalAnswerPayload) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "FinalAnswerPayload", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "run_id":
-			return decodeValue(field, &r.RunID, "FinalAnswerPayload.run_id")
-		case "turn":
-			return decodeValue(field, &r.Turn, "FinalAnswerPayload.turn")
-		case "message":
-			return decodeValue(field, &r.Message, "FinalAnswerPayload.message")
-		}
-		return nil
-	})
+	return decodeFields(value, "FinalAnswerPayload", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *FinalAnswerPayload) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "run_id":
+		return decodeValue(field, &r.RunID, "FinalAnswerPayload.run_id")
+	case "turn":
+		return decodeValue(field, &r.Turn, "FinalAnswerPayload.turn")
+	case "message":
+		return decodeValue(field, &r.Message, "FinalAnswerPayload.message")
+	}
+	if known := foldedKey(key, "run_id", "turn", "message"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // LeftOutTool is a tool of a server that the model is not offered, and why.
@@ -466,13 +538,19 @@ func (r *LeftOutTool) UnmarshalJSON(data []byte) error { return decodeJSON(data,
 
 // decodeFrom reads the JSON's fields from parsed JSON.
 func (r *LeftOutTool) decodeFrom(value *fastjson.Value) error {
-	return decodeFields(value, "LeftOutTool", func(key []byte, field *fastjson.Value) error {
-		switch string(key) {
-		case "name":
-			return decodeValue(field, &r.Name, "LeftOutTool.name")
-		case "reason":
-			return decodeValue(field, &r.Reason, "LeftOutTool.reason")
-		}
-		return nil
-	})
+	return decodeFields(value, "LeftOutTool", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *LeftOutTool) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "name":
+		return decodeValue(field, &r.Name, "LeftOutTool.name")
+	case "reason":
+		return decodeValue(field, &r.Reason, "LeftOutTool.reason")
+	}
+	if known := foldedKey(key, "name", "reason"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
 }

@@ -30,8 +30,12 @@ type Input struct {
 }
 
 // withField is input JSON (an object this package wrote, without key) with
-// the field key set to the JSON value.
+// the field key set to the JSON value; input that is no object (the zero
+// Input has none) is left for ferrule to refuse.
 func withField(input []byte, key string, value []byte) []byte {
+	if len(input) < 2 || input[0] != '{' || input[len(input)-1] != '}' {
+		return input
+	}
 	with := make([]byte, 0, len(input)+len(key)+len(value)+4)
 	with = append(with, input[:len(input)-1]...) // all but the closing brace
 	if len(input) > 2 {

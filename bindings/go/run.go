@@ -97,17 +97,18 @@ type eventSink struct {
 	reader atomic.Pointer[Run]
 	// result is the run_end event's, read once ended is closed.
 	result *Result
-	// endOnly is set for a run of Agent.Run, which asked for run_end alone:
-	// its result is the run's.
+	// endOnly is set for a run of Agent.Run, which asked for run_end alone;
+	// end is then that event's JSON, decoded by Wait (not on ferrule's event
+	// thread, which would stay busy and make ferrule start more when many runs
+	// end at once). Read once ended is closed.
 	endOnly bool
+	end     []byte
 }
 
 // deliver decodes an event and hands it to the reader; data is borrowed.
 func (s *eventSink) deliver(data []byte) {
 	if s.endOnly {
-		if end, ok := decodeEvent(data).(*RunEndEvent); ok {
-			s.result = end.Result
-		}
+		s.end = append([]byte(nil), data...)
 		return
 	}
 	select {
@@ -132,6 +133,18 @@ func (s *eventSink) deliver(data []byte) {
 
 func (s *eventSink) drop()    { s.dropOnce.Do(func() { close(s.dropped) }) }
 func (s *eventSink) abandon() { s.abandonOnce.Do(func() { close(s.abandoned) }) }
+
+// endResult is the run's result from its run_end event, once ended is closed; nil
+// when the event was not kept (or does not decode).
+func (s *eventSink) endResult() *Result {
+	if s.result == nil && s.end != nil {
+		if end, ok := decodeEvent(s.end).(*RunEndEvent); ok {
+			s.result = end.Result
+		}
+		s.end = nil
+	}
+	return s.result
+}
 
 // release runs once, after run_end. ended closes before the channel, so a
 // reader that saw the channel close also sees the run ended (and its result).
@@ -234,9 +247,9 @@ func (r *Run) Wait() (*Result, error) {
 		defer C.ferrule_run_free(handle)
 		// Wait here, not inside C, where the goroutine would keep its P.
 		<-sink.ended
-		if sink.result != nil {
-			// The events were read: the run_end event carried the result.
-			r.result = sink.result
+		if result := sink.endResult(); result != nil {
+			// The run_end event carried the result.
+			r.result = result
 			return
 		}
 		var text *C.char
@@ -260,8 +273,8 @@ func (r *Run) knownResult() (*Result, error) {
 	sink := r.core.events
 	select {
 	case <-sink.ended:
-		if sink.result != nil {
-			return sink.result, nil
+		if result := sink.endResult(); result != nil {
+			return result, nil
 		}
 	default:
 	}

@@ -17,6 +17,13 @@
 //!
 //! After a job, one thread at a time spins briefly before sleeping: host tools
 //! that complete at once then cost no sleep and wake-up per call.
+//!
+//! A patient pool (event delivery) starts a thread for waiting jobs only once
+//! they have waited its patience without a thread coming free, one thread per
+//! wait: when many runs end at once, their quick deliveries take turns on the
+//! threads there are instead of starting a thread each (hundreds, each one more
+//! for a host runtime to adopt at its first callback). A queued job still
+//! always has a thread that will get to it, a patience later at worst.
 
 use std::collections::VecDeque;
 use std::io;
@@ -44,6 +51,9 @@ pub(crate) struct CallbackPool {
     name: &'static str,
     max_threads: usize,
     stack_size: usize,
+    /// How long queued jobs wait for a busy thread before a new one starts;
+    /// `None`: a new thread starts at once.
+    patience: Option<Duration>,
     state: Mutex<PoolState>,
     wake: Condvar,
     /// Jobs waiting in either queue, readable without the lock by a spinning thread.
@@ -64,6 +74,8 @@ struct PoolState {
     wake_tokens: usize,
     /// A retry after a refused thread is due.
     retry_due: bool,
+    /// A patient recruit is due.
+    recruit_due: bool,
 }
 
 impl CallbackPool {
@@ -72,6 +84,7 @@ impl CallbackPool {
             name,
             max_threads,
             stack_size,
+            patience: None,
             state: Mutex::new(PoolState {
                 urgent: VecDeque::new(),
                 queue: VecDeque::new(),
@@ -81,11 +94,18 @@ impl CallbackPool {
                 sleeping: 0,
                 wake_tokens: 0,
                 retry_due: false,
+                recruit_due: false,
             }),
             wake: Condvar::new(),
             queued: AtomicUsize::new(0),
             next_thread: AtomicUsize::new(1),
         }
+    }
+
+    /// The pool, patient: queued jobs wait up to `patience` for a busy thread
+    /// before a thread is started for them.
+    pub(crate) fn patient(self, patience: Duration) -> Self {
+        CallbackPool { patience: Some(patience), ..self }
     }
 
     /// Whether the pool was made with these parameters.
@@ -112,7 +132,8 @@ impl CallbackPool {
     /// later when the pool is at its bound or the system refuses a thread.
     pub(crate) fn submit(&'static self, job: Job) {
         let mut state = self.lock();
-        if state.searching > 0 || state.sleeping > 0 || state.threads >= self.max_threads {
+        let patient = self.patience.is_some() && state.threads > 0;
+        if patient || state.searching > 0 || state.sleeping > 0 || state.threads >= self.max_threads {
             self.enqueue(&mut state, job);
             if state.searching == 0 {
                 self.recruit(&mut state);
@@ -192,9 +213,10 @@ impl CallbackPool {
         !state.queue.is_empty() || !state.urgent.is_empty()
     }
 
-    /// Gets one more thread looking at the queues: a sleeping one, else a new one.
-    /// At the bound the queues wait for a busy thread; when the system refuses a
-    /// thread the pool asks again later.
+    /// Gets one more thread looking at the queues: a sleeping one, else a new one
+    /// (in a patient pool, a patience later if the jobs still wait then). At the
+    /// bound the queues wait for a busy thread; when the system refuses a thread
+    /// the pool asks again later.
     fn recruit(&'static self, state: &mut PoolState) {
         if state.sleeping > 0 {
             state.sleeping -= 1;
@@ -202,13 +224,42 @@ impl CallbackPool {
             state.wake_tokens += 1;
             self.wake.notify_one();
         } else if state.threads < self.max_threads {
-            state.threads += 1;
-            state.searching += 1;
-            if self.spawn(None, move |_| self.serve(None)).is_err() {
-                state.threads -= 1;
-                state.searching -= 1;
-                self.retry_later(state);
+            match (self.patience, super::started()) {
+                (Some(patience), Some(threads)) => self.recruit_after(patience, threads, state),
+                _ => self.start_searcher(state),
             }
+        }
+    }
+
+    /// Recruits a thread in `patience` if jobs still wait then and no thread
+    /// is looking at the queues.
+    fn recruit_after(&'static self, patience: Duration, threads: &'static super::Threads, state: &mut PoolState) {
+        if state.recruit_due {
+            return;
+        }
+        state.recruit_due = true;
+        threads.runtime.spawn(async move {
+            tokio::time::sleep(patience).await;
+            let mut state = self.lock();
+            state.recruit_due = false;
+            if Self::has_waiting(&state) && state.searching == 0 {
+                match state.sleeping {
+                    0 if state.threads < self.max_threads => self.start_searcher(&mut state),
+                    0 => {}
+                    _ => self.recruit(&mut state),
+                }
+            }
+        });
+    }
+
+    /// Starts a new thread that looks at the queues (or asks again later).
+    fn start_searcher(&'static self, state: &mut PoolState) {
+        state.threads += 1;
+        state.searching += 1;
+        if self.spawn(None, move |_| self.serve(None)).is_err() {
+            state.threads -= 1;
+            state.searching -= 1;
+            self.retry_later(state);
         }
     }
 
@@ -404,6 +455,55 @@ mod tests {
         release.send(()).unwrap();
         assert_eq!(finished.recv().unwrap(), "queued");
         release.send(()).unwrap();
+    }
+
+    fn patient_pool(max_threads: usize, patience: Duration) -> &'static CallbackPool {
+        crate::runtime::threads().unwrap(); // the timer patient recruits wait on
+        let pool = CallbackPool::new("test-pool", max_threads, 256 << 10).patient(patience);
+        let pool: &'static CallbackPool = Box::leak(Box::new(pool));
+        pool.start().unwrap();
+        pool
+    }
+
+    #[test]
+    fn a_patient_pool_serves_a_burst_of_quick_jobs_on_few_threads() {
+        let pool = patient_pool(64, Duration::from_millis(20));
+        let (release, gate) = gate();
+        pool.submit(Box::new(move || gate.lock().unwrap().recv().unwrap()));
+        let (done, finished) = mpsc::channel();
+        for i in 0..1000 {
+            let done = done.clone();
+            pool.submit(Box::new(move || done.send(i).unwrap()));
+        }
+        let mut seen: Vec<i32> = (0..1000).map(|_| finished.recv().unwrap()).collect();
+        seen.sort();
+        assert_eq!(seen, (0..1000).collect::<Vec<_>>());
+        // The blocked thread, and the one started a patience after the burst.
+        assert!(pool.lock().threads <= 3, "{} threads", pool.lock().threads);
+        release.send(()).unwrap();
+    }
+
+    #[test]
+    fn a_patient_pool_still_starts_threads_for_jobs_behind_blocked_ones() {
+        let pool = patient_pool(8, Duration::from_millis(1));
+        let (release, gate) = gate();
+        let (started, starts) = mpsc::channel();
+        for _ in 0..4 {
+            let (gate, started) = (gate.clone(), started.clone());
+            pool.submit(Box::new(move || {
+                started.send(()).unwrap();
+                gate.lock().unwrap().recv().unwrap();
+            }));
+        }
+        for _ in 0..4 {
+            starts.recv_timeout(Duration::from_secs(10)).expect("each blocking job got a thread");
+        }
+        let (done, finished) = mpsc::channel();
+        pool.submit(Box::new(move || done.send(()).unwrap()));
+        finished.recv_timeout(Duration::from_secs(10)).expect("the job behind them ran");
+        for _ in 0..4 {
+            release.send(()).unwrap();
+        }
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod spin;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{mpsc, Mutex, Once};
+use std::time::Duration;
 
 use once_cell::sync::OnceCell;
 use serde::Deserialize;
@@ -160,22 +161,37 @@ fn start() -> Result<Threads> {
     crate::panic::install_quiet_hook();
     let config = CONFIG.lock().unwrap_or_else(|e| e.into_inner()).config.clone().unwrap_or_default();
     let stack_size = config.callback_stack_size.unwrap_or(DEFAULT_CALLBACK_STACK_SIZE);
-    let tool_callbacks = started_pool("ferrule-cb", config.max_callback_threads, stack_size)?;
-    let events = started_pool("ferrule-ev", config.max_event_threads, stack_size)?;
+    let tool_callbacks = started_pool("ferrule-cb", config.max_callback_threads, stack_size, None)?;
+    let events = started_pool("ferrule-ev", config.max_event_threads, stack_size, Some(EVENT_PATIENCE))?;
     let runtime = build_runtime(&config)?;
     CONFIG.lock().unwrap_or_else(|e| e.into_inner()).frozen = true;
     watch_for_fork();
     Ok(Threads { runtime, tool_callbacks, events })
 }
 
+/// How long a run's events wait for a busy event thread before another starts
+/// (see `CallbackPool::patient`): deliveries take microseconds, and a host that
+/// blocks in its event callback slows its own run.
+const EVENT_PATIENCE: Duration = Duration::from_millis(1);
+
 /// A pool with its first thread running: one an earlier attempt made, or a new one.
-fn started_pool(name: &'static str, bound: Option<usize>, stack_size: usize) -> Result<&'static CallbackPool> {
+fn started_pool(
+    name: &'static str,
+    bound: Option<usize>,
+    stack_size: usize,
+    patience: Option<Duration>,
+) -> Result<&'static CallbackPool> {
     let max_threads = bound.unwrap_or(DEFAULT_MAX_CALLBACK_THREADS);
     let mut made = POOLS.lock().unwrap_or_else(|e| e.into_inner());
     let pool = match made.iter().find(|pool| pool.has_shape(name, max_threads, stack_size)) {
         Some(pool) => *pool,
         None => {
-            let pool: &'static CallbackPool = Box::leak(Box::new(CallbackPool::new(name, max_threads, stack_size)));
+            let pool = CallbackPool::new(name, max_threads, stack_size);
+            let pool = match patience {
+                Some(patience) => pool.patient(patience),
+                None => pool,
+            };
+            let pool: &'static CallbackPool = Box::leak(Box::new(pool));
             made.push(pool);
             pool
         }

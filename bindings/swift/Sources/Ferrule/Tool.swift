@@ -35,17 +35,25 @@ public struct Tool: Sendable {
     /// in memory, a computation) is most of what it costs. The body must never
     /// block (no I/O, no waiting on locks or semaphores, no `call.update`,
     /// which may wait for the run's events to be read): while it runs, its run
-    /// and every run sharing that thread wait.
-    public init(
+    /// and every run sharing that thread wait. (A function of its own name, so
+    /// that no closure written for `init` becomes inline by overload.)
+    public static func inline(
         name: String, description: String, schema: JSONValue? = nil, options: ToolOptions = ToolOptions(),
-        inline body: @escaping @Sendable (ToolCall) throws -> ToolResult
+        _ body: @escaping @Sendable (ToolCall) throws -> ToolResult
+    ) -> Tool {
+        Tool(name: name, description: description, schema: schema, options: options, inlineBody: body)
+    }
+
+    private init(
+        name: String, description: String, schema: JSONValue?, options: ToolOptions,
+        inlineBody: @escaping @Sendable (ToolCall) throws -> ToolResult
     ) {
         self.name = name
         self.description = description
         self.schema = schema
         self.options = options
-        self.body = { try body($0) }
-        inlineBody = body
+        body = { try inlineBody($0) }
+        self.inlineBody = inlineBody
     }
 
     /// A tool whose body gets the arguments decoded into `Args`. The schema

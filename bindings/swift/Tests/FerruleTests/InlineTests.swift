@@ -7,9 +7,9 @@ import XCTest
 /// and plain runs that ask for `run_end` alone.
 final class InlineTests: XCTestCase {
     func testAnInlineToolRunsInTheCallbackAndCompletesItsCall() async throws {
-        let threads = Locked<[String]>([])
-        let quick = Tool(name: "quick", description: "Answers at once.") { (call: ToolCall) throws -> ToolResult in
-            threads.withLock { $0.append(Thread.current.name ?? "") }
+        let inTask = Locked<[Bool]>([])
+        let quick = Tool.inline(name: "quick", description: "Answers at once.") { call in
+            inTask.withLock { $0.append(withUnsafeCurrentTask { $0 != nil }) }
             if call.id == "c2" { throw FerruleError(code: .invalidArg, message: "two is refused") }
             return ToolResult(text: "ok \(call.id)")
         }
@@ -22,8 +22,22 @@ final class InlineTests: XCTestCase {
         let tools = result.messages.filter { $0.role == .tool }
         XCTAssertEqual(tools.map(\.text), ["ok c1", "two is refused"])
         XCTAssertEqual(tools.map(\.isError), [false, true])
-        XCTAssertEqual(threads.withLock { $0.count }, 2)
-        XCTAssertTrue(threads.withLock { $0.allSatisfy { $0.hasPrefix("ferrule-") } }, "\(threads.withLock { $0 })")
+        XCTAssertEqual(inTask.withLock { $0 }, [false, false], "the body ran in ferrule's callback, in no task")
+    }
+
+    // A body without `await` given to `Tool(...)` still runs in a task (the
+    // inline form is a function of its own name).
+    func testAToolWithASynchronousClosureStillRunsInATask() async throws {
+        let inTask = Locked<[Bool]>([])
+        let plain = Tool(name: "plain", description: "Answers at once.") { _ in
+            inTask.withLock { $0.append(withUnsafeCurrentTask { $0 != nil }) }
+            return ToolResult(text: "ok")
+        }
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "plain", [:])]), answerTurn("Done.")]), tools: [plain])
+        let result = try await agent.run(.prompt("go"))
+        XCTAssertEqual(result.status, .completed)
+        XCTAssertEqual(inTask.withLock { $0 }, [true])
     }
 
     func testHooksWithoutHistorySeeTheCount() async throws {
@@ -51,7 +65,7 @@ final class InlineTests: XCTestCase {
     // cancelled or completed.
     func testInlineCompletionsRaceCancel() async throws {
         let calls = Locked(0)
-        let quick = Tool(name: "quick", description: "Answers at once.") { (_: ToolCall) throws -> ToolResult in
+        let quick = Tool.inline(name: "quick", description: "Answers at once.") { _ in
             calls.withLock { $0 += 1 }
             return ToolResult(text: "ok")
         }

@@ -38,7 +38,7 @@ func measure(
     }
     let noop =
         inline
-        ? Tool(name: "noop", description: "Does nothing.", schema: workloads[schema]) { (_: ToolCall) throws in "ok" }
+        ? Tool.inline(name: "noop", description: "Does nothing.", schema: workloads[schema]) { _ in "ok" }
         : Tool(name: "noop", description: "Does nothing.", schema: workloads[schema]) { _ in "ok" }
     let agent = try Agent(config: config, tools: [noop], model: model)
     var seconds: [Double] = []

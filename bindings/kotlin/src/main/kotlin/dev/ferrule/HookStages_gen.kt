@@ -3,6 +3,7 @@
 package dev.ferrule
 
 /** Consulted once, before anything else: may replace the input. */
+@JvmOverloads
 fun onRunStart(options: HookOptions = HookOptions(), body: suspend (RunStartPayload) -> HookDecision) =
     typedHook("run_start", RunStartPayload.serializer(), options, body)
 
@@ -10,6 +11,7 @@ fun onRunStart(options: HookOptions = HookOptions(), body: suspend (RunStartPayl
  * Consulted before each model request: may choose the turn's tools, inject messages or replace the
  * history.
  */
+@JvmOverloads
 fun onTurnStart(options: HookOptions = HookOptions(), body: suspend (TurnStartPayload) -> HookDecision) =
     typedHook("turn_start", TurnStartPayload.serializer(), options, body)
 
@@ -17,13 +19,16 @@ fun onTurnStart(options: HookOptions = HookOptions(), body: suspend (TurnStartPa
  * Consulted for each valid call of a batch, before any of them runs: may deny it, replace its
  * arguments, approve it or interrupt for approval.
  */
+@JvmOverloads
 fun onToolCall(options: HookOptions = HookOptions(), body: suspend (ToolCallPayload) -> HookDecision) =
     typedHook("tool_call", ToolCallPayload.serializer(), options, body)
 
 /** Consulted for each result of a call that ran: may replace it. */
+@JvmOverloads
 fun onToolResult(options: HookOptions = HookOptions(), body: suspend (ToolResultPayload) -> HookDecision) =
     typedHook("tool_result", ToolResultPayload.serializer(), options, body)
 
 /** Consulted for an answer without calls that would end the run: may send it back. */
+@JvmOverloads
 fun onFinalAnswer(options: HookOptions = HookOptions(), body: suspend (FinalAnswerPayload) -> HookDecision) =
     typedHook("final_answer", FinalAnswerPayload.serializer(), options, body)

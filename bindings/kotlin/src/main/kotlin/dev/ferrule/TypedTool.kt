@@ -45,3 +45,15 @@ internal fun <Args, Res> typedTool(
         else -> JsonPrimitive(FerruleJson.encodeToString(result, value)).toString()
     }
 }
+
+/** [typedTool] as programs compiled before `inline` call it (the inline [tool] places the call in their code). */
+@PublishedApi
+internal fun <Args, Res> typedTool(
+    name: String,
+    description: String,
+    options: ToolOptions,
+    allowExtraProperties: Boolean,
+    arguments: KSerializer<Args>,
+    result: KSerializer<Res>,
+    body: suspend (ToolCall, Args) -> Res,
+): Tool = typedTool(name, description, options, allowExtraProperties, false, arguments, result, body)

@@ -549,7 +549,7 @@ class HostileSchemasAndContextsTest {
      */
     private suspend fun <T> roundTrip(serializer: KSerializer<T>, value: T, json: Json = Json): String {
         val seen = AtomicReference<Any?>()
-        val t = typedTool("rt", "Round trip.", ToolOptions(), false, false, serializer, serializer<String>()) { _, args ->
+        val t = typedTool("rt", "Round trip.", ToolOptions(), false, serializer, serializer<String>()) { _, args ->
             seen.set(args); "ok"
         }
         val arguments = json.encodeToString(serializer, value)
