@@ -63,8 +63,8 @@ func decodeFields(v *fastjson.Value, into string, field func(key []byte, f *fast
 	return err
 }
 
-// tag is the string member key of the object v ("" when absent); an error when
-// it is not a string.
+// tag is the string member key of the object v ("" when absent); an error
+// naming into (the member's place, "Message.role") when it is not a string.
 func tag(v *fastjson.Value, key, into string) (string, error) {
 	if v.Type() != fastjson.TypeObject {
 		return "", nil // decodeFields reports it
@@ -83,7 +83,7 @@ func tag(v *fastjson.Value, key, into string) (string, error) {
 		return "", nil
 	}
 	var s string
-	if err := decodeValue(f, &s, into+"."+key); err != nil {
+	if err := decodeString(f, &s, into); err != nil {
 		return "", err
 	}
 	return s, nil
@@ -159,14 +159,7 @@ func decodeValue(v *fastjson.Value, dst any, into string) error {
 	case *string:
 		return decodeString(v, d, into)
 	case *bool:
-		switch v.Type() {
-		case fastjson.TypeTrue, fastjson.TypeFalse:
-			*d = v.Type() == fastjson.TypeTrue
-		case fastjson.TypeNull:
-		default:
-			return mismatch(v, into)
-		}
-		return nil
+		return decodeBool(v, d, into)
 	case *int:
 		if v.Type() == fastjson.TypeNull {
 			return nil
@@ -196,24 +189,94 @@ func decodeValue(v *fastjson.Value, dst any, into string) error {
 		*d = raw
 		return nil
 	case *content:
-		if v.Type() == fastjson.TypeString {
-			var text string
-			_ = decodeString(v, &text, into)
-			*d = textParts(text)
-			return nil
-		}
-		return decodeValue(v, (*[]Part)(d), into)
+		return decodeContent(v, d, into)
+	case *[]Message:
+		return decodeList(v, d, into)
+	case *[]Part:
+		return decodeList(v, d, into)
+	case *[]ToolCall:
+		return decodeList(v, d, into)
+	case **Usage:
+		return decodePointer(v, d, into)
 	case *base64Bytes:
-		if v.Type() == fastjson.TypeNull {
-			return nil
-		}
-		raw, err := v.StringBytes()
-		if err != nil {
-			return mismatch(v, into)
-		}
-		return d.decodeText(string(raw))
+		return decodeBase64(v, d, into)
 	}
 	return decodeReflected(v, reflect.ValueOf(dst).Elem(), into)
+}
+
+// decodeBool reads true or false (null leaves dst as it is).
+func decodeBool(v *fastjson.Value, dst *bool, into string) error {
+	switch v.Type() {
+	case fastjson.TypeTrue, fastjson.TypeFalse:
+		*dst = v.Type() == fastjson.TypeTrue
+	case fastjson.TypeNull:
+	default:
+		return mismatch(v, into)
+	}
+	return nil
+}
+
+// decodeContent reads content: a list of parts, or a string as its text.
+func decodeContent(v *fastjson.Value, dst *content, into string) error {
+	if v.Type() == fastjson.TypeString {
+		var text string
+		_ = decodeString(v, &text, into)
+		*dst = textParts(text)
+		return nil
+	}
+	return decodeList(v, (*[]Part)(dst), into)
+}
+
+// decodeBase64 reads base64 text (decodeText); null is absent.
+func decodeBase64(v *fastjson.Value, dst *base64Bytes, into string) error {
+	if v.Type() == fastjson.TypeNull {
+		return nil
+	}
+	raw, err := v.StringBytes()
+	if err != nil {
+		return mismatch(v, into)
+	}
+	return dst.decodeText(string(raw))
+}
+
+// decodeList reads a JSON list of one of the package's types (null is nil).
+func decodeList[T any, P interface {
+	*T
+	decoder
+}](v *fastjson.Value, dst *[]T, into string) error {
+	if v.Type() == fastjson.TypeNull {
+		*dst = nil
+		return nil
+	}
+	items, err := v.Array()
+	if err != nil {
+		return mismatch(v, into)
+	}
+	list := make([]T, len(items))
+	for i, item := range items {
+		if err := P(&list[i]).decodeFrom(item); err != nil {
+			return err
+		}
+	}
+	*dst = list
+	return nil
+}
+
+// decodePointer reads one of the package's types, which may be null (nil).
+func decodePointer[T any, P interface {
+	*T
+	decoder
+}](v *fastjson.Value, dst **T, into string) error {
+	if v.Type() == fastjson.TypeNull {
+		*dst = nil
+		return nil
+	}
+	target := new(T)
+	if err := P(target).decodeFrom(v); err != nil {
+		return err
+	}
+	*dst = target
+	return nil
 }
 
 // decodeString reads a JSON string (null leaves dst as it is).

@@ -678,8 +678,8 @@ func decodeEvent(data []byte) Event {
 
 // eventFrom reads one event from parsed JSON; raw is its text, if at hand.
 func eventFrom(value *fastjson.Value, raw []byte) Event {
-	eventType, _ := tag(value, "type", "event")
-	run, _ := tag(value, "run_id", "event")
+	eventType, _ := tag(value, "type", "Event.type")
+	run, _ := tag(value, "run_id", "Event.run_id")
 	var event interface {
 		Event
 		decoder

@@ -45,11 +45,43 @@ type wireMessageSystem struct {
 	Origin  string `json:"origin,omitempty"`
 }
 
+// decodeField reads the member named key (matched as encoding/json matches it).
+func (w *wireMessageSystem) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "role":
+		return decodeString(field, &w.Role, "Message.role")
+	case "content":
+		return decodeString(field, &w.Content, "Message.content")
+	case "origin":
+		return decodeString(field, &w.Origin, "Message.origin")
+	}
+	if known := foldedKey(key, "role", "content", "origin"); known != "" {
+		return w.decodeField([]byte(known), field)
+	}
+	return nil
+}
+
 // wireMessageUser is the JSON of what the user said.
 type wireMessageUser struct {
 	Role    string  `json:"role"`
 	Content content `json:"content"`
 	Origin  string  `json:"origin,omitempty"`
+}
+
+// decodeField reads the member named key (matched as encoding/json matches it).
+func (w *wireMessageUser) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "role":
+		return decodeString(field, &w.Role, "Message.role")
+	case "content":
+		return decodeContent(field, &w.Content, "Message.content")
+	case "origin":
+		return decodeString(field, &w.Origin, "Message.origin")
+	}
+	if known := foldedKey(key, "role", "content", "origin"); known != "" {
+		return w.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // wireMessageAssistant is the JSON of what the model answered, with any tool calls.
@@ -61,6 +93,26 @@ type wireMessageAssistant struct {
 	Usage      *Usage     `json:"usage,omitempty"`
 }
 
+// decodeField reads the member named key (matched as encoding/json matches it).
+func (w *wireMessageAssistant) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "role":
+		return decodeString(field, &w.Role, "Message.role")
+	case "content":
+		return decodeContent(field, &w.Content, "Message.content")
+	case "tool_calls":
+		return decodeList(field, &w.ToolCalls, "Message.tool_calls")
+	case "stop_reason":
+		return decodeString(field, &w.StopReason, "Message.stop_reason")
+	case "usage":
+		return decodePointer(field, &w.Usage, "Message.usage")
+	}
+	if known := foldedKey(key, "role", "content", "tool_calls", "stop_reason", "usage"); known != "" {
+		return w.decodeField([]byte(known), field)
+	}
+	return nil
+}
+
 // wireMessageTool is the JSON of the result of one tool call.
 type wireMessageTool struct {
 	Role       string  `json:"role"`
@@ -68,6 +120,26 @@ type wireMessageTool struct {
 	Name       string  `json:"name"`
 	Content    content `json:"content"`
 	IsError    bool    `json:"is_error"`
+}
+
+// decodeField reads the member named key (matched as encoding/json matches it).
+func (w *wireMessageTool) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "role":
+		return decodeString(field, &w.Role, "Message.role")
+	case "tool_call_id":
+		return decodeString(field, &w.ToolCallID, "Message.tool_call_id")
+	case "name":
+		return decodeString(field, &w.Name, "Message.name")
+	case "content":
+		return decodeContent(field, &w.Content, "Message.content")
+	case "is_error":
+		return decodeBool(field, &w.IsError, "Message.is_error")
+	}
+	if known := foldedKey(key, "role", "tool_call_id", "name", "content", "is_error"); known != "" {
+		return w.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // MarshalJSON writes the JSON of the message's role, with its fields; of a role
@@ -104,103 +176,35 @@ func (v *Message) decodeFrom(value *fastjson.Value) error {
 	if value.Type() == fastjson.TypeNull {
 		return nil
 	}
-	head, err := tag(value, "role", "Message")
+	head, err := tag(value, "role", "Message.role")
 	if err != nil {
 		return err
 	}
 	switch head {
 	case "system":
 		var w wireMessageSystem
-		var member func(key []byte, field *fastjson.Value) error
-		member = func(key []byte, field *fastjson.Value) error {
-			switch string(key) {
-			case "role":
-				return decodeValue(field, &w.Role, "Message.role")
-			case "content":
-				return decodeValue(field, &w.Content, "Message.content")
-			case "origin":
-				return decodeValue(field, &w.Origin, "Message.origin")
-			}
-			if known := foldedKey(key, "role", "content", "origin"); known != "" {
-				return member([]byte(known), field)
-			}
-			return nil
-		}
-		err := decodeFields(value, "Message", member)
+		err := decodeFields(value, "Message", w.decodeField)
 		if err != nil {
 			return err
 		}
 		*v = Message{Role: w.Role, Content: textParts(w.Content), Origin: w.Origin}
 	case "user":
 		var w wireMessageUser
-		var member func(key []byte, field *fastjson.Value) error
-		member = func(key []byte, field *fastjson.Value) error {
-			switch string(key) {
-			case "role":
-				return decodeValue(field, &w.Role, "Message.role")
-			case "content":
-				return decodeValue(field, &w.Content, "Message.content")
-			case "origin":
-				return decodeValue(field, &w.Origin, "Message.origin")
-			}
-			if known := foldedKey(key, "role", "content", "origin"); known != "" {
-				return member([]byte(known), field)
-			}
-			return nil
-		}
-		err := decodeFields(value, "Message", member)
+		err := decodeFields(value, "Message", w.decodeField)
 		if err != nil {
 			return err
 		}
 		*v = Message{Role: w.Role, Content: []Part(w.Content), Origin: w.Origin}
 	case "assistant":
 		var w wireMessageAssistant
-		var member func(key []byte, field *fastjson.Value) error
-		member = func(key []byte, field *fastjson.Value) error {
-			switch string(key) {
-			case "role":
-				return decodeValue(field, &w.Role, "Message.role")
-			case "content":
-				return decodeValue(field, &w.Content, "Message.content")
-			case "tool_calls":
-				return decodeValue(field, &w.ToolCalls, "Message.tool_calls")
-			case "stop_reason":
-				return decodeValue(field, &w.StopReason, "Message.stop_reason")
-			case "usage":
-				return decodeValue(field, &w.Usage, "Message.usage")
-			}
-			if known := foldedKey(key, "role", "content", "tool_calls", "stop_reason", "usage"); known != "" {
-				return member([]byte(known), field)
-			}
-			return nil
-		}
-		err := decodeFields(value, "Message", member)
+		err := decodeFields(value, "Message", w.decodeField)
 		if err != nil {
 			return err
 		}
 		*v = Message{Role: w.Role, Content: []Part(w.Content), ToolCalls: w.ToolCalls, StopReason: w.StopReason, Usage: w.Usage}
 	case "tool":
 		var w wireMessageTool
-		var member func(key []byte, field *fastjson.Value) error
-		member = func(key []byte, field *fastjson.Value) error {
-			switch string(key) {
-			case "role":
-				return decodeValue(field, &w.Role, "Message.role")
-			case "tool_call_id":
-				return decodeValue(field, &w.ToolCallID, "Message.tool_call_id")
-			case "name":
-				return decodeValue(field, &w.Name, "Message.name")
-			case "content":
-				return decodeValue(field, &w.Content, "Message.content")
-			case "is_error":
-				return decodeValue(field, &w.IsError, "Message.is_error")
-			}
-			if known := foldedKey(key, "role", "tool_call_id", "name", "content", "is_error"); known != "" {
-				return member([]byte(known), field)
-			}
-			return nil
-		}
-		err := decodeFields(value, "Message", member)
+		err := decodeFields(value, "Message", w.decodeField)
 		if err != nil {
 			return err
 		}
@@ -254,12 +258,46 @@ type wirePartText struct {
 	Signature string `json:"signature,omitempty"`
 }
 
+// decodeField reads the member named key (matched as encoding/json matches it).
+func (w *wirePartText) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "type":
+		return decodeString(field, &w.Type, "Part.type")
+	case "text":
+		return decodeString(field, &w.Text, "Part.text")
+	case "signature":
+		return decodeString(field, &w.Signature, "Part.signature")
+	}
+	if known := foldedKey(key, "type", "text", "signature"); known != "" {
+		return w.decodeField([]byte(known), field)
+	}
+	return nil
+}
+
 // wirePartImage is the JSON of an image, inline (`data`, base64, with `media_type`) or by `url`.
 type wirePartImage struct {
 	Type      string      `json:"type"`
 	MediaType string      `json:"media_type,omitempty"`
 	Data      base64Bytes `json:"data,omitzero"`
 	URL       string      `json:"url,omitempty"`
+}
+
+// decodeField reads the member named key (matched as encoding/json matches it).
+func (w *wirePartImage) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "type":
+		return decodeString(field, &w.Type, "Part.type")
+	case "media_type":
+		return decodeString(field, &w.MediaType, "Part.media_type")
+	case "data":
+		return decodeBase64(field, &w.Data, "Part.data")
+	case "url":
+		return decodeString(field, &w.URL, "Part.url")
+	}
+	if known := foldedKey(key, "type", "media_type", "data", "url"); known != "" {
+		return w.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // wirePartThinking is the JSON of model reasoning, kept so it can be sent back: Anthropic requires
@@ -272,10 +310,42 @@ type wirePartThinking struct {
 	ID        string `json:"id,omitempty"`
 }
 
+// decodeField reads the member named key (matched as encoding/json matches it).
+func (w *wirePartThinking) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "type":
+		return decodeString(field, &w.Type, "Part.type")
+	case "thinking":
+		return decodeString(field, &w.Thinking, "Part.thinking")
+	case "signature":
+		return decodeString(field, &w.Signature, "Part.signature")
+	case "id":
+		return decodeString(field, &w.ID, "Part.id")
+	}
+	if known := foldedKey(key, "type", "thinking", "signature", "id"); known != "" {
+		return w.decodeField([]byte(known), field)
+	}
+	return nil
+}
+
 // wirePartRedactedThinking is the JSON of reasoning the provider returned encrypted.
 type wirePartRedactedThinking struct {
 	Type     string `json:"type"`
 	Redacted string `json:"data"`
+}
+
+// decodeField reads the member named key (matched as encoding/json matches it).
+func (w *wirePartRedactedThinking) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "type":
+		return decodeString(field, &w.Type, "Part.type")
+	case "data":
+		return decodeString(field, &w.Redacted, "Part.data")
+	}
+	if known := foldedKey(key, "type", "data"); known != "" {
+		return w.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // wirePartFile is the JSON of a file, inline as base64.
@@ -284,6 +354,24 @@ type wirePartFile struct {
 	MediaType string      `json:"media_type"`
 	Data      base64Bytes `json:"data"`
 	Name      string      `json:"name,omitempty"`
+}
+
+// decodeField reads the member named key (matched as encoding/json matches it).
+func (w *wirePartFile) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "type":
+		return decodeString(field, &w.Type, "Part.type")
+	case "media_type":
+		return decodeString(field, &w.MediaType, "Part.media_type")
+	case "data":
+		return decodeBase64(field, &w.Data, "Part.data")
+	case "name":
+		return decodeString(field, &w.Name, "Part.name")
+	}
+	if known := foldedKey(key, "type", "media_type", "data", "name"); known != "" {
+		return w.decodeField([]byte(known), field)
+	}
+	return nil
 }
 
 // MarshalJSON writes the JSON of the part's type, with its fields; of a type
@@ -322,121 +410,42 @@ func (v *Part) decodeFrom(value *fastjson.Value) error {
 	if value.Type() == fastjson.TypeNull {
 		return nil
 	}
-	head, err := tag(value, "type", "Part")
+	head, err := tag(value, "type", "Part.type")
 	if err != nil {
 		return err
 	}
 	switch head {
 	case "text":
 		var w wirePartText
-		var member func(key []byte, field *fastjson.Value) error
-		member = func(key []byte, field *fastjson.Value) error {
-			switch string(key) {
-			case "type":
-				return decodeValue(field, &w.Type, "Part.type")
-			case "text":
-				return decodeValue(field, &w.Text, "Part.text")
-			case "signature":
-				return decodeValue(field, &w.Signature, "Part.signature")
-			}
-			if known := foldedKey(key, "type", "text", "signature"); known != "" {
-				return member([]byte(known), field)
-			}
-			return nil
-		}
-		err := decodeFields(value, "Part", member)
+		err := decodeFields(value, "Part", w.decodeField)
 		if err != nil {
 			return err
 		}
 		*v = Part{Type: w.Type, Text: w.Text, Signature: w.Signature}
 	case "image":
 		var w wirePartImage
-		var member func(key []byte, field *fastjson.Value) error
-		member = func(key []byte, field *fastjson.Value) error {
-			switch string(key) {
-			case "type":
-				return decodeValue(field, &w.Type, "Part.type")
-			case "media_type":
-				return decodeValue(field, &w.MediaType, "Part.media_type")
-			case "data":
-				return decodeValue(field, &w.Data, "Part.data")
-			case "url":
-				return decodeValue(field, &w.URL, "Part.url")
-			}
-			if known := foldedKey(key, "type", "media_type", "data", "url"); known != "" {
-				return member([]byte(known), field)
-			}
-			return nil
-		}
-		err := decodeFields(value, "Part", member)
+		err := decodeFields(value, "Part", w.decodeField)
 		if err != nil {
 			return err
 		}
 		*v = Part{Type: w.Type, MediaType: w.MediaType, Data: []byte(w.Data), URL: w.URL}
 	case "thinking":
 		var w wirePartThinking
-		var member func(key []byte, field *fastjson.Value) error
-		member = func(key []byte, field *fastjson.Value) error {
-			switch string(key) {
-			case "type":
-				return decodeValue(field, &w.Type, "Part.type")
-			case "thinking":
-				return decodeValue(field, &w.Thinking, "Part.thinking")
-			case "signature":
-				return decodeValue(field, &w.Signature, "Part.signature")
-			case "id":
-				return decodeValue(field, &w.ID, "Part.id")
-			}
-			if known := foldedKey(key, "type", "thinking", "signature", "id"); known != "" {
-				return member([]byte(known), field)
-			}
-			return nil
-		}
-		err := decodeFields(value, "Part", member)
+		err := decodeFields(value, "Part", w.decodeField)
 		if err != nil {
 			return err
 		}
 		*v = Part{Type: w.Type, Thinking: w.Thinking, Signature: w.Signature, ID: w.ID}
 	case "redacted_thinking":
 		var w wirePartRedactedThinking
-		var member func(key []byte, field *fastjson.Value) error
-		member = func(key []byte, field *fastjson.Value) error {
-			switch string(key) {
-			case "type":
-				return decodeValue(field, &w.Type, "Part.type")
-			case "data":
-				return decodeValue(field, &w.Redacted, "Part.data")
-			}
-			if known := foldedKey(key, "type", "data"); known != "" {
-				return member([]byte(known), field)
-			}
-			return nil
-		}
-		err := decodeFields(value, "Part", member)
+		err := decodeFields(value, "Part", w.decodeField)
 		if err != nil {
 			return err
 		}
 		*v = Part{Type: w.Type, Redacted: w.Redacted}
 	case "file":
 		var w wirePartFile
-		var member func(key []byte, field *fastjson.Value) error
-		member = func(key []byte, field *fastjson.Value) error {
-			switch string(key) {
-			case "type":
-				return decodeValue(field, &w.Type, "Part.type")
-			case "media_type":
-				return decodeValue(field, &w.MediaType, "Part.media_type")
-			case "data":
-				return decodeValue(field, &w.Data, "Part.data")
-			case "name":
-				return decodeValue(field, &w.Name, "Part.name")
-			}
-			if known := foldedKey(key, "type", "media_type", "data", "name"); known != "" {
-				return member([]byte(known), field)
-			}
-			return nil
-		}
-		err := decodeFields(value, "Part", member)
+		err := decodeFields(value, "Part", w.decodeField)
 		if err != nil {
 			return err
 		}

@@ -212,6 +212,8 @@ pub struct WireMember {
     pub to_wire: String,
     /// The Go value made of the wire value `w.<name>`.
     pub from_wire: String,
+    /// The function of decode.go that reads the wire value from parsed JSON.
+    pub decode: &'static str,
 }
 
 /// How a variant's field crosses: content (`[]Part`) as the `content` type,
@@ -238,7 +240,17 @@ pub fn member(member: &FlatMember) -> Result<WireMember, String> {
         (false, _) => ",omitempty",
     };
     let json = member.field.json.clone();
-    Ok(WireMember { name, wire_type, tag: format!("{json}{omit}"), json, to_wire, from_wire })
+    let document = |rest: &str| rest.starts_with(|c: char| c.is_ascii_uppercase());
+    let decode = match wire_type.as_str() {
+        "string" => "decodeString",
+        "bool" => "decodeBool",
+        "content" => "decodeContent",
+        "base64Bytes" => "decodeBase64",
+        list if list.strip_prefix("[]").is_some_and(document) => "decodeList",
+        pointer if pointer.strip_prefix('*').is_some_and(document) => "decodePointer",
+        _ => "decodeValue",
+    };
+    Ok(WireMember { name, wire_type, tag: format!("{json}{omit}"), json, to_wire, from_wire, decode })
 }
 
 /// The fields a Go document has beyond the JSON of `definition`, as a Go

@@ -1,0 +1,44 @@
+package ferrule
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+)
+
+// w2Result is the JSON of a result shaped as W2's (bench/workloads.json): 200
+// rounds of 64 calls and their results.
+func w2Result(b *testing.B) []byte {
+	messages := []Message{UserMessage("go")}
+	for round := range 200 {
+		calls := make([]ToolCall, 64)
+		for i := range calls {
+			calls[i] = ToolCall{ID: fmt.Sprintf("c%02d", i+1), Name: "noop", Arguments: fmt.Sprintf(`{"id":%d,"name":"a"}`, i+1)}
+		}
+		messages = append(messages, Message{Role: "assistant", ToolCalls: calls, StopReason: "tool_use",
+			Usage: &Usage{InputTokens: round, OutputTokens: 1}})
+		for _, call := range calls {
+			messages = append(messages, Message{Role: "tool", ToolCallID: call.ID, Name: "noop", Content: []Part{Text("ok")}})
+		}
+	}
+	data, err := json.Marshal(Result{Status: StatusCompleted, Messages: messages, Rounds: 201})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
+}
+
+// BenchmarkDecodeW2Result is what reading a W2 run's result costs the binding,
+// per call (two messages' worth of JSON).
+func BenchmarkDecodeW2Result(b *testing.B) {
+	data := w2Result(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var result Result
+		if err := decodeJSON(data, &result); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/12800/1e3, "us/call")
+}
