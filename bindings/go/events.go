@@ -57,6 +57,23 @@ func (n NestedEvent) MarshalJSON() ([]byte, error) {
 	return json.Marshal(fields)
 }
 
+// decodeEvents reads a burst of events, a JSON list; text that is no list is
+// one *UnknownEvent holding it.
+func decodeEvents(data []byte) []Event {
+	parser := parsers.Get()
+	defer parsers.Put(parser)
+	value, err := parser.ParseBytes(data)
+	if err != nil || value.Type() != fastjson.TypeArray {
+		return []Event{&UnknownEvent{Raw: append([]byte(nil), data...)}}
+	}
+	items, _ := value.Array()
+	events := make([]Event, len(items))
+	for i, item := range items {
+		events[i] = eventFrom(item, nil)
+	}
+	return events
+}
+
 // incomplete reports an event that decoded but lacks what it must hold (an
 // agent_event without its nested event): decodeEvent makes it unknown.
 func incomplete(event Event) bool {

@@ -329,7 +329,8 @@ void ferrule_agent_free(struct ferrule_agent *agent);
 // state; `FERRULE_ERROR_INVALID_ARG` naming the call id, version or tool when it
 // does not fit this agent or the decisions). Events go to
 // `on_event(user_data, json, len)` one at a time, in order, on one of ferrule's
-// event threads (`json` is borrowed for the call and NUL-terminated); `run_end`
+// event threads (`json` is borrowed for the call and NUL-terminated; with run
+// input `"event_bursts": true`, a JSON list of the events queued by then); `run_end`
 // is always the last, and `free_user_data(user_data)` runs once right after it,
 // on the same thread, before `ferrule_run_wait` returns. `on_event` may be NULL
 // (no events); then `free_user_data(user_data)` runs before this returns (soon
@@ -379,9 +380,11 @@ void ferrule_error_free(struct ferrule_error *error);
 
 // Adds a hook consulted at the stages `stages_json` names (a JSON list such as
 // `["tool_call", "final_answer"]`: `run_start`, `turn_start`, `tool_call`,
-// `tool_result`, `final_answer`), or `{"stages": [...], "nonblocking": true}`:
-// then `decide` runs on ferrule's runtime and must return at once, responding
-// later from a thread of the host's (as a `nonblocking` tool). Hooks of one stage
+// `tool_result`, `final_answer`), or `{"stages": [...], "nonblocking": true,
+// "history": "none"}`: with `nonblocking`, `decide` runs on ferrule's runtime
+// and must return at once, responding later from a thread of the host's (as a
+// `nonblocking` tool); with `"history": "none"` the `run_start` and
+// `turn_start` payloads carry `message_count` but no `messages` (empty). Hooks of one stage
 // are consulted in the order they were added. `free_user_data(user_data)` runs once, when the agent, every
 // run of it and every running callback of the hook are gone. On error the host
 // still owns `user_data`: `FERRULE_ERROR_NULL_ARG` for a NULL builder or `decide`,

@@ -105,7 +105,8 @@ type eventSink struct {
 	end     []byte
 }
 
-// deliver decodes an event and hands it to the reader; data is borrowed.
+// deliver decodes a burst of events (the run was started with event_bursts)
+// and hands them to the reader, in order; data is borrowed.
 func (s *eventSink) deliver(data []byte) {
 	if s.endOnly {
 		s.end = append([]byte(nil), data...)
@@ -116,10 +117,16 @@ func (s *eventSink) deliver(data []byte) {
 		return
 	default:
 	}
-	event := decodeEvent(data)
-	if end, ok := event.(*RunEndEvent); ok {
-		s.result = end.Result
+	for _, event := range decodeEvents(data) {
+		if end, ok := event.(*RunEndEvent); ok {
+			s.result = end.Result
+		}
+		s.hand(event)
 	}
+}
+
+// hand gives the reader an event, waiting for room unless nobody reads.
+func (s *eventSink) hand(event Event) {
 	select {
 	case s.ch <- event:
 	case <-s.dropped:
@@ -168,7 +175,10 @@ func start(ctx context.Context, agent *C.ferrule_agent, in Input, events bool) (
 		tools, _ := json.Marshal(in.Tools)
 		in.json = withField(in.json, "tools", tools)
 	}
-	if !events {
+	if events {
+		// One call into Go per burst of events, not per event.
+		in.json = withField(in.json, "event_bursts", []byte("true"))
+	} else {
 		// Only run_end, whose delivery tells the sink the run is over: the
 		// run builds no other event.
 		in.json = withField(in.json, "events", []byte(`"run_end"`))

@@ -211,12 +211,26 @@ fn serialize_assistant<S: serde::Serializer>(message: &AssistantMessage, s: S) -
     Tagged { role: "assistant", message }.serialize(s)
 }
 
-/// Receives a run's events, one at a time and in order, on one of ferrule's event
-/// threads. Dropped once `run_end` has been delivered, on the thread that
-/// delivered it.
+/// Receives a run's events, in order, on one of ferrule's event threads: one at
+/// a time, or in bursts of up to [`EventSink::burst`]. Dropped once `run_end`
+/// has been delivered, on the thread that delivered it.
 pub trait EventSink: Send + 'static {
     /// Handles one event. May block; the run waits for it.
     fn on_event(&mut self, event: &Event);
+
+    /// How many events, queued by the time they are delivered, the sink takes
+    /// at once through [`EventSink::on_events`]; 1 (the default): one at a time.
+    fn burst(&self) -> usize {
+        1
+    }
+
+    /// Handles events queued together, in order (at most [`EventSink::burst`]).
+    /// May block; the run waits for it.
+    fn on_events(&mut self, events: &[Event]) {
+        for event in events {
+            self.on_event(event);
+        }
+    }
 }
 
 impl<F: FnMut(&Event) + Send + 'static> EventSink for F {

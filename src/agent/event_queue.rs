@@ -239,9 +239,9 @@ async fn dispatch(
     }
 }
 
-/// Delivers `first` and whatever else is queued, on an event thread. After
-/// `run_end` the sink is dropped here, inside the run's callback scope, so its
-/// `free_user_data` sees it.
+/// Delivers `first` and whatever else is queued, on an event thread, in bursts
+/// of up to the sink's [`EventSink::burst`]. After `run_end` the sink is dropped
+/// here, inside the run's callback scope, so its `free_user_data` sees it.
 #[allow(clippy::type_complexity)]
 fn deliver(
     first: Queued,
@@ -250,25 +250,39 @@ fn deliver(
     run_serial: u64,
 ) -> Option<(Box<dyn EventSink>, mpsc::Receiver<Queued>)> {
     let _scope = CallbackScope::enter(run_serial, CallbackKind::Event);
+    let burst = sink.burst().max(1);
+    let mut events = Vec::with_capacity(burst.min(EVENT_QUEUE_CAPACITY));
     let mut next = Some(first);
-    while let Some(Queued { event, call, within }) = next {
-        if within.is_some_and(|enclosing| enclosing.ended()) {
-            next = queue.try_recv().ok();
-            continue;
-        }
-        match call {
-            CallTag::Update(progress) if progress.end_delivered() => {}
-            CallTag::End(progress) => {
-                sink.on_event(&event);
-                progress.mark_end_delivered();
+    while next.is_some() {
+        let mut ended = false;
+        while let Some(Queued { event, call, within }) = next.take() {
+            if !within.is_some_and(|enclosing| enclosing.ended()) {
+                match call {
+                    CallTag::Update(progress) if progress.end_delivered() => {}
+                    // Later updates of the call are not delivered: not even in
+                    // this burst, after the end.
+                    CallTag::End(progress) => {
+                        progress.mark_end_delivered();
+                        events.push(event);
+                    }
+                    _ => events.push(event),
+                }
             }
-            _ => sink.on_event(&event),
+            ended = events.last().is_some_and(|event| matches!(event.kind, EventKind::RunEnd { .. }));
+            if ended || events.len() >= burst {
+                break;
+            }
+            next = queue.try_recv().ok();
         }
-        if matches!(event.kind, EventKind::RunEnd { .. }) {
+        if !events.is_empty() {
+            sink.on_events(&events);
+        }
+        if ended {
             drop(sink);
             return None;
         }
-        next = queue.try_recv().ok();
+        events.clear();
+        next = next.or_else(|| queue.try_recv().ok());
     }
     Some((sink, queue))
 }

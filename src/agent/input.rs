@@ -21,6 +21,8 @@ pub struct RunInput {
     pub tools: Option<Vec<String>>,
     /// Which events reach the run's event sink.
     pub events: EventSelection,
+    /// The C event callback takes its events in bursts (a JSON list each call).
+    pub event_bursts: bool,
 }
 
 /// Which of a run's events reach its event sink (run input `events`).
@@ -102,6 +104,12 @@ pub(crate) struct InputRepr {
     #[serde(default, deserialize_with = "given")]
     #[schemars(with = "EventSelection")]
     events: Option<EventSelection>,
+    /// Each call of the event callback carries a JSON list of the events
+    /// queued by then (up to 256, in order) instead of one event: one call per
+    /// burst for a host whose every call costs (a language runtime's).
+    #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "bool")]
+    event_bursts: Option<bool>,
 }
 
 /// A field that is there: its value, null included, must read as `T`.
@@ -111,7 +119,7 @@ fn given<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<
 
 impl From<RunSource> for RunInput {
     fn from(source: RunSource) -> Self {
-        RunInput { source, tools: None, events: EventSelection::All }
+        RunInput { source, tools: None, events: EventSelection::All, event_bursts: false }
     }
 }
 
@@ -128,7 +136,8 @@ impl RunInput {
         let mut repr: InputRepr = crate::json::parse_document("run input", json)?;
         let tools = repr.tools.take();
         let events = repr.events.take().unwrap_or_default();
-        Ok(RunInput { source: RunSource::from_repr(repr)?, tools, events })
+        let event_bursts = repr.event_bursts.take().unwrap_or(false);
+        Ok(RunInput { source: RunSource::from_repr(repr)?, tools, events, event_bursts })
     }
 }
 

@@ -149,7 +149,8 @@ pub unsafe extern "C" fn ferrule_agent_free(agent: *mut ferrule_agent) {
 /// state; `FERRULE_ERROR_INVALID_ARG` naming the call id, version or tool when it
 /// does not fit this agent or the decisions). Events go to
 /// `on_event(user_data, json, len)` one at a time, in order, on one of ferrule's
-/// event threads (`json` is borrowed for the call and NUL-terminated); `run_end`
+/// event threads (`json` is borrowed for the call and NUL-terminated; with run
+/// input `"event_bursts": true`, a JSON list of the events queued by then); `run_end`
 /// is always the last, and `free_user_data(user_data)` runs once right after it,
 /// on the same thread, before `ferrule_run_wait` returns. `on_event` may be NULL
 /// (no events); then `free_user_data(user_data)` runs before this returns (soon
@@ -174,12 +175,14 @@ pub unsafe extern "C" fn ferrule_agent_start(
         let agent = unsafe { arg_ref(agent, "agent") }?;
         let out = unsafe { arg_mut(out, "out") }?;
         let json = unsafe { arg_str(input_json, len, "input_json") }?;
-        let origin = agent.inner.begin(RunInput::from_json(json)?)?;
+        let input = RunInput::from_json(json)?;
+        let bursts = input.event_bursts;
+        let origin = agent.inner.begin(input)?;
         let threads = crate::runtime::threads()?;
         // Nothing can fail from here on: the user data belongs to ferrule.
         let user_data = ForeignData::new(user_data, free_user_data);
         let sink = match on_event {
-            Some(on_event) => Some(Box::new(ForeignEventSink::new(on_event, user_data)) as Box<dyn EventSink>),
+            Some(on_event) => Some(Box::new(ForeignEventSink::new(on_event, user_data, bursts)) as Box<dyn EventSink>),
             None => {
                 drop(user_data);
                 None

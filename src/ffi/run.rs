@@ -34,28 +34,59 @@ pub(crate) struct ForeignEventSink {
     on_event: unsafe extern "C" fn(*mut c_void, *const c_char, usize),
     user_data: ForeignData,
     buffer: Vec<u8>,
+    /// Events go in bursts, as JSON lists (run input `event_bursts`).
+    bursts: bool,
 }
+
+/// The most events one burst carries.
+const BURST: usize = 256;
 
 impl ForeignEventSink {
     pub(crate) fn new(
         on_event: unsafe extern "C" fn(*mut c_void, *const c_char, usize),
         user_data: ForeignData,
+        bursts: bool,
     ) -> Self {
-        ForeignEventSink { on_event, user_data, buffer: Vec::with_capacity(512) }
+        ForeignEventSink { on_event, user_data, buffer: Vec::with_capacity(512), bursts }
     }
-}
 
-impl EventSink for ForeignEventSink {
-    fn on_event(&mut self, event: &Event) {
-        self.buffer.clear();
-        if serde_json::to_writer(&mut self.buffer, event).is_err() {
-            return;
-        }
+    /// Hands the buffer's JSON to the host.
+    fn send(&mut self) {
         let len = self.buffer.len();
         self.buffer.push(0);
         // SAFETY: the host's callback gets its own user data and a buffer that
         // lives for the call.
         unsafe { (self.on_event)(self.user_data.data, self.buffer.as_ptr().cast(), len) };
+    }
+}
+
+impl EventSink for ForeignEventSink {
+    fn on_event(&mut self, event: &Event) {
+        self.on_events(std::slice::from_ref(event));
+    }
+
+    fn burst(&self) -> usize {
+        if self.bursts {
+            BURST
+        } else {
+            1
+        }
+    }
+
+    fn on_events(&mut self, events: &[Event]) {
+        if self.bursts {
+            self.buffer.clear();
+            if serde_json::to_writer(&mut self.buffer, events).is_ok() {
+                self.send();
+            }
+            return;
+        }
+        for event in events {
+            self.buffer.clear();
+            if serde_json::to_writer(&mut self.buffer, event).is_ok() {
+                self.send();
+            }
+        }
     }
 }
 

@@ -89,6 +89,81 @@ static void a_full_run_with_a_tool_that_answers_at_once(void) {
     event_log_destroy(&log);
 }
 
+/* Starts a run of `agent` from `input` with the log as its event sink and
+ * returns its result JSON (free it). */
+static char *run_with_input(ferrule_agent *agent, const char *input, event_log *log) {
+    ferrule_run *run = NULL;
+    ferrule_error *err = ferrule_agent_start(agent, input, strlen(input), event_log_on_event, log, event_log_free, &run);
+    if (!harness_expect_ok(err, __FILE__, __LINE__)) return NULL;
+    char *result = harness_wait(run);
+    ferrule_run_free(run);
+    return result;
+}
+
+static void events_in_bursts_or_run_end_alone(void) {
+    counter tool_data = {0};
+    ferrule_tool_spec spec = harness_spec("lookup", "", complete_now, &tool_data, counter_free);
+    ferrule_agent *agent = harness_agent(
+        SCRIPT("{\"tool_calls\": [" CALL("c1", "lookup") ", " CALL("c2", "lookup") "]}, {\"text\": \"done\"}"), &spec, 1);
+    CHECK(agent != NULL);
+
+    /* One by one: the reference. */
+    event_log single;
+    event_log_init(&single);
+    char *result = run_with_input(agent, "{\"prompt\": \"go\"}", &single);
+    CHECK(result != NULL);
+    ferrule_string_free(result);
+
+    /* In bursts: every call is a JSON list; together, the same events in order. */
+    event_log bursts;
+    event_log_init(&bursts);
+    result = run_with_input(agent, "{\"prompt\": \"go\", \"event_bursts\": true}", &bursts);
+    CHECK(result != NULL && strstr(result, "\"status\":\"completed\""));
+    ferrule_string_free(result);
+    CHECK(atomic_load(&bursts.freed) == 1);
+    size_t total = 0;
+    for (size_t i = 0; i < bursts.count; i++) {
+        CHECK(bursts.events[i][0] == '[');
+        CHECK(bursts.events[i][strlen(bursts.events[i]) - 1] == ']');
+    }
+    const char *types[] = {"run_start", "turn_start", "tool_execution_start", "tool_execution_end", "turn_end",
+                           "message_end", "run_end"};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, "\"type\":\"%s\"", types[t]);
+        size_t in_single = event_log_count(&single, needle);
+        size_t in_bursts = 0;
+        for (size_t i = 0; i < bursts.count; i++) {
+            for (const char *at = strstr(bursts.events[i], needle); at; at = strstr(at + 1, needle)) in_bursts++;
+        }
+        CHECK(in_single > 0 && in_bursts == in_single);
+        total += in_bursts;
+    }
+    CHECK(total > bursts.count || bursts.count == single.count); /* some burst carried several, or none needed to */
+    CHECK(strstr(bursts.events[0], "[{\"type\":\"run_start\"") == bursts.events[0]);
+    const char *last = bursts.events[bursts.count - 1];
+    CHECK(strstr(last, "\"type\":\"run_end\"") != NULL);
+    CHECK(strstr(strstr(last, "\"type\":\"run_end\""), "\"type\":") == strstr(last, "\"type\":\"run_end\"")); /* last */
+
+    /* run_end alone. */
+    event_log end_only;
+    event_log_init(&end_only);
+    result = run_with_input(agent, "{\"prompt\": \"go\", \"events\": \"run_end\"}", &end_only);
+    CHECK(result != NULL && strstr(result, "lookup saw"));
+    ferrule_string_free(result);
+    CHECK(end_only.count == 1 && strstr(end_only.events[0], "{\"type\":\"run_end\"") == end_only.events[0]);
+    CHECK(atomic_load(&end_only.freed) == 1);
+
+    /* A wrong value is refused, naming what is allowed. */
+    ferrule_run *run = NULL;
+    CHECK_ERROR(ferrule_agent_start(agent, STR("{\"prompt\": \"go\", \"event_bursts\": 1}"), NULL, NULL, NULL, &run),
+                FERRULE_ERROR_INVALID_ARG, "bool");
+    event_log_destroy(&single);
+    event_log_destroy(&bursts);
+    event_log_destroy(&end_only);
+    ferrule_agent_free(agent);
+}
+
 static void a_tool_completes_later_from_another_thread(void) {
     ferrule_tool_spec spec = harness_spec("slow", "", complete_later, NULL, NULL);
     ferrule_agent *agent = harness_agent(
@@ -448,6 +523,7 @@ int main(int argc, char **argv) {
     static const harness_case cases[] = {
         {"a_full_run_with_a_tool_that_answers_at_once", a_full_run_with_a_tool_that_answers_at_once},
         {"a_tool_completes_later_from_another_thread", a_tool_completes_later_from_another_thread},
+        {"events_in_bursts_or_run_end_alone", events_in_bursts_or_run_end_alone},
         {"freeing_the_agent_while_its_run_is_live", freeing_the_agent_while_its_run_is_live},
         {"cancelling_from_inside_an_event_callback", cancelling_from_inside_an_event_callback},
         {"waiting_inside_the_runs_own_callback_would_deadlock", waiting_inside_the_runs_own_callback_would_deadlock},

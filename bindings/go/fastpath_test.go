@@ -168,3 +168,46 @@ func TestAgentRunResultsFromRunEndRaceCancel(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Events come in bursts (one call into Go per burst): readers that stop at any
+// point, racing the run's end and Close, still see every event in order up to
+// where they stopped, and every run ends.
+func TestEventBurstsRaceTheRunEndAndClose(t *testing.T) {
+	rounds := `{"model": {"provider": "scripted", "script": [
+		{"tool_calls": [{"id": "a", "name": "quick", "arguments": {}}, {"id": "b", "name": "quick", "arguments": {}}], "repeat": 10},
+		{"text": "done"}]}}`
+	agent := inlineAgent(t, json.RawMessage(rounds), func(context.Context, *Call, json.RawMessage) (any, error) {
+		return "ok", nil
+	})
+	var wg sync.WaitGroup
+	for i := range 200 {
+		wg.Go(func() {
+			run, err := agent.Start(context.Background(), Prompt("go"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			stopAt := i % 40 // 0: read them all
+			var types []string
+			for event := range run.Events() {
+				types = append(types, event.EventType())
+				if len(types) == stopAt {
+					break
+				}
+			}
+			if types[0] != "run_start" {
+				t.Errorf("first event %q", types[0])
+			}
+			if stopAt == 0 && types[len(types)-1] != "run_end" {
+				t.Errorf("last event %q of %d", types[len(types)-1], len(types))
+			}
+			if stopAt == 0 {
+				if res, err := run.Wait(); err != nil || res.Status != StatusCompleted {
+					t.Errorf("%+v %v", res, err)
+				}
+			}
+			run.Close() // a reader that stopped early lets go of the rest
+		})
+	}
+	wg.Wait()
+}
