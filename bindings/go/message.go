@@ -42,7 +42,7 @@ func textParts(text string) []Part {
 }
 
 // content is message content as JSON: a list of parts (nil is none), read
-// from a string (one text part) too.
+// from a string (one text part) too (decodeContent).
 type content []Part
 
 // MarshalJSON writes the parts; nil is an empty list.
@@ -53,34 +53,12 @@ func (c content) MarshalJSON() ([]byte, error) {
 	return json.Marshal([]Part(c))
 }
 
-// UnmarshalJSON reads a list of parts, or a string as its text.
-func (c *content) UnmarshalJSON(data []byte) error {
-	var text string
-	if json.Unmarshal(data, &text) == nil {
-		*c = textParts(text)
-		return nil
-	}
-	return json.Unmarshal(data, (*[]Part)(c))
-}
-
 // base64Bytes is bytes as base64 JSON text.
 type base64Bytes []byte
 
 // MarshalJSON writes the bytes as standard base64.
 func (b base64Bytes) MarshalJSON() ([]byte, error) {
 	return json.Marshal(base64.StdEncoding.EncodeToString(b))
-}
-
-// UnmarshalJSON reads base64 text (decodeText). Null is absent (nil).
-func (b *base64Bytes) UnmarshalJSON(data []byte) error {
-	if string(data) == "null" {
-		return nil // absent, as encoding/json reads null
-	}
-	var text string
-	if err := json.Unmarshal(data, &text); err != nil {
-		return err
-	}
-	return b.decodeText(text)
 }
 
 // decodeText reads base64 with or without padding, in the standard or the URL
