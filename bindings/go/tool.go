@@ -86,9 +86,9 @@ func Strict() ToolOption { return func(o *toolOptions) { o.Strict = true } }
 // runtime thread, instead of on a goroutine: a call then costs no hand-off
 // between threads, which for a function that returns within microseconds is
 // most of what the call costs. Only for functions that never block (no I/O, no
-// locks held for long, no waiting on channels, no Call.Update, which may wait
-// for the run's events to be read): while one runs, its run and every run
-// sharing that thread wait. Its ctx is never cancelled (nothing can stop the run
+// locks held for long, no waiting on channels): while one runs, its run and
+// every run sharing that thread wait. Call.Update does not wait there: with the
+// run's event queue full it returns an error of code WOULD_DEADLOCK. Its ctx is never cancelled (nothing can stop the run
 // meanwhile), and it must not call runtime.Goexit (t.FailNow, for one).
 func Inline() ToolOption { return func(o *toolOptions) { o.inline = true } }
 

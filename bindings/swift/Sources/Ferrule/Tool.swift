@@ -33,9 +33,9 @@ public struct Tool: Sendable {
     /// runtime thread, instead of in a task: a call then costs no thread
     /// hand-off, which for a body that returns within microseconds (a lookup
     /// in memory, a computation) is most of what it costs. The body must never
-    /// block (no I/O, no waiting on locks or semaphores, no `call.update`,
-    /// which may wait for the run's events to be read): while it runs, its run
-    /// and every run sharing that thread wait. (A function of its own name, so
+    /// block (no I/O, no waiting on locks or semaphores): while it runs, its
+    /// run and every run sharing that thread wait. `call.update` does not wait
+    /// there: with the run's event queue full it throws `wouldDeadlock`. (A function of its own name, so
     /// that no closure written for `init` becomes inline by overload.)
     public static func inline(
         name: String, description: String, schema: JSONValue? = nil, options: ToolOptions = ToolOptions(),
