@@ -75,7 +75,8 @@ func TestAnInlineToolThatPanicsFailsItsCall(t *testing.T) {
 
 // Inline calls completing inside the callback race the run's cancellation
 // and its timeout from other goroutines: every run ends, once, with a status
-// that fits, and nothing is left behind.
+// that fits. Half the runs are cancelled; the others race a 2 ms run timeout,
+// and one run without a timeout shows that calls were made at all.
 func TestInlineCompletionsRaceCancelAndTimeout(t *testing.T) {
 	rounds := `{"model": {"provider": "scripted", "script": [
 		{"tool_calls": [{"id": "a", "name": "quick", "arguments": {}}, {"id": "b", "name": "quick", "arguments": {}}], "repeat": 50},
@@ -124,8 +125,11 @@ func TestInlineCompletionsRaceCancelAndTimeout(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if calls.Load() == 0 {
-		t.Fatal("no call ran")
+	untimed := inlineAgent(t, json.RawMessage(strings.Replace(rounds, `"run_timeout_ms": 2`, `"run_timeout_ms": 0`, 1)),
+		func(context.Context, *Call, json.RawMessage) (any, error) { calls.Add(1); return "ok", nil })
+	if res, err := untimed.Run(context.Background(), Prompt("go")); err != nil || res.Status != StatusCompleted ||
+		calls.Load() < 100 {
+		t.Fatalf("%+v %v, %d calls", res, err, calls.Load())
 	}
 }
 
