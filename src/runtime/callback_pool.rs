@@ -218,16 +218,23 @@ impl CallbackPool {
     /// bound the queues wait for a busy thread; when the system refuses a thread
     /// the pool asks again later.
     fn recruit(&'static self, state: &mut PoolState) {
+        match (self.patience, super::started()) {
+            (Some(patience), Some(threads)) if state.sleeping == 0 && state.threads < self.max_threads => {
+                self.recruit_after(patience, threads, state)
+            }
+            _ => self.recruit_now(state),
+        }
+    }
+
+    /// Wakes a sleeping thread, else starts one (below the bound).
+    fn recruit_now(&'static self, state: &mut PoolState) {
         if state.sleeping > 0 {
             state.sleeping -= 1;
             state.searching += 1;
             state.wake_tokens += 1;
             self.wake.notify_one();
         } else if state.threads < self.max_threads {
-            match (self.patience, super::started()) {
-                (Some(patience), Some(threads)) => self.recruit_after(patience, threads, state),
-                _ => self.start_searcher(state),
-            }
+            self.start_searcher(state);
         }
     }
 
@@ -243,11 +250,7 @@ impl CallbackPool {
             let mut state = self.lock();
             state.recruit_due = false;
             if Self::has_waiting(&state) && state.searching == 0 {
-                match state.sleeping {
-                    0 if state.threads < self.max_threads => self.start_searcher(&mut state),
-                    0 => {}
-                    _ => self.recruit(&mut state),
-                }
+                self.recruit_now(&mut state);
             }
         });
     }
@@ -396,7 +399,12 @@ mod tests {
     use std::sync::mpsc;
 
     fn pool(max_threads: usize) -> &'static CallbackPool {
-        let pool: &'static CallbackPool = Box::leak(Box::new(CallbackPool::new("test-pool", max_threads, 256 << 10)));
+        started(CallbackPool::new("test-pool", max_threads, 256 << 10))
+    }
+
+    /// `pool`, for good, with its first thread running.
+    fn started(pool: CallbackPool) -> &'static CallbackPool {
+        let pool: &'static CallbackPool = Box::leak(Box::new(pool));
         pool.start().unwrap();
         pool
     }
@@ -459,10 +467,7 @@ mod tests {
 
     fn patient_pool(max_threads: usize, patience: Duration) -> &'static CallbackPool {
         crate::runtime::threads().unwrap(); // the timer patient recruits wait on
-        let pool = CallbackPool::new("test-pool", max_threads, 256 << 10).patient(patience);
-        let pool: &'static CallbackPool = Box::leak(Box::new(pool));
-        pool.start().unwrap();
-        pool
+        started(CallbackPool::new("test-pool", max_threads, 256 << 10).patient(patience))
     }
 
     #[test]
