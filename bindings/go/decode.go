@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 )
@@ -118,7 +119,7 @@ func appendJSON(dst []byte, v *fastjson.Value) []byte {
 				dst = append(dst, ',')
 			}
 			first = false
-			dst = appendJSONString(dst, key)
+			dst = appendJSONString(dst, string(key))
 			dst = append(dst, ':')
 			dst = appendJSON(dst, member)
 		})
@@ -135,15 +136,23 @@ func appendJSON(dst []byte, v *fastjson.Value) []byte {
 		return append(dst, ']')
 	case fastjson.TypeString:
 		text, _ := v.StringBytes()
-		return appendJSONString(dst, text)
+		return appendJSONString(dst, string(text))
 	}
 	return v.MarshalTo(dst) // a number as written, true, false or null
 }
 
-// appendJSONString appends s as a JSON string (as encoding/json writes it).
-func appendJSONString(dst, s []byte) []byte {
-	quoted, _ := json.Marshal(string(s)) // a string always marshals
-	return append(dst, quoted...)
+// appendJSONString appends s as a JSON string: copied between quotes when
+// nothing in it needs escaping (most strings), else as encoding/json writes it.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			quoted, _ := json.Marshal(s) // a string always marshals
+			return append(dst, quoted...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // mismatch is the error for a JSON value of the wrong kind.
@@ -356,7 +365,8 @@ func decodeReflected(v *fastjson.Value, dst reflect.Value, into string) error {
 		})
 		return err
 	}
-	if err := json.Unmarshal(v.MarshalTo(nil), dst.Addr().Interface()); err != nil {
+	// jsonText, not v's own writer: v.Type() above may have unescaped it.
+	if err := json.Unmarshal(jsonText(v), dst.Addr().Interface()); err != nil {
 		return fmt.Errorf("%s: %w", into, err)
 	}
 	return nil

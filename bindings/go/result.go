@@ -1,9 +1,6 @@
 package ferrule
 
-import (
-	"encoding/json"
-	"strconv"
-)
+import "encoding/json"
 
 // Output decodes a run's structured output (Config.OutputSchema) into T. An
 // error when the run has none (it failed, or the agent has no schema) or when
@@ -41,7 +38,7 @@ func withField(input []byte, key string, value []byte) []byte {
 	if len(input) > 2 {
 		with = append(with, ',')
 	}
-	with = strconv.AppendQuote(with, key)
+	with = appendJSONString(with, key)
 	with = append(with, ':')
 	with = append(with, value...)
 	return append(with, '}')

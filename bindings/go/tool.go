@@ -18,7 +18,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 	"unsafe"
 )
 
@@ -88,8 +87,9 @@ func Strict() ToolOption { return func(o *toolOptions) { o.Strict = true } }
 // most of what the call costs. Only for functions that never block (no I/O, no
 // locks held for long, no waiting on channels): while one runs, its run and
 // every run sharing that thread wait. Call.Update does not wait there: with the
-// run's event queue full it returns an error of code WOULD_DEADLOCK. Its ctx is never cancelled (nothing can stop the run
-// meanwhile), and it must not call runtime.Goexit (t.FailNow, for one).
+// run's event queue full it returns an error of code WOULD_DEADLOCK. Its ctx is
+// never cancelled (nothing can stop the run meanwhile), and it must not call
+// runtime.Goexit (t.FailNow, for one).
 func Inline() ToolOption { return func(o *toolOptions) { o.inline = true } }
 
 // FailureIsFatal makes an error of the tool end the run (status failed, code
@@ -349,7 +349,7 @@ type RawResult []byte
 func resultJSON(value any) ([]byte, error) {
 	switch v := value.(type) {
 	case string:
-		return jsonString(v)
+		return appendJSONString(nil, v), nil
 	case ToolResult:
 		if v.Content == nil {
 			v.Content = []Part{}
@@ -368,18 +368,4 @@ func resultJSON(value any) ([]byte, error) {
 		return nil, fmt.Errorf("the tool's result is not JSON: %w", err)
 	}
 	return json.Marshal(string(text))
-}
-
-// jsonString is s as a JSON string: copied between quotes when nothing in it
-// needs escaping (most tool results), else as encoding/json writes it.
-func jsonString(s string) ([]byte, error) {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
-			return json.Marshal(s)
-		}
-	}
-	quoted := make([]byte, 0, len(s)+2)
-	quoted = append(quoted, '"')
-	quoted = append(quoted, s...)
-	return append(quoted, '"'), nil
 }
