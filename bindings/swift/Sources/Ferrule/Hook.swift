@@ -68,11 +68,9 @@ final class HookBox: Sendable {
 
     /// Adds the hook to a builder; the builder owns the box from then on.
     func register(with builder: OpaquePointer) throws {
-        var stages: JSONValue = ["stages": [.string(hook.stage)], "nonblocking": true]
-        if hook.options.withoutHistory, case .object(var members) = stages {
-            members["history"] = "none"
-            stages = .object(members)
-        }
+        var options: [String: JSONValue] = ["stages": [.string(hook.stage)], "nonblocking": true]
+        if hook.options.withoutHistory { options["history"] = "none" }
+        let stages = JSONValue.object(options)
         if let error = withUTF8Arg(
             stages.json,
             { stages, length in
