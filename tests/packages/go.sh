@@ -46,7 +46,10 @@ consumer=$work/consumer
 mkdir -p "$consumer"
 cp examples/go/main.go "$consumer/"
 machine_cache=$(go env GOMODCACHE)/cache/download
-export GOMODCACHE=$work/modcache GOFLAGS=-modcacherw GOSUMDB=off GOTOOLCHAIN=local
+# Each run releases the same version with new files, which a published module
+# never does: Go's index of the module cache (kept in the build cache, by module
+# and version) would list the files of an earlier run, so it is not used.
+export GOMODCACHE=$work/modcache GOFLAGS=-modcacherw GOSUMDB=off GOTOOLCHAIN=local GODEBUG=goindex=0
 export GOPROXY=file://$work/proxy,file://$machine_cache
 export PATH=$(dirname "$(command -v go)"):/usr/bin:/bin
 unset OPENAI_API_KEY ANTHROPIC_API_KEY GEMINI_API_KEY
