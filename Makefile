@@ -364,9 +364,15 @@ bench-agents:
 	$(BUILD)/bench-python/bin/python bench/agents/peer.py a1
 	$(BUILD)/bench-python/bin/python bench/agents/peer.py a2
 
-# W1-W3 with the tool in Go: ferrule's Go binding beside eino, in one run.
+# W1-W3 with the tool in Go: ferrule's Go binding beside eino. W1 and W2 in one
+# process; each W3 in a process of its own, since its peak resident set is the
+# process's (memory an earlier benchmark left with malloc would count).
+GO_W3 = EinoW3 FerruleW3 FerruleW3Inline
 bench-go: lib
-	cd bench/go && go test $(GO_LOCAL) -run '^$$' -bench . -benchtime 5x
+	@mkdir -p $(BUILD)
+	cd bench/go && go test $(GO_LOCAL) -c -o $(CURDIR)/$(BUILD)/bench_go
+	cd bench/go && $(CURDIR)/$(BUILD)/bench_go -test.run '^$$' -test.bench 'W[12]' -test.benchtime 9x
+	cd bench/go && for w in $(GO_W3); do $(CURDIR)/$(BUILD)/bench_go -test.run '^$$' -test.bench "^Benchmark$$w\$$" -test.benchtime 5x || exit 1; done
 
 clean:
 	rm -rf $(BUILD)
