@@ -5,7 +5,10 @@
  * thread) and once as a nonblocking one (it runs on the run's own thread).
  * Then W1 with the model in C too (a host model, "provider": "host", that
  * answers each request at once with W1's call, then "done"), blocking and
- * nonblocking, beside the scripted model's W1.
+ * nonblocking, beside the scripted model's W1. Last, W1 with a no-op C hook on
+ * every stage (nonblocking, answering `{}` in its callback), with the whole
+ * history and with `"history": "none"`, and the median round near round 10 and
+ * near round 2,000 (timed at each `turn_start`).
  * Prints microseconds per round and per call (median of 7 runs). Run with
  * `make bench`; nothing here is asserted.
  */
@@ -69,15 +72,33 @@ static int fail(ferrule_error *err, const char *what) {
     exit(1);
 }
 
-static ferrule_agent *build_with(const cJSON *config, const cJSON *schema, const char *options,
-                                 const ferrule_model_spec *model);
+/* When each turn_start hook of a run was consulted. */
+struct turn_times {
+    double at[W1_ROUNDS + 1];
+    size_t count;
+};
 
-static ferrule_agent *build(const cJSON *config, const cJSON *schema, const char *options) {
-    return build_with(config, schema, options, NULL);
+/* A hook that goes on at once; at turn_start it notes the time. */
+static void go_on(void *user_data, ferrule_hook *hook) {
+    struct turn_times *times = user_data;
+    ferrule_str stage = ferrule_hook_stage(hook);
+    if (stage.len == 10 && memcmp(stage.ptr, "turn_start", 10) == 0 && times->count <= W1_ROUNDS) {
+        times->at[times->count++] = now_seconds();
+    }
+    fail(ferrule_hook_respond(hook, "{}", 2), "hook_respond");
 }
 
 static ferrule_agent *build_with(const cJSON *config, const cJSON *schema, const char *options,
-                                 const ferrule_model_spec *model) {
+                                 const ferrule_model_spec *model, const char *hook_options, struct turn_times *times);
+
+static ferrule_agent *build(const cJSON *config, const cJSON *schema, const char *options) {
+    return build_with(config, schema, options, NULL, NULL, NULL);
+}
+
+/* Builds W1's or W2's agent with the noop tool; with hook_options (a
+ * registration's JSON without its stages), a go_on hook on each stage. */
+static ferrule_agent *build_with(const cJSON *config, const cJSON *schema, const char *options,
+                                 const ferrule_model_spec *model, const char *hook_options, struct turn_times *times) {
     char *config_text = cJSON_PrintUnformatted(config);
     char *schema_text = cJSON_PrintUnformatted(schema);
     ferrule_agent_builder *builder = NULL;
@@ -96,6 +117,12 @@ static ferrule_agent *build_with(const cJSON *config, const cJSON *schema, const
     spec.execute = noop;
     fail(ferrule_agent_builder_add_tool(builder, &spec), "add_tool");
     if (model) fail(ferrule_agent_builder_set_model(builder, model), "set_model");
+    static const char *stages[] = {"run_start", "turn_start", "tool_call", "tool_result", "final_answer"};
+    for (size_t i = 0; hook_options && i < sizeof stages / sizeof stages[0]; i++) {
+        char registration[256];
+        snprintf(registration, sizeof registration, "{\"stages\": [\"%s\"], %s}", stages[i], hook_options);
+        fail(ferrule_agent_builder_add_hook(builder, registration, strlen(registration), go_on, times, NULL), "add_hook");
+    }
     ferrule_agent *agent = NULL;
     fail(ferrule_agent_build(builder, &agent), "build");
     free(config_text);
@@ -174,13 +201,36 @@ int main(int argc, char **argv) {
         model.generate = w1_model;
         model.nonblocking = nonblocking;
         ferrule_agent *agent = build_with(host_config, cJSON_GetObjectItem(workloads, "open_schema"),
-                                          "{\"nonblocking\": true}", &model);
+                                          "{\"nonblocking\": true}", &model, NULL, NULL);
         double t = median_run(agent, 0);
         printf("  c model, %-11s, c tool, nonblocking: run %8.2f ms  %7.2f us/round\n",
                nonblocking ? "nonblocking" : "blocking", t * 1e3, t * 1e6 / W1_ROUNDS);
         ferrule_agent_free(agent);
     }
-    (void)w1;
+    printf("W1 with a no-op C hook on every stage, c tool nonblocking (the plain figure: above)\n");
+    const char *histories[2][2] = {{"whole history", "\"nonblocking\": true"},
+                                   {"history none", "\"nonblocking\": true, \"history\": \"none\""}};
+    for (int h = 0; h < 2; h++) {
+        static struct turn_times times;
+        ferrule_agent *agent = build_with(cJSON_GetObjectItem(w1, "config"), cJSON_GetObjectItem(workloads, "open_schema"),
+                                          "{\"nonblocking\": true}", NULL, histories[h][1], &times);
+        double early[REPEATS * 10], late[REPEATS * 10], runs[REPEATS];
+        size_t n_early = 0, n_late = 0;
+        run_once(agent, 0);
+        for (int i = 0; i < REPEATS; i++) {
+            times.count = 0;
+            runs[i] = run_once(agent, 0);
+            for (size_t t = 5; t < 15 && t < times.count; t++) early[n_early++] = times.at[t] - times.at[t - 1];
+            for (size_t t = times.count > 10 ? times.count - 10 : 1; t < times.count; t++) late[n_late++] = times.at[t] - times.at[t - 1];
+        }
+        qsort(runs, REPEATS, sizeof runs[0], compare_doubles);
+        qsort(early, n_early, sizeof early[0], compare_doubles);
+        qsort(late, n_late, sizeof late[0], compare_doubles);
+        printf("  c hooks, nonblocking, %-13s: run %8.2f ms  %7.2f us/round  %6.2f us/round@10  %6.2f us/round@2000\n",
+               histories[h][0], runs[REPEATS / 2] * 1e3, runs[REPEATS / 2] * 1e6 / W1_ROUNDS, early[n_early / 2] * 1e6,
+               late[n_late / 2] * 1e6);
+        ferrule_agent_free(agent);
+    }
     cJSON_Delete(host_config);
     cJSON_Delete(workloads);
     return 0;

@@ -40,6 +40,11 @@ impl HookCaller<'_> {
         self.hooks.iter().any(|hook| hook.at(stage))
     }
 
+    /// Whether any hook consulted at `stage` takes the whole history.
+    pub(crate) fn wants_history(&self, stage: HookStage) -> bool {
+        self.hooks.iter().any(|hook| hook.at(stage) && hook.history() == HookHistory::Full)
+    }
+
     /// Consults the hooks of `stage` about `subject`, in order: `payload` writes
     /// each one's payload (the stage's payload type, as JSON) from the subject as
     /// it is then, the run's id and how much history the hook takes, and

@@ -60,11 +60,23 @@ pub(crate) struct TurnStartEffect {
 /// What the `turn_start` hooks work on.
 struct TurnStart<'a> {
     messages: &'a mut Vec<Message>,
-    /// `messages` as JSON, kept in step.
+    /// `messages` as JSON, kept in step while `with_history` (else left behind,
+    /// for whoever syncs it next).
     json: &'a mut TranscriptJson,
+    /// Some hook of the stage takes the whole history in its payload.
+    with_history: bool,
     /// The tools offered this turn.
     tools: Vec<String>,
     effect: TurnStartEffect,
+}
+
+impl TurnStart<'_> {
+    /// Brings the JSON of the history up to the messages, when a payload needs it.
+    fn follow(&mut self) {
+        if self.with_history {
+            self.json.sync(self.messages);
+        }
+    }
 }
 
 /// The `turn_start` hooks of `turn`: they may choose the turn's tools (among the
@@ -84,16 +96,15 @@ pub(crate) async fn turn_start(
     if !hooks.wants(HookStage::TurnStart) {
         return (effect, Ok(()));
     }
-    json.sync(messages);
-    let mut state = TurnStart { messages, json, tools: offered, effect };
+    let with_history = hooks.wants_history(HookStage::TurnStart);
+    let mut state = TurnStart { messages, json, with_history, tools: offered, effect };
+    state.follow();
     let payload = |state: &TurnStart<'_>, run_id: &str, history: HookHistory| {
-        let all = state.json.messages();
-        let messages = carried(all, history);
         serde_json::to_string(&TurnStartPayload {
             run_id,
             turn,
-            messages,
-            message_count: all.len(),
+            messages: carried(state.json.messages(), history),
+            message_count: state.messages.len(),
             tools: &state.tools,
         })
     };
@@ -121,12 +132,12 @@ pub(crate) async fn turn_start(
                 }
                 state.effect.injected += injected.len();
                 state.messages.extend(injected);
-                state.json.sync(state.messages);
+                state.follow();
             }
             HookDecision::Messages(replacement) => {
                 *state.messages = checked_history(HookStage::TurnStart, replacement)?;
                 state.json.reset();
-                state.json.sync(state.messages);
+                state.follow();
                 state.effect.replaced = true;
                 state.effect.injected = 0;
             }

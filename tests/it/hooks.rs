@@ -557,3 +557,40 @@ fn a_hook_without_history_sees_the_count_and_no_messages() {
     assert_eq!(error.code, ErrorCode::InvalidArg);
     assert!(error.message.contains("full"), "{}", error.message);
 }
+
+#[test]
+fn hooks_see_the_history_other_hooks_changed_whether_or_not_they_take_it() {
+    // A hook without the history injects at turn 1 and replaces the history at
+    // turn 2; one with it, consulted after, sees each change.
+    let changing = || {
+        hook(&[HookStage::TurnStart], &recorder(), |payload| match payload["turn"].as_u64() {
+            Some(1) => json!({"inject": [{"role": "user", "content": "Note."}]}),
+            Some(2) => json!({"messages": [{"role": "user", "content": "Summary."}]}),
+            _ => json!({}),
+        })
+        .with_history(HookHistory::None)
+    };
+    let script = json!([{"tool_calls": [call("c1", "lookup", json!({}))]}, {"text": "done"}]);
+    let seen = recorder();
+    let hooks = vec![changing(), hook(&[HookStage::TurnStart], &seen, |_| json!({}))];
+    let agent = with_hooks(script.clone(), json!({}), vec![counted("lookup", json!({})).0], hooks);
+    let (result, _) = run(&agent, "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let seen = seen.lock().unwrap();
+    let texts = |payload: &Value| -> Vec<Value> {
+        assert_eq!(payload["message_count"], payload["messages"].as_array().unwrap().len());
+        payload["messages"].as_array().unwrap().iter().map(|m| m["content"].clone()).collect()
+    };
+    assert_eq!(texts(&seen[0]), [json!("go"), json!("Note.")]);
+    assert_eq!(texts(&seen[1]), [json!("Summary.")]);
+
+    // Alone, with a history budget (which measures the messages' JSON), the
+    // changes reach the requests and the transcript the same way.
+    for extra in [json!({}), json!({"history": {"max_input_tokens": 100000}})] {
+        let agent = with_hooks(script.clone(), extra, vec![counted("lookup", json!({})).0], vec![changing()]);
+        let (result, _) = run(&agent, "go");
+        assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+        let contents: Vec<Value> = transcript(&result).iter().map(|m| m["content"].clone()).collect();
+        assert_eq!(contents, [json!("Summary."), json!([{"type": "text", "text": "done"}])]);
+    }
+}
