@@ -3,6 +3,7 @@ package ferrule
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -42,3 +43,26 @@ func BenchmarkDecodeW2Result(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/12800/1e3, "us/call")
 }
+
+// benchmarkRunEnd reads a W2 run's run_end event with decode, each time after
+// two garbage collections (which empty the pool of parsers, as a long run
+// does), per call.
+func benchmarkRunEnd(b *testing.B, decode func([]byte) Event) {
+	data := append(append([]byte(`{"type": "run_end", "run_id": "r1", "result": `), w2Result(b)...), '}')
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		runtime.GC()
+		runtime.GC()
+		b.StartTimer()
+		if end, ok := decode(data).(*RunEndEvent); !ok || len(end.Result.Messages) != 13001 {
+			b.Fatalf("%#v", end)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/12800/1e3, "us/call")
+}
+
+// BenchmarkDecodeW2RunEndWhole and BenchmarkDecodeW2RunEndInParts: the event
+// parsed whole, and read in parts as the binding reads it (run_end.go).
+func BenchmarkDecodeW2RunEndWhole(b *testing.B)   { benchmarkRunEnd(b, decodeEvent) }
+func BenchmarkDecodeW2RunEndInParts(b *testing.B) { benchmarkRunEnd(b, decodeEventText) }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 
+	"github.com/buger/jsonparser"
 	"github.com/valyala/fastjson"
 )
 
@@ -58,8 +59,45 @@ func (n NestedEvent) MarshalJSON() ([]byte, error) {
 }
 
 // decodeEvents reads a burst of events, a JSON list; text that is no list is
-// one *UnknownEvent holding it.
+// one *UnknownEvent holding it. A big burst is read event by event, so that a
+// run_end in it is read in parts (decodeEventText).
 func decodeEvents(data []byte) []Event {
+	if len(data) > bigEvent {
+		if events := decodeEventsOneByOne(data); events != nil {
+			return events
+		}
+	}
+	return parseEvents(data)
+}
+
+// decodeEventsOneByOne reads a list of event objects one by one, a big one
+// with decodeEventText; nil for anything else.
+func decodeEventsOneByOne(data []byte) []Event {
+	parser := parsers.Get()
+	defer parsers.Put(parser)
+	var events []Event
+	objects := true
+	_, err := jsonparser.ArrayEach(data, func(item []byte, kind jsonparser.ValueType, _ int, err error) {
+		objects = objects && err == nil && kind == jsonparser.Object
+		switch {
+		case !objects:
+		case len(item) > bigEvent:
+			events = append(events, decodeEventText(item))
+		default:
+			value, err := parser.ParseBytes(item)
+			if objects = err == nil; objects {
+				events = append(events, eventFrom(value, item))
+			}
+		}
+	})
+	if err != nil || !objects {
+		return nil
+	}
+	return events
+}
+
+// parseEvents reads a burst parsed whole.
+func parseEvents(data []byte) []Event {
 	parser := parsers.Get()
 	defer parsers.Put(parser)
 	value, err := parser.ParseBytes(data)

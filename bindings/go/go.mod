@@ -8,7 +8,10 @@ require (
 	github.com/google/jsonschema-go v0.4.3
 )
 
-require github.com/valyala/fastjson v1.6.10
+require (
+	github.com/buger/jsonparser v1.6.1
+	github.com/valyala/fastjson v1.6.10
+)
 
 // A checkout builds with the libraries' modules beside it; a release commit sets
 // the versions above (scripts/release-go.sh), and a module depending on this one

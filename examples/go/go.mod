@@ -5,6 +5,7 @@ go 1.26
 require github.com/ferrule-dev/ferrule/bindings/go v0.0.0
 
 require (
+	github.com/buger/jsonparser v1.6.1 // indirect
 	github.com/ferrule-dev/ferrule/bindings/go/lib/linux-amd64 v0.0.0 // indirect
 	github.com/ferrule-dev/ferrule/bindings/go/lib/linux-arm64 v0.0.0 // indirect
 	github.com/google/jsonschema-go v0.4.3 // indirect
