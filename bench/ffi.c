@@ -226,6 +226,10 @@ int main(int argc, char **argv) {
         qsort(runs, REPEATS, sizeof runs[0], compare_doubles);
         qsort(early, n_early, sizeof early[0], compare_doubles);
         qsort(late, n_late, sizeof late[0], compare_doubles);
+        if (n_early == 0 || n_late == 0) {
+            fprintf(stderr, "the run had too few turns to time\n");
+            exit(1);
+        }
         printf("  c hooks, nonblocking, %-13s: run %8.2f ms  %7.2f us/round  %6.2f us/round@10  %6.2f us/round@2000\n",
                histories[h][0], runs[REPEATS / 2] * 1e3, runs[REPEATS / 2] * 1e6 / W1_ROUNDS, early[n_early / 2] * 1e6,
                late[n_late / 2] * 1e6);

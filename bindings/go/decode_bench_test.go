@@ -65,4 +65,4 @@ func benchmarkRunEnd(b *testing.B, decode func([]byte) Event) {
 // BenchmarkDecodeW2RunEndWhole and BenchmarkDecodeW2RunEndInParts: the event
 // parsed whole, and read in parts as the binding reads it (run_end.go).
 func BenchmarkDecodeW2RunEndWhole(b *testing.B)   { benchmarkRunEnd(b, decodeEvent) }
-func BenchmarkDecodeW2RunEndInParts(b *testing.B) { benchmarkRunEnd(b, decodeEventText) }
+func BenchmarkDecodeW2RunEndInParts(b *testing.B) { benchmarkRunEnd(b, decodeReceived) }

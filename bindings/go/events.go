@@ -1,6 +1,7 @@
 package ferrule
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 
@@ -60,7 +61,7 @@ func (n NestedEvent) MarshalJSON() ([]byte, error) {
 
 // decodeEvents reads a burst of events, a JSON list; text that is no list is
 // one *UnknownEvent holding it. A big burst is read event by event, so that a
-// run_end in it is read in parts (decodeEventText).
+// run_end in it is read in parts (decodeRunEndInParts).
 func decodeEvents(data []byte) []Event {
 	if len(data) > bigEvent {
 		if events := decodeEventsOneByOne(data); events != nil {
@@ -70,27 +71,29 @@ func decodeEvents(data []byte) []Event {
 	return parseEvents(data)
 }
 
-// decodeEventsOneByOne reads a list of event objects one by one, a big one
-// with decodeEventText; nil for anything else.
+// decodeEventsOneByOne reads a list of event objects one by one, as
+// parseEvents reads them; nil for anything else.
 func decodeEventsOneByOne(data []byte) []Event {
 	parser := parsers.Get()
 	defer parsers.Put(parser)
 	var events []Event
 	objects := true
-	_, err := jsonparser.ArrayEach(data, func(item []byte, kind jsonparser.ValueType, _ int, err error) {
-		objects = objects && err == nil && kind == jsonparser.Object
-		switch {
-		case !objects:
-		case len(item) > bigEvent:
-			events = append(events, decodeEventText(item))
-		default:
-			value, err := parser.ParseBytes(item)
-			if objects = err == nil; objects {
-				events = append(events, eventFrom(value, item))
+	closing, err := jsonparser.ArrayEach(data, func(item []byte, kind jsonparser.ValueType, _ int, err error) {
+		if objects = objects && err == nil && kind == jsonparser.Object; !objects {
+			return
+		}
+		if len(item) > bigEvent {
+			if event := decodeRunEndInParts(item); event != nil {
+				events = append(events, event)
+				return
 			}
 		}
+		value, err := parser.ParseBytes(item)
+		if objects = err == nil; objects {
+			events = append(events, eventFrom(value, nil))
+		}
 	})
-	if err != nil || !objects {
+	if err != nil || !objects || len(bytes.TrimLeft(data[closing+1:], " \t\r\n")) > 0 {
 		return nil
 	}
 	return events

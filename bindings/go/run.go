@@ -145,7 +145,7 @@ func (s *eventSink) abandon() { s.abandonOnce.Do(func() { close(s.abandoned) }) 
 // when the event was not kept (or does not decode).
 func (s *eventSink) endResult() *Result {
 	if s.result == nil && s.end != nil {
-		if end, ok := decodeEventText(s.end).(*RunEndEvent); ok {
+		if end, ok := decodeReceived(s.end).(*RunEndEvent); ok {
 			s.result = end.Result
 		}
 		s.end = nil

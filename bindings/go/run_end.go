@@ -3,8 +3,10 @@ package ferrule
 import (
 	"bytes"
 	"slices"
+	"unsafe"
 
 	"github.com/buger/jsonparser"
+	"github.com/valyala/fastjson"
 )
 
 // A run's transcript is most of the JSON a run sends, and a parsed value holds
@@ -15,15 +17,15 @@ import (
 // than bigEvent is therefore read in parts, as ferrule writes it: the
 // transcript message by message, each parsed on its own (jsonparser finds the
 // messages without parsing them), then the event without its transcript.
-// Anything else, and a run_end that is not as ferrule writes it, is parsed
-// whole.
+// Anything else, and a run_end that is not as ferrule writes it (a key of the
+// path repeated, in any case), is parsed whole.
 
 // bigEvent is the length from which a run_end event is read in parts.
 const bigEvent = 64 << 10
 
-// decodeEventText reads one event's JSON as decodeEvent does, a big run_end
-// in parts.
-func decodeEventText(data []byte) Event {
+// decodeReceived reads one event as ferrule sends it: as decodeEvent does,
+// but a big run_end in parts (decodeEvent parses the whole text).
+func decodeReceived(data []byte) Event {
 	if len(data) > bigEvent {
 		if event := decodeRunEndInParts(data); event != nil {
 			return event
@@ -45,13 +47,38 @@ func decodeRunEndInParts(data []byte) *RunEndEvent {
 	}
 	rest := make([]byte, 0, len(data)-(end-start)+2)
 	rest = append(append(append(rest, data[:start]...), "[]"...), data[end:]...)
-	event, ok := decodeEvent(rest).(*RunEndEvent)
+	parser := parsers.Get()
+	defer parsers.Put(parser)
+	value, err := parser.ParseBytes(rest)
+	if err != nil || !onlyOnce(value, "result") || !onlyOnce(value.Get("result"), "messages") {
+		return nil
+	}
+	event, ok := eventFrom(value, rest).(*RunEndEvent)
 	if !ok || event.Result == nil {
 		return nil
 	}
 	event.Result.Messages = messages
 	return event
 }
+
+// onlyOnce reports whether the object v has one member named key, as
+// encoding/json matches names (in any case).
+func onlyOnce(v *fastjson.Value, key string) bool {
+	object, err := v.Object()
+	if err != nil {
+		return false
+	}
+	count := 0
+	object.Visit(func(name []byte, _ *fastjson.Value) {
+		if string(name) == key || foldedKey(name, key) != "" {
+			count++
+		}
+	})
+	return count == 1
+}
+
+// messageSize is what a Message takes in memory.
+const messageSize = int(unsafe.Sizeof(Message{}))
 
 // decodeMessages reads the JSON list of messages at the path keys of the
 // object data, each message parsed on its own, and where the list's text
@@ -80,9 +107,10 @@ func decodeMessages(data []byte, keys ...string) (messages []Message, start, end
 		}
 		if len(messages) == cap(messages) {
 			// Room for the rest of the text, as long as the messages so far
-			// are on average (trimmed below if the text held more).
-			read := offset + len(item) - first
-			messages = slices.Grow(messages, len(messages)*(len(data)-offset-len(item))/read+1)
+			// are on average, but never more memory than that text's length
+			// (trimmed below if the text held fewer).
+			left, read := len(data)-offset-len(item), offset+len(item)-first
+			messages = slices.Grow(messages, min(len(messages)*left/read, left/messageSize)+1)
 		}
 		messages = append(messages, message)
 	}, keys...)
@@ -92,7 +120,7 @@ func decodeMessages(data []byte, keys ...string) (messages []Message, start, end
 	if first < 0 {
 		first = closing
 	}
-	if cap(messages) > 2*len(messages)+16 {
+	if cap(messages) > len(messages)+len(messages)/8+16 {
 		messages = slices.Clone(messages)
 	}
 	// Only blanks are between the list's bracket and its first item.

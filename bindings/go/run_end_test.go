@@ -38,12 +38,17 @@ func TestABigRunEndReadInPartsIsWhatParsingItWholeGives(t *testing.T) {
 		"a null result":         `{"type": "run_end", "run_id": "r1", "result": null, "pad": "` + strings.Repeat("x", bigEvent) + `"}`,
 		"another type":          strings.Replace(valid, `"run_end"`, `"turn_end"`, 1),
 		"cut short":             valid[:len(valid)-3],
+		"trailing text":         valid + " x",
+		"two results":           strings.Replace(valid, `"agent": "billing"}`, `"agent": "billing"}, "result": {"status": "failed", "messages": []}`, 1),
+		"a result in capitals":  strings.Replace(valid, `"agent": "billing"}`, `"agent": "billing"}, "RESULT": {"status": "failed"}`, 1),
+		"two message lists":     strings.Replace(valid, `"rounds": 3`, `"rounds": 3, "Messages": []`, 1),
+		"an escaped second key": strings.Replace(valid, `"messages": [`, `"messages": [], "mess\u0061ges": [`, 1),
 	}
 	for name, text := range cases {
 		if len(text) <= bigEvent {
 			t.Fatalf("%s: %d bytes is not big", name, len(text))
 		}
-		whole, parts := decodeEvent([]byte(text)), decodeEventText([]byte(text))
+		whole, parts := decodeEvent([]byte(text)), decodeReceived([]byte(text))
 		if !reflect.DeepEqual(whole, parts) {
 			t.Errorf("%s: in parts\n%#v\nwhole\n%#v", name, parts, whole)
 		}
@@ -67,7 +72,16 @@ func TestABigBurstIsReadEventByEventAsAWholeParseReadsIt(t *testing.T) {
 	if !reflect.DeepEqual(whole, parts) || !reflect.DeepEqual(parseEvents([]byte(burst)), parts) {
 		t.Errorf("in parts\n%#v\nwhole\n%#v", parts, whole)
 	}
-	for _, text := range []string{"[" + small + ", 7, " + strings.Repeat(" ", bigEvent) + "]", "[" + small + strings.Repeat(" ", bigEvent)} {
+	unknown := `{"type": "later_kind", "run_id": "r1", "note": "<é>"}`
+	for _, text := range []string{
+		"[" + small + ", 7, " + strings.Repeat(" ", bigEvent) + "]",
+		"[" + small + strings.Repeat(" ", bigEvent),
+		"[" + small + ", " + unknown + ", " + bigRunEnd(`{"role": "user", "content": "go"}`) + "]",
+		"[" + small + ", " + bigRunEnd(`{"role": "user", "content": "go"}`) + "] x",
+		"[" + small + "][" + bigRunEnd(`{"role": "user", "content": "go"}`) + "]",
+		"[" + small + ", " + bigRunEnd(`{"role": "user", "content": tru}`) + "]",
+		"[" + small + ", " + strings.Replace(bigRunEnd(`{"role": "user", "content": "go"}`), `"run_end"`, `"turn_end"`, 1)[:bigEvent+10] + "]",
+	} {
 		if got, want := decodeEvents([]byte(text)), parseEvents([]byte(text)); !reflect.DeepEqual(got, want) {
 			t.Errorf("%.40q: %#v, want %#v", text, got, want)
 		}

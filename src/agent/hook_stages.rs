@@ -72,7 +72,7 @@ struct TurnStart<'a> {
 
 impl TurnStart<'_> {
     /// Brings the JSON of the history up to the messages, when a payload needs it.
-    fn follow(&mut self) {
+    fn sync_json_when_taken(&mut self) {
         if self.with_history {
             self.json.sync(self.messages);
         }
@@ -98,7 +98,7 @@ pub(crate) async fn turn_start(
     }
     let with_history = hooks.wants_history(HookStage::TurnStart);
     let mut state = TurnStart { messages, json, with_history, tools: offered, effect };
-    state.follow();
+    state.sync_json_when_taken();
     let payload = |state: &TurnStart<'_>, run_id: &str, history: HookHistory| {
         serde_json::to_string(&TurnStartPayload {
             run_id,
@@ -132,12 +132,12 @@ pub(crate) async fn turn_start(
                 }
                 state.effect.injected += injected.len();
                 state.messages.extend(injected);
-                state.follow();
+                state.sync_json_when_taken();
             }
             HookDecision::Messages(replacement) => {
                 *state.messages = checked_history(HookStage::TurnStart, replacement)?;
                 state.json.reset();
-                state.follow();
+                state.sync_json_when_taken();
                 state.effect.replaced = true;
                 state.effect.injected = 0;
             }

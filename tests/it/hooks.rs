@@ -560,37 +560,49 @@ fn a_hook_without_history_sees_the_count_and_no_messages() {
 
 #[test]
 fn hooks_see_the_history_other_hooks_changed_whether_or_not_they_take_it() {
-    // A hook without the history injects at turn 1 and replaces the history at
-    // turn 2; one with it, consulted after, sees each change.
+    // A hook without the history injects at turns 1 and 3 and replaces the
+    // history at turn 2; one with it, consulted after, sees each change.
     let changing = || {
         hook(&[HookStage::TurnStart], &recorder(), |payload| match payload["turn"].as_u64() {
             Some(1) => json!({"inject": [{"role": "user", "content": "Note."}]}),
             Some(2) => json!({"messages": [{"role": "user", "content": "Summary."}]}),
+            Some(3) => json!({"inject": [{"role": "user", "content": "Later."}]}),
             _ => json!({}),
         })
         .with_history(HookHistory::None)
     };
-    let script = json!([{"tool_calls": [call("c1", "lookup", json!({}))]}, {"text": "done"}]);
+    let calls =
+        |ids: &[&str]| ids.iter().map(|id| json!({"tool_calls": [call(id, "lookup", json!({}))]})).collect::<Vec<_>>();
+    let mut script = calls(&["c1", "c2", "c3"]);
+    script.push(json!({"text": "done"}));
+    let script = Value::Array(script);
     let seen = recorder();
     let hooks = vec![changing(), hook(&[HookStage::TurnStart], &seen, |_| json!({}))];
     let agent = with_hooks(script.clone(), json!({}), vec![counted("lookup", json!({})).0], hooks);
     let (result, _) = run(&agent, "go");
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     let seen = seen.lock().unwrap();
-    let texts = |payload: &Value| -> Vec<Value> {
-        assert_eq!(payload["message_count"], payload["messages"].as_array().unwrap().len());
-        payload["messages"].as_array().unwrap().iter().map(|m| m["content"].clone()).collect()
+    let contents = |messages: &Value| -> Vec<Value> {
+        messages.as_array().unwrap().iter().map(|m| m["content"].clone()).collect()
     };
-    assert_eq!(texts(&seen[0]), [json!("go"), json!("Note.")]);
-    assert_eq!(texts(&seen[1]), [json!("Summary.")]);
+    for payload in seen.iter() {
+        assert_eq!(payload["message_count"], payload["messages"].as_array().unwrap().len());
+    }
+    assert_eq!(contents(&seen[0]["messages"]), [json!("go"), json!("Note.")]);
+    assert_eq!(contents(&seen[1]["messages"]), [json!("Summary.")]);
+    assert_eq!(contents(&seen[2]["messages"]).len(), 4);
+    assert_eq!(contents(&seen[2]["messages"])[3], json!("Later."));
 
-    // Alone, with a history budget (which measures the messages' JSON), the
-    // changes reach the requests and the transcript the same way.
-    for extra in [json!({}), json!({"history": {"max_input_tokens": 100000}})] {
+    // Alone, and with a history budget so small that the last request leaves
+    // the oldest call out (measured by the messages' JSON, which the hooks did
+    // not keep), the changes reach the transcript the same way.
+    let transcript_of = |result: &RunResult| contents(&Value::Array(transcript(result)));
+    let whole = transcript_of(&result);
+    for (extra, compacted) in [(json!({}), 0), (json!({"history": {"max_input_tokens": 1}}), 1)] {
         let agent = with_hooks(script.clone(), extra, vec![counted("lookup", json!({})).0], vec![changing()]);
-        let (result, _) = run(&agent, "go");
+        let (result, events) = run(&agent, "go");
         assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
-        let contents: Vec<Value> = transcript(&result).iter().map(|m| m["content"].clone()).collect();
-        assert_eq!(contents, [json!("Summary."), json!([{"type": "text", "text": "done"}])]);
+        assert_eq!(transcript_of(&result), whole);
+        assert_eq!(of_type(&events, "history_compacted").len().min(1), compacted);
     }
 }
