@@ -90,8 +90,38 @@ func TestInlineCompletionsRaceCancelAndTimeout(t *testing.T) {
 	if testing.Short() {
 		iterations = 50
 	}
+	cancelAfter := func(i int) (time.Duration, bool) { return time.Duration(i%7) * 100 * time.Microsecond, i%2 == 0 }
+	raceCancel(t, agent, iterations, cancelAfter, func(_ int, res *Result) {
+		switch res.Status {
+		case StatusCompleted, StatusCancelled:
+		case StatusFailed:
+			if res.Error == nil || res.Error.Code != CodeTimeout {
+				t.Errorf("failed with %+v", res.Error)
+			}
+		default:
+			t.Errorf("status %v", res.Status)
+		}
+		for _, r := range toolResults(res) {
+			if r.Text() != "ok" && !r.IsError {
+				t.Errorf("result %+v", r)
+			}
+		}
+	})
+	untimed := inlineAgent(t, json.RawMessage(strings.Replace(rounds, `"run_timeout_ms": 2`, `"run_timeout_ms": 0`, 1)),
+		func(context.Context, *Call, json.RawMessage) (any, error) { calls.Add(1); return "ok", nil })
+	if res, err := untimed.Run(context.Background(), Prompt("go")); err != nil || res.Status != StatusCompleted ||
+		calls.Load() < 100 {
+		t.Fatalf("%+v %v, %d calls", res, err, calls.Load())
+	}
+}
+
+// raceCancel starts runs runs of agent at once and waits for each; run i is
+// cancelled after the delay cancelAfter(i) gives, when it says so, racing
+// whatever the run does then. check gets each run's result.
+func raceCancel(t *testing.T, agent *Agent, runs int, cancelAfter func(i int) (time.Duration, bool),
+	check func(i int, res *Result)) {
 	var wg sync.WaitGroup
-	for i := range iterations {
+	for i := range runs {
 		wg.Go(func() {
 			run, err := agent.Start(context.Background(), Prompt("go"))
 			if err != nil {
@@ -99,38 +129,19 @@ func TestInlineCompletionsRaceCancelAndTimeout(t *testing.T) {
 				return
 			}
 			defer run.Close()
-			if i%2 == 0 {
-				time.Sleep(time.Duration(i%7) * 100 * time.Microsecond)
+			if delay, cancel := cancelAfter(i); cancel {
+				time.Sleep(delay)
 				run.Cancel()
 			}
 			res, err := run.Wait()
 			if err != nil {
-				t.Error(err)
+				t.Errorf("run %d: %v", i, err)
 				return
 			}
-			switch res.Status {
-			case StatusCompleted, StatusCancelled:
-			case StatusFailed:
-				if res.Error == nil || res.Error.Code != CodeTimeout {
-					t.Errorf("failed with %+v", res.Error)
-				}
-			default:
-				t.Errorf("status %v", res.Status)
-			}
-			for _, r := range toolResults(res) {
-				if r.Text() != "ok" && !r.IsError {
-					t.Errorf("result %+v", r)
-				}
-			}
+			check(i, res)
 		})
 	}
 	wg.Wait()
-	untimed := inlineAgent(t, json.RawMessage(strings.Replace(rounds, `"run_timeout_ms": 2`, `"run_timeout_ms": 0`, 1)),
-		func(context.Context, *Call, json.RawMessage) (any, error) { calls.Add(1); return "ok", nil })
-	if res, err := untimed.Run(context.Background(), Prompt("go")); err != nil || res.Status != StatusCompleted ||
-		calls.Load() < 100 {
-		t.Fatalf("%+v %v, %d calls", res, err, calls.Load())
-	}
 }
 
 // Agent.Run takes its result from run_end, the one event it asks for: runs

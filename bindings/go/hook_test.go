@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -304,27 +303,12 @@ func TestInlineHooksRaceCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer agent.Close()
-	var wg sync.WaitGroup
-	for i := range 200 {
-		wg.Go(func() {
-			run, err := agent.Start(context.Background(), Prompt("go"))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			defer run.Close()
-			if i%4 != 0 {
-				time.Sleep(time.Duration(i%5) * 50 * time.Microsecond)
-				run.Cancel()
-			}
-			res, err := run.Wait()
-			if err != nil || (res.Status != StatusCancelled && res.Status != StatusCompleted) ||
-				(i%4 == 0 && res.Status != StatusCompleted) {
-				t.Errorf("%+v %v", res, err)
-			}
-		})
-	}
-	wg.Wait()
+	cancelAfter := func(i int) (time.Duration, bool) { return time.Duration(i%5) * 50 * time.Microsecond, i%4 != 0 }
+	raceCancel(t, agent, 200, cancelAfter, func(i int, res *Result) {
+		if (res.Status != StatusCancelled && res.Status != StatusCompleted) || (i%4 == 0 && res.Status != StatusCompleted) {
+			t.Errorf("%+v", res)
+		}
+	})
 	if consulted.Load() == 0 {
 		t.Fatal("no hook was consulted")
 	}
