@@ -63,7 +63,10 @@ internal class CoroutineHost(context: CoroutineContext) {
             return fallback()
         }
         job.invokeOnCompletion { failure -> if (failure != null) fallback() }
-        // An error means the request was answered already: nothing is left to cancel.
+        // A job done already (an inline body that never suspended) answered its
+        // request: nothing is left to cancel, and ferrule would refuse the
+        // canceller. An error otherwise means the same.
+        if (job.isCompleted) return
         Handles.handOver(job) { key -> registerCanceller(cancelJob, key, Handles.release) }
     }
 
