@@ -167,6 +167,25 @@ pub fn flat_parameter(field: &FlatField) -> Result<String, String> {
     Ok(format!("{serial}val {name}: {ty} = {default}"))
 }
 
+/// A field of a message or part as its builder's argument, read from the
+/// JSON object's fields (`FlatFields` in `Message.kt`): `toolCalls =
+/// list("tool_calls", ToolCallRequest.serializer())`.
+pub fn flat_argument(field: &FlatField) -> Result<String, String> {
+    let key = &field.key;
+    let ty = type_of(&FieldType { nullable: false, ..field.ty.clone() })?;
+    let reader = match ty.as_str() {
+        "List<Part>" => format!("parts(\"{key}\")"),
+        "String" => format!("string(\"{key}\")"),
+        "Boolean" => format!("flag(\"{key}\")"),
+        _ if ty.starts_with("List<") => format!("list(\"{key}\", {}.serializer())", &ty[5..ty.len() - 1]),
+        "Int" | "Long" | "Double" | "JsonObject" | "JsonElement" => {
+            return Err(format!("no Kotlin reader of a {ty} ({key}) in FlatFields"))
+        }
+        _ => format!("value(\"{key}\", {ty}.serializer())"),
+    };
+    Ok(format!("{} = {reader}", property_name(key)))
+}
+
 /// The JSON a variant's field written always holds when the Kotlin value is
 /// null: its type's empty value (none for a field left out when empty).
 pub fn empty_json(member: &FlatMember) -> Result<String, String> {
@@ -273,5 +292,18 @@ mod tests {
         assert_eq!(empty_json(&member(FieldType::of("string"), true, true)).unwrap(), "JsonPrimitive(\"\")");
         assert_eq!(empty_json(&member(FieldType::of("boolean"), false, true)).unwrap(), "JsonPrimitive(false)");
         assert!(empty_json(&member(FieldType::of("integer"), false, true)).is_err());
+        let calls = FieldType {
+            items: Some(Box::new(FieldType { name: Some("ToolCall".into()), ..FieldType::of("ref") })),
+            ..FieldType::of("array")
+        };
+        assert_eq!(
+            flat_argument(&flat("tool_calls", calls)).unwrap(),
+            "toolCalls = list(\"tool_calls\", ToolCallRequest.serializer())"
+        );
+        let content = FieldType { name: Some("Content".into()), nullable: true, ..FieldType::of("ref") };
+        assert_eq!(flat_argument(&flat("content", content)).unwrap(), "content = parts(\"content\")");
+        let usage = FieldType { name: Some("Usage".into()), nullable: true, ..FieldType::of("ref") };
+        assert_eq!(flat_argument(&flat("usage", usage)).unwrap(), "usage = value(\"usage\", Usage.serializer())");
+        assert!(flat_argument(&flat("count", FieldType::of("integer"))).is_err());
     }
 }

@@ -56,6 +56,9 @@ pub fn environment() -> Result<Environment<'static>, String> {
     env.add_filter("kotlin_flat", |field: minijinja::Value| {
         crate::kotlin::flat_parameter(&read_back(field, "flat field")?).map_err(template_error)
     });
+    env.add_filter("kotlin_read", |field: minijinja::Value| {
+        crate::kotlin::flat_argument(&read_back(field, "flat field")?).map_err(template_error)
+    });
     env.add_filter("kotlin_empty", |member: minijinja::Value| {
         crate::kotlin::empty_json(&read_back(member, "member")?).map_err(template_error)
     });

@@ -7,6 +7,7 @@ import kotlinx.serialization.descriptors.PrimitiveSerialDescriptor
 import kotlinx.serialization.descriptors.SerialDescriptor
 import kotlinx.serialization.encoding.Decoder
 import kotlinx.serialization.encoding.Encoder
+import kotlinx.serialization.json.Json
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonDecoder
 import kotlinx.serialization.json.JsonElement
@@ -14,6 +15,7 @@ import kotlinx.serialization.json.JsonEncoder
 import kotlinx.serialization.json.JsonNull
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.json.booleanOrNull
 import kotlinx.serialization.json.buildJsonObject
 import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.jsonPrimitive
@@ -58,13 +60,15 @@ internal class VariantField(
  * null value is absent, any other is written, empty or not (but an empty list
  * or a false flag ferrule leaves out). A value of a tag this package does not
  * know keeps the JSON it was read from ([unknown]) and is written back as it
- * was; a null field reads as absent.
+ * was; a null field reads as absent. Reading builds the class from the JSON
+ * object's fields with [build] (generated), in one pass over them.
  */
 internal open class FlatUnionSerializer<T : Any>(
     private val generated: KSerializer<T>,
     private val key: String,
     private val variants: Map<String, List<VariantField>>,
     private val unknown: FlatUnknown<T>,
+    private val build: FlatFields.() -> T,
 ) : KSerializer<T> {
     override val descriptor: SerialDescriptor = generated.descriptor
 
@@ -83,18 +87,17 @@ internal open class FlatUnionSerializer<T : Any>(
 
     override fun deserialize(decoder: Decoder): T {
         val input = decoder as? JsonDecoder ?: throw SerializationException("${descriptor.serialName} is JSON only")
-        val element = input.decodeJsonElement()
+        return read(input.json, input.decodeJsonElement())
+    }
+
+    /** The value of the JSON [element]: an object with a string tag. */
+    fun read(json: Json, element: JsonElement): T {
         val fields = element as? JsonObject ?: throw SerializationException("${descriptor.serialName} is a JSON object, not $element")
         val tag = fields[key] ?: throw SerializationException("${descriptor.serialName} has no $key")
-        val known = variants[(tag as? JsonPrimitive)?.content]
-        val read = buildJsonObject {
-            put(key, tag)
-            for (field in known.orEmpty()) {
-                val value = fields[field.json]?.takeIf { it !is JsonNull } ?: continue
-                put(field.held, if (field.content && value is JsonPrimitive && value.isString) parts(value.content) else value)
-            }
-        }
-        val value = input.json.decodeFromJsonElement(generated, read)
+        val name = (tag as? JsonPrimitive)?.takeIf { it.isString }?.content
+            ?: throw SerializationException("${descriptor.serialName}'s $key is a string, not $tag")
+        val known = variants[name]
+        val value = FlatFields(json, name, fields, known.orEmpty(), descriptor.serialName).build()
         if (known == null) unknown.set(value, fields)
         return value
     }
@@ -113,17 +116,67 @@ internal open class FlatUnionSerializer<T : Any>(
         }
     }
 
-    /** Text as content: one text part, none for no text. */
-    private fun parts(text: String): JsonArray {
-        if (text.isEmpty()) return JsonArray(emptyList())
-        return JsonArray(listOf(buildJsonObject { put("type", JsonPrimitive("text")); put("text", JsonPrimitive(text)) }))
-    }
-
     /** The text of content JSON: its text parts, joined. */
     private val JsonArray.text: String
         get() = joinToString("") { part ->
             if (part.jsonObject["type"] == JsonPrimitive("text")) part.jsonObject["text"]?.jsonPrimitive?.content ?: "" else ""
         }
+}
+
+/**
+ * The fields of one JSON object of a [FlatUnionSerializer]'s union, as its
+ * generated builder reads them: by the key of the class's property, only the
+ * fields of the variant [tag] (none for a tag this package does not know), a
+ * null one as absent. A value of the wrong type is a [SerializationException],
+ * as kotlinx.serialization's own decoders throw.
+ */
+internal class FlatFields(
+    private val json: Json,
+    val tag: String,
+    private val fields: JsonObject,
+    private val variant: List<VariantField>,
+    private val owner: String,
+) {
+    /** The JSON of the variant's field held in the property [held], null when absent or null. */
+    private fun field(held: String): JsonElement? {
+        val field = variant.firstOrNull { it.held == held } ?: return null
+        return fields[field.json]?.takeIf { it !is JsonNull }
+    }
+
+    private fun wrong(held: String, what: String, value: JsonElement): Nothing =
+        throw SerializationException("$owner's $held is $what, not $value")
+
+    /** A string field. */
+    fun string(held: String): String? = field(held)?.let {
+        (it as? JsonPrimitive)?.takeIf { value -> value.isString }?.content ?: wrong(held, "a string", it)
+    }
+
+    /** A flag, false when absent. */
+    fun flag(held: String): Boolean = field(held)?.let {
+        (it as? JsonPrimitive)?.takeUnless { value -> value.isString }?.booleanOrNull ?: wrong(held, "true or false", it)
+    } ?: false
+
+    /** Content: a list of parts, or a string read as one text part (none for an empty one). */
+    fun parts(held: String): List<Part> = when (val value = field(held)) {
+        null -> emptyList()
+        is JsonArray -> value.map { PartSerializer.read(json, it) }
+        is JsonPrimitive -> when {
+            !value.isString -> wrong(held, "content", value)
+            value.content.isEmpty() -> emptyList()
+            else -> listOf(Part.text(value.content))
+        }
+        else -> wrong(held, "content", value)
+    }
+
+    /** A list of values read with [serializer], empty when absent. */
+    fun <V> list(held: String, serializer: KSerializer<V>): List<V> = when (val value = field(held)) {
+        null -> emptyList()
+        is JsonArray -> value.map { json.decodeFromJsonElement(serializer, it) }
+        else -> wrong(held, "a list", value)
+    }
+
+    /** A value read with [serializer]. */
+    fun <V> value(held: String, serializer: KSerializer<V>): V? = field(held)?.let { json.decodeFromJsonElement(serializer, it) }
 }
 
 /** Where a [FlatUnionSerializer]'s class keeps the JSON of a tag this package does not know. */

@@ -77,6 +77,19 @@ internal object MessageSerializer : FlatUnionSerializer<Message>(
         ),
     ),
     FlatUnknown({ it.unknown }, { value, json -> value.unknown = json }),
+    {
+        Message(
+            tag,
+            content = parts("content"),
+            origin = string("origin"),
+            toolCalls = list("tool_calls", ToolCallRequest.serializer()),
+            stopReason = string("stop_reason"),
+            usage = value("usage", Usage.serializer()),
+            toolCallId = string("tool_call_id"),
+            name = string("name"),
+            isError = flag("is_error"),
+        )
+    },
 )
 
 /**
@@ -147,4 +160,17 @@ internal object PartSerializer : FlatUnionSerializer<Part>(
         ),
     ),
     FlatUnknown({ it.unknown }, { value, json -> value.unknown = json }),
+    {
+        Part(
+            tag,
+            text = string("text"),
+            signature = string("signature"),
+            mediaType = string("media_type"),
+            data = string("data"),
+            url = string("url"),
+            thinking = string("thinking"),
+            id = string("id"),
+            name = string("name"),
+        )
+    },
 )

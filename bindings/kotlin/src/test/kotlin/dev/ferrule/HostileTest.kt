@@ -523,6 +523,19 @@ class HostileTest {
             val read = FerruleJson.decodeFromString(Message.serializer(), unknown)
             assertEquals(unknown, FerruleJson.encodeToString(Message.serializer(), read))
         }
+        // A field of its role with a value of the wrong type is refused, as kotlinx.serialization refuses one.
+        for (wrong in listOf("""{"role": 5}""", """{"role": "tool", "is_error": "yes"}""", """{"role": "tool", "tool_call_id": 7}""",
+            """{"role": "user", "content": 5}""", """{"role": "user", "content": {"type": "text"}}""",
+            """{"role": "user", "content": [{"type": "text", "text": ["a"]}]}""", """{"role": "assistant", "tool_calls": {}}""",
+            """{"role": "assistant", "usage": "many"}""", """["role", "user"]""", """{"content": "no role"}""")) {
+            assertThrows<kotlinx.serialization.SerializationException>(wrong) { FerruleJson.decodeFromString(Message.serializer(), wrong) }
+        }
+        // The tool calls of an assistant message are read with their own decoder.
+        val asked = FerruleJson.decodeFromString(Message.serializer(),
+            """{"role": "assistant", "tool_calls": [{"id": "c1", "name": "echo", "arguments": "{\"n\": 1}"}], """ +
+                """"stop_reason": "tool_use"}""")
+        assertEquals(listOf(ToolCallRequest("c1", "echo", "{\"n\": 1}")), asked.toolCalls)
+        assertEquals("tool_use", asked.stopReason)
     }
 
     @Test
