@@ -406,6 +406,18 @@ struct ferrule_str ferrule_hook_stage(const struct ferrule_hook *hook);
 // responded to. Empty for NULL and for a hook already responded to. Any thread.
 struct ferrule_str ferrule_hook_payload(const struct ferrule_hook *hook);
 
+// The stage and the payload at once, each written where its pointer points
+// unless that pointer is NULL: what `ferrule_hook_stage` and
+// `ferrule_hook_payload` return, in one call (for a binding whose foreign
+// function interface returns a struct slowly, as JNA does). Borrowed from
+// `hook`, as theirs are. Any thread.
+//
+// # Safety
+// Each non-NULL pointer must be valid for writing one `ferrule_str`.
+void ferrule_hook_strings(const struct ferrule_hook *hook,
+                          struct ferrule_str *stage,
+                          struct ferrule_str *payload);
+
 // Whether the run no longer waits for this hook (it was cancelled, or the hook
 // timed out): the response will be discarded. True as well for a hook already
 // responded to, and for NULL. Any thread.
@@ -610,6 +622,19 @@ struct ferrule_str ferrule_tool_call_name(const struct ferrule_tool_call *call);
 // model wrote it. Borrowed from `call`; valid until the call is completed or
 // failed. Empty for NULL and for a call that was already completed. Any thread.
 struct ferrule_str ferrule_tool_call_arguments(const struct ferrule_tool_call *call);
+
+// The call id, the tool name and the arguments at once, each written where
+// its pointer points unless that pointer is NULL: what `ferrule_tool_call_id`,
+// `_name` and `_arguments` return, in one call (for a binding whose foreign
+// function interface returns a struct slowly, as JNA does). Borrowed from
+// `call`, as theirs are. Any thread.
+//
+// # Safety
+// Each non-NULL pointer must be valid for writing one `ferrule_str`.
+void ferrule_tool_call_strings(const struct ferrule_tool_call *call,
+                               struct ferrule_str *id,
+                               struct ferrule_str *name,
+                               struct ferrule_str *arguments);
 
 // Whether the call timed out or its run was cancelled: its result will be
 // discarded, so the tool should stop and complete (or fail) soon. True as well

@@ -159,6 +159,29 @@ pub unsafe extern "C" fn ferrule_hook_payload(hook: *const ferrule_hook) -> ferr
     host_request::borrow_string::<ForeignConsultation, _>(hook, |h| &h.payload)
 }
 
+/// The stage and the payload at once, each written where its pointer points
+/// unless that pointer is NULL: what `ferrule_hook_stage` and
+/// `ferrule_hook_payload` return, in one call (for a binding whose foreign
+/// function interface returns a struct slowly, as JNA does). Borrowed from
+/// `hook`, as theirs are. Any thread.
+///
+/// # Safety
+/// Each non-NULL pointer must be valid for writing one `ferrule_str`.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_hook_strings(
+    hook: *const ferrule_hook,
+    stage: *mut ferrule_str,
+    payload: *mut ferrule_str,
+) {
+    // SAFETY: the caller's promise.
+    unsafe {
+        host_request::borrow_strings::<ForeignConsultation, _, 2>(
+            hook,
+            [(|h| &h.stage_name, stage), (|h| &h.payload, payload)],
+        )
+    }
+}
+
 /// Whether the run no longer waits for this hook (it was cancelled, or the hook
 /// timed out): the response will be discarded. True as well for a hook already
 /// responded to, and for NULL. Any thread.

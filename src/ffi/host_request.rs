@@ -219,6 +219,29 @@ pub(crate) fn borrow_string<T: Answerable, P>(pointer: *const P, field: fn(&T) -
     })
 }
 
+/// Lends several of a live request's strings at once, one look-up for all:
+/// each is written where its pointer points, unless that pointer is NULL
+/// (empty strings for NULL and for a request that was answered, as
+/// [`borrow_string`] gives).
+///
+/// # Safety
+/// Each non-NULL pointer must be valid for writing one `ferrule_str`.
+pub(crate) unsafe fn borrow_strings<T: Answerable, P, const N: usize>(
+    pointer: *const P,
+    fields: [(fn(&T) -> &NulTerminated, *mut ferrule_str); N],
+) {
+    guard_or((), || {
+        let entry = Handle::<T>::from_ptr(pointer, "handle").and_then(Handle::live).ok();
+        for (field, out) in fields {
+            if !out.is_null() {
+                let value = entry.as_deref().map_or(ferrule_str::EMPTY, |entry| field(entry).as_ferrule_str());
+                // SAFETY: the caller's promise; unaligned, as a host's scratch memory may be.
+                unsafe { out.write_unaligned(value) };
+            }
+        }
+    })
+}
+
 /// Whether the runner no longer waits for the request's answer; true as well for
 /// a request that was answered, and for NULL.
 pub(crate) fn is_cancelled<T: Answerable, P>(pointer: *const P) -> bool {

@@ -100,6 +100,30 @@ pub unsafe extern "C" fn ferrule_tool_call_arguments(call: *const ferrule_tool_c
     host_request::borrow_string::<ForeignCall, _>(call, |c| &c.arguments)
 }
 
+/// The call id, the tool name and the arguments at once, each written where
+/// its pointer points unless that pointer is NULL: what `ferrule_tool_call_id`,
+/// `_name` and `_arguments` return, in one call (for a binding whose foreign
+/// function interface returns a struct slowly, as JNA does). Borrowed from
+/// `call`, as theirs are. Any thread.
+///
+/// # Safety
+/// Each non-NULL pointer must be valid for writing one `ferrule_str`.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_tool_call_strings(
+    call: *const ferrule_tool_call,
+    id: *mut ferrule_str,
+    name: *mut ferrule_str,
+    arguments: *mut ferrule_str,
+) {
+    // SAFETY: the caller's promise.
+    unsafe {
+        host_request::borrow_strings::<ForeignCall, _, 3>(
+            call,
+            [(|c| &c.id, id), (|c| &c.name, name), (|c| &c.arguments, arguments)],
+        )
+    }
+}
+
 /// Whether the call timed out or its run was cancelled: its result will be
 /// discarded, so the tool should stop and complete (or fail) soon. True as well
 /// for a call that was already completed, and for NULL. Any thread.

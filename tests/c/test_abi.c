@@ -48,6 +48,11 @@ static void errors_and_strings_accept_null(void) {
     CHECK(ferrule_tool_call_id(NULL).len == 0);
     CHECK(ferrule_tool_call_name(NULL).len == 0);
     CHECK(ferrule_tool_call_arguments(NULL).len == 0);
+    ferrule_str id = {"x", 1}, name = {"x", 1}, payload = {"x", 1};
+    ferrule_tool_call_strings(NULL, &id, &name, NULL);
+    CHECK(id.len == 0 && id.ptr[0] == '\0' && name.len == 0 && name.ptr[0] == '\0');
+    ferrule_hook_strings(NULL, NULL, &payload);
+    CHECK(payload.len == 0 && payload.ptr[0] == '\0');
     CHECK(ferrule_tool_call_is_cancelled(NULL)); /* not a live call: stop working */
 }
 

@@ -151,8 +151,13 @@ static void *respond_later(void *arg) {
 static void decide(void *user_data, ferrule_hook *hook) {
     hook_state *state = user_data;
     cJSON *entry = cJSON_CreateObject();
-    cJSON_AddStringToObject(entry, "stage", ferrule_hook_stage(hook).ptr);
-    cJSON_AddItemToObject(entry, "payload", cJSON_Parse(ferrule_hook_payload(hook).ptr));
+    /* Read at once, the stage and payload are what each getter lends. */
+    ferrule_str stage, payload;
+    ferrule_hook_strings(hook, &stage, &payload);
+    bool same = stage.ptr == ferrule_hook_stage(hook).ptr && payload.ptr == ferrule_hook_payload(hook).ptr &&
+                stage.len == ferrule_hook_stage(hook).len && payload.len == ferrule_hook_payload(hook).len;
+    cJSON_AddStringToObject(entry, "stage", same ? stage.ptr : "ferrule_hook_strings differs");
+    cJSON_AddItemToObject(entry, "payload", cJSON_Parse(payload.ptr));
     pthread_mutex_lock(&hook_log_lock);
     cJSON_AddItemToArray(hook_log, entry);
     pthread_mutex_unlock(&hook_log_lock);

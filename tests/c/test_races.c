@@ -109,6 +109,9 @@ static int stale_everywhere(ferrule_tool_call *call) {
     ok &= ferrule_tool_call_id(call).len == 0 && ferrule_tool_call_id(call).ptr[0] == '\0';
     ok &= ferrule_tool_call_name(call).len == 0;
     ok &= ferrule_tool_call_arguments(call).len == 0;
+    ferrule_str id = {"x", 1}, name = {"x", 1}, arguments = {"x", 1};
+    ferrule_tool_call_strings(call, &id, &name, &arguments);
+    ok &= id.len == 0 && name.len == 0 && arguments.len == 0 && arguments.ptr[0] == '\0';
     return ok;
 }
 

@@ -43,7 +43,7 @@ class Hook(
     }
 
     private fun consult(handle: Pointer, host: CoroutineHost) {
-        val payload = Native.lib.ferrule_hook_payload(handle).text()
+        val payload = StrSlots.get().let { Native.lib.ferrule_hook_strings(handle, null, it.slots[0]); it.text(0) }
         host.answer({ onCancel, key, free -> Native.lib.ferrule_hook_on_cancel(handle, onCancel, key, free) },
             fallback = { respond(handle, abort("the hook failed")) }, inline = options.inline) {
             respond(handle, runCatching { decide(payload) }.getOrElse { abort(it.reason("the hook")) })

@@ -47,9 +47,7 @@ internal interface FerruleLibrary : com.sun.jna.Library {
     fun ferrule_run_free(run: Pointer?)
     fun ferrule_string_free(text: Pointer?)
 
-    fun ferrule_tool_call_id(call: Pointer?): FerruleStr.ByValue
-    fun ferrule_tool_call_name(call: Pointer?): FerruleStr.ByValue
-    fun ferrule_tool_call_arguments(call: Pointer?): FerruleStr.ByValue
+    fun ferrule_tool_call_strings(call: Pointer?, id: Pointer?, name: Pointer?, arguments: Pointer?)
     /** C's `bool` is one byte, of which JNA's `Boolean` would read four. */
     fun ferrule_tool_call_is_cancelled(call: Pointer?): Byte
     fun ferrule_tool_call_update(call: Pointer, json: ByteArray, len: NativeLong): Pointer?
@@ -74,8 +72,7 @@ internal interface FerruleLibrary : com.sun.jna.Library {
     ): Pointer?
     fun ferrule_model_request_on_cancel(request: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
 
-    fun ferrule_hook_stage(hook: Pointer?): FerruleStr.ByValue
-    fun ferrule_hook_payload(hook: Pointer?): FerruleStr.ByValue
+    fun ferrule_hook_strings(hook: Pointer?, stage: Pointer?, payload: Pointer?)
     fun ferrule_hook_respond(hook: Pointer, json: ByteArray, len: NativeLong): Pointer?
     fun ferrule_hook_on_cancel(hook: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
 }
@@ -99,6 +96,34 @@ internal open class FerruleStr : Structure(scratch.get()) {
     private companion object {
         /** Room for one `ferrule_str` per thread. */
         val scratch: ThreadLocal<Memory> = ThreadLocal.withInitial { Memory(16) }
+    }
+}
+
+/**
+ * Three `ferrule_str` in the calling thread's scratch memory, for the
+ * functions that write several strings at once (`ferrule_tool_call_strings`,
+ * `ferrule_hook_strings`): a function returning one struct by value costs JNA
+ * a `Structure` built by reflection, six times a plain call.
+ */
+internal class StrSlots private constructor() {
+    private val memory = Memory(3L * SIZE)
+
+    /** Where each string is written. */
+    val slots: List<Pointer> = (0 until 3).map { memory.share(it * SIZE, SIZE) }
+
+    /** A copy of the text written in the [index]th slot. */
+    fun text(index: Int): String {
+        val length = memory.getNativeLong(index * SIZE + com.sun.jna.Native.POINTER_SIZE).toLong().toInt()
+        if (length == 0) return ""
+        return memory.getPointer(index * SIZE)?.getByteArray(0, length)?.toString(Charsets.UTF_8) ?: ""
+    }
+
+    companion object {
+        private val SIZE = (com.sun.jna.Native.POINTER_SIZE + NativeLong.SIZE).toLong()
+        private val perThread: ThreadLocal<StrSlots> = ThreadLocal.withInitial { StrSlots() }
+
+        /** The calling thread's slots: read them before its next call that writes them. */
+        fun get(): StrSlots = perThread.get()
     }
 }
 

@@ -64,11 +64,13 @@ class Tool(
 
 /** One call of a tool, handed to its body. */
 class ToolCall internal constructor(internal val handle: Pointer) {
+    private val strings = StrSlots.get().also { Native.lib.ferrule_tool_call_strings(handle, it.slots[0], it.slots[1], it.slots[2]) }
+
     /** The call id the model gave. */
-    val id: String = Native.lib.ferrule_tool_call_id(handle).text()
-    val name: String = Native.lib.ferrule_tool_call_name(handle).text()
+    val id: String = strings.text(0)
+    val name: String = strings.text(1)
     /** The arguments as the model wrote them: a JSON object that satisfied the schema. */
-    val arguments: String = Native.lib.ferrule_tool_call_arguments(handle).text()
+    val arguments: String = strings.text(2)
 
     /** Whether the call timed out or its run was cancelled (true as well once the call was answered). */
     val isCancelled: Boolean get() = Native.lib.ferrule_tool_call_is_cancelled(handle) != 0.toByte()
