@@ -98,4 +98,29 @@ enum JSONCoding {
     static func text<T: Encodable>(_ value: T) throws -> String {
         String(decoding: try encode(value), as: UTF8.self)
     }
+
+    /// `text` as a JSON string, escaped as `JSONEncoder` escapes it (quotes,
+    /// backslashes and control characters; slashes are not).
+    static func quoted(_ text: String) -> String {
+        let plain = !text.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+        if plain { return "\"" + text + "\"" }
+        var quoted = "\""
+        quoted.reserveCapacity(text.utf8.count + 8)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": quoted += "\\\""
+            case "\\": quoted += "\\\\"
+            case "\n": quoted += "\\n"
+            case "\r": quoted += "\\r"
+            case "\t": quoted += "\\t"
+            case "\u{08}": quoted += "\\b"
+            case "\u{0C}": quoted += "\\f"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                quoted += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: quoted.unicodeScalars.append(scalar)
+            }
+        }
+        return quoted + "\""
+    }
 }

@@ -21,6 +21,17 @@ extension ToolResult: ExpressibleByStringLiteral {
     /// The result JSON ferrule takes. Throws for a NaN or an infinity in `details`.
     func resultJSON() throws -> String {
         if let rawJSON { return rawJSON }
+        if let text = plainText { return JSONCoding.quoted(text) }
         return try JSONCoding.text(self)
+    }
+
+    /// The text of a result that is one plain text part and nothing else, which
+    /// ferrule takes as a JSON string (written without `JSONEncoder`, whose
+    /// cost was most of an inline tool's call).
+    private var plainText: String? {
+        guard content.count == 1, case .text(let text, signature: nil) = content[0], addedTools.isEmpty,
+            details == nil, display == nil, !isError, summary == nil, !terminate, title == nil, usage == nil
+        else { return nil }
+        return text
     }
 }

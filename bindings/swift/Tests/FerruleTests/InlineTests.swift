@@ -25,6 +25,27 @@ final class InlineTests: XCTestCase {
         XCTAssertEqual(inTask.withLock { $0 }, [false, false], "the body ran in ferrule's callback, in no task")
     }
 
+    // A plain text result is written without JSONEncoder: as JSONEncoder
+    // writes it, and it reaches the transcript whole.
+    func testAPlainTextResultIsWrittenAsJSONEncoderWritesIt() async throws {
+        let texts = [
+            "", "ok", "a \"quoted\" \\ back/slash", "lines\nand\ttabs\r", "\u{0}\u{1}\u{8}\u{c}\u{1f}\u{7f}",
+            "é, 漢字, 🦀, \u{2028}", "\\u0041 is not an escape",
+        ]
+        for text in texts {
+            let encoded = try JSONCoding.text(text)
+            XCTAssertEqual(JSONCoding.quoted(text), encoded, text.debugDescription)
+            XCTAssertEqual(try ToolResult(text: text).resultJSON(), encoded)
+        }
+        let failed = try ToolResult(text: "x", isError: true).resultJSON()
+        XCTAssertNotEqual(failed, "\"x\"", "not plain text: encoded whole")
+        let echo = Tool.inline(name: "echo", description: "Echoes.") { call in ToolResult(text: texts[Int(call.id)!]) }
+        let calls = texts.indices.map { ("\($0)", "echo", JSONValue.object([:])) }
+        let agent = try Agent(config: scripted([callTurn(calls), answerTurn("Done.")]), tools: [echo])
+        let result = try await agent.run(.prompt("go"))
+        XCTAssertEqual(result.messages.filter { $0.role == .tool }.map(\.text), texts)
+    }
+
     // A body without `await` given to `Tool(...)` still runs in a task (the
     // inline form is a function of its own name).
     func testAToolWithASynchronousClosureStillRunsInATask() async throws {
