@@ -308,7 +308,7 @@ mod tests {
         let swift = render(&environment().unwrap(), &schema, &output).unwrap();
         assert!(swift.contains("    case ping\n"), "{swift}");
         assert!(swift.contains("self = .ping\n") && swift.contains("case .ping:\n"), "{swift}");
-        assert!(!swift.contains("()"), "{swift}");
+        assert!(!swift.contains("ping()") && !swift.contains("ping("), "{swift}");
     }
 
     #[test]

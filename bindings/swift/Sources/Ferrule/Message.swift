@@ -15,12 +15,3 @@ extension Message {
     /// The message's text parts, joined.
     public var text: String { content.text }
 }
-
-extension KeyedDecodingContainer {
-    /// Content as a message gives it: a list of parts, or a string (its one
-    /// text part; none for no text); none when absent or null.
-    func decodeContent(forKey key: Key) throws -> [Part] {
-        if let text = try? decodeIfPresent(String.self, forKey: key) { return Part.parts(text) }
-        return try decodeIfPresent([Part].self, forKey: key) ?? []
-    }
-}

@@ -75,7 +75,11 @@ public struct Message: Sendable, Hashable, Codable {
 
     /// Reads the JSON of its role: that role's fields.
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads that role's fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         self.init(role: try container.decode(Role.self, forKey: .role))
         switch role {
         case .system:
@@ -121,3 +125,5 @@ public struct Message: Sendable, Hashable, Codable {
         }
     }
 }
+
+extension Message: ObjectReadable {}

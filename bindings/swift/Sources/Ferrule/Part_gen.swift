@@ -3,7 +3,7 @@
 import Foundation
 
 /// A piece of message content.
-public enum Part: Sendable, Hashable, Codable {
+public enum Part: Sendable, Hashable, Codable, JSONReadable {
     /// Plain text.
     case text(String, signature: String? = nil)
     /// An image, inline (`data`, base64, with `media_type`) or by `url`.
@@ -32,7 +32,12 @@ public enum Part: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: Keys.self)
+        try self.init(fields: decoder.container(keyedBy: Keys.self)) { try JSONValue(from: decoder) }
+    }
+
+    /// Reads its type's fields from Codable's container or `JSONReader`'s;
+    /// `whole` reads the whole object, for a type this package does not know.
+    private init<Fields: FieldReader>(fields c: Fields, whole: () throws -> JSONValue) throws where Fields.Key == Keys {
         switch try c.decode(String.self, forKey: .type) {
         case "text":
             self = .text(
@@ -57,8 +62,19 @@ public enum Part: Sendable, Hashable, Codable {
                 base64: try c.decode(String.self, forKey: .data),
                 name: try c.decodeIfPresent(String.self, forKey: .name))
         default:
-            self = .other(try JSONValue(from: decoder))
+            self = .other(try whole())
         }
+    }
+
+    static func read(from reader: inout JSONReader) throws -> Self {
+        let start = reader.offset
+        let fields = try reader.fields(Keys.self)
+        let bytes = reader.bytes
+        let value = try Self(fields: fields) {
+            try JSONCoding.decode(JSONValue.self, from: Data(bytes[start..<fields.end()]))
+        }
+        try reader.resume(after: fields)
+        return value
     }
 
     public func encode(to encoder: Encoder) throws {

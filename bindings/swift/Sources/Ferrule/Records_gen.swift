@@ -64,7 +64,11 @@ public struct RunResult: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         status = try container.decode(Status.self, forKey: .status)
         final = try container.decodeIfPresent(Message.self, forKey: .final)
         messages = try container.decode([Message].self, forKey: .messages)
@@ -91,6 +95,8 @@ public struct RunResult: Sendable, Hashable, Codable {
         try container.encodeIfPresent(agent, forKey: .agent)
     }
 }
+
+extension RunResult: ObjectReadable {}
 
 /// A call the run stopped for: it needs a decision before it can run. The call is the run's own, or
 /// one of an agent the run called as a tool (then `path` leads to it).
@@ -138,7 +144,11 @@ public struct Interruption: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         callID = try container.decode(String.self, forKey: .callID)
         name = try container.decode(String.self, forKey: .name)
         arguments = try container.decode(JSONValue.self, forKey: .arguments)
@@ -157,6 +167,8 @@ public struct Interruption: Sendable, Hashable, Codable {
         if path != [] { try container.encode(path, forKey: .path) }
     }
 }
+
+extension Interruption: ObjectReadable {}
 
 /// The host's answer for one interrupted call, as run input gives it.
 public struct Decision: Sendable, Hashable, Codable {
@@ -185,7 +197,11 @@ public struct Decision: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         approve = try container.decode(Bool.self, forKey: .approve)
         always = try container.decodeIfPresent(Bool.self, forKey: .always) ?? false
         message = try container.decodeIfPresent(String.self, forKey: .message)
@@ -198,6 +214,8 @@ public struct Decision: Sendable, Hashable, Codable {
         try container.encodeIfPresent(message, forKey: .message)
     }
 }
+
+extension Decision: ObjectReadable {}
 
 /// Token counts.
 public struct Usage: Sendable, Hashable, Codable {
@@ -225,7 +243,11 @@ public struct Usage: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         cachedTokens = Int(clamping: try container.decodeIfPresent(UInt64.self, forKey: .cachedTokens) ?? 0)
         inputTokens = Int(clamping: try container.decodeIfPresent(UInt64.self, forKey: .inputTokens) ?? 0)
         outputTokens = Int(clamping: try container.decodeIfPresent(UInt64.self, forKey: .outputTokens) ?? 0)
@@ -238,6 +260,8 @@ public struct Usage: Sendable, Hashable, Codable {
         try container.encode(outputTokens, forKey: .outputTokens)
     }
 }
+
+extension Usage: ObjectReadable {}
 
 /// One tool call requested by the model.
 public struct ToolCallRequest: Sendable, Hashable, Codable {
@@ -271,7 +295,11 @@ public struct ToolCallRequest: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         id = try container.decode(String.self, forKey: .id)
         name = try container.decode(String.self, forKey: .name)
         arguments = try container.decode(String.self, forKey: .arguments)
@@ -286,6 +314,8 @@ public struct ToolCallRequest: Sendable, Hashable, Codable {
         try container.encodeIfPresent(signature, forKey: .signature)
     }
 }
+
+extension ToolCallRequest: ObjectReadable {}
 
 /// A tool's result (final, or provisional in an update).
 ///
@@ -348,7 +378,11 @@ public struct ToolResult: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         addedTools = try container.decodeIfPresent([String].self, forKey: .addedTools) ?? []
         content = try container.decodeIfPresent([Part].self, forKey: .content) ?? []
         details = try container.decodeIfPresent(JSONValue.self, forKey: .details)
@@ -373,6 +407,8 @@ public struct ToolResult: Sendable, Hashable, Codable {
         try container.encodeIfPresent(usage, forKey: .usage)
     }
 }
+
+extension ToolResult: ObjectReadable {}
 
 /// A call as a hook sees it: its arguments parsed.
 public struct PayloadCall: Sendable, Hashable, Codable {
@@ -400,7 +436,11 @@ public struct PayloadCall: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         id = try container.decode(String.self, forKey: .id)
         name = try container.decode(String.self, forKey: .name)
         arguments = try container.decode(JSONValue.self, forKey: .arguments)
@@ -413,6 +453,8 @@ public struct PayloadCall: Sendable, Hashable, Codable {
         try container.encode(arguments, forKey: .arguments)
     }
 }
+
+extension PayloadCall: ObjectReadable {}
 
 /// What a `run_start` hook sees: the run's input.
 public struct RunStartPayload: Sendable, Hashable, Codable {
@@ -440,7 +482,11 @@ public struct RunStartPayload: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         runID = try container.decode(String.self, forKey: .runID)
         messages = try container.decode([Message].self, forKey: .messages)
         messageCount = try container.decode(Int.self, forKey: .messageCount)
@@ -453,6 +499,8 @@ public struct RunStartPayload: Sendable, Hashable, Codable {
         try container.encode(messageCount, forKey: .messageCount)
     }
 }
+
+extension RunStartPayload: ObjectReadable {}
 
 /// What a `turn_start` hook sees before each model request: the history and the tools offered this
 /// turn.
@@ -492,7 +540,11 @@ public struct TurnStartPayload: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         runID = try container.decode(String.self, forKey: .runID)
         turn = try container.decode(Int.self, forKey: .turn)
         messages = try container.decode([Message].self, forKey: .messages)
@@ -509,6 +561,8 @@ public struct TurnStartPayload: Sendable, Hashable, Codable {
         try container.encode(tools, forKey: .tools)
     }
 }
+
+extension TurnStartPayload: ObjectReadable {}
 
 /// What a `tool_call` hook sees: a call that passed validation, before any call of its batch runs.
 public struct ToolCallPayload: Sendable, Hashable, Codable {
@@ -541,7 +595,11 @@ public struct ToolCallPayload: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         runID = try container.decode(String.self, forKey: .runID)
         turn = try container.decode(Int.self, forKey: .turn)
         call = try container.decode(PayloadCall.self, forKey: .call)
@@ -556,6 +614,8 @@ public struct ToolCallPayload: Sendable, Hashable, Codable {
         try container.encode(needsApproval, forKey: .needsApproval)
     }
 }
+
+extension ToolCallPayload: ObjectReadable {}
 
 /// What a `tool_result` hook sees: the result of a call that ran.
 public struct ToolResultPayload: Sendable, Hashable, Codable {
@@ -598,7 +658,11 @@ public struct ToolResultPayload: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         runID = try container.decode(String.self, forKey: .runID)
         turn = try container.decode(Int.self, forKey: .turn)
         callID = try container.decode(String.self, forKey: .callID)
@@ -617,6 +681,8 @@ public struct ToolResultPayload: Sendable, Hashable, Codable {
         try container.encode(isError, forKey: .isError)
     }
 }
+
+extension ToolResultPayload: ObjectReadable {}
 
 /// What a `final_answer` hook sees: an answer without calls that would end the run.
 public struct FinalAnswerPayload: Sendable, Hashable, Codable {
@@ -644,7 +710,11 @@ public struct FinalAnswerPayload: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         runID = try container.decode(String.self, forKey: .runID)
         turn = try container.decode(Int.self, forKey: .turn)
         message = try container.decode(Message.self, forKey: .message)
@@ -657,6 +727,8 @@ public struct FinalAnswerPayload: Sendable, Hashable, Codable {
         try container.encode(message, forKey: .message)
     }
 }
+
+extension FinalAnswerPayload: ObjectReadable {}
 
 /// A tool of a server that the model is not offered, and why.
 public struct LeftOutTool: Sendable, Hashable, Codable {
@@ -679,7 +751,11 @@ public struct LeftOutTool: Sendable, Hashable, Codable {
     }
 
     public init(from decoder: Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
         name = try container.decode(String.self, forKey: .name)
         reason = try container.decode(String.self, forKey: .reason)
     }
@@ -690,3 +766,5 @@ public struct LeftOutTool: Sendable, Hashable, Codable {
         try container.encode(reason, forKey: .reason)
     }
 }
+
+extension LeftOutTool: ObjectReadable {}

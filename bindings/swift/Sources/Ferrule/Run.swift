@@ -172,8 +172,8 @@ final class EventSink: Sendable {
             } else if let ended = state.withLock({ $0.ended }) {
                 outcome = .success(ended)
             } else {
-                let json = Data(bytes: text!, count: length)
-                outcome = Result { try JSONCoding.decode(RunResult.self, from: json) }.mapError { error in
+                let json = UnsafeRawBufferPointer(start: text, count: length)
+                outcome = Result { try JSONReader.decode(RunResult.self, from: json) }.mapError { error in
                     FerruleError(code: .invalidJSON, message: "the run result did not decode: \(error)")
                 }
             }

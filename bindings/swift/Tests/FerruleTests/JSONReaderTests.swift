@@ -1,0 +1,103 @@
+import Foundation
+import XCTest
+
+@testable import Ferrule
+
+/// The package's own reader of run results: what it reads equals what
+/// `JSONDecoder` reads, and what `JSONDecoder` refuses it refuses too.
+final class JSONReaderTests: XCTestCase {
+    /// A result with every role, every kind of part, usage, an error,
+    /// interruptions, output and state.
+    let everything = """
+        {"status": "interrupted", "final": {"role": "assistant", "content": [{"type": "text", "text": "hi"}],
+         "stop_reason": "end_turn"},
+         "messages": [
+          {"role": "system", "content": "Be \\"brief\\".\\n\\u00e9\\ud83e\\udd80\\/"},
+          {"role": "user", "content": [{"type": "text", "text": "look", "signature": "s"},
+            {"type": "image", "media_type": "image/png", "data": "AAEC"}, {"type": "image", "url": "https://x/y.png"},
+            {"type": "file", "media_type": "application/pdf", "data": "JVBE", "name": "a.pdf"},
+            {"type": "audio", "data": "AAEC", "format": {"rate": 48000, "tags": [1, 2.5, null, true]}}],
+           "origin": "injection"},
+          {"role": "user", "content": ""},
+          {"role": "assistant", "content": [{"type": "thinking", "thinking": "hm", "signature": "sig", "id": "rs_1"},
+            {"type": "redacted_thinking", "data": "opaque"}, {"type": "text", "text": ""}],
+           "tool_calls": [{"id": "c1", "name": "echo", "arguments": "{\\"text\\": \\"a\\"}", "signature": "g"},
+            {"id": "c2", "name": "echo", "arguments": "not json"}],
+           "stop_reason": "tool_use", "usage": {"input_tokens": 12, "output_tokens": 3, "cached_tokens": 10}},
+          {"role": "tool", "tool_call_id": "c1", "name": "echo", "content": [{"type": "text", "text": "a"}],
+           "is_error": true},
+          {"role": "tool", "tool_call_id": "c2", "name": "echo", "content": null, "is_error": false, "stray": [{}]}
+         ],
+         "usage": {"input_tokens": 12, "output_tokens": 3}, "rounds": 2,
+         "error": {"code": "HOOK_ABORTED", "message": "stop"}, "output": {"answer": [1, "two", {"three": 3.5}]},
+         "interruptions": [{"call_id": "c3", "name": "delete", "arguments": {"path": "/"}, "path": [], "key": "c3"}],
+         "state": {"version": 1, "anything": ["kept", 18446744073709551615]}, "agent": "helper", "unknown": {"x": []}}
+        """
+
+    func testEveryFieldReadsAsJSONDecoderReadsIt() throws {
+        let data = Data(everything.utf8)
+        let expected = try JSONDecoder().decode(RunResult.self, from: data)
+        let read = try JSONReader.decode(RunResult.self, from: data)
+        XCTAssertEqual(read, expected)
+        XCTAssertEqual(read.messages.count, 6)
+        XCTAssertEqual(read.messages[0].text, "Be \"brief\".\né🦀/")
+        XCTAssertEqual(read.messages[2].content, [], "no text is no parts")
+        XCTAssertEqual(read.messages[3].usage?.cachedTokens, 10)
+        if case .other(let audio) = read.messages[1].content[4] {
+            XCTAssertEqual(audio["format"]?["rate"], .integer(48000))
+        } else {
+            XCTFail("a part of an unknown type is kept as JSON")
+        }
+    }
+
+    func testARealRunReadsAsJSONDecoderReadsIt() async throws {
+        let agent = try Agent(
+            config: scripted([
+                callTurn([("c1", "echo", ["text": "a\u{1}\"é"]), ("c2", "echo", ["text": "b"])]), answerTurn("Done."),
+            ]), tools: [echoTool()])
+        let run = try agent.start(.prompt("go"))
+        for await _ in run.events {}
+        let result = try await run.result
+        XCTAssertEqual(result.status, .completed)
+        let data = try JSONEncoder().encode(result)
+        XCTAssertEqual(try JSONReader.decode(RunResult.self, from: data), result)
+    }
+
+    func testInvalidJSONAndValuesOfTheWrongTypeAreRefused() throws {
+        let valid =
+            #"{"status": "completed", "final": null, "messages": [], "usage": {}, "rounds": 1, "#
+            + #""error": null, "output": null, "interruptions": [], "state": null, "agent": null"#
+        XCTAssertNoThrow(try JSONReader.decode(RunResult.self, from: Data((valid + "}").utf8)))
+        let refused = [
+            "", " ", valid, valid + "}}", valid + "} x", valid + ",}", valid + #", "rounds": 2}"#,
+            valid.replacingOccurrences(of: #""rounds": 1"#, with: #""rounds": 1.5"#) + "}",
+            valid.replacingOccurrences(of: #""rounds": 1"#, with: #""rounds": 01"#) + "}",
+            valid.replacingOccurrences(of: #""rounds": 1"#, with: #""rounds": "1""#) + "}",
+            valid.replacingOccurrences(of: #""rounds": 1"#, with: #""rounds" 1"#) + "}",
+            valid.replacingOccurrences(of: #""status": "completed""#, with: #""status": "sleeping""#) + "}",
+            valid.replacingOccurrences(of: #""status": "completed", "#, with: "") + "}",
+            valid.replacingOccurrences(of: "[]", with: #"[{"role": "tool", "is_error": "yes"}]"#) + "}",
+            valid.replacingOccurrences(of: "[]", with: #"[{"role": 5}]"#) + "}",
+            valid.replacingOccurrences(of: "[]", with: #"[{"role": "user", "content": 5}]"#) + "}",
+            valid.replacingOccurrences(of: "[]", with: #"[{"role": "user", "content": "\x"}]"#) + "}",
+            valid.replacingOccurrences(of: "[]", with: #"[{"role": "user", "content": "\ud800"}]"#) + "}",
+            valid.replacingOccurrences(of: "[]", with: #"[{"role": "user", "content": "\u12"}]"#) + "}",
+            valid.replacingOccurrences(of: "[]", with: "[{\"role\": \"user\", \"content\": \"a\u{1}\"}]") + "}",
+            valid.replacingOccurrences(of: "[]", with: #"[{"role": "user",}]"#) + "}",
+            valid.replacingOccurrences(of: "[]", with: #"[{"role": "user"},]"#) + "}",
+            valid.replacingOccurrences(of: "[]", with: #"[{"role": "user"} {"role": "user"}]"#) + "}",
+            valid + #", "x": [1, 2}"#, valid + #", "x": tru}"#, valid + #", "x": -}"#, valid + #", "x": 1.}"#,
+            valid + #", "x": 1e}"#, valid + #", "x": "\q"}"#, valid + #", "x": {1: 2}}"#,
+            valid + ", \"x\": " + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}",
+        ]
+        for text in refused {
+            XCTAssertThrowsError(try JSONReader.decode(RunResult.self, from: Data(text.utf8)), text)
+        }
+        // Bytes that are not UTF-8, in a string that is read.
+        var notUTF8 = Data((valid.replacingOccurrences(of: #""agent": null"#, with: #""agent": "a"#)).utf8)
+        notUTF8.append(contentsOf: [0xC3, 0x28])
+        notUTF8.append(contentsOf: Array("\"}".utf8))
+        XCTAssertThrowsError(try JSONReader.decode(RunResult.self, from: notUTF8))
+        XCTAssertThrowsError(try JSONDecoder().decode(RunResult.self, from: notUTF8))
+    }
+}
