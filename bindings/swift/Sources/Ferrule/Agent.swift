@@ -66,7 +66,7 @@ public final class Agent: Sendable {
     /// Throws when ferrule refuses the input (`invalidJSON`, `invalidArg` naming
     /// the field, call id, version or tool).
     public func start(_ input: RunInput) throws -> Run {
-        try Run(agent: handle, input: try input.json())
+        try Run(agent: handle, input: try input.inBursts().json())
     }
 
     /// Runs to the end and returns the result, for every status. Cancelling the

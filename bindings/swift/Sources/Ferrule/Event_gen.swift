@@ -90,10 +90,44 @@ extension Event {
     /// Reads one event's JSON; one that does not decode is `.unknown`.
     init(json data: Data) {
         do {
-            self = try JSONCoding.decode(WireEvent.self, from: data).event
+            self = try JSONReader.decode(WireEvent.self, from: data).event
         } catch {
             let value = (try? JSONCoding.decode(JSONValue.self, from: data)) ?? .null
             self = .unknown(type: value["type"]?.stringValue ?? "", json: value)
+        }
+    }
+
+    /// Reads a burst of events (run input `event_bursts`: a JSON list of
+    /// them) or one event's JSON; an event that does not decode is
+    /// `.unknown`, and so is a burst that is not a JSON list.
+    static func events(json data: Data) -> [Event] {
+        data.withUnsafeBytes { bytes in
+            var reader = JSONReader(bytes: bytes)
+            var events: [Event] = []
+            do {
+                reader.skipSpace()
+                guard reader.offset < bytes.count, bytes[reader.offset] == UInt8(ascii: "[") else {
+                    return [Event(json: data)]
+                }
+                try reader.enter("[", [Event].self)
+                while try reader.next("]") {
+                    reader.skipSpace()
+                    let start = reader.offset
+                    do {
+                        events.append(try WireEvent.read(from: &reader).event)
+                    } catch {
+                        var whole = JSONReader(bytes: bytes, offset: start)
+                        try whole.skipValue()
+                        events.append(Event(json: Data(bytes[start..<whole.offset])))
+                        reader = JSONReader(continuing: reader, at: whole.offset)
+                    }
+                }
+                reader.skipSpace()
+                guard reader.offset == bytes.count else { return [Event(json: data)] }
+                return events
+            } catch {
+                return [Event(json: data)]
+            }
         }
     }
 }
@@ -108,7 +142,7 @@ extension Event: Encodable {
 }
 
 /// The event JSON, by its type.
-private struct WireEvent: Codable {
+private struct WireEvent: Codable, JSONReadable {
     let event: Event
 
     private enum Keys: String, CodingKey {
@@ -152,7 +186,12 @@ private struct WireEvent: Codable {
     }
 
     init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: Keys.self)
+        try self.init(fields: decoder.container(keyedBy: Keys.self)) { try JSONValue(from: decoder) }
+    }
+
+    /// Reads its type's fields from Codable's container or `JSONReader`'s;
+    /// `whole` reads the whole object, for a type this package does not know.
+    private init<Fields: FieldReader>(fields c: Fields, whole: () throws -> JSONValue) throws where Fields.Key == Keys {
         switch try c.decode(String.self, forKey: .type) {
         case "run_start":
             event = .runStart
@@ -239,8 +278,12 @@ private struct WireEvent: Codable {
                 result: try c.decode(RunResult.self, forKey: .result),
                 error: try c.decodeIfPresent(FerruleError.self, forKey: .error))
         case let type:
-            event = .unknown(type: type, json: try JSONValue(from: decoder))
+            event = .unknown(type: type, json: try whole())
         }
+    }
+
+    static func read(from reader: inout JSONReader) throws -> Self {
+        try reader.readUnion(Keys.self) { fields, whole in try Self(fields: fields, whole: whole) }
     }
 
     func encode(to encoder: Encoder) throws {

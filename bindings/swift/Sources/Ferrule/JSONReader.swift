@@ -166,6 +166,20 @@ struct JSONReader {
         return JSONFields(scanner: scanner)
     }
 
+    /// Reads the object here as a union told apart by a field (a part, an
+    /// event) with `read`, which is given the object's fields and what reads
+    /// the whole object as JSON (for a kind this package does not know).
+    mutating func readUnion<Key: CodingKey, T>(
+        _ keys: Key.Type, _ read: (JSONFields<Key>, () throws -> JSONValue) throws -> T
+    ) throws -> T {
+        let start = offset
+        let fields = try self.fields(Key.self)
+        let bytes = self.bytes
+        let value = try read(fields) { try JSONCoding.decode(JSONValue.self, from: Data(bytes[start..<fields.end()])) }
+        try resume(after: fields)
+        return value
+    }
+
     /// Goes on after the object `fields` read, checking the rest of it.
     mutating func resume<Key>(after fields: JSONFields<Key>) throws {
         offset = try fields.end()

@@ -67,14 +67,7 @@ public enum Part: Sendable, Hashable, Codable, JSONReadable {
     }
 
     static func read(from reader: inout JSONReader) throws -> Self {
-        let start = reader.offset
-        let fields = try reader.fields(Keys.self)
-        let bytes = reader.bytes
-        let value = try Self(fields: fields) {
-            try JSONCoding.decode(JSONValue.self, from: Data(bytes[start..<fields.end()]))
-        }
-        try reader.resume(after: fields)
-        return value
+        try reader.readUnion(Keys.self) { fields, whole in try Self(fields: fields, whole: whole) }
     }
 
     public func encode(to encoder: Encoder) throws {

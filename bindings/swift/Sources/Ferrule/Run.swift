@@ -86,10 +86,10 @@ final class RunHandle: Sendable {
 /// reader, and by the reader for those delivered before; a run nobody reads
 /// decodes only its result.
 final class EventSink: Sendable {
-    /// An event as the stream holds it.
+    /// A burst of events (or one event) as the stream holds it.
     enum Delivered: Sendable {
         case json(Data)
-        case decoded(Event)
+        case decoded([Event])
     }
 
     private struct State {
@@ -120,7 +120,7 @@ final class EventSink: Sendable {
     /// The reader is gone; another may start.
     func stopReading() { state.withLock { $0.reading = false } }
 
-    /// ferrule's event callback: one event at a time, in order, on an event thread.
+    /// ferrule's event callback: one burst of events at a time, in order, on an event thread.
     static let deliver: ferrule_event_fn = { userData, json, length in
         guard let sink = unbox(userData, as: EventSink.self), let json else { return }
         sink.receive(Data(UnsafeRawBufferPointer(start: json, count: length)))
@@ -131,9 +131,9 @@ final class EventSink: Sendable {
             continuation.yield(.json(json))
             return
         }
-        let event = Event(json: json)
-        if case .runEnd(_, let result, _) = event { state.withLock { $0.ended = result } }
-        continuation.yield(.decoded(event))
+        let events = Event.events(json: json)
+        if case .runEnd(_, let result, _) = events.last { state.withLock { $0.ended = result } }
+        continuation.yield(.decoded(events))
     }
 
     /// ferrule's `free_user_data`: it runs once, right after `run_end` (the
@@ -222,13 +222,18 @@ public struct EventStream: AsyncSequence, Sendable {
     public struct Iterator: AsyncIteratorProtocol {
         var delivered: AsyncStream<EventSink.Delivered>.Iterator?
         let reader: Reader?
+        /// The rest of the last burst.
+        var burst: ArraySlice<Event> = []
 
         public mutating func next() async -> Event? {
-            switch await delivered?.next() {
-            case .json(let data): Event(json: data)
-            case .decoded(let event): event
-            case nil: nil
+            while burst.isEmpty {
+                switch await delivered?.next() {
+                case .json(let data): burst = Event.events(json: data)[...]
+                case .decoded(let events): burst = events[...]
+                case nil: return nil
+                }
             }
+            return burst.popFirst()
         }
     }
 

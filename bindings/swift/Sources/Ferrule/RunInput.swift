@@ -62,6 +62,14 @@ public struct RunInput: Sendable {
         return input
     }
 
+    /// The input of a run that delivers its events in bursts (a JSON list of
+    /// those queued so far per callback), which `EventSink` reads.
+    func inBursts() -> RunInput {
+        var input = self
+        input.fields["event_bursts"] = true
+        return input
+    }
+
     /// The run input JSON.
     func json() throws -> String { try JSONValue.object(fields).jsonText() }
 }

@@ -63,6 +63,30 @@ final class JSONReaderTests: XCTestCase {
         XCTAssertEqual(try JSONReader.decode(RunResult.self, from: data), result)
     }
 
+    func testABurstReadsEachEventAndKeepsWhatItCannotRead() throws {
+        let burst =
+            #"[{"type": "run_start", "run_id": "run-1"}, {"type": "turn_start", "turn": 1},"#
+            + #" {"type": "turn_start", "turn": "one"}, {"type": "weather", "wind": [3]},"#
+            + #" {"type": "turn_start", "turn": 2}]"#
+        let events = Event.events(json: Data(burst.utf8))
+        XCTAssertEqual(events.count, 5)
+        XCTAssertEqual(events.map(\.type), ["run_start", "turn_start", "turn_start", "weather", "turn_start"])
+        guard case .turnStart(turn: 1) = events[1], case .turnStart(turn: 2) = events[4] else {
+            return XCTFail("\(events)")
+        }
+        guard case .unknown(_, let wrong) = events[2], case .unknown(_, let weather) = events[3] else {
+            return XCTFail("an event that does not decode is kept as JSON: \(events)")
+        }
+        XCTAssertEqual(wrong["turn"], "one")
+        XCTAssertEqual(weather["wind"], [3])
+        // One event, not a list, reads as before; a list that is not JSON is one unknown event.
+        XCTAssertEqual(Event.events(json: Data(#"{"type": "turn_start", "turn": 3}"#.utf8)).map(\.type), ["turn_start"])
+        for broken in [#"[{"type": "turn_start", "turn": 1}"#, #"[{"type": "turn_start", "turn": 1}] x"#, "[1,]"] {
+            let read = Event.events(json: Data(broken.utf8))
+            guard read.count == 1, case .unknown = read[0] else { return XCTFail("\(broken): \(read)") }
+        }
+    }
+
     func testInvalidJSONAndValuesOfTheWrongTypeAreRefused() throws {
         let valid =
             #"{"status": "completed", "final": null, "messages": [], "usage": {}, "rounds": 1, "#
