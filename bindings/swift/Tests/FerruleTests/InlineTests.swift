@@ -114,4 +114,40 @@ final class InlineTests: XCTestCase {
         }
         XCTAssertGreaterThan(calls.withLock { $0 }, 0)
     }
+
+    // Bursts of events race the run's end and its cancellation: whatever the
+    // timing, a reader sees the events in order, `runEnd` last, with the
+    // result `result` gives.
+    func testEventBurstsRaceTheRunsEnd() async throws {
+        let quick = Tool.inline(name: "quick", description: "Answers at once.") { _ in ToolResult(text: "ok") }
+        var turn: JSONValue = callTurn([("a", "quick", [:]), ("b", "quick", [:])])
+        if case .object(var members) = turn {
+            members["repeat"] = 20
+            turn = .object(members)
+        }
+        let agent = try Agent(config: scripted([turn, answerTurn("Done.")]), tools: [quick])
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for i in 0..<200 {
+                group.addTask {
+                    let run = try agent.start(.prompt("go"))
+                    if i % 3 == 1 { run.cancel() }
+                    if i % 3 == 2 { try await Task.sleep(nanoseconds: UInt64(i % 5) * 50_000) }
+                    var types: [String] = []
+                    var ended: RunResult?
+                    for await event in run.events {
+                        XCTAssertNil(ended, "nothing after runEnd")
+                        types.append(event.type)
+                        if case .runEnd(_, let result, _) = event { ended = result }
+                        if i % 7 == 0, types.count == 5 { run.cancel() }
+                    }
+                    let result = try await run.result
+                    XCTAssertEqual(types.first, "run_start")
+                    XCTAssertEqual(types.last, "run_end")
+                    XCTAssertEqual(ended, result)
+                    XCTAssertTrue(result.status == .cancelled || result.status == .completed, "\(result.status)")
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
 }
