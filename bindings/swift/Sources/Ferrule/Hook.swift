@@ -13,6 +13,22 @@ public struct Hook: Sendable {
     public let options: HookOptions
     /// Decides from the payload JSON, giving the decision JSON.
     let decide: @Sendable (Data) async throws -> String
+    /// The synchronous body of an inline hook, run inside ferrule's callback.
+    let decideInline: (@Sendable (Data) throws -> String)?
+
+    private init(stage: String, options: HookOptions, decide: @escaping @Sendable (Data) async throws -> String) {
+        self.stage = stage
+        self.options = options
+        self.decide = decide
+        decideInline = nil
+    }
+
+    private init(stage: String, options: HookOptions, decideInline: @escaping @Sendable (Data) throws -> String) {
+        self.stage = stage
+        self.options = options
+        decide = { try decideInline($0) }
+        self.decideInline = decideInline
+    }
 
     /// Consulted at `stage` with the payload JSON, answering with decision JSON
     /// as the C ABI does (docs/hooks.md).
@@ -27,14 +43,22 @@ public struct Hook: Sendable {
     static func typed<Payload: Decodable, Decision: HookDecisionJSON>(
         _ stage: String, _ options: HookOptions, _ body: @escaping @Sendable (Payload) async throws -> Decision
     ) -> Hook {
-        Hook(stage: stage, options: options) { data in
-            let payload: Payload
-            do {
-                payload = try JSONCoding.decode(Payload.self, from: data)
-            } catch {
-                throw FerruleError(code: .invalidJSON, message: "the \(stage) payload did not decode: \(error)")
-            }
-            return try await body(payload).decisionJSON()
+        Hook(stage: stage, options: options) { data in try await body(payload(stage, data)).decisionJSON() }
+    }
+
+    /// The same with a synchronous body, run inside ferrule's callback.
+    static func typedInline<Payload: Decodable, Decision: HookDecisionJSON>(
+        _ stage: String, _ options: HookOptions, _ body: @escaping @Sendable (Payload) throws -> Decision
+    ) -> Hook {
+        Hook(stage: stage, options: options) { data in try body(payload(stage, data)).decisionJSON() }
+    }
+
+    /// The payload of `stage` decoded from its JSON.
+    private static func payload<Payload: Decodable>(_ stage: String, _ data: Data) throws -> Payload {
+        do {
+            return try JSONReader.decode(Payload.self, from: data)
+        } catch {
+            throw FerruleError(code: .invalidJSON, message: "the \(stage) payload did not decode: \(error)")
         }
     }
 }
@@ -55,11 +79,15 @@ final class HookBox: Sendable {
 
     init(_ hook: Hook) { self.hook = hook }
 
-    /// ferrule's callback, on its runtime (the hook is `nonblocking`): hands the
-    /// consultation to a task and returns.
+    /// ferrule's callback, on its runtime (the hook is `nonblocking`): runs an
+    /// inline hook's body, or hands the consultation to a task and returns.
     static let consult: ferrule_hook_fn = { userData, handle in
         guard let box = unbox(userData, as: HookBox.self), let handle else { return }
         let consultation = Consultation(handle: handle)
+        if let decide = box.hook.decideInline {
+            consultation.respond(with: Result { try decide(consultation.payload) })
+            return
+        }
         let decide = box.hook.decide
         let task = Task.detached { await consultation.respond(using: decide) }
         // An error means the hook was responded to already: nothing is left to cancel.
@@ -87,7 +115,7 @@ final class HookBox: Sendable {
 /// One consultation: its handle and payload.
 private final class Consultation: Sendable {
     nonisolated(unsafe) private let handle: OpaquePointer
-    private let payload: Data
+    let payload: Data
 
     init(handle: OpaquePointer) {
         self.handle = handle
@@ -97,10 +125,20 @@ private final class Consultation: Sendable {
 
     /// Decides and responds, exactly once whatever the hook does.
     func respond(using decide: @Sendable (Data) async throws -> String) async {
-        let decision: String
         do {
-            decision = try await decide(payload)
+            respond(with: .success(try await decide(payload)))
         } catch {
+            respond(with: .failure(error))
+        }
+    }
+
+    /// Responds with the decision, or with an abort saying why there is none.
+    func respond(with outcome: Result<String, Error>) {
+        let decision: String
+        switch outcome {
+        case .success(let json):
+            decision = json
+        case .failure(let error):
             let text = errorText(error).trimmingCharacters(in: .whitespacesAndNewlines)
             let reason = text.isEmpty ? "the hook threw \(type(of: error))" : text
             decision = JSONValue.object(["abort": .string(reason)]).json

@@ -9,6 +9,15 @@ extension Hook {
         typed("run_start", options, body)
     }
 
+    /// The same, with a synchronous body that runs inside ferrule's callback
+    /// instead of in a task (as `Tool.inline`'s): it must never block.
+    public static func onRunStart(
+        options: HookOptions = HookOptions(),
+        inline body: @escaping @Sendable (RunStartPayload) throws -> RunStartDecision
+    ) -> Hook {
+        typedInline("run_start", options, body)
+    }
+
     /// Consulted before each model request: may choose the turn's tools, inject messages or replace
     /// the history.
     public static func onTurnStart(
@@ -16,6 +25,15 @@ extension Hook {
         _ body: @escaping @Sendable (TurnStartPayload) async throws -> TurnStartDecision
     ) -> Hook {
         typed("turn_start", options, body)
+    }
+
+    /// The same, with a synchronous body that runs inside ferrule's callback
+    /// instead of in a task (as `Tool.inline`'s): it must never block.
+    public static func onTurnStart(
+        options: HookOptions = HookOptions(),
+        inline body: @escaping @Sendable (TurnStartPayload) throws -> TurnStartDecision
+    ) -> Hook {
+        typedInline("turn_start", options, body)
     }
 
     /// Consulted for each valid call of a batch, before any of them runs: may deny it, replace its
@@ -27,6 +45,15 @@ extension Hook {
         typed("tool_call", options, body)
     }
 
+    /// The same, with a synchronous body that runs inside ferrule's callback
+    /// instead of in a task (as `Tool.inline`'s): it must never block.
+    public static func onToolCall(
+        options: HookOptions = HookOptions(),
+        inline body: @escaping @Sendable (ToolCallPayload) throws -> ToolCallDecision
+    ) -> Hook {
+        typedInline("tool_call", options, body)
+    }
+
     /// Consulted for each result of a call that ran: may replace it.
     public static func onToolResult(
         options: HookOptions = HookOptions(),
@@ -35,11 +62,29 @@ extension Hook {
         typed("tool_result", options, body)
     }
 
+    /// The same, with a synchronous body that runs inside ferrule's callback
+    /// instead of in a task (as `Tool.inline`'s): it must never block.
+    public static func onToolResult(
+        options: HookOptions = HookOptions(),
+        inline body: @escaping @Sendable (ToolResultPayload) throws -> ToolResultDecision
+    ) -> Hook {
+        typedInline("tool_result", options, body)
+    }
+
     /// Consulted for an answer without calls that would end the run: may send it back.
     public static func onFinalAnswer(
         options: HookOptions = HookOptions(),
         _ body: @escaping @Sendable (FinalAnswerPayload) async throws -> FinalAnswerDecision
     ) -> Hook {
         typed("final_answer", options, body)
+    }
+
+    /// The same, with a synchronous body that runs inside ferrule's callback
+    /// instead of in a task (as `Tool.inline`'s): it must never block.
+    public static func onFinalAnswer(
+        options: HookOptions = HookOptions(),
+        inline body: @escaping @Sendable (FinalAnswerPayload) throws -> FinalAnswerDecision
+    ) -> Hook {
+        typedInline("final_answer", options, body)
     }
 }

@@ -105,14 +105,47 @@ extension Array: JSONReadable where Element: Decodable {
     }
 }
 
+extension JSONValue: JSONReadable {
+    /// Any value, as `JSONValue(from:)` reads it: a whole number that fits in
+    /// Int64 is `.integer` (`1.0` and `1e3` too), any other number `.number`;
+    /// of a key given twice in an object, the last value counts.
+    static func read(from reader: inout JSONReader) throws -> JSONValue {
+        reader.skipSpace()
+        guard reader.offset < reader.bytes.count else { throw reader.corrupt("no value") }
+        switch reader.bytes[reader.offset] {
+        case UInt8(ascii: "\""): return .string(try reader.readString())
+        case UInt8(ascii: "["): return .array(try [JSONValue].read(from: &reader))
+        case UInt8(ascii: "{"):
+            var members: [String: JSONValue] = [:]
+            try reader.enter("{", [String: JSONValue].self)
+            while try reader.next("}") {
+                let key = try reader.readString()
+                reader.skipSpace()
+                guard reader.take(UInt8(ascii: ":")) else { throw reader.corrupt("no ':' after a key") }
+                members[key] = try read(from: &reader)
+            }
+            return .object(members)
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): return .bool(try Bool.read(from: &reader))
+        case UInt8(ascii: "n"):
+            guard reader.readLiteral("null") else { throw reader.corrupt("an invalid literal") }
+            return .null
+        default:
+            let text = try reader.readNumber()
+            if let integer = Int64(text) { return .integer(integer) }
+            guard let number = Double(text) else { throw reader.corrupt("the number \(text)") }
+            return Int64(exactly: number).map(JSONValue.integer) ?? .number(number)
+        }
+    }
+}
+
 extension Message.Role: StringEnumReadable {}
 extension Status: StringEnumReadable {}
 
-/// A reader of JSON text for the types of ferrule's results: a transcript of
-/// 25,600 messages took `JSONDecoder` six times as long as the run that made
-/// it. The generated types, strings, flags, counts and lists of them are read
-/// here, in one pass; any other type (a `JSONValue`) from its JSON text with
-/// `JSONDecoder`. Strict as `JSONDecoder` is: invalid JSON, invalid UTF-8,
+/// A reader of JSON text for the types of ferrule's results, events and hook
+/// payloads: a transcript of 25,600 messages took `JSONDecoder` six times as
+/// long as the run that made it. The generated types, strings, flags, counts,
+/// `JSONValue`s and lists of them are read here; any other type from its JSON
+/// text with `JSONDecoder`. Strict as `JSONDecoder` is: invalid JSON, invalid UTF-8,
 /// a missing field or a value of the wrong type is a `DecodingError`. Of a
 /// key given twice, the last value counts.
 struct JSONReader {
@@ -175,7 +208,10 @@ struct JSONReader {
         let start = offset
         let fields = try self.fields(Key.self)
         let bytes = self.bytes
-        let value = try read(fields) { try JSONCoding.decode(JSONValue.self, from: Data(bytes[start..<fields.end()])) }
+        let value = try read(fields) {
+            var whole = JSONReader(bytes: bytes, offset: start)
+            return try JSONValue.read(from: &whole)
+        }
         try resume(after: fields)
         return value
     }
@@ -288,13 +324,18 @@ struct JSONReader {
 
     /// A whole number: written whole, or as a number with no fraction (`1.0`, `1e3`), as `JSONDecoder` reads it.
     mutating func readInteger<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
-        skipSpace()
-        let start = offset
-        try skipNumber()
-        let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<offset]), as: UTF8.self)
+        let text = try readNumber()
         if let value = T(text) { return value }
         guard let number = Double(text), let value = T(exactly: number) else { throw mismatch(T.self, text) }
         return value
+    }
+
+    /// The text of the number here.
+    mutating func readNumber() throws -> String {
+        skipSpace()
+        let start = offset
+        try skipNumber()
+        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<offset]), as: UTF8.self)
     }
 
     // MARK: Structure

@@ -46,6 +46,30 @@ final class InlineTests: XCTestCase {
         XCTAssertEqual(result.messages.filter { $0.role == .tool }.map(\.text), texts)
     }
 
+    // An inline hook decides inside ferrule's callback, in no task; its
+    // decisions count and its error aborts the run, as a hook's in a task.
+    func testAnInlineHookDecidesInTheCallback() async throws {
+        let inTask = Locked<[Bool]>([])
+        let deny = Hook.onToolCall(
+            inline: { payload in
+                inTask.withLock { $0.append(withUnsafeCurrentTask { $0 != nil }) }
+                return payload.call.arguments["text"] == "no" ? .deny("not that") : .proceed
+            })
+        let agent = try Agent(
+            config: scripted([
+                callTurn([("c1", "echo", ["text": "yes"]), ("c2", "echo", ["text": "no"])]), answerTurn("Done."),
+            ]), tools: [echoTool()], hooks: [deny])
+        let result = try await agent.run(.prompt("go"))
+        XCTAssertEqual(result.status, .completed)
+        XCTAssertEqual(result.messages.filter { $0.role == .tool }.map(\.text), ["yes", "not that"])
+        XCTAssertEqual(inTask.withLock { $0 }, [false, false], "the body ran in ferrule's callback, in no task")
+        let refuse = Hook.onTurnStart(inline: { _ in throw FerruleError(code: .invalidArg, message: "no turns") })
+        let refused = try await Agent(config: scripted([answerTurn("Done.")]), hooks: [refuse]).run(.prompt("go"))
+        XCTAssertEqual(refused.status, .failed)
+        XCTAssertEqual(refused.error?.code, .hookAborted)
+        XCTAssertEqual(refused.error?.message.contains("no turns"), true, "\(String(describing: refused.error))")
+    }
+
     // A body without `await` given to `Tool(...)` still runs in a task (the
     // inline form is a function of its own name).
     func testAToolWithASynchronousClosureStillRunsInATask() async throws {

@@ -50,6 +50,20 @@ final class JSONReaderTests: XCTestCase {
         }
     }
 
+    func testAnyValueReadsAsJSONDecoderReadsIt() throws {
+        let values = [
+            "1", "1.0", "1e3", "-0", "-0.0", "1.5", "-2.5e-3", "9223372036854775807", "-9223372036854775808",
+            "9223372036854775808", "18446744073709551615", "1e20", #""a\u00e9\ud83e\udd80\"\\\/\b\f\n\r\t""#,
+            "true", "false", "null", "[]", "{}", #"[1, [2, [3, {"a": [null, {}]}]], "x"]"#,
+            #"{"nested": {"deep": [true, 1.25, -7]}, "empty": "", "unicode key é": 0}"#,
+        ]
+        for text in values {
+            let data = Data(text.utf8)
+            let expected = try JSONDecoder().decode(JSONValue.self, from: data)
+            XCTAssertEqual(try JSONReader.decode(JSONValue.self, from: data), expected, text)
+        }
+    }
+
     func testARealRunReadsAsJSONDecoderReadsIt() async throws {
         let agent = try Agent(
             config: scripted([

@@ -2,8 +2,10 @@
 // schema-validated calls per round, 200 rounds) with a Swift tool that answers
 // "ok" at once (in a task, and inline), plain (`agent.run`) and with every event
 // read, then W1 with the model in Swift too (a host model answering each request
-// at once), and prints the cost per round and per call of one whole run (the
-// best and the median of the runs).
+// at once), then W1 with an inline no-op hook on every stage (without the
+// history), and prints the cost per round and per call of one whole run (the
+// best and the median of the runs; for hooks, the median round near round 10
+// and near round 2,000).
 import Ferrule
 import Foundation
 
@@ -74,3 +76,52 @@ for readEvents in [false, true] {
     }
 }
 try await measure("w1", schema: "open_schema", readEvents: false, model: W1Model())
+
+/// When each turn started, recorded from ferrule's callback threads.
+final class TurnTimes: @unchecked Sendable {
+    private let lock = NSLock()
+    private var recorded: [UInt64] = []
+
+    func record() { lock.withLock { recorded.append(DispatchTime.now().uptimeNanoseconds) } }
+    func clear() { lock.withLock { recorded = [] } }
+    var times: [UInt64] { lock.withLock { recorded } }
+}
+
+/// W1 with an inline tool and an inline no-op hook, without the history, on every stage.
+func measureHooks() async throws {
+    guard let workload = workloads["w1"] else { throw FerruleError(code: .invalidArg, message: "no workload w1") }
+    let config = try JSONDecoder().decode(AgentConfig.self, from: JSONEncoder().encode(workload["config"]))
+    let turns = TurnTimes()
+    let options = HookOptions(withoutHistory: true)
+    let hooks: [Hook] = [
+        .onRunStart(options: options, inline: { _ in .proceed }),
+        .onTurnStart(
+            options: options,
+            inline: { _ in
+                turns.record()
+                return .proceed
+            }),
+        .onToolCall(options: options, inline: { _ in .proceed }),
+        .onToolResult(options: options, inline: { _ in .proceed }),
+        .onFinalAnswer(options: options, inline: { _ in .accept }),
+    ]
+    let noop = Tool.inline(name: "noop", description: "Does nothing.", schema: workloads["open_schema"]) { _ in "ok" }
+    let agent = try Agent(config: config, tools: [noop], hooks: hooks)
+    var whole: [Double] = [], early: [UInt64] = [], late: [UInt64] = []
+    for _ in 0..<runsPerFigure {
+        turns.clear()
+        let start = DispatchTime.now()
+        let result = try await agent.run(.prompt("go"))
+        guard result.status == .completed else { throw FerruleError(code: .invalidArg, message: "\(result.status)") }
+        whole.append(Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 2000 / 1e3)
+        let times = turns.times
+        for i in 5..<15 { early.append(times[i] - times[i - 1]) }
+        for i in times.count - 10..<times.count { late.append(times[i] - times[i - 1]) }
+    }
+    func median<T: Comparable>(_ values: [T]) -> T { values.sorted()[values.count / 2] }
+    let rounds = String(
+        format: "round 10: %.1f µs, round 2000: %.1f µs", Double(median(early)) / 1e3, Double(median(late)) / 1e3)
+    print(String(format: "W1 with inline hooks without history: median %.1f µs/round; ", median(whole)) + rounds)
+}
+
+try await measureHooks()
