@@ -199,12 +199,9 @@ type registeredTool struct {
 // tool's function, or registers the cancel handler and hands the call to a
 // goroutine.
 func (t *registeredTool) invoke(handle *C.ferrule_tool_call) {
-	call := &Call{
-		handle:    handle,
-		id:        goStr(C.ferrule_tool_call_id(handle)),
-		name:      goStr(C.ferrule_tool_call_name(handle)),
-		arguments: json.RawMessage(goBytes(C.ferrule_tool_call_arguments(handle))),
-	}
+	var id, name, arguments C.ferrule_str
+	C.ferrule_tool_call_strings(handle, &id, &name, &arguments)
+	call := &Call{handle: handle, id: goStr(id), name: goStr(name), arguments: json.RawMessage(goBytes(arguments))}
 	if t.inline {
 		call.run(context.Background(), func() {}, t.fn)
 		return
