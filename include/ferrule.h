@@ -410,10 +410,9 @@ struct ferrule_str ferrule_hook_payload(const struct ferrule_hook *hook);
 // unless that pointer is NULL: what `ferrule_hook_stage` and
 // `ferrule_hook_payload` return, in one call (for a binding whose foreign
 // function interface returns a struct slowly, as JNA does). Borrowed from
-// `hook`, as theirs are. Any thread.
-//
-// # Safety
-// Each non-NULL pointer must be valid for writing one `ferrule_str`.
+// `hook`, as theirs are. Each non-NULL pointer must point to a `ferrule_str` the
+// caller owns; each is written empty for NULL, for a request that was
+// answered and in a forked child. Any thread.
 void ferrule_hook_strings(const struct ferrule_hook *hook,
                           struct ferrule_str *stage,
                           struct ferrule_str *payload);
@@ -627,10 +626,9 @@ struct ferrule_str ferrule_tool_call_arguments(const struct ferrule_tool_call *c
 // its pointer points unless that pointer is NULL: what `ferrule_tool_call_id`,
 // `_name` and `_arguments` return, in one call (for a binding whose foreign
 // function interface returns a struct slowly, as JNA does). Borrowed from
-// `call`, as theirs are. Any thread.
-//
-// # Safety
-// Each non-NULL pointer must be valid for writing one `ferrule_str`.
+// `call`, as theirs are. Each non-NULL pointer must point to a `ferrule_str` the
+// caller owns; each is written empty for NULL, for a request that was
+// answered and in a forked child. Any thread.
 void ferrule_tool_call_strings(const struct ferrule_tool_call *call,
                                struct ferrule_str *id,
                                struct ferrule_str *name,

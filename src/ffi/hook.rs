@@ -163,10 +163,9 @@ pub unsafe extern "C" fn ferrule_hook_payload(hook: *const ferrule_hook) -> ferr
 /// unless that pointer is NULL: what `ferrule_hook_stage` and
 /// `ferrule_hook_payload` return, in one call (for a binding whose foreign
 /// function interface returns a struct slowly, as JNA does). Borrowed from
-/// `hook`, as theirs are. Any thread.
-///
-/// # Safety
-/// Each non-NULL pointer must be valid for writing one `ferrule_str`.
+/// `hook`, as theirs are. Each non-NULL pointer must point to a `ferrule_str` the
+/// caller owns; each is written empty for NULL, for a request that was
+/// answered and in a forked child. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_hook_strings(
     hook: *const ferrule_hook,

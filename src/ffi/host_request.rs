@@ -213,16 +213,16 @@ impl<T: Answerable> Handle<T> {
 /// was answered). The table entry keeps them alive until the request is
 /// answered, which is as long as the host may use them.
 pub(crate) fn borrow_string<T: Answerable, P>(pointer: *const P, field: fn(&T) -> &NulTerminated) -> ferrule_str {
-    guard_or(ferrule_str::EMPTY, || match Handle::<T>::from_ptr(pointer, "handle").and_then(Handle::live) {
-        Ok(entry) => field(&entry).as_ferrule_str(),
-        Err(_) => ferrule_str::EMPTY,
-    })
+    let mut text = ferrule_str::EMPTY;
+    // SAFETY: `text` is a local `ferrule_str`.
+    unsafe { borrow_strings::<T, P, 1>(pointer, [(field, &mut text)]) };
+    text
 }
 
 /// Lends several of a live request's strings at once, one look-up for all:
-/// each is written where its pointer points, unless that pointer is NULL
-/// (empty strings for NULL and for a request that was answered, as
-/// [`borrow_string`] gives).
+/// each is written where its pointer points, unless that pointer is NULL.
+/// Each is empty first (also in a forked child, and if the look-up fails), as
+/// [`borrow_string`]'s are for NULL and for a request that was answered.
 ///
 /// # Safety
 /// Each non-NULL pointer must be valid for writing one `ferrule_str`.
@@ -230,13 +230,18 @@ pub(crate) unsafe fn borrow_strings<T: Answerable, P, const N: usize>(
     pointer: *const P,
     fields: [(fn(&T) -> &NulTerminated, *mut ferrule_str); N],
 ) {
+    for (_, out) in fields {
+        if !out.is_null() {
+            // SAFETY: the caller's promise; unaligned, as a host's scratch memory may be.
+            unsafe { out.write_unaligned(ferrule_str::EMPTY) };
+        }
+    }
     guard_or((), || {
-        let entry = Handle::<T>::from_ptr(pointer, "handle").and_then(Handle::live).ok();
+        let Ok(entry) = Handle::<T>::from_ptr(pointer, "handle").and_then(Handle::live) else { return };
         for (field, out) in fields {
             if !out.is_null() {
-                let value = entry.as_deref().map_or(ferrule_str::EMPTY, |entry| field(entry).as_ferrule_str());
-                // SAFETY: the caller's promise; unaligned, as a host's scratch memory may be.
-                unsafe { out.write_unaligned(value) };
+                // SAFETY: as above.
+                unsafe { out.write_unaligned(field(&entry).as_ferrule_str()) };
             }
         }
     })

@@ -104,10 +104,9 @@ pub unsafe extern "C" fn ferrule_tool_call_arguments(call: *const ferrule_tool_c
 /// its pointer points unless that pointer is NULL: what `ferrule_tool_call_id`,
 /// `_name` and `_arguments` return, in one call (for a binding whose foreign
 /// function interface returns a struct slowly, as JNA does). Borrowed from
-/// `call`, as theirs are. Any thread.
-///
-/// # Safety
-/// Each non-NULL pointer must be valid for writing one `ferrule_str`.
+/// `call`, as theirs are. Each non-NULL pointer must point to a `ferrule_str` the
+/// caller owns; each is written empty for NULL, for a request that was
+/// answered and in a forked child. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_strings(
     call: *const ferrule_tool_call,

@@ -248,6 +248,11 @@ static int forked_child_behaves(ferrule_agent *agent, ferrule_run *run, counter 
     ok &= ferrule_run_clone(run) == NULL;
     ok &= ferrule_run_id(run).len == 0;
     ok &= ferrule_tool_call_is_cancelled((ferrule_tool_call *)(uintptr_t)0x1);
+    /* Strings written at once are empty, not left as they were. */
+    ferrule_str id = {"stale", 5}, name = {"stale", 5}, stage = {"stale", 5};
+    ferrule_tool_call_strings((ferrule_tool_call *)(uintptr_t)0x1, &id, &name, NULL);
+    ferrule_hook_strings((ferrule_hook *)(uintptr_t)0x1, &stage, NULL);
+    ok &= id.len == 0 && id.ptr[0] == '\0' && name.len == 0 && stage.len == 0 && stage.ptr[0] == '\0';
     ok &= ferrule_version().len > 0 && ferrule_abi_version() == FERRULE_ABI_VERSION;
     ferrule_run_cancel(run);
     ferrule_run_free(run);
