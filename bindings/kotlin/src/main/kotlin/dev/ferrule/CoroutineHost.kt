@@ -65,7 +65,8 @@ internal class CoroutineHost(context: CoroutineContext) {
         job.invokeOnCompletion { failure -> if (failure != null) fallback() }
         // A job done already (an inline body that never suspended) answered its
         // request: nothing is left to cancel, and ferrule would refuse the
-        // canceller. An error otherwise means the same.
+        // canceller. A job that ends after this check may answer first too:
+        // handOver's error (ALREADY_COMPLETED) is then dropped on purpose.
         if (job.isCompleted) return
         Handles.handOver(job) { key -> registerCanceller(cancelJob, key, Handles.release) }
     }

@@ -128,7 +128,8 @@ internal open class FlatUnionSerializer<T : Any>(
  * generated builder reads them: by the key of the class's property, only the
  * fields of the variant [tag] (none for a tag this package does not know), a
  * null one as absent. A value of the wrong type is a [SerializationException],
- * as kotlinx.serialization's own decoders throw.
+ * as kotlinx.serialization's decoder of a JSON tree throws: a string must be
+ * quoted unless [json] is lenient, and a flag may be quoted (`"true"`).
  */
 internal class FlatFields(
     private val json: Json,
@@ -148,13 +149,13 @@ internal class FlatFields(
 
     /** A string field. */
     fun string(held: String): String? = field(held)?.let {
-        (it as? JsonPrimitive)?.takeIf { value -> value.isString }?.content ?: wrong(held, "a string", it)
+        (it as? JsonPrimitive)?.takeIf { value -> value.isString || json.configuration.isLenient }?.content
+            ?: wrong(held, "a string", it)
     }
 
     /** A flag, false when absent. */
-    fun flag(held: String): Boolean = field(held)?.let {
-        (it as? JsonPrimitive)?.takeUnless { value -> value.isString }?.booleanOrNull ?: wrong(held, "true or false", it)
-    } ?: false
+    fun flag(held: String): Boolean =
+        field(held)?.let { (it as? JsonPrimitive)?.booleanOrNull ?: wrong(held, "true or false", it) } ?: false
 
     /** Content: a list of parts, or a string read as one text part (none for an empty one). */
     fun parts(held: String): List<Part> = when (val value = field(held)) {

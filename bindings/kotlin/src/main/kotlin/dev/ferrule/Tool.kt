@@ -48,7 +48,19 @@ class Tool(
             execute = CoroutineHost.request
             free_user_data = Handles.release
         }
-        val execute: (Pointer) -> Unit = { handle -> execute(ToolCall(handle), host) }
+        val execute: (Pointer) -> Unit = { handle ->
+            // A call that cannot even be read (a libferrule older than this
+            // package) is failed, never left unanswered.
+            val call = try {
+                ToolCall(handle)
+            } catch (unread: Throwable) {
+                val message = "the tool call could not be read: ${unread.reason("the binding")}"
+                    .utf8Or { "the tool call could not be read" }
+                FerruleException.take(Native.lib.ferrule_tool_call_fail(handle, message, message.length))
+                null
+            }
+            call?.let { execute(it, host) }
+        }
         Handles.handOver(execute) { key ->
             spec.user_data = key
             Native.lib.ferrule_agent_builder_add_tool(builder, spec)
@@ -64,13 +76,19 @@ class Tool(
 
 /** One call of a tool, handed to its body. */
 class ToolCall internal constructor(internal val handle: Pointer) {
-    private val strings = StrSlots.get().also { Native.lib.ferrule_tool_call_strings(handle, it.slots[0], it.slots[1], it.slots[2]) }
-
     /** The call id the model gave. */
-    val id: String = strings.text(0)
-    val name: String = strings.text(1)
+    val id: String
+    val name: String
     /** The arguments as the model wrote them: a JSON object that satisfied the schema. */
-    val arguments: String = strings.text(2)
+    val arguments: String
+
+    init {
+        val strings = StrSlots.get()
+        Native.lib.ferrule_tool_call_strings(handle, strings.slots[0], strings.slots[1], strings.slots[2])
+        id = strings.text(0)
+        name = strings.text(1)
+        arguments = strings.text(2)
+    }
 
     /** Whether the call timed out or its run was cancelled (true as well once the call was answered). */
     val isCancelled: Boolean get() = Native.lib.ferrule_tool_call_is_cancelled(handle) != 0.toByte()

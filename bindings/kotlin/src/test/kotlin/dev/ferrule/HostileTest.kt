@@ -530,6 +530,10 @@ class HostileTest {
             """{"role": "assistant", "usage": "many"}""", """["role", "user"]""", """{"content": "no role"}""")) {
             assertThrows<kotlinx.serialization.SerializationException>(wrong) { FerruleJson.decodeFromString(Message.serializer(), wrong) }
         }
+        // As kotlinx.serialization reads a tree: a quoted flag counts, and an unquoted string does when lenient.
+        assertEquals(true, FerruleJson.decodeFromString(Message.serializer(), """{"role": "tool", "is_error": "true"}""").isError)
+        val lenient = kotlinx.serialization.json.Json(FerruleJson) { isLenient = true }
+        assertEquals("7", lenient.decodeFromString(Message.serializer(), """{"role": "tool", "tool_call_id": 7}""").toolCallId)
         // The tool calls of an assistant message are read with their own decoder.
         val asked = FerruleJson.decodeFromString(Message.serializer(),
             """{"role": "assistant", "tool_calls": [{"id": "c1", "name": "echo", "arguments": "{\"n\": 1}"}], """ +
