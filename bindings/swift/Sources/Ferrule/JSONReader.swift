@@ -108,7 +108,7 @@ extension Array: JSONReadable where Element: Decodable {
 extension JSONValue: JSONReadable {
     /// Any value, as `JSONValue(from:)` reads it: a whole number that fits in
     /// Int64 is `.integer` (`1.0` and `1e3` too), any other number `.number`;
-    /// of a key given twice in an object, the last value counts.
+    /// a key given twice in an object is an error.
     static func read(from reader: inout JSONReader) throws -> JSONValue {
         reader.skipSpace()
         guard reader.offset < reader.bytes.count else { throw reader.corrupt("no value") }
@@ -122,7 +122,9 @@ extension JSONValue: JSONReadable {
                 let key = try reader.readString()
                 reader.skipSpace()
                 guard reader.take(UInt8(ascii: ":")) else { throw reader.corrupt("no ':' after a key") }
-                members[key] = try read(from: &reader)
+                guard members.updateValue(try read(from: &reader), forKey: key) == nil else {
+                    throw reader.corrupt("the key \(key.debugDescription) twice")
+                }
             }
             return .object(members)
         case UInt8(ascii: "t"), UInt8(ascii: "f"): return .bool(try Bool.read(from: &reader))
@@ -145,10 +147,14 @@ extension Status: StringEnumReadable {}
 /// payloads: a transcript of 25,600 messages took `JSONDecoder` six times as
 /// long as the run that made it. The generated types, strings, flags, counts,
 /// `JSONValue`s and lists of them are read here; any other type from its JSON
-/// text with `JSONDecoder`. Strict as `JSONDecoder` is: invalid JSON, invalid UTF-8,
-/// a missing field or a value of the wrong type is a `DecodingError`. Of a
-/// key given twice, the last value counts.
+/// text with `JSONDecoder`. Strict as `JSONDecoder` is: invalid JSON, invalid
+/// UTF-8 in a string that is read, a missing field or a value of the wrong
+/// type is a `DecodingError`; so is a key given twice, which `JSONDecoder`
+/// would read as its first value (ferrule never writes one). A reader borrows
+/// its bytes, which must outlive it and every `JSONFields` it makes, and is
+/// used on one thread.
 struct JSONReader {
+    /// The JSON text, borrowed.
     let bytes: UnsafeRawBufferPointer
     private(set) var offset: Int
     /// How many arrays and objects hold the value read now.
@@ -161,7 +167,8 @@ struct JSONReader {
         self.offset = offset
     }
 
-    /// `reader` in the array or object it is in, moved to `offset` (past a value read elsewhere).
+    /// `reader` in the array or object it is in (as deep), moved to `offset`:
+    /// to a value of it, or past one read elsewhere.
     init(continuing reader: JSONReader, at offset: Int) {
         self = reader
         self.offset = offset
@@ -223,6 +230,7 @@ struct JSONReader {
 
     // MARK: Values
 
+    /// Reads a string, unescaped.
     mutating func readString() throws -> String {
         skipSpace()
         guard take(UInt8(ascii: "\"")) else { throw mismatch(String.self, "not a string") }
@@ -444,6 +452,7 @@ struct JSONReader {
         return offset - start
     }
 
+    /// Passes over JSON's white space.
     mutating func skipSpace() {
         while offset < bytes.count {
             switch bytes[offset] {
@@ -451,6 +460,12 @@ struct JSONReader {
             default: return
             }
         }
+    }
+
+    /// The next byte, if there is one (after any space).
+    mutating func peek() -> UInt8? {
+        skipSpace()
+        return offset < bytes.count ? bytes[offset] : nil
     }
 
     /// Takes `byte` if it is next.
@@ -462,10 +477,12 @@ struct JSONReader {
 
     // MARK: Errors
 
+    /// The error for text that is not JSON: `what` was found here.
     func corrupt(_ what: String) -> DecodingError {
         .dataCorrupted(.init(codingPath: [], debugDescription: "The JSON has \(what) at byte \(offset)."))
     }
 
+    /// The error for a value that is not a `T`: `what` was found here.
     func mismatch<T>(_ type: T.Type, _ what: String) -> DecodingError {
         let description = "Expected \(T.self) at byte \(offset), found \(what)."
         return .typeMismatch(T.self, .init(codingPath: [], debugDescription: description))
@@ -484,6 +501,8 @@ final class JSONFields<Key: CodingKey>: FieldReader {
     /// Whether `scanner` is at the value of the last key found.
     private var atValue = false
     private var ended = false
+    /// The keys found, once there are many.
+    private var manyKeys: Set<String>?
 
     init(scanner: JSONReader) {
         self.scanner = scanner
@@ -493,7 +512,7 @@ final class JSONFields<Key: CodingKey>: FieldReader {
     /// Reads the value of `key` with `read`; nil when the object has no such key.
     private func value<T>(_ key: Key, _ read: (inout JSONReader) throws -> T) throws -> T? {
         guard let index = try index(of: key) else { return nil }
-        var reader = JSONReader(bytes: scanner.bytes, offset: fields[index].offset)
+        var reader = JSONReader(continuing: scanner, at: fields[index].offset)
         let value = try read(&reader)
         if atValue, index == fields.count - 1 {
             scanner = JSONReader(continuing: scanner, at: reader.offset)
@@ -524,10 +543,18 @@ final class JSONFields<Key: CodingKey>: FieldReader {
         scanner.skipSpace()
         guard scanner.take(UInt8(ascii: ":")) else { throw scanner.corrupt("no ':' after a key") }
         scanner.skipSpace()
-        if fields.contains(where: { $0.key == key }) { throw scanner.corrupt("the key \(key.debugDescription) twice") }
+        if isRepeated(key) { throw scanner.corrupt("the key \(key.debugDescription) twice") }
         fields.append((key, scanner.offset))
         atValue = true
         return true
+    }
+
+    /// Whether `key` was found before: by the list for the few keys of a
+    /// type's object, by a set once an object has many (unknown) keys.
+    private func isRepeated(_ key: String) -> Bool {
+        if fields.count < 16 { return fields.contains { $0.key == key } }
+        if manyKeys == nil { manyKeys = Set(fields.map(\.key)) }
+        return manyKeys?.insert(key).inserted == false
     }
 
     /// Where the object ends, after checking the rest of it.
@@ -557,7 +584,7 @@ final class JSONFields<Key: CodingKey>: FieldReader {
     func decodeContent(forKey key: Key) throws -> [Part] {
         try value(key) { reader -> [Part] in
             if reader.readLiteral("null") { return [] }
-            if reader.bytes[reader.offset] == UInt8(ascii: "\"") { return Part.parts(try reader.readString()) }
+            if reader.peek() == UInt8(ascii: "\"") { return Part.parts(try reader.readString()) }
             return try [Part].read(from: &reader)
         } ?? []
     }

@@ -94,6 +94,9 @@ final class EventSink: Sendable {
 
     private struct State {
         var reading = false
+        /// The events of the last burst not read yet: a reader that stops
+        /// leaves them to the next.
+        var burst: ArraySlice<Event> = []
         /// The result of a `run_end` a reader decoded already.
         var ended: RunResult?
         /// The run's handle, until the result is known.
@@ -116,6 +119,12 @@ final class EventSink: Sendable {
             return !state.reading
         }
     }
+
+    /// Keeps a burst's events for the reader (after any left of the last).
+    func keepBurst(_ events: [Event]) { state.withLock { $0.burst.append(contentsOf: events) } }
+
+    /// The next event of the bursts kept, if any.
+    func nextOfBurst() -> Event? { state.withLock { $0.burst.popFirst() } }
 
     /// The reader is gone; another may start.
     func stopReading() { state.withLock { $0.reading = false } }
@@ -222,24 +231,23 @@ public struct EventStream: AsyncSequence, Sendable {
     public struct Iterator: AsyncIteratorProtocol {
         var delivered: AsyncStream<EventSink.Delivered>.Iterator?
         let reader: Reader?
-        /// The rest of the last burst.
-        var burst: ArraySlice<Event> = []
 
         public mutating func next() async -> Event? {
-            while burst.isEmpty {
+            guard let reader else { return nil }
+            while true {
+                if let event = reader.sink.nextOfBurst() { return event }
                 switch await delivered?.next() {
-                case .json(let data): burst = Event.events(json: data)[...]
-                case .decoded(let events): burst = events[...]
+                case .json(let data): reader.sink.keepBurst(Event.events(json: data))
+                case .decoded(let events): reader.sink.keepBurst(events)
                 case nil: return nil
                 }
             }
-            return burst.popFirst()
         }
     }
 
     /// Marks the stream read while an iterator lives.
     final class Reader: Sendable {
-        private let sink: EventSink
+        let sink: EventSink
 
         init(_ sink: EventSink) { self.sink = sink }
 

@@ -29,8 +29,7 @@ extension ToolResult: ExpressibleByStringLiteral {
     /// ferrule takes as a JSON string (written without `JSONEncoder`, whose
     /// cost was most of an inline tool's call).
     private var plainText: String? {
-        guard content.count == 1, case .text(let text, signature: nil) = content[0], addedTools.isEmpty,
-            details == nil, display == nil, !isError, summary == nil, !terminate, title == nil, usage == nil
+        guard content.count == 1, case .text(let text, signature: nil) = content[0], self == ToolResult(text: text)
         else { return nil }
         return text
     }

@@ -3,8 +3,10 @@ import XCTest
 
 @testable import Ferrule
 
-/// The package's own reader of run results: what it reads equals what
-/// `JSONDecoder` reads, and what `JSONDecoder` refuses it refuses too.
+/// The package's own reader of run results, events and payloads: what it
+/// reads equals what `JSONDecoder` reads, and what `JSONDecoder` refuses it
+/// refuses too; it also refuses a key given twice, which `JSONDecoder` reads
+/// as its first value.
 final class JSONReaderTests: XCTestCase {
     /// A result with every role, every kind of part, usage, an error,
     /// interruptions, output and state.
@@ -62,6 +64,12 @@ final class JSONReaderTests: XCTestCase {
             let expected = try JSONDecoder().decode(JSONValue.self, from: data)
             XCTAssertEqual(try JSONReader.decode(JSONValue.self, from: data), expected, text)
         }
+        // A key given twice, which JSONDecoder reads as its first value, is refused.
+        let twice = Data(#"{"a": 1, "b": {"a": 2}, "a": 1}"#.utf8)
+        XCTAssertThrowsError(try JSONReader.decode(JSONValue.self, from: twice))
+        let manyKeys = (0..<40).map { #""k\#($0)": \#($0)"# }.joined(separator: ", ")
+        XCTAssertNoThrow(try JSONReader.decode(Usage.self, from: Data("{\(manyKeys)}".utf8)))
+        XCTAssertThrowsError(try JSONReader.decode(Usage.self, from: Data(#"{\#(manyKeys), "k7": 0}"#.utf8)))
     }
 
     func testARealRunReadsAsJSONDecoderReadsIt() async throws {
@@ -127,6 +135,8 @@ final class JSONReaderTests: XCTestCase {
             valid + #", "x": [1, 2}"#, valid + #", "x": tru}"#, valid + #", "x": -}"#, valid + #", "x": 1.}"#,
             valid + #", "x": 1e}"#, valid + #", "x": "\q"}"#, valid + #", "x": {1: 2}}"#,
             valid + ", \"x\": " + String(repeating: "[", count: 600) + String(repeating: "]", count: 600) + "}",
+            valid.replacingOccurrences(of: "[]", with: #"[{"role": "user", "content":"#) + "}",
+            #"{"messages": [{"role": "user", "content":"#,
         ]
         for text in refused {
             XCTAssertThrowsError(try JSONReader.decode(RunResult.self, from: Data(text.utf8)), text)
