@@ -219,6 +219,9 @@ pub(crate) fn borrow_string<T: Answerable, P>(pointer: *const P, field: fn(&T) -
     text
 }
 
+/// One string to lend: which of the request's, and where the host wants it.
+pub(crate) type Lent<T> = (fn(&T) -> &NulTerminated, *mut ferrule_str);
+
 /// Lends several of a live request's strings at once, one look-up for all:
 /// each is written where its pointer points, unless that pointer is NULL.
 /// Each is empty first (also in a forked child, and if the look-up fails), as
@@ -226,10 +229,7 @@ pub(crate) fn borrow_string<T: Answerable, P>(pointer: *const P, field: fn(&T) -
 ///
 /// # Safety
 /// Each non-NULL pointer must be valid for writing one `ferrule_str`.
-pub(crate) unsafe fn borrow_strings<T: Answerable, P, const N: usize>(
-    pointer: *const P,
-    fields: [(fn(&T) -> &NulTerminated, *mut ferrule_str); N],
-) {
+pub(crate) unsafe fn borrow_strings<T: Answerable, P, const N: usize>(pointer: *const P, fields: [Lent<T>; N]) {
     for (_, out) in fields {
         if !out.is_null() {
             // SAFETY: the caller's promise; unaligned, as a host's scratch memory may be.
