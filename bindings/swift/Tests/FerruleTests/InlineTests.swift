@@ -114,12 +114,7 @@ final class InlineTests: XCTestCase {
             calls.withLock { $0 += 1 }
             return ToolResult(text: "ok")
         }
-        var turn: JSONValue = callTurn([("a", "quick", [:]), ("b", "quick", [:])])
-        if case .object(var members) = turn {
-            members["repeat"] = 40
-            turn = .object(members)
-        }
-        let agent = try Agent(config: scripted([turn, answerTurn("Done.")]), tools: [quick])
+        let agent = try quickPairAgent(rounds: 40, quick)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<200 {
                 group.addTask {
@@ -144,12 +139,7 @@ final class InlineTests: XCTestCase {
     // result `result` gives.
     func testEventBurstsRaceTheRunsEnd() async throws {
         let quick = Tool.inline(name: "quick", description: "Answers at once.") { _ in ToolResult(text: "ok") }
-        var turn: JSONValue = callTurn([("a", "quick", [:]), ("b", "quick", [:])])
-        if case .object(var members) = turn {
-            members["repeat"] = 20
-            turn = .object(members)
-        }
-        let agent = try Agent(config: scripted([turn, answerTurn("Done.")]), tools: [quick])
+        let agent = try quickPairAgent(rounds: 20, quick)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<200 {
                 group.addTask {
@@ -173,5 +163,15 @@ final class InlineTests: XCTestCase {
             }
             try await group.waitForAll()
         }
+    }
+
+    /// An agent whose model asks for two calls of `quick` a round for `rounds` rounds, then answers.
+    private func quickPairAgent(rounds: Int, _ quick: Tool) throws -> Agent {
+        var turn: JSONValue = callTurn([("a", "quick", [:]), ("b", "quick", [:])])
+        if case .object(var members) = turn {
+            members["repeat"] = .integer(Int64(rounds))
+            turn = .object(members)
+        }
+        return try Agent(config: scripted([turn, answerTurn("Done.")]), tools: [quick])
     }
 }
