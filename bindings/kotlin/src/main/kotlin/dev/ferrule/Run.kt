@@ -13,10 +13,12 @@ import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.isActive
 import kotlinx.coroutines.withContext
+import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.json.jsonObject
 import java.io.Closeable
+import java.util.concurrent.ConcurrentLinkedDeque
 import java.util.concurrent.atomic.AtomicInteger
-import java.util.concurrent.atomic.AtomicReference
 
 /**
  * A run. [events] gives its events in order; [await] its result. Cancel it with
@@ -48,12 +50,12 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
         if (!sink.claim()) return@flow
         try {
             while (true) {
-                val json = sink.next() ?: break
+                val event = sink.next() ?: break
                 try {
-                    emit(Event.decode(json))
+                    emit(event)
                 } catch (stop: CancellationException) {
                     // Cancelled, not stopped early: the next collector gets this event too.
-                    if (!currentCoroutineContext().isActive) sink.putBack(json)
+                    if (!currentCoroutineContext().isActive) sink.putBack(event)
                     throw stop
                 }
             }
@@ -136,8 +138,10 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
         fun start(agent: Pointer, input: RunInput, keepEvents: Boolean): Run {
             val sink = EventSink(keepEvents)
             // Without a reader, only run_end, which tells the sink the run is
-            // over: the run builds no other event.
-            val input = (if (keepEvents) input else input.with("events", JsonPrimitive("run_end"))).json.utf8()
+            // over: the run builds no other event. With one, the events come
+            // in bursts: one callback for all those queued by then.
+            val asked = if (keepEvents) input.with("event_bursts", JsonPrimitive(true)) else input.with("events", JsonPrimitive("run_end"))
+            val input = asked.json.utf8()
             val out = PointerByReference()
             Handles.handOver(sink) { key ->
                 Native.lib.ferrule_agent_start(agent, input, input.length, EventSink.deliver, key, EventSink.finish, out)
@@ -149,14 +153,19 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
 
 /**
  * Where a run's events go; ferrule holds it (by key) until the run has ended.
- * Events wait for a collector without bound (a bound would let a tool's
- * progress update, which waits for room, deadlock against a collector on the
- * same dispatcher), until the run is closed while nobody collects them.
+ * Events come in bursts (the JSON list of the events queued by then) and wait
+ * for a collector without bound (a bound would let a tool's progress update,
+ * which waits for room, deadlock against a collector on the same dispatcher),
+ * until the run is closed while nobody collects them.
  */
 internal class EventSink(keep: Boolean) {
-    /** An event a cancelled collector had taken but not handed on; the next collector gets it first. */
-    private val returned = AtomicReference<String?>()
-    val channel = Channel<String>(Channel.UNLIMITED, onUndeliveredElement = ::putBack)
+    /**
+     * Events taken from the channel and not handed on yet, oldest first: the
+     * rest of a burst, and an event a cancelled collector had taken. The next
+     * collector gets them first.
+     */
+    private val pending = ConcurrentLinkedDeque<Event>()
+    val channel = Channel<String>(Channel.UNLIMITED, onUndeliveredElement = ::keepBurst)
     val ended = CompletableDeferred<Unit>()
     private val stage = AtomicInteger(if (keep) WAITING else LET_GO)
     @Volatile private var closed = false
@@ -169,11 +178,25 @@ internal class EventSink(keep: Boolean) {
     }
 
     /** The next event, oldest first; null after the last. */
-    suspend fun next(): String? = returned.getAndSet(null) ?: channel.receiveCatching().getOrNull()
+    suspend fun next(): Event? {
+        while (true) {
+            pending.pollFirst()?.let { return it }
+            keepBurst(channel.receiveCatching().getOrNull() ?: return pending.pollFirst())
+        }
+    }
 
-    /** Gives back an event taken from the channel that its collector never handed on. */
-    fun putBack(json: String) {
-        if (stage.get() != LET_GO) returned.set(json)
+    /** Gives back an event its collector took and never handed on. */
+    fun putBack(event: Event) {
+        if (stage.get() != LET_GO) pending.addFirst(event)
+    }
+
+    /** Keeps a burst's events (decoded) after those pending, unless they were let go. */
+    private fun keepBurst(burst: String) {
+        if (stage.get() == LET_GO) return
+        when (val json = FerruleJson.parseToJsonElement(burst)) {
+            is JsonArray -> json.forEach { pending.addLast(Event.decode(it.jsonObject)) }
+            else -> pending.addLast(Event.decode(json.jsonObject))
+        }
     }
 
     /** The collector stopped: the events wait for the next one, unless the run was closed meanwhile. */
@@ -190,7 +213,7 @@ internal class EventSink(keep: Boolean) {
 
     private fun letGo() {
         if (stage.compareAndSet(WAITING, LET_GO)) {
-            returned.set(null)
+            pending.clear()
             channel.cancel()
         }
     }

@@ -1,7 +1,9 @@
 package dev.ferrule
 
 import kotlinx.coroutines.CompletableDeferred
+import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.async
+import kotlinx.coroutines.cancelAndJoin
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.flow.map
@@ -113,6 +115,34 @@ class EventsTest {
             val first = run.await()
             run.close()
             assertTrue(first === run.await(), "the same result, without the closed handle")
+        }
+    }
+
+    /**
+     * Bursts of events race a collector's cancellation and the run's end:
+     * whatever the timing, what a cancelled collector got and what the next
+     * one gets are every event once, in order, `run_end` last.
+     */
+    @Test
+    fun burstsRaceACancelledCollector() = runBlocking {
+        agent().use { agent ->
+            repeat(300) { i ->
+                agent.start(RunInput.prompt("Echo.")).use { run ->
+                    val first = mutableListOf<String>()
+                    val collector = launch(Dispatchers.Default) { run.events.collect { first += it.type } }
+                    if (i % 3 != 0) delay((i % 4).toLong())
+                    collector.cancelAndJoin()
+                    val rest = run.events.map { it.type }.toList()
+                    val seen = first + rest
+                    assertEquals("run_start", seen.first(), "$seen")
+                    assertEquals("run_end", seen.last(), "$seen")
+                    assertEquals(1, seen.count { it == "run_end" }, "$seen")
+                    val status = run.await().status
+                    if (status == Status.COMPLETED) assertEquals(everyEvent, seen)
+                    // A cancelled run's events are fewer, never more or repeated.
+                    for (type in seen.toSet()) assertTrue(seen.count { it == type } <= everyEvent.count { it == type }, "$seen")
+                }
+            }
         }
     }
 }
