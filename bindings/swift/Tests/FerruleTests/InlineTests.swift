@@ -106,15 +106,26 @@ final class InlineTests: XCTestCase {
         XCTAssertEqual(seen.withLock { $0 }, [[1, 0], [1, 0], [3, 0]])
     }
 
-    // Inline completions race the run's cancellation: every run ends once,
-    // cancelled or completed.
+    // Inline completions and inline hooks race the run's cancellation: every
+    // run ends once, cancelled or completed.
     func testInlineCompletionsRaceCancel() async throws {
-        let calls = Locked(0)
+        let calls = Locked(0), consultations = Locked(0)
         let quick = Tool.inline(name: "quick", description: "Answers at once.") { _ in
             calls.withLock { $0 += 1 }
             return ToolResult(text: "ok")
         }
-        let agent = try quickPairAgent(rounds: 40, quick)
+        let consult: @Sendable () -> Void = { consultations.withLock { $0 += 1 } }
+        let hooks: [Hook] = [
+            .onToolCall(inline: { _ in
+                consult()
+                return .proceed
+            }),
+            .onToolResult(inline: { _ in
+                consult()
+                return .proceed
+            }),
+        ]
+        let agent = try quickPairAgent(rounds: 40, quick, hooks: hooks)
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<200 {
                 group.addTask {
@@ -132,6 +143,8 @@ final class InlineTests: XCTestCase {
             try await group.waitForAll()
         }
         XCTAssertGreaterThan(calls.withLock { $0 }, 0)
+        let consulted = consultations.withLock { $0 }
+        XCTAssertGreaterThanOrEqual(consulted, calls.withLock { $0 }, "each call ran after its hook")
     }
 
     // Bursts of events race the run's end and its cancellation: whatever the
@@ -166,12 +179,12 @@ final class InlineTests: XCTestCase {
     }
 
     /// An agent whose model asks for two calls of `quick` a round for `rounds` rounds, then answers.
-    private func quickPairAgent(rounds: Int, _ quick: Tool) throws -> Agent {
+    private func quickPairAgent(rounds: Int, _ quick: Tool, hooks: [Hook] = []) throws -> Agent {
         var turn: JSONValue = callTurn([("a", "quick", [:]), ("b", "quick", [:])])
         if case .object(var members) = turn {
             members["repeat"] = .integer(Int64(rounds))
             turn = .object(members)
         }
-        return try Agent(config: scripted([turn, answerTurn("Done.")]), tools: [quick])
+        return try Agent(config: scripted([turn, answerTurn("Done.")]), tools: [quick], hooks: hooks)
     }
 }
