@@ -99,11 +99,13 @@ extension Event {
 
     /// Reads a burst of events (run input `event_bursts`: a JSON list of
     /// them) or one event's JSON; an event that does not decode is
-    /// `.unknown`, and so is a burst that is not a JSON list.
+    /// `.unknown`, and so is the rest of a burst from where it stops being
+    /// JSON (the events before it are kept).
     static func events(json data: Data) -> [Event] {
         data.withUnsafeBytes { bytes in
             var reader = JSONReader(bytes: bytes)
             var events: [Event] = []
+            var rest = 0
             do {
                 reader.skipSpace()
                 guard reader.offset < bytes.count, bytes[reader.offset] == UInt8(ascii: "[") else {
@@ -112,21 +114,22 @@ extension Event {
                 try reader.enter("[", [Event].self)
                 while try reader.next("]") {
                     reader.skipSpace()
-                    let start = reader.offset
+                    let before = reader
                     do {
                         events.append(try WireEvent.read(from: &reader).event)
                     } catch {
-                        var whole = JSONReader(bytes: bytes, offset: start)
+                        var whole = before
                         try whole.skipValue()
-                        events.append(Event(json: Data(bytes[start..<whole.offset])))
-                        reader = JSONReader(continuing: reader, at: whole.offset)
+                        events.append(Event(json: Data(bytes[before.offset..<whole.offset])))
+                        reader = whole
                     }
+                    rest = reader.offset
                 }
                 reader.skipSpace()
-                guard reader.offset == bytes.count else { return [Event(json: data)] }
+                guard reader.offset == bytes.count else { return events + [Event(json: Data(bytes[reader.offset...]))] }
                 return events
             } catch {
-                return [Event(json: data)]
+                return events + [Event(json: Data(bytes[rest...]))]
             }
         }
     }

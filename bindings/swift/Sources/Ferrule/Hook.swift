@@ -5,29 +5,26 @@ import Foundation
 /// one stage are consulted in the order given, each seeing the previous one's
 /// effect. An error a hook throws aborts the run: it ends failed with code
 /// `hookAborted` and the error's text. The hook's task is cancelled when the
-/// run stops waiting for it (the run was cancelled, or `hookTimeoutMs` passed).
+/// run stops waiting for it (the run was cancelled, or `hookTimeoutMs` passed);
+/// an inline hook (`onToolCallInline`...) has no task, and nothing interrupts it.
 public struct Hook: Sendable {
     /// "run_start", "turn_start", "tool_call", "tool_result" or "final_answer".
     public let stage: String
     /// How the hook is consulted.
     public let options: HookOptions
     /// Decides from the payload JSON, giving the decision JSON.
-    let decide: @Sendable (Data) async throws -> String
-    /// The synchronous body of an inline hook, run inside ferrule's callback.
-    let decideInline: (@Sendable (Data) throws -> String)?
+    let body: Body
 
-    private init(stage: String, options: HookOptions, decide: @escaping @Sendable (Data) async throws -> String) {
-        self.stage = stage
-        self.options = options
-        self.decide = decide
-        decideInline = nil
+    /// How a hook decides: in a task, or inside ferrule's callback.
+    enum Body: Sendable {
+        case task(@Sendable (Data) async throws -> String)
+        case inline(@Sendable (Data) throws -> String)
     }
 
-    private init(stage: String, options: HookOptions, decideInline: @escaping @Sendable (Data) throws -> String) {
+    private init(stage: String, options: HookOptions, body: Body) {
         self.stage = stage
         self.options = options
-        decide = { try decideInline($0) }
-        self.decideInline = decideInline
+        self.body = body
     }
 
     /// Consulted at `stage` with the payload JSON, answering with decision JSON
@@ -35,7 +32,7 @@ public struct Hook: Sendable {
     public static func raw(
         stage: String, options: HookOptions = HookOptions(), _ body: @escaping @Sendable (String) async throws -> String
     ) -> Hook {
-        Hook(stage: stage, options: options) { payload in try await body(String(decoding: payload, as: UTF8.self)) }
+        Hook(stage: stage, options: options, body: .task { try await body(String(decoding: $0, as: UTF8.self)) })
     }
 
     /// The hook of `stage` whose body takes its payload and gives its
@@ -43,14 +40,14 @@ public struct Hook: Sendable {
     static func typed<Payload: Decodable, Decision: HookDecisionJSON>(
         _ stage: String, _ options: HookOptions, _ body: @escaping @Sendable (Payload) async throws -> Decision
     ) -> Hook {
-        Hook(stage: stage, options: options) { data in try await body(payload(stage, data)).decisionJSON() }
+        Hook(stage: stage, options: options, body: .task { try await body(payload(stage, $0)).decisionJSON() })
     }
 
     /// The same with a synchronous body, run inside ferrule's callback.
     static func typedInline<Payload: Decodable, Decision: HookDecisionJSON>(
         _ stage: String, _ options: HookOptions, _ body: @escaping @Sendable (Payload) throws -> Decision
     ) -> Hook {
-        Hook(stage: stage, options: options) { data in try body(payload(stage, data)).decisionJSON() }
+        Hook(stage: stage, options: options, body: .inline { try body(payload(stage, $0)).decisionJSON() })
     }
 
     /// The payload of `stage` decoded from its JSON.
@@ -84,11 +81,14 @@ final class HookBox: Sendable {
     static let consult: ferrule_hook_fn = { userData, handle in
         guard let box = unbox(userData, as: HookBox.self), let handle else { return }
         let consultation = Consultation(handle: handle)
-        if let decide = box.hook.decideInline {
-            consultation.respond(with: Result { try decide(consultation.payload) })
+        let decide: @Sendable (Data) async throws -> String
+        switch box.hook.body {
+        case .inline(let decideHere):
+            consultation.respond(with: Result { try decideHere(consultation.payload) })
             return
+        case .task(let decideInTask):
+            decide = decideInTask
         }
-        let decide = box.hook.decide
         let task = Task.detached { await consultation.respond(using: decide) }
         // An error means the hook was responded to already: nothing is left to cancel.
         _ = handOver(TaskCanceller(task)) { ferrule_hook_on_cancel(handle, TaskCanceller.onCancel, $0, releaseBox) }

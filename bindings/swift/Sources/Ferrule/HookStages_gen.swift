@@ -10,10 +10,13 @@ extension Hook {
     }
 
     /// The same, with a synchronous body that runs inside ferrule's callback
-    /// instead of in a task (as `Tool.inline`'s): it must never block.
-    public static func onRunStart(
+    /// instead of in a task (as `Tool.inline`'s): it must never block, and
+    /// neither a timeout nor a cancellation interrupts it. (A function of its
+    /// own name, so that no closure written for `onRunStart` becomes inline by
+    /// overload.)
+    public static func onRunStartInline(
         options: HookOptions = HookOptions(),
-        inline body: @escaping @Sendable (RunStartPayload) throws -> RunStartDecision
+        _ body: @escaping @Sendable (RunStartPayload) throws -> RunStartDecision
     ) -> Hook {
         typedInline("run_start", options, body)
     }
@@ -28,10 +31,13 @@ extension Hook {
     }
 
     /// The same, with a synchronous body that runs inside ferrule's callback
-    /// instead of in a task (as `Tool.inline`'s): it must never block.
-    public static func onTurnStart(
+    /// instead of in a task (as `Tool.inline`'s): it must never block, and
+    /// neither a timeout nor a cancellation interrupts it. (A function of its
+    /// own name, so that no closure written for `onTurnStart` becomes inline by
+    /// overload.)
+    public static func onTurnStartInline(
         options: HookOptions = HookOptions(),
-        inline body: @escaping @Sendable (TurnStartPayload) throws -> TurnStartDecision
+        _ body: @escaping @Sendable (TurnStartPayload) throws -> TurnStartDecision
     ) -> Hook {
         typedInline("turn_start", options, body)
     }
@@ -46,10 +52,13 @@ extension Hook {
     }
 
     /// The same, with a synchronous body that runs inside ferrule's callback
-    /// instead of in a task (as `Tool.inline`'s): it must never block.
-    public static func onToolCall(
+    /// instead of in a task (as `Tool.inline`'s): it must never block, and
+    /// neither a timeout nor a cancellation interrupts it. (A function of its
+    /// own name, so that no closure written for `onToolCall` becomes inline by
+    /// overload.)
+    public static func onToolCallInline(
         options: HookOptions = HookOptions(),
-        inline body: @escaping @Sendable (ToolCallPayload) throws -> ToolCallDecision
+        _ body: @escaping @Sendable (ToolCallPayload) throws -> ToolCallDecision
     ) -> Hook {
         typedInline("tool_call", options, body)
     }
@@ -63,10 +72,13 @@ extension Hook {
     }
 
     /// The same, with a synchronous body that runs inside ferrule's callback
-    /// instead of in a task (as `Tool.inline`'s): it must never block.
-    public static func onToolResult(
+    /// instead of in a task (as `Tool.inline`'s): it must never block, and
+    /// neither a timeout nor a cancellation interrupts it. (A function of its
+    /// own name, so that no closure written for `onToolResult` becomes inline by
+    /// overload.)
+    public static func onToolResultInline(
         options: HookOptions = HookOptions(),
-        inline body: @escaping @Sendable (ToolResultPayload) throws -> ToolResultDecision
+        _ body: @escaping @Sendable (ToolResultPayload) throws -> ToolResultDecision
     ) -> Hook {
         typedInline("tool_result", options, body)
     }
@@ -80,10 +92,13 @@ extension Hook {
     }
 
     /// The same, with a synchronous body that runs inside ferrule's callback
-    /// instead of in a task (as `Tool.inline`'s): it must never block.
-    public static func onFinalAnswer(
+    /// instead of in a task (as `Tool.inline`'s): it must never block, and
+    /// neither a timeout nor a cancellation interrupts it. (A function of its
+    /// own name, so that no closure written for `onFinalAnswer` becomes inline by
+    /// overload.)
+    public static func onFinalAnswerInline(
         options: HookOptions = HookOptions(),
-        inline body: @escaping @Sendable (FinalAnswerPayload) throws -> FinalAnswerDecision
+        _ body: @escaping @Sendable (FinalAnswerPayload) throws -> FinalAnswerDecision
     ) -> Hook {
         typedInline("final_answer", options, body)
     }

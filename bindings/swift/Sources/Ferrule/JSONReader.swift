@@ -214,9 +214,9 @@ struct JSONReader {
     ) throws -> T {
         let start = offset
         let fields = try self.fields(Key.self)
-        let bytes = self.bytes
+        let reader = self
         let value = try read(fields) {
-            var whole = JSONReader(bytes: bytes, offset: start)
+            var whole = JSONReader(continuing: reader, at: start)
             return try JSONValue.read(from: &whole)
         }
         try resume(after: fields)

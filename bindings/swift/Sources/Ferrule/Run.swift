@@ -94,10 +94,11 @@ final class EventSink: Sendable {
 
     private struct State {
         var reading = false
-        /// The events of the last burst not read yet: a reader that stops
-        /// leaves them to the next.
-        var burst: ArraySlice<Event> = []
-        /// The result of a `run_end` a reader decoded already.
+        /// Events of bursts delivered to a reader and not read yet: a reader
+        /// that stops leaves them to the next.
+        var pending: ArraySlice<Event> = []
+        /// The result of a `run_end` decoded on the event thread (a reader was
+        /// there when it came).
         var ended: RunResult?
         /// The run's handle, until the result is known.
         var handle: RunHandle?
@@ -121,10 +122,15 @@ final class EventSink: Sendable {
     }
 
     /// Keeps a burst's events for the reader (after any left of the last).
-    func keepBurst(_ events: [Event]) { state.withLock { $0.burst.append(contentsOf: events) } }
+    func keepBurst(_ events: [Event]) { state.withLock { $0.pending.append(contentsOf: events) } }
 
-    /// The next event of the bursts kept, if any.
-    func nextOfBurst() -> Event? { state.withLock { $0.burst.popFirst() } }
+    /// The next event of the bursts kept, if any; the events read are let go.
+    func nextOfBurst() -> Event? {
+        state.withLock { state in
+            defer { if state.pending.isEmpty { state.pending = [] } }
+            return state.pending.popFirst()
+        }
+    }
 
     /// The reader is gone; another may start.
     func stopReading() { state.withLock { $0.reading = false } }

@@ -50,8 +50,8 @@ final class InlineTests: XCTestCase {
     // decisions count and its error aborts the run, as a hook's in a task.
     func testAnInlineHookDecidesInTheCallback() async throws {
         let inTask = Locked<[Bool]>([])
-        let deny = Hook.onToolCall(
-            inline: { payload in
+        let deny = Hook.onToolCallInline(
+            { payload in
                 inTask.withLock { $0.append(withUnsafeCurrentTask { $0 != nil }) }
                 return payload.call.arguments["text"] == "no" ? .deny("not that") : .proceed
             })
@@ -63,11 +63,27 @@ final class InlineTests: XCTestCase {
         XCTAssertEqual(result.status, .completed)
         XCTAssertEqual(result.messages.filter { $0.role == .tool }.map(\.text), ["yes", "not that"])
         XCTAssertEqual(inTask.withLock { $0 }, [false, false], "the body ran in ferrule's callback, in no task")
-        let refuse = Hook.onTurnStart(inline: { _ in throw FerruleError(code: .invalidArg, message: "no turns") })
+        let refuse = Hook.onTurnStartInline({ _ in throw FerruleError(code: .invalidArg, message: "no turns") })
         let refused = try await Agent(config: scripted([answerTurn("Done.")]), hooks: [refuse]).run(.prompt("go"))
         XCTAssertEqual(refused.status, .failed)
         XCTAssertEqual(refused.error?.code, .hookAborted)
         XCTAssertEqual(refused.error?.message.contains("no turns"), true, "\(String(describing: refused.error))")
+    }
+
+    // A hook body without `await` given to `.onToolCall` still runs in a task
+    // (the inline form is a function of its own name).
+    func testAHookWithASynchronousClosureStillRunsInATask() async throws {
+        let inTask = Locked<[Bool]>([])
+        let hook = Hook.onToolCall { _ in
+            inTask.withLock { $0.append(withUnsafeCurrentTask { $0 != nil }) }
+            return .proceed
+        }
+        let agent = try Agent(
+            config: scripted([callTurn([("c1", "echo", ["text": "a"])]), answerTurn("Done.")]),
+            tools: [echoTool()], hooks: [hook])
+        let status = try await agent.run(.prompt("go")).status
+        XCTAssertEqual(status, .completed)
+        XCTAssertEqual(inTask.withLock { $0 }, [true])
     }
 
     // A body without `await` given to `Tool(...)` still runs in a task (the
@@ -116,11 +132,11 @@ final class InlineTests: XCTestCase {
         }
         let consult: @Sendable () -> Void = { consultations.withLock { $0 += 1 } }
         let hooks: [Hook] = [
-            .onToolCall(inline: { _ in
+            .onToolCallInline({ _ in
                 consult()
                 return .proceed
             }),
-            .onToolResult(inline: { _ in
+            .onToolResultInline({ _ in
                 consult()
                 return .proceed
             }),

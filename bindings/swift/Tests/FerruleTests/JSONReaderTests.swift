@@ -101,12 +101,18 @@ final class JSONReaderTests: XCTestCase {
         }
         XCTAssertEqual(wrong["turn"], "one")
         XCTAssertEqual(weather["wind"], [3])
-        // One event, not a list, reads as before; a list that is not JSON is one unknown event.
+        // One event, not a list, reads as before; where a list stops being JSON,
+        // the events before are kept and the rest is one unknown event.
         XCTAssertEqual(Event.events(json: Data(#"{"type": "turn_start", "turn": 3}"#.utf8)).map(\.type), ["turn_start"])
-        for broken in [#"[{"type": "turn_start", "turn": 1}"#, #"[{"type": "turn_start", "turn": 1}] x"#, "[1,]"] {
+        for broken in [#"[{"type": "turn_start", "turn": 1}"#, #"[{"type": "turn_start", "turn": 1}] x"#] {
             let read = Event.events(json: Data(broken.utf8))
-            guard read.count == 1, case .unknown = read[0] else { return XCTFail("\(broken): \(read)") }
+            guard read.count == 2, case .turnStart(turn: 1) = read[0], case .unknown = read[1] else {
+                return XCTFail("\(broken): \(read)")
+            }
         }
+        let notEvents = Event.events(json: Data("[1,]".utf8))
+        XCTAssertEqual(notEvents.count, 2, "\(notEvents)")
+        XCTAssertTrue(notEvents.allSatisfy { if case .unknown = $0 { true } else { false } }, "\(notEvents)")
     }
 
     func testInvalidJSONAndValuesOfTheWrongTypeAreRefused() throws {

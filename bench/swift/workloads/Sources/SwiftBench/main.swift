@@ -94,16 +94,14 @@ func measureHooks() async throws {
     let turns = TurnTimes()
     let options = HookOptions(withoutHistory: true)
     let hooks: [Hook] = [
-        .onRunStart(options: options, inline: { _ in .proceed }),
-        .onTurnStart(
-            options: options,
-            inline: { _ in
-                turns.record()
-                return .proceed
-            }),
-        .onToolCall(options: options, inline: { _ in .proceed }),
-        .onToolResult(options: options, inline: { _ in .proceed }),
-        .onFinalAnswer(options: options, inline: { _ in .accept }),
+        .onRunStartInline(options: options) { _ in .proceed },
+        .onTurnStartInline(options: options) { _ in
+            turns.record()
+            return .proceed
+        },
+        .onToolCallInline(options: options) { _ in .proceed },
+        .onToolResultInline(options: options) { _ in .proceed },
+        .onFinalAnswerInline(options: options) { _ in .accept },
     ]
     let noop = Tool.inline(name: "noop", description: "Does nothing.", schema: workloads["open_schema"]) { _ in "ok" }
     let agent = try Agent(config: config, tools: [noop], hooks: hooks)
