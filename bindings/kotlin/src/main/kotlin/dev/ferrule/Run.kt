@@ -14,8 +14,8 @@ import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.isActive
 import kotlinx.coroutines.withContext
 import kotlinx.serialization.json.JsonArray
+import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
-import kotlinx.serialization.json.jsonObject
 import java.io.Closeable
 import java.util.concurrent.ConcurrentLinkedDeque
 import java.util.concurrent.atomic.AtomicInteger
@@ -44,7 +44,9 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
      * meanwhile throws [IllegalStateException]), and a collector that stops
      * early on its own (`first()`, `take(n)`) leaves the rest to the next one
      * without cancelling the run. Cancelling the collecting coroutine cancels
-     * the run. [close] lets go of events while nobody collects them.
+     * the run; the event it was handed when cancelled is handed to the next
+     * collector too (at least once). [close] lets go of events while nobody
+     * collects them.
      */
     val events: Flow<Event> = flow {
         if (!sink.claim()) return@flow
@@ -190,12 +192,17 @@ internal class EventSink(keep: Boolean) {
         if (stage.get() != LET_GO) pending.addFirst(event)
     }
 
-    /** Keeps a burst's events (decoded) after those pending, unless they were let go. */
+    /**
+     * Keeps a burst's events (decoded) after those pending, unless they were
+     * let go; what is not a JSON object (ferrule writes none) is an
+     * [Event.Unknown] holding nothing, never an exception (this also runs as
+     * the channel's handler of undelivered elements).
+     */
     private fun keepBurst(burst: String) {
         if (stage.get() == LET_GO) return
-        when (val json = FerruleJson.parseToJsonElement(burst)) {
-            is JsonArray -> json.forEach { pending.addLast(Event.decode(it.jsonObject)) }
-            else -> pending.addLast(Event.decode(json.jsonObject))
+        val events = runCatching { FerruleJson.parseToJsonElement(burst) }.getOrNull()
+        for (event in events as? JsonArray ?: listOf(events)) {
+            pending.addLast((event as? JsonObject)?.let(Event::decode) ?: Event.Unknown("", "", JsonObject(emptyMap())))
         }
     }
 

@@ -121,7 +121,9 @@ class EventsTest {
     /**
      * Bursts of events race a collector's cancellation and the run's end:
      * whatever the timing, what a cancelled collector got and what the next
-     * one gets are every event once, in order, `run_end` last.
+     * one gets are every event once, in order, `run_end` last. (A collector
+     * whose body suspends and is cancelled there gets its event again in the
+     * next collector, as `Run.events` says.)
      */
     @Test
     fun burstsRaceACancelledCollector() = runBlocking {
