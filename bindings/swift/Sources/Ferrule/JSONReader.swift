@@ -119,9 +119,7 @@ extension JSONValue: JSONReadable {
             var members: [String: JSONValue] = [:]
             try reader.enter("{", [String: JSONValue].self)
             while try reader.next("}") {
-                let key = try reader.readString()
-                reader.skipSpace()
-                guard reader.take(UInt8(ascii: ":")) else { throw reader.corrupt("no ':' after a key") }
+                let key = try reader.readKey()
                 guard members.updateValue(try read(from: &reader), forKey: key) == nil else {
                     throw reader.corrupt("the key \(key.debugDescription) twice")
                 }
@@ -249,6 +247,14 @@ struct JSONReader {
             offset += 1
         }
         throw corrupt("a string without its end")
+    }
+
+    /// Reads an object's key and the colon after it.
+    mutating func readKey() throws -> String {
+        let key = try readString()
+        skipSpace()
+        guard take(UInt8(ascii: ":")) else { throw corrupt("no ':' after a key") }
+        return key
     }
 
     /// The rest of a string from `start` (its first byte), which has escapes.
@@ -539,9 +545,7 @@ final class JSONFields<Key: CodingKey>: FieldReader {
             ended = true
             return false
         }
-        let key = try scanner.readString()
-        scanner.skipSpace()
-        guard scanner.take(UInt8(ascii: ":")) else { throw scanner.corrupt("no ':' after a key") }
+        let key = try scanner.readKey()
         scanner.skipSpace()
         if isRepeated(key) { throw scanner.corrupt("the key \(key.debugDescription) twice") }
         fields.append((key, scanner.offset))
