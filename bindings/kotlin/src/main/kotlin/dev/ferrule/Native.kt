@@ -89,7 +89,7 @@ internal open class FerruleStr : Structure(scratch.get()) {
     @JvmField var len: NativeLong = NativeLong(0)
 
     /** A copy of the text. */
-    fun text(): String = ptr?.getByteArray(0, len.toLong().toInt())?.toString(Charsets.UTF_8) ?: ""
+    fun text(): String = utf8Text(ptr, len)
 
     class ByValue : FerruleStr(), Structure.ByValue
 
@@ -112,11 +112,8 @@ internal class StrSlots private constructor() {
     val slots: List<Pointer> = (0 until 3).map { memory.share(it * SIZE, SIZE) }
 
     /** A copy of the text written in the [index]th slot. */
-    fun text(index: Int): String {
-        val length = memory.getNativeLong(index * SIZE + com.sun.jna.Native.POINTER_SIZE).toLong().toInt()
-        if (length == 0) return ""
-        return memory.getPointer(index * SIZE)?.getByteArray(0, length)?.toString(Charsets.UTF_8) ?: ""
-    }
+    fun text(index: Int): String =
+        utf8Text(memory.getPointer(index * SIZE), memory.getNativeLong(index * SIZE + com.sun.jna.Native.POINTER_SIZE))
 
     companion object {
         private val SIZE = (com.sun.jna.Native.POINTER_SIZE + NativeLong.SIZE).toLong()
@@ -125,6 +122,13 @@ internal class StrSlots private constructor() {
         /** The calling thread's slots: read them before its next call that writes them. */
         fun get(): StrSlots = perThread.get()
     }
+}
+
+/** A copy of the UTF-8 text of a `ferrule_str`'s `ptr` and `len`; empty for none. */
+private fun utf8Text(ptr: Pointer?, len: NativeLong): String {
+    val length = len.toLong().toInt()
+    if (length == 0) return ""
+    return ptr?.getByteArray(0, length)?.toString(Charsets.UTF_8) ?: ""
 }
 
 /** `ferrule_tool_spec`; its strings and callbacks must stay reachable during the call. */
