@@ -12,10 +12,10 @@
 //! into the queue of the run the host started, and like updates they are
 //! delivered only before that call's end event.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use tokio::sync::mpsc;
 use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{mpsc, oneshot};
 
 use super::call_progress::CallProgress;
 use super::event::{Event, EventKind, EventSink};
@@ -90,9 +90,7 @@ pub(crate) struct EventEmitter {
     /// The serial of the run whose dispatcher delivers the events (the run the
     /// host started, for a nested run).
     run_serial: u64,
-    queue: Option<mpsc::Sender<Queued>>,
-    /// Only `run_end` is queued.
-    end_only: bool,
+    queue: Option<Queue>,
     /// For a nested run: the call its events are wrapped in.
     within: Option<Arc<Enclosing>>,
 }
@@ -100,13 +98,13 @@ pub(crate) struct EventEmitter {
 impl EventEmitter {
     /// An emitter that queues nothing.
     fn disabled(run_id: Arc<str>, run_serial: u64) -> EventEmitter {
-        EventEmitter { run_id, run_serial, queue: None, end_only: false, within: None }
+        EventEmitter { run_id, run_serial, queue: None, within: None }
     }
 
     /// Whether anyone listens to events other than `run_end`; callers skip
     /// building costly events when not.
     pub(crate) fn is_enabled(&self) -> bool {
-        self.queue.is_some() && !self.end_only
+        matches!(self.queue, Some(Queue::Events(_)))
     }
 
     /// Queues an event, waiting while the queue is full.
@@ -125,11 +123,17 @@ impl EventEmitter {
     }
 
     async fn queue_async(&self, kind: EventKind, call: CallTag) {
-        if self.end_only && !matches!(kind, EventKind::RunEnd { .. }) {
-            return;
-        }
-        if let Some(queue) = &self.queue {
-            let _ = queue.send(self.queued(kind, call)).await;
+        match &self.queue {
+            Some(Queue::Events(queue)) => {
+                let _ = queue.send(self.queued(kind, call)).await;
+            }
+            Some(Queue::End(slot)) if matches!(kind, EventKind::RunEnd { .. }) => {
+                let sender = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some(sender) = sender {
+                    let _ = sender.send(self.queued(kind, call));
+                }
+            }
+            _ => {}
         }
     }
 
@@ -154,7 +158,7 @@ impl EventEmitter {
         depth: u32,
         progress: Option<Arc<CallProgress>>,
     ) -> EventEmitter {
-        let (Some(queue), Some(progress), true) = (&self.queue, progress, self.is_enabled()) else {
+        let (Some(Queue::Events(queue)), Some(progress)) = (&self.queue, progress) else {
             return EventEmitter::disabled(run_id, self.run_serial);
         };
         let enclosing = Enclosing {
@@ -168,8 +172,7 @@ impl EventEmitter {
         EventEmitter {
             run_id,
             run_serial: self.run_serial,
-            queue: Some(queue.clone()),
-            end_only: false,
+            queue: Some(Queue::Events(queue.clone())),
             within: Some(Arc::new(enclosing)),
         }
     }
@@ -179,7 +182,7 @@ impl EventEmitter {
     /// where a `nonblocking` tool's callback runs, or on the thread delivering this
     /// run's events) a full queue is `WOULD_DEADLOCK` instead.
     pub(crate) fn emit_update_blocking(&self, kind: EventKind, progress: &Arc<CallProgress>) -> Result<()> {
-        let (Some(queue), false) = (&self.queue, self.end_only) else { return Ok(()) };
+        let Some(Queue::Events(queue)) = &self.queue else { return Ok(()) };
         let queued = self.queued(kind, CallTag::Update(progress.clone()));
         if crate::runtime::on_runtime_thread() || CallbackScope::is_delivering_events_of(self.run_serial) {
             return match queue.try_send(queued) {
@@ -211,21 +214,45 @@ pub(crate) fn channel(
     let Some(sink) = sink else {
         return (EventEmitter::disabled(run_id, run_serial), None);
     };
-    let (tx, rx) = mpsc::channel(EVENT_QUEUE_CAPACITY);
-    let end_only = selected == EventSelection::RunEnd;
-    let emitter = EventEmitter { run_id, run_serial, queue: Some(tx), end_only, within: None };
-    (emitter, Some(dispatch(rx, sink, run_serial, threads)))
+    let (queue, incoming) = if selected == EventSelection::RunEnd {
+        let (tx, rx) = oneshot::channel();
+        (Queue::End(Arc::new(Mutex::new(Some(tx)))), Incoming::End(rx))
+    } else {
+        let (tx, rx) = mpsc::channel(EVENT_QUEUE_CAPACITY);
+        (Queue::Events(tx), Incoming::Events(rx))
+    };
+    let emitter = EventEmitter { run_id, run_serial, queue: Some(queue), within: None };
+    (emitter, Some(dispatch(incoming, sink, run_serial, threads)))
+}
+
+/// Where an emitter queues a run's events. A run that selected `run_end` alone
+/// has a slot for it instead of a queue: a queue makes room for 32 events as
+/// it is made, 9 KB a run.
+#[derive(Clone)]
+enum Queue {
+    Events(mpsc::Sender<Queued>),
+    End(Arc<Mutex<Option<oneshot::Sender<Queued>>>>),
+}
+
+/// Where the dispatcher takes a run's events from: [`Queue`]'s other end.
+enum Incoming {
+    Events(mpsc::Receiver<Queued>),
+    End(oneshot::Receiver<Queued>),
 }
 
 /// Waits for events and hands them to an event thread. One trip delivers
 /// everything queued by the time the host is done, so a busy run does not pay a
 /// thread hand-off per event.
-async fn dispatch(
-    mut queue: mpsc::Receiver<Queued>,
-    mut sink: Box<dyn EventSink>,
-    run_serial: u64,
-    threads: &'static CallbackPool,
-) {
+async fn dispatch(incoming: Incoming, mut sink: Box<dyn EventSink>, run_serial: u64, threads: &'static CallbackPool) {
+    let mut queue = match incoming {
+        Incoming::Events(queue) => queue,
+        Incoming::End(end) => {
+            if let Ok(end) = end.await {
+                threads.run(move || deliver_end(end, sink, run_serial)).await;
+            }
+            return;
+        }
+    };
     while let Some(first) = queue.recv().await {
         let delivery = threads.run(move || deliver(first, sink, queue, run_serial));
         match delivery.await {
@@ -237,6 +264,15 @@ async fn dispatch(
             _ => return,
         }
     }
+}
+
+/// Delivers the `run_end` of a run that selected it alone, on an event thread,
+/// and drops the sink after it inside the run's callback scope, as [`deliver`]
+/// does.
+fn deliver_end(end: Queued, mut sink: Box<dyn EventSink>, run_serial: u64) {
+    let _scope = CallbackScope::enter(run_serial, CallbackKind::Event);
+    sink.on_events(std::slice::from_ref(&end.event));
+    drop(sink);
 }
 
 /// Delivers `first` and whatever else is queued, on an event thread, in bursts

@@ -101,7 +101,10 @@ impl RunOrigin {
         let handed_from = Vec::new();
         let run =
             RunLoop { run, progress, pending, resumed, caches, tools, answer, open_turn: 0, carried, handed_from };
-        threads.runtime.spawn(supervise(run, dispatcher, threads));
+        // The run's future (kilobytes) is made on a runtime thread, at its first
+        // poll, not on the thread starting the run: a host starting runs from
+        // many threads would otherwise hold runs in as many malloc arenas.
+        threads.runtime.spawn(async move { Box::pin(supervise(run, dispatcher, threads)).await });
         Run::new(shared)
     }
 }
