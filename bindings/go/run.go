@@ -183,9 +183,12 @@ func start(ctx context.Context, agent *C.ferrule_agent, in Input, events bool) (
 		// run builds no other event.
 		in.json = withField(in.json, "events", []byte(`"run_end"`))
 	}
-	sink := &eventSink{ch: make(chan Event, eventBuffer), dropped: make(chan struct{}),
-		abandoned: make(chan struct{}), ended: make(chan struct{})}
-	if !events {
+	sink := &eventSink{dropped: make(chan struct{}), abandoned: make(chan struct{}), ended: make(chan struct{})}
+	if events {
+		sink.ch = make(chan Event, eventBuffer)
+	} else {
+		// Nothing is sent on ch: it only closes when the run is over.
+		sink.ch = make(chan Event)
 		sink.endOnly = true
 		sink.drop()
 	}
