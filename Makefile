@@ -168,6 +168,13 @@ test-c: lib judge
 # ferrule_local; bindings/go/ffi.go). Its conformance runner hands its
 # observations to the judge.
 GO_LOCAL = -tags ferrule_local
+# Go's build cache knows a cgo package by its sources and flags, not by the
+# library it links: after the library was rebuilt, a test, example or benchmark
+# would still link the old one. A flag naming the library's time and size
+# changes what the cache knows the package by whenever the library changes.
+GO_CFLAGS_GIVEN := $(CGO_CFLAGS)
+export CGO_CFLAGS = $(or $(GO_CFLAGS_GIVEN),-O2 -g) \
+	-DFERRULE_LIBRARY_BUILT=$(shell stat -c %Y-%s target/release/libferrule.a 2>/dev/null)
 test-go: lib judge
 	test -z "$$(gofmt -l bindings/go examples/go bench/go tests/packages)" || { gofmt -l bindings/go examples/go bench/go tests/packages; echo "gofmt: the files above are not formatted"; exit 1; }
 	cd bindings/go && go vet $(GO_LOCAL) ./... && PATH=$(MCP_TEST_PATH) FERRULE_OBSERVATIONS=$(CURDIR)/$(BUILD)/conformance/go go test $(GO_LOCAL) -race -count=1 ./...
