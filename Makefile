@@ -171,8 +171,9 @@ GO_LOCAL = -tags ferrule_local
 # Go's build cache knows a cgo package by its sources and flags, not by the
 # library it links: after the library was rebuilt, a test, example or benchmark
 # would still link the old one. A flag naming the library's time and size
-# changes what the cache knows the package by whenever the library changes.
-GO_CFLAGS_GIVEN := $(CGO_CFLAGS)
+# changes what the cache knows the package by whenever the library changes
+# (a make started by this one inherits the flag: it is replaced, not repeated).
+GO_CFLAGS_GIVEN := $(filter-out -DFERRULE_LIBRARY_BUILT=%,$(CGO_CFLAGS))
 export CGO_CFLAGS = $(or $(GO_CFLAGS_GIVEN),-O2 -g) \
 	-DFERRULE_LIBRARY_BUILT=$(shell stat -c %Y-%s target/release/libferrule.a 2>/dev/null)
 test-go: lib judge
