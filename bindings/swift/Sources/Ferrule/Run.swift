@@ -11,8 +11,10 @@ public final class Run: Sendable {
     public let id: String
     /// The run's events in order, ending after `.runEnd`. One reader at a
     /// time; the events wait in memory until read or until the `Run` is
-    /// released. Cancelling the task reading them cancels the run; breaking out
-    /// of the loop does not (read on later, or await `result`).
+    /// released. Cancelling the task reading them cancels the run and ends the
+    /// stream for good (a later reader sees no events, not even `.runEnd`; the
+    /// outcome is in `result`); breaking out of the loop does neither (read on
+    /// later, or await `result`).
     public let events: EventStream
     private let handle: RunHandle
     private let sink: EventSink

@@ -63,6 +63,12 @@ final class RunTests: XCTestCase {
             XCTAssertEqual(status, .cancelled, "via the reader: \(viaReader)")
             await cancelled.wait()
             XCTAssertTrue(cancelled.isRaised)
+            // A cancelled reader ended the stream for good: a later one sees
+            // nothing, not even the run_end that came after.
+            await reader.value
+            var later: [Event] = []
+            for await event in run.events { later.append(event) }
+            XCTAssertTrue(later.isEmpty, "via the reader: \(viaReader): \(later)")
         }
     }
 
