@@ -1,9 +1,10 @@
 //! Delivering a run's events.
 //!
 //! Each run has one dispatcher: events go through a bounded queue (a slot, for
-//! a run that selected `run_end` alone) and reach the host's [`EventSink`] one at a time, in order, on ferrule's event threads (a slow
-//! host slows its own run; memory stays bounded; tool callbacks, which have threads
-//! of their own, never hold delivery up). `run_end` is always the last event; the
+//! a run that selected `run_end` alone) and reach the host's [`EventSink`] one
+//! at a time, in order, on ferrule's event threads (a slow host slows its own
+//! run; memory stays bounded; tool callbacks, which have threads of their own,
+//! never hold delivery up). `run_end` is always the last event; the
 //! sink is dropped right after it is delivered. A call's updates are delivered
 //! only before its end event, whichever thread sent them and however late.
 //!
