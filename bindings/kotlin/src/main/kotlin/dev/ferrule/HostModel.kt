@@ -111,7 +111,7 @@ internal fun HostModel.register(builder: Pointer, name: String, host: CoroutineH
     val spec = ModelSpec().apply {
         struct_size = size()
         this.name = memory; name_len = bytes.length
-        generate = CoroutineHost.request
+        generate = Native.directAddress(CoroutineHost.request)
         free_user_data = Handles.release
         nonblocking = 1
     }

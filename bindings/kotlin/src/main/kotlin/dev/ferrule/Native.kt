@@ -1,80 +1,92 @@
 package dev.ferrule
 
 import com.sun.jna.Callback
+import com.sun.jna.CallbackReference
 import com.sun.jna.CallbackThreadInitializer
 import com.sun.jna.Memory
+import com.sun.jna.NativeLibrary
 import com.sun.jna.NativeLong
 import com.sun.jna.Pointer
 import com.sun.jna.Structure
 import com.sun.jna.ptr.NativeLongByReference
 import com.sun.jna.ptr.PointerByReference
+import java.lang.reflect.Method
 
 /**
- * The C ABI of `include/ferrule.h`, through JNA. Strings cross as UTF-8 byte
- * arrays with their length (`size_t` is a [NativeLong] on the Unix platforms ferrule
- * runs on); handles are [Pointer]s.
+ * The C ABI of `include/ferrule.h`, through JNA's direct mapping (native
+ * methods bound when the object is first used; a library that lacks one of
+ * them fails then, naming it). Strings cross as UTF-8 byte arrays with their
+ * length (`size_t` is a [NativeLong] on the Unix platforms ferrule runs on);
+ * handles are [Pointer]s. Direct mapping costs a call a fraction of what
+ * JNA's interface proxy does, and a callback passed to one of these functions
+ * is called without the proxy's reflection (see [directAddress] for the
+ * callbacks of specs).
  */
 @Suppress("FunctionName")
-internal interface FerruleLibrary : com.sun.jna.Library {
-    fun ferrule_version(): FerruleStr.ByValue
-    fun ferrule_abi_version(): Int
+internal object FerruleLibrary {
+    init {
+        com.sun.jna.Native.register(FerruleLibrary::class.java, NativeLibrary.getInstance("ferrule"))
+    }
 
-    fun ferrule_runtime_configure(json: ByteArray, len: NativeLong): Pointer?
+    external fun ferrule_version(): FerruleStr.ByValue
+    external fun ferrule_abi_version(): Int
 
-    fun ferrule_agent_builder_new(json: ByteArray, len: NativeLong, out: PointerByReference): Pointer?
-    fun ferrule_agent_builder_add_tool(builder: Pointer, spec: ToolSpec): Pointer?
-    fun ferrule_agent_builder_add_agent(builder: Pointer, spec: AgentToolSpec): Pointer?
-    fun ferrule_agent_builder_add_hook(
+    external fun ferrule_runtime_configure(json: ByteArray, len: NativeLong): Pointer?
+
+    external fun ferrule_agent_builder_new(json: ByteArray, len: NativeLong, out: PointerByReference): Pointer?
+    external fun ferrule_agent_builder_add_tool(builder: Pointer, spec: ToolSpec): Pointer?
+    external fun ferrule_agent_builder_add_agent(builder: Pointer, spec: AgentToolSpec): Pointer?
+    external fun ferrule_agent_builder_add_hook(
         builder: Pointer, stages: ByteArray, len: NativeLong, decide: RequestFn, userData: Pointer?, free: FreeFn?,
     ): Pointer?
-    fun ferrule_agent_build(builder: Pointer, out: PointerByReference): Pointer?
-    fun ferrule_agent_builder_free(builder: Pointer?)
-    fun ferrule_agent_free(agent: Pointer?)
-    fun ferrule_agent_start(
+    external fun ferrule_agent_build(builder: Pointer, out: PointerByReference): Pointer?
+    external fun ferrule_agent_builder_free(builder: Pointer?)
+    external fun ferrule_agent_free(agent: Pointer?)
+    external fun ferrule_agent_start(
         agent: Pointer, input: ByteArray, len: NativeLong, onEvent: EventFn?, userData: Pointer?, free: FreeFn?,
         out: PointerByReference,
     ): Pointer?
 
-    fun ferrule_error_code(error: Pointer?): Int
-    fun ferrule_error_message(error: Pointer?): FerruleStr.ByValue
-    fun ferrule_error_free(error: Pointer?)
+    external fun ferrule_error_code(error: Pointer?): Int
+    external fun ferrule_error_message(error: Pointer?): FerruleStr.ByValue
+    external fun ferrule_error_free(error: Pointer?)
 
-    fun ferrule_run_id(run: Pointer?): FerruleStr.ByValue
-    fun ferrule_run_wait(run: Pointer, result: PointerByReference, len: NativeLongByReference): Pointer?
-    fun ferrule_run_inject(run: Pointer, json: ByteArray, len: NativeLong): Pointer?
-    fun ferrule_run_cancel(run: Pointer?)
-    fun ferrule_run_clone(run: Pointer?): Pointer?
-    fun ferrule_run_free(run: Pointer?)
-    fun ferrule_string_free(text: Pointer?)
+    external fun ferrule_run_id(run: Pointer?): FerruleStr.ByValue
+    external fun ferrule_run_wait(run: Pointer, result: PointerByReference, len: NativeLongByReference): Pointer?
+    external fun ferrule_run_inject(run: Pointer, json: ByteArray, len: NativeLong): Pointer?
+    external fun ferrule_run_cancel(run: Pointer?)
+    external fun ferrule_run_clone(run: Pointer?): Pointer?
+    external fun ferrule_run_free(run: Pointer?)
+    external fun ferrule_string_free(text: Pointer?)
 
-    fun ferrule_tool_call_strings(call: Pointer?, id: Pointer?, name: Pointer?, arguments: Pointer?)
+    external fun ferrule_tool_call_strings(call: Pointer?, id: Pointer?, name: Pointer?, arguments: Pointer?)
     /** C's `bool` is one byte, of which JNA's `Boolean` would read four. */
-    fun ferrule_tool_call_is_cancelled(call: Pointer?): Byte
-    fun ferrule_tool_call_update(call: Pointer, json: ByteArray, len: NativeLong): Pointer?
-    fun ferrule_tool_call_complete(call: Pointer, json: ByteArray, len: NativeLong): Pointer?
-    fun ferrule_tool_call_fail(call: Pointer, message: ByteArray, len: NativeLong): Pointer?
-    fun ferrule_tool_call_on_cancel(call: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
+    external fun ferrule_tool_call_is_cancelled(call: Pointer?): Byte
+    external fun ferrule_tool_call_update(call: Pointer, json: ByteArray, len: NativeLong): Pointer?
+    external fun ferrule_tool_call_complete(call: Pointer, json: ByteArray, len: NativeLong): Pointer?
+    external fun ferrule_tool_call_fail(call: Pointer, message: ByteArray, len: NativeLong): Pointer?
+    external fun ferrule_tool_call_on_cancel(call: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
 
-    fun ferrule_agent_builder_set_model(builder: Pointer, spec: ModelSpec): Pointer?
-    fun ferrule_model_request_options_json(request: Pointer?): FerruleStr.ByValue
-    fun ferrule_model_request_new_messages_json(request: Pointer?): FerruleStr.ByValue
-    fun ferrule_model_request_text_delta(request: Pointer, text: ByteArray, len: NativeLong): Pointer?
-    fun ferrule_model_request_thinking_delta(request: Pointer, text: ByteArray, len: NativeLong): Pointer?
-    fun ferrule_model_request_tool_call_delta(
+    external fun ferrule_agent_builder_set_model(builder: Pointer, spec: ModelSpec): Pointer?
+    external fun ferrule_model_request_options_json(request: Pointer?): FerruleStr.ByValue
+    external fun ferrule_model_request_new_messages_json(request: Pointer?): FerruleStr.ByValue
+    external fun ferrule_model_request_text_delta(request: Pointer, text: ByteArray, len: NativeLong): Pointer?
+    external fun ferrule_model_request_thinking_delta(request: Pointer, text: ByteArray, len: NativeLong): Pointer?
+    external fun ferrule_model_request_tool_call_delta(
         request: Pointer, index: Int, id: ByteArray, idLen: NativeLong, name: ByteArray, nameLen: NativeLong,
         arguments: ByteArray, argumentsLen: NativeLong,
     ): Pointer?
-    fun ferrule_model_request_usage(request: Pointer, input: Long, output: Long, cached: Long): Pointer?
-    fun ferrule_model_request_complete(request: Pointer, stopReason: ByteArray, len: NativeLong): Pointer?
+    external fun ferrule_model_request_usage(request: Pointer, input: Long, output: Long, cached: Long): Pointer?
+    external fun ferrule_model_request_complete(request: Pointer, stopReason: ByteArray, len: NativeLong): Pointer?
     /** `retryable` is C's one-byte `bool`. */
-    fun ferrule_model_request_fail(
+    external fun ferrule_model_request_fail(
         request: Pointer, code: Int, message: ByteArray, len: NativeLong, retryable: Byte,
     ): Pointer?
-    fun ferrule_model_request_on_cancel(request: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
+    external fun ferrule_model_request_on_cancel(request: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
 
-    fun ferrule_hook_strings(hook: Pointer?, stage: Pointer?, payload: Pointer?)
-    fun ferrule_hook_respond(hook: Pointer, json: ByteArray, len: NativeLong): Pointer?
-    fun ferrule_hook_on_cancel(hook: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
+    external fun ferrule_hook_strings(hook: Pointer?, stage: Pointer?, payload: Pointer?)
+    external fun ferrule_hook_respond(hook: Pointer, json: ByteArray, len: NativeLong): Pointer?
+    external fun ferrule_hook_on_cancel(hook: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
 }
 
 /**
@@ -146,7 +158,8 @@ internal class ToolSpec : Structure() {
     @JvmField var input_schema_len: NativeLong = NativeLong(0)
     @JvmField var options: Pointer? = null
     @JvmField var options_len: NativeLong = NativeLong(0)
-    @JvmField var execute: RequestFn? = null
+    /** [directAddress] of the request callback. */
+    @JvmField var execute: Pointer? = null
     @JvmField var user_data: Pointer? = null
     @JvmField var free_user_data: FreeFn? = null
 }
@@ -177,7 +190,8 @@ internal class ModelSpec : Structure() {
     @JvmField var struct_size: Int = 0
     @JvmField var name: Pointer? = null
     @JvmField var name_len: NativeLong = NativeLong(0)
-    @JvmField var generate: RequestFn? = null
+    /** [directAddress] of the request callback. */
+    @JvmField var generate: Pointer? = null
     @JvmField var user_data: Pointer? = null
     @JvmField var free_user_data: FreeFn? = null
     /** C's one-byte `bool`. */
@@ -206,7 +220,25 @@ internal fun interface CancelFn : Callback {
 
 /** The loaded library: found through `jna.library.path`, the class path or the system's paths. */
 internal object Native {
-    val lib: FerruleLibrary by lazy { com.sun.jna.Native.load("ferrule", FerruleLibrary::class.java) }
+    val lib: FerruleLibrary get() = FerruleLibrary
+
+    /**
+     * The address JNA gives [callback] as the argument of a direct-mapped
+     * function, whose calls skip the reflective proxy of other callbacks (a
+     * third of a microsecond a tool call), for a spec's callback field, which
+     * would get the proxied address. JNA hands it out only through a private
+     * method (`CallbackReference.getFunctionPointer(callback, direct)`, JNA
+     * 5.19): asked by reflection, with the proxied address when that is
+     * refused.
+     */
+    fun directAddress(callback: Callback): Pointer =
+        directPointer?.let { runCatching { it.invoke(null, callback, true) as Pointer }.getOrNull() }
+            ?: CallbackReference.getFunctionPointer(callback)
+
+    private val directPointer: Method? = runCatching {
+        CallbackReference::class.java.getDeclaredMethod("getFunctionPointer", Callback::class.java, java.lang.Boolean.TYPE)
+            .apply { isAccessible = true }
+    }.getOrNull()
 
     /**
      * Keeps ferrule's callback threads attached to the JVM between callbacks (as

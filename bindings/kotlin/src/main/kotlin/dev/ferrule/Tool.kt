@@ -45,12 +45,12 @@ class Tool(
             this.description = memory[1]; description_len = strings[1].length
             input_schema = memory[2]; input_schema_len = strings[2].length
             this.options = memory[3]; options_len = strings[3].length
-            execute = CoroutineHost.request
+            execute = Native.directAddress(CoroutineHost.request)
             free_user_data = Handles.release
         }
         val execute: (Pointer) -> Unit = { handle ->
-            // A call that cannot even be read (a libferrule older than this
-            // package) is failed, never left unanswered.
+            // A call that cannot even be read is failed, never left
+            // unanswered.
             val call = try {
                 ToolCall(handle)
             } catch (unread: Throwable) {
