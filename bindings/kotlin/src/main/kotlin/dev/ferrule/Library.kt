@@ -6,10 +6,10 @@ object Library {
     const val ABI_VERSION: Int = 0
 
     /** The library's version, such as "0.1.0". */
-    val version: String get() = Native.lib.ferrule_version().text()
+    val version: String get() = Native.versions.ferrule_version().text()
 
     /** Whether the loaded library speaks this package's ABI. */
-    val abiMatches: Boolean get() = Native.lib.ferrule_abi_version() == ABI_VERSION
+    val abiMatches: Boolean get() = Native.versions.ferrule_abi_version() == ABI_VERSION
 
     /**
      * Sets ferrule's thread sizes before its first run, from JSON such as

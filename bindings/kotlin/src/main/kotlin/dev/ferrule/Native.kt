@@ -4,7 +4,6 @@ import com.sun.jna.Callback
 import com.sun.jna.CallbackReference
 import com.sun.jna.CallbackThreadInitializer
 import com.sun.jna.Memory
-import com.sun.jna.NativeLibrary
 import com.sun.jna.NativeLong
 import com.sun.jna.Pointer
 import com.sun.jna.Structure
@@ -13,24 +12,16 @@ import com.sun.jna.ptr.PointerByReference
 import java.lang.reflect.Method
 
 /**
- * The C ABI of `include/ferrule.h`, through JNA's direct mapping (native
- * methods bound when the object is first used; a library that lacks one of
- * them fails then, naming it). Strings cross as UTF-8 byte arrays with their
- * length (`size_t` is a [NativeLong] on the Unix platforms ferrule runs on);
- * handles are [Pointer]s. Direct mapping costs a call a fraction of what
+ * The C ABI of `include/ferrule.h`, through JNA's direct mapping: native
+ * methods bound once, by [Native.lib]. Strings cross as UTF-8 byte arrays with
+ * their length (`size_t` is a [NativeLong] on the Unix platforms ferrule runs
+ * on); handles are [Pointer]s. Direct mapping costs a call a fraction of what
  * JNA's interface proxy does, and a callback passed to one of these functions
- * is called without the proxy's reflection (see [directAddress] for the
- * callbacks of specs).
+ * is called without the proxy's reflection (see [Native.directAddress] for
+ * the callbacks of specs).
  */
 @Suppress("FunctionName")
-internal object FerruleLibrary {
-    init {
-        com.sun.jna.Native.register(FerruleLibrary::class.java, NativeLibrary.getInstance("ferrule"))
-    }
-
-    external fun ferrule_version(): FerruleStr.ByValue
-    external fun ferrule_abi_version(): Int
-
+internal class FerruleLibrary {
     external fun ferrule_runtime_configure(json: ByteArray, len: NativeLong): Pointer?
 
     external fun ferrule_agent_builder_new(json: ByteArray, len: NativeLong, out: PointerByReference): Pointer?
@@ -218,9 +209,31 @@ internal fun interface CancelFn : Callback {
     fun invoke(userData: Pointer?)
 }
 
-/** The loaded library: found through `jna.library.path`, the class path or the system's paths. */
+/**
+ * `ferrule_version` and `ferrule_abi_version`, which every libferrule has
+ * whatever its ABI: bound apart from [FerruleLibrary], so that a library of
+ * another ABI is still named and refused clearly (`Library.abiMatches`).
+ */
+@Suppress("FunctionName")
+internal class FerruleVersions {
+    external fun ferrule_version(): FerruleStr.ByValue
+    external fun ferrule_abi_version(): Int
+}
+
+/**
+ * The loaded library: found through `jna.library.path`, the class path (by
+ * this package's class loader) or the system's paths. A library that cannot
+ * be loaded, or lacks one of the functions, is an `UnsatisfiedLinkError`
+ * naming it, at each use until a later one succeeds.
+ */
 internal object Native {
-    val lib: FerruleLibrary get() = FerruleLibrary
+    val versions: FerruleVersions by lazy { bound(FerruleVersions::class.java, ::FerruleVersions) }
+    val lib: FerruleLibrary by lazy { bound(FerruleLibrary::class.java, ::FerruleLibrary) }
+
+    private fun <T> bound(type: Class<T>, make: () -> T): T {
+        com.sun.jna.Native.register(type, "ferrule")
+        return make()
+    }
 
     /**
      * The address JNA gives [callback] as the argument of a direct-mapped
@@ -229,16 +242,23 @@ internal object Native {
      * would get the proxied address. JNA hands it out only through a private
      * method (`CallbackReference.getFunctionPointer(callback, direct)`, JNA
      * 5.19): asked by reflection, with the proxied address when that is
-     * refused.
+     * refused. JNA holds [callback] weakly: it must stay reachable as long as
+     * C may call it (the package's callbacks are singletons).
      */
-    fun directAddress(callback: Callback): Pointer =
-        directPointer?.let { runCatching { it.invoke(null, callback, true) as Pointer }.getOrNull() }
-            ?: CallbackReference.getFunctionPointer(callback)
+    fun directAddress(callback: Callback): Pointer = directPointer?.let {
+        try {
+            it.invoke(null, callback, true) as Pointer
+        } catch (refused: ReflectiveOperationException) {
+            null
+        }
+    } ?: CallbackReference.getFunctionPointer(callback)
 
-    private val directPointer: Method? = runCatching {
+    private val directPointer: Method? = try {
         CallbackReference::class.java.getDeclaredMethod("getFunctionPointer", Callback::class.java, java.lang.Boolean.TYPE)
             .apply { isAccessible = true }
-    }.getOrNull()
+    } catch (refused: Exception) { // not there, or not to be made accessible (a module that keeps it closed)
+        null
+    }
 
     /**
      * Keeps ferrule's callback threads attached to the JVM between callbacks (as
