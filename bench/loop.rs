@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferrule::agent::{Agent, AgentBuilder, Event, EventSink, RunInput, RunStatus};
-use ferrule::hook::{Hook, HookDecision, HookRequest, HookStage};
+use ferrule::hook::{Hook, HookDecision, HookHistory, HookRequest, HookStage};
 use ferrule::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
 use serde_json::Value;
 
@@ -48,31 +48,26 @@ fn main() {
     let w1 = &workloads["w1"];
     let rounds = w1["rounds"].as_u64().unwrap() as f64;
     println!("W1 with no-op hooks (Rust), beside plain W1 above");
-    for (label, stages) in [
-        (
-            "every stage",
-            &[
-                HookStage::RunStart,
-                HookStage::TurnStart,
-                HookStage::ToolCall,
-                HookStage::ToolResult,
-                HookStage::FinalAnswer,
-            ][..],
-        ),
+    let every =
+        [HookStage::RunStart, HookStage::TurnStart, HookStage::ToolCall, HookStage::ToolResult, HookStage::FinalAnswer];
+    for (label, stages, history) in [
+        ("every stage", &every[..], HookHistory::Full),
+        ("every stage, no history", &every[..], HookHistory::None),
         (
             "all but turn_start",
             &[HookStage::RunStart, HookStage::ToolCall, HookStage::ToolResult, HookStage::FinalAnswer][..],
+            HookHistory::Full,
         ),
     ] {
         let mut builder = builder(&w1["config"], workloads["open_schema"].clone());
         for &stage in stages {
-            builder
-                .add_hook(Hook::new(vec![stage], |_: HookRequest| async { Ok(HookDecision::Continue) }).expect("hook"));
+            let hook = Hook::new(vec![stage], |_: HookRequest| async { Ok(HookDecision::Continue) }).expect("hook");
+            builder.add_hook(hook.with_history(history));
         }
         let agent = builder.build().expect("build");
         let time = median(|| run(&agent, None));
         println!(
-            "  {label:19}: run {:8.2} ms  {:7.2} us/round",
+            "  {label:23}: run {:8.2} ms  {:7.2} us/round",
             time.as_secs_f64() * 1e3,
             time.as_secs_f64() * 1e6 / rounds
         );
