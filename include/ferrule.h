@@ -570,7 +570,10 @@ struct ferrule_str ferrule_run_id(const struct ferrule_run *run);
 // the agent last), then writes the run result JSON (`status`, `final`,
 // `messages`, `usage`, `rounds`, `error`) to `*result_json` / `*len`, owned by the
 // host (free with `ferrule_string_free`). Succeeds for every status; a failed run
-// has its error inside the result. May be called any number of times, from any
+// has its error inside the result. With `result_json` and `len` both NULL it
+// only waits, and writes nothing (for a host that read the result from
+// `run_end`: serializing it again costs as much as the event did); one of them
+// NULL is `FERRULE_ERROR_NULL_ARG`. May be called any number of times, from any
 // thread. Returns `FERRULE_ERROR_WOULD_DEADLOCK` instead of hanging inside one of
 // this run's own callbacks or `free_user_data` functions, and inside a
 // `nonblocking` tool's callback (which runs on ferrule's runtime).

@@ -205,6 +205,28 @@ static void wait_checks_its_arguments(void) {
     ferrule_agent_free(agent);
 }
 
+/* An event callback that keeps nothing: only its free_user_data is counted. */
+static void slow_run_end(void *user_data, const char *json, size_t len) {
+    (void)user_data;
+    (void)len;
+    if (strstr(json, "\"run_end\"")) harness_sleep_ms(50); /* the free comes after: wait must wait for it */
+}
+
+static void wait_without_the_result_only_waits(void) {
+    ferrule_agent *agent = harness_agent(SCRIPTED, NULL, 0);
+    CHECK(agent != NULL);
+    counter sink = {0};
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"hi\"}"), slow_run_end, &sink, counter_free, &run));
+    CHECK_OK(ferrule_run_wait(run, NULL, NULL));
+    CHECK(atomic_load(&sink.frees) == 1); /* every event delivered and the sink let go */
+    char *result = harness_wait(run);  /* and the result is still there */
+    CHECK(result != NULL && strstr(result, "\"status\":\"completed\""));
+    ferrule_string_free(result);
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+}
+
 static void tool_call_functions_check_null(void) {
     CHECK_ERROR(ferrule_tool_call_complete(NULL, STR("\"x\"")), FERRULE_ERROR_NULL_ARG, "call");
     CHECK_ERROR(ferrule_tool_call_fail(NULL, STR("x")), FERRULE_ERROR_NULL_ARG, "call");
@@ -296,6 +318,7 @@ int main(int argc, char **argv) {
         {"start_checks_its_arguments_and_keeps_user_data_on_error",
          start_checks_its_arguments_and_keeps_user_data_on_error},
         {"wait_checks_its_arguments", wait_checks_its_arguments},
+        {"wait_without_the_result_only_waits", wait_without_the_result_only_waits},
         {"tool_call_functions_check_null", tool_call_functions_check_null},
         {"a_panic_becomes_an_error_and_prints_nothing", a_panic_becomes_an_error_and_prints_nothing},
         {"a_forked_child_gets_forked", a_forked_child_gets_forked},
