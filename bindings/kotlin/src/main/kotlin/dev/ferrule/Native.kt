@@ -43,7 +43,7 @@ internal class FerruleLibrary {
     external fun ferrule_error_free(error: Pointer?)
 
     external fun ferrule_run_id(run: Pointer?): FerruleStr.ByValue
-    external fun ferrule_run_wait(run: Pointer, result: PointerByReference, len: NativeLongByReference): Pointer?
+    external fun ferrule_run_wait(run: Pointer, result: PointerByReference?, len: NativeLongByReference?): Pointer?
     external fun ferrule_run_inject(run: Pointer, json: ByteArray, len: NativeLong): Pointer?
     external fun ferrule_run_cancel(run: Pointer?)
     external fun ferrule_run_clone(run: Pointer?): Pointer?

@@ -13,6 +13,7 @@ import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.isActive
 import kotlinx.coroutines.withContext
+import kotlinx.serialization.Serializable
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
@@ -90,19 +91,32 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
                 Native.lib.ferrule_run_cancel(own)
                 throw stop
             }
-            val json = withContext(Dispatchers.IO + NonCancellable) { waitForResult(own) }
-            return try {
-                FerruleJson.decodeFromString(RunResult.serializer(), json)
-            } catch (unreadable: IllegalArgumentException) {
-                throw FerruleException(ErrorCode.INVALID_JSON, "the run result does not decode: ${unreadable.message}")
-            }.also { result = it }
+            // The result run_end carried, when the sink has it: ferrule_run_wait
+            // then only waits for the run to let go of the host's tools, where it
+            // would serialize the result again (and reading it twice costs as much).
+            val ended = sink.takeEndResult()
+            val json = withContext(Dispatchers.IO + NonCancellable) { waitForResult(own, withText = ended == null) }
+            return (ended ?: readResult(json!!)).also { result = it }
         } finally {
             Native.lib.ferrule_run_free(own)
         }
     }
 
-    /** `ferrule_run_wait` on [own]: the result JSON (the run has ended, so this does not block for long). */
-    private fun waitForResult(own: Pointer): String {
+    private fun readResult(json: String): RunResult = try {
+        FerruleJson.decodeFromString(RunResult.serializer(), json)
+    } catch (unreadable: IllegalArgumentException) {
+        throw FerruleException(ErrorCode.INVALID_JSON, "the run result does not decode: ${unreadable.message}")
+    }
+
+    /**
+     * `ferrule_run_wait` on [own]: the result JSON, or null without [withText]
+     * (the run has ended, so this does not block for long).
+     */
+    private fun waitForResult(own: Pointer, withText: Boolean): String? {
+        if (!withText) {
+            FerruleException.check(Native.lib.ferrule_run_wait(own, null, null))
+            return null
+        }
         val text = PointerByReference()
         val length = NativeLongByReference()
         try {
@@ -161,6 +175,16 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
  * until the run is closed while nobody collects them.
  */
 internal class EventSink(keep: Boolean) {
+    /** A run without a reader: its one event is run_end, whose result [Run.await] reads. */
+    private val endOnly = !keep
+
+    /**
+     * What run_end carried: its text (a run without a reader), or its result
+     * once the collector decoded it. Taken by [takeEndResult].
+     */
+    @Volatile private var endText: String? = null
+    @Volatile private var endResult: RunResult? = null
+
     /**
      * Events taken from the channel and not handed on yet, oldest first: the
      * rest of a burst, and an event a cancelled collector had taken. The next
@@ -202,8 +226,24 @@ internal class EventSink(keep: Boolean) {
         if (stage.get() == LET_GO) return
         val events = runCatching { FerruleJson.parseToJsonElement(burst) }.getOrNull()
         for (event in events as? JsonArray ?: listOf(events)) {
-            pending.addLast((event as? JsonObject)?.let(Event::decode) ?: Event.Unknown("", "", JsonObject(emptyMap())))
+            val decoded = (event as? JsonObject)?.let(Event::decode) ?: Event.Unknown("", "", JsonObject(emptyMap()))
+            if (decoded is Event.RunEnd) endResult = decoded.result
+            pending.addLast(decoded)
         }
+    }
+
+    /**
+     * The run's result as run_end carried it, once the run has ended; null when
+     * the sink has it not (a collector has not reached run_end yet, or its text
+     * does not decode): `ferrule_run_wait` then gives it. Lets go of it.
+     */
+    fun takeEndResult(): RunResult? {
+        val decoded = endResult ?: endText?.let { text ->
+            runCatching { FerruleJson.decodeFromString(RunEndResult.serializer(), text).result }.getOrNull()
+        }
+        endText = null
+        endResult = null
+        return decoded
     }
 
     /** The collector stopped: the events wait for the next one, unless the run was closed meanwhile. */
@@ -232,8 +272,12 @@ internal class EventSink(keep: Boolean) {
 
         val deliver = Native.attached(EventFn { userData, json, length ->
             val sink = Handles.get<EventSink>(userData) ?: return@EventFn
-            if (sink.stage.get() == LET_GO || json == null) return@EventFn
-            sink.channel.trySend(json.getByteArray(0, length.toLong().toInt()).toString(Charsets.UTF_8))
+            if (json == null) return@EventFn
+            fun text() = json.getByteArray(0, length.toLong().toInt()).toString(Charsets.UTF_8)
+            when {
+                sink.endOnly -> sink.endText = text()
+                sink.stage.get() != LET_GO -> sink.channel.trySend(text())
+            }
         })
 
         /** `free_user_data`: right after `run_end`. */
@@ -245,3 +289,7 @@ internal class EventSink(keep: Boolean) {
         })
     }
 }
+
+/** The result of a run_end event's JSON, read without the rest of the event. */
+@Serializable
+private class RunEndResult(val result: RunResult)

@@ -13,6 +13,8 @@ import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeoutOrNull
 import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertNotSame
+import org.junit.jupiter.api.Assertions.assertSame
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import org.junit.jupiter.api.assertThrows
@@ -30,6 +32,32 @@ class EventsTest {
                 assertEquals(Status.COMPLETED, run.await().status)
                 assertEquals(everyEvent, run.events.map { it.type }.toList())
             }
+        }
+    }
+
+    @Test
+    fun anAwaitAfterRunEndTakesTheResultItCarried() = runBlocking {
+        agent().use { agent ->
+            // Collected first: the result is run_end's, read once (not read again from ferrule_run_wait).
+            agent.start(RunInput.prompt("Echo.")).use { run ->
+                val end = run.events.toList().last() as Event.RunEnd
+                assertSame(end.result, run.await())
+                assertSame(end.result, run.await(), "a second await gives the same result")
+            }
+            // Awaited first: read from ferrule_run_wait, equal to what run_end carried.
+            agent.start(RunInput.prompt("Echo.")).use { run ->
+                val result = run.await()
+                val end = run.events.toList().last() as Event.RunEnd
+                assertNotSame(end.result, result)
+                assertEquals(end.result.messages, result.messages)
+            }
+        }
+        // A run without a reader: its result is run_end's text, read by the await.
+        agent().use { agent ->
+            val result = agent.run(RunInput.prompt("Echo."))
+            assertEquals(Status.COMPLETED, result.status)
+            assertEquals(listOf("user", "assistant", "tool", "assistant"), result.messages.map { it.role })
+            assertEquals("Done.", result.messages.last().text)
         }
     }
 
