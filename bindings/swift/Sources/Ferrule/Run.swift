@@ -178,15 +178,21 @@ final class EventSink: Sendable {
     /// Reads the result with `ferrule_run_wait`, which returns once the run let
     /// go of the host's user data: at once or nearly, since the run has ended,
     /// but it may not be called on ferrule's callback threads, so a dispatch
-    /// thread does it. Then wakes every waiter.
+    /// thread does it. A result decoded from `run_end` is not asked for again
+    /// (ferrule would serialize it again): the call then only waits. Then
+    /// wakes every waiter.
     private func settle(_ handle: RunHandle) {
         DispatchQueue.global().async { [self] in
             var text: UnsafeMutablePointer<CChar>?
             var length = 0
             let outcome: Result<RunResult, Error>
-            if let error = FerruleError.take(ferrule_run_wait(handle.pointer, &text, &length)) {
+            let ended = state.withLock { $0.ended }
+            let waited =
+                ended == nil
+                ? ferrule_run_wait(handle.pointer, &text, &length) : ferrule_run_wait(handle.pointer, nil, nil)
+            if let error = FerruleError.take(waited) {
                 outcome = .failure(error)
-            } else if let ended = state.withLock({ $0.ended }) {
+            } else if let ended {
                 outcome = .success(ended)
             } else {
                 let json = UnsafeRawBufferPointer(start: text, count: length)
