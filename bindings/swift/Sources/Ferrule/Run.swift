@@ -187,10 +187,12 @@ final class EventSink: Sendable {
             var length = 0
             let outcome: Result<RunResult, Error>
             let ended = state.withLock { $0.ended }
-            let waited =
-                ended == nil
-                ? ferrule_run_wait(handle.pointer, &text, &length) : ferrule_run_wait(handle.pointer, nil, nil)
-            if let error = FerruleError.take(waited) {
+            var refused = ended == nil ? nil : FerruleError.take(ferrule_run_wait(handle.pointer, nil, nil))
+            if ended == nil || refused?.code == .nullArg {
+                // No result yet, or a libferrule older than the wait without the text.
+                refused = FerruleError.take(ferrule_run_wait(handle.pointer, &text, &length))
+            }
+            if let error = refused {
                 outcome = .failure(error)
             } else if let ended {
                 outcome = .success(ended)

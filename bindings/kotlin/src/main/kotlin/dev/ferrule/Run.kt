@@ -20,6 +20,7 @@ import kotlinx.serialization.json.JsonPrimitive
 import java.io.Closeable
 import java.util.concurrent.ConcurrentLinkedDeque
 import java.util.concurrent.atomic.AtomicInteger
+import java.util.concurrent.atomic.AtomicReference
 
 /**
  * A run. [events] gives its events in order; [await] its result. Cancel it with
@@ -114,8 +115,9 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
      */
     private fun waitForResult(own: Pointer, withText: Boolean): String? {
         if (!withText) {
-            FerruleException.check(Native.lib.ferrule_run_wait(own, null, null))
-            return null
+            val refused = FerruleException.take(Native.lib.ferrule_run_wait(own, null, null)) ?: return null
+            // A libferrule older than the wait without the text: ask for it, and drop it.
+            if (refused.code != ErrorCode.NULL_ARG) throw refused
         }
         val text = PointerByReference()
         val length = NativeLongByReference()
@@ -179,11 +181,11 @@ internal class EventSink(keep: Boolean) {
     private val endOnly = !keep
 
     /**
-     * What run_end carried: its text (a run without a reader), or its result
-     * once the collector decoded it. Taken by [takeEndResult].
+     * What run_end carried, for [takeEndResult]: its UTF-8 text (a run without
+     * a reader), or its result once the collector decoded it; [TAKEN] once an
+     * await took it or the run was closed, so that nothing keeps it after.
      */
-    @Volatile private var endText: String? = null
-    @Volatile private var endResult: RunResult? = null
+    private val end = AtomicReference<Any?>(null)
 
     /**
      * Events taken from the channel and not handed on yet, oldest first: the
@@ -227,7 +229,7 @@ internal class EventSink(keep: Boolean) {
         val events = runCatching { FerruleJson.parseToJsonElement(burst) }.getOrNull()
         for (event in events as? JsonArray ?: listOf(events)) {
             val decoded = (event as? JsonObject)?.let(Event::decode) ?: Event.Unknown("", "", JsonObject(emptyMap()))
-            if (decoded is Event.RunEnd) endResult = decoded.result
+            if (decoded is Event.RunEnd) end.compareAndSet(null, decoded.result)
             pending.addLast(decoded)
         }
     }
@@ -237,13 +239,12 @@ internal class EventSink(keep: Boolean) {
      * the sink has it not (a collector has not reached run_end yet, or its text
      * does not decode): `ferrule_run_wait` then gives it. Lets go of it.
      */
-    fun takeEndResult(): RunResult? {
-        val decoded = endResult ?: endText?.let { text ->
-            runCatching { FerruleJson.decodeFromString(RunEndResult.serializer(), text).result }.getOrNull()
-        }
-        endText = null
-        endResult = null
-        return decoded
+    fun takeEndResult(): RunResult? = when (val taken = end.getAndSet(TAKEN)) {
+        is RunResult -> taken
+        is ByteArray -> runCatching {
+            FerruleJson.decodeFromString(RunEndResult.serializer(), taken.toString(Charsets.UTF_8)).result
+        }.getOrNull()
+        else -> null
     }
 
     /** The collector stopped: the events wait for the next one, unless the run was closed meanwhile. */
@@ -254,6 +255,7 @@ internal class EventSink(keep: Boolean) {
 
     /** The run was closed: events nobody collects now are not kept. */
     fun letGoUncollected() {
+        end.set(TAKEN)
         closed = true
         letGo()
     }
@@ -270,13 +272,16 @@ internal class EventSink(keep: Boolean) {
         private const val COLLECTING = 1
         private const val LET_GO = 2
 
+        /** [end] once taken: nothing to keep. */
+        private val TAKEN = Any()
+
         val deliver = Native.attached(EventFn { userData, json, length ->
             val sink = Handles.get<EventSink>(userData) ?: return@EventFn
             if (json == null) return@EventFn
-            fun text() = json.getByteArray(0, length.toLong().toInt()).toString(Charsets.UTF_8)
+            val bytes = { json.getByteArray(0, length.toLong().toInt()) }
             when {
-                sink.endOnly -> sink.endText = text()
-                sink.stage.get() != LET_GO -> sink.channel.trySend(text())
+                sink.endOnly -> sink.end.compareAndSet(null, bytes()) // decoded by the await, not on this thread
+                sink.stage.get() != LET_GO -> sink.channel.trySend(bytes().toString(Charsets.UTF_8))
             }
         })
 
