@@ -4,11 +4,13 @@
 
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use super::next_step::Ending;
 use crate::error::{Error, ErrorCode};
 use crate::hook::{Hook, HookDecision, HookHistory, HookRequest, HookStage};
+use crate::BoxFuture;
 
 /// What the run loop needs to consult its agent's hooks.
 pub(crate) struct HookCaller<'a> {
@@ -76,11 +78,35 @@ impl HookCaller<'_> {
 
     /// One hook's decision, checked for its stage; an abort is a stop.
     async fn ask(&self, hook: &Hook, stage: HookStage, payload: String) -> Result<HookDecision, HookStop> {
-        let token = self.cancel.child_token();
-        // The hook learns when the run stops waiting for it: cancelled, timed out,
-        // or done.
+        // The hook learns when the run stops waiting for it: cancelled, timed
+        // out, or done. A token of its own rather than a child of the run's: the
+        // run stops waiting as soon as it sees its own cancellation, and a child
+        // would cost a lock on the run's token twice per consultation.
+        let token = CancellationToken::new();
         let _stop_waiting = token.clone().drop_guard();
-        let decided = hook.function().decide(HookRequest::new(stage, payload, token, self.run_serial));
+        let mut decided = hook.function().decide(HookRequest::new(stage, payload, token, self.run_serial));
+        // A hook that decided while it was asked (an inline one usually does)
+        // needs neither a timer nor a wait.
+        let decision = match (&mut decided).now_or_never() {
+            Some(_) if self.cancel.is_cancelled() => return Err(HookStop::Cancelled),
+            Some(decision) => decision.map_err(HookStop::Failed)?,
+            None => self.wait(stage, decided).await?,
+        };
+        decision.check_stage(stage).map_err(HookStop::Failed)?;
+        if let HookDecision::Abort(reason) = decision {
+            let message = format!("a {} hook aborted the run: {reason}", stage.name());
+            return Err(HookStop::Failed(Error::new(ErrorCode::HookAborted, message)));
+        }
+        Ok(decision)
+    }
+
+    /// Waits for a decision that did not come at once, for at most
+    /// `hook_timeout_ms` and until the run is cancelled.
+    async fn wait(
+        &self,
+        stage: HookStage,
+        decided: BoxFuture<'static, crate::error::Result<HookDecision>>,
+    ) -> Result<HookDecision, HookStop> {
         let bounded = async {
             match self.timeout_ms {
                 0 => Ok(decided.await),
@@ -92,20 +118,11 @@ impl HookCaller<'_> {
             _ = self.cancel.cancelled() => return Err(HookStop::Cancelled),
             outcome = bounded => outcome,
         };
-        let name = stage.name();
-        let decision = match outcome {
-            Err(_) => {
-                let message = format!("a {name} hook did not decide within {} ms", self.timeout_ms);
-                return Err(HookStop::Failed(Error::new(ErrorCode::Timeout, message)));
-            }
-            Ok(decision) => decision.map_err(HookStop::Failed)?,
+        let Ok(decision) = outcome else {
+            let message = format!("a {} hook did not decide within {} ms", stage.name(), self.timeout_ms);
+            return Err(HookStop::Failed(Error::new(ErrorCode::Timeout, message)));
         };
-        decision.check_stage(stage).map_err(HookStop::Failed)?;
-        if let HookDecision::Abort(reason) = decision {
-            let message = format!("a {name} hook aborted the run: {reason}");
-            return Err(HookStop::Failed(Error::new(ErrorCode::HookAborted, message)));
-        }
-        Ok(decision)
+        decision.map_err(HookStop::Failed)
     }
 }
 

@@ -39,7 +39,6 @@ static LIVE_HOOKS: HandleTable<ForeignConsultation> = HandleTable::new(HandleKin
 /// A consultation as ferrule keeps it while the host decides.
 struct ForeignConsultation {
     stage: HookStage,
-    stage_name: NulTerminated,
     payload: NulTerminated,
     request: HostRequest<Result<HookDecision>>,
 }
@@ -82,12 +81,7 @@ impl HookFunction for ForeignHook {
     fn decide(&self, request: HookRequest) -> BoxFuture<'static, Result<HookDecision>> {
         let (stage, payload, cancel, run_serial) = request.into_parts();
         let (request, answer) = HostRequest::new(cancel, run_serial);
-        let consultation = ForeignConsultation {
-            stage,
-            stage_name: NulTerminated::new(stage.name()),
-            payload: NulTerminated::from_string(payload),
-            request,
-        };
+        let consultation = ForeignConsultation { stage, payload: NulTerminated::from_string(payload), request };
         let Some((ticket, pending)) = host_request::begin(consultation, answer) else {
             return Box::pin(std::future::ready(Err(Error::new(
                 ErrorCode::ResourceExhausted,
@@ -148,7 +142,7 @@ pub unsafe extern "C" fn ferrule_agent_builder_add_hook(
 /// responded to. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_hook_stage(hook: *const ferrule_hook) -> ferrule_str {
-    host_request::borrow_string::<ForeignConsultation, _>(hook, |h| &h.stage_name)
+    host_request::borrow_string::<ForeignConsultation, _>(hook, |h| ferrule_str::from_cstr(h.stage.c_name()))
 }
 
 /// The payload: a JSON object whose fields depend on the stage (DESIGN section
@@ -156,7 +150,7 @@ pub unsafe extern "C" fn ferrule_hook_stage(hook: *const ferrule_hook) -> ferrul
 /// responded to. Empty for NULL and for a hook already responded to. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_hook_payload(hook: *const ferrule_hook) -> ferrule_str {
-    host_request::borrow_string::<ForeignConsultation, _>(hook, |h| &h.payload)
+    host_request::borrow_string::<ForeignConsultation, _>(hook, |h| h.payload.as_ferrule_str())
 }
 
 /// The stage and the payload at once, each written where its pointer points
@@ -176,7 +170,7 @@ pub unsafe extern "C" fn ferrule_hook_strings(
     unsafe {
         host_request::borrow_strings::<ForeignConsultation, _, 2>(
             hook,
-            [(|h| &h.stage_name, stage), (|h| &h.payload, payload)],
+            [(|h| ferrule_str::from_cstr(h.stage.c_name()), stage), (|h| h.payload.as_ferrule_str(), payload)],
         )
     }
 }

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use super::boundary::{guard_or, null_arg};
 use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::handle_table::HandleTable;
-use super::string::{ferrule_str, NulTerminated};
+use super::string::ferrule_str;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::{CallbackKind, CallbackScope};
 
@@ -212,7 +212,7 @@ impl<T: Answerable> Handle<T> {
 /// Lends one of a live request's strings (empty for NULL and for a request that
 /// was answered). The table entry keeps them alive until the request is
 /// answered, which is as long as the host may use them.
-pub(crate) fn borrow_string<T: Answerable, P>(pointer: *const P, field: fn(&T) -> &NulTerminated) -> ferrule_str {
+pub(crate) fn borrow_string<T: Answerable, P>(pointer: *const P, field: fn(&T) -> ferrule_str) -> ferrule_str {
     let mut text = ferrule_str::EMPTY;
     // SAFETY: `text` is a local `ferrule_str`.
     unsafe { borrow_strings::<T, P, 1>(pointer, [(field, &mut text)]) };
@@ -220,7 +220,7 @@ pub(crate) fn borrow_string<T: Answerable, P>(pointer: *const P, field: fn(&T) -
 }
 
 /// One string to lend: which of the request's, and where the host wants it.
-pub(crate) type Lent<T> = (fn(&T) -> &NulTerminated, *mut ferrule_str);
+pub(crate) type Lent<T> = (fn(&T) -> ferrule_str, *mut ferrule_str);
 
 /// Lends several of a live request's strings at once, one look-up for all:
 /// each is written where its pointer points, unless that pointer is NULL.
@@ -241,7 +241,7 @@ pub(crate) unsafe fn borrow_strings<T: Answerable, P, const N: usize>(pointer: *
         for (field, out) in fields {
             if !out.is_null() {
                 // SAFETY: as above.
-                unsafe { out.write_unaligned(field(&entry).as_ferrule_str()) };
+                unsafe { out.write_unaligned(field(&entry)) };
             }
         }
     })

@@ -108,7 +108,7 @@ pub(crate) fn begin(
 /// request that was already answered. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_model_request_json(request: *const ferrule_model_request) -> ferrule_str {
-    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.full)
+    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| r.json.full.as_ferrule_str())
 }
 
 /// The request as `ferrule_model_request_json` gives it, without `messages`:
@@ -116,7 +116,7 @@ pub unsafe extern "C" fn ferrule_model_request_json(request: *const ferrule_mode
 /// (`ferrule_model_request_new_messages_json`). Borrowed as `_json` is.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_model_request_options_json(request: *const ferrule_model_request) -> ferrule_str {
-    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.options)
+    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| r.json.options.as_ferrule_str())
 }
 
 /// The messages from `first_new_message` on, as a JSON array: what the run's
@@ -125,7 +125,7 @@ pub unsafe extern "C" fn ferrule_model_request_options_json(request: *const ferr
 /// history budget dropped messages). Borrowed as `_json` is.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_model_request_new_messages_json(request: *const ferrule_model_request) -> ferrule_str {
-    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| &r.json.new_messages)
+    host_request::borrow_string::<ForeignModelRequest, _>(request, |r| r.json.new_messages.as_ferrule_str())
 }
 
 /// Applies one streamed piece to a live request; after the run stopped

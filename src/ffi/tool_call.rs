@@ -82,14 +82,14 @@ pub(crate) fn unanswered() -> ToolOutcome {
 /// Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_id(call: *const ferrule_tool_call) -> ferrule_str {
-    host_request::borrow_string::<ForeignCall, _>(call, |c| &c.id)
+    host_request::borrow_string::<ForeignCall, _>(call, |c| c.id.as_ferrule_str())
 }
 
 /// The tool name. Borrowed from `call`; valid until the call is completed or
 /// failed. Empty for NULL and for a call that was already completed. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_name(call: *const ferrule_tool_call) -> ferrule_str {
-    host_request::borrow_string::<ForeignCall, _>(call, |c| &c.name)
+    host_request::borrow_string::<ForeignCall, _>(call, |c| c.name.as_ferrule_str())
 }
 
 /// The arguments: a JSON object that satisfied the tool's schema, exactly as the
@@ -97,7 +97,7 @@ pub unsafe extern "C" fn ferrule_tool_call_name(call: *const ferrule_tool_call) 
 /// failed. Empty for NULL and for a call that was already completed. Any thread.
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_arguments(call: *const ferrule_tool_call) -> ferrule_str {
-    host_request::borrow_string::<ForeignCall, _>(call, |c| &c.arguments)
+    host_request::borrow_string::<ForeignCall, _>(call, |c| c.arguments.as_ferrule_str())
 }
 
 /// The call id, the tool name and the arguments at once, each written where
@@ -118,7 +118,11 @@ pub unsafe extern "C" fn ferrule_tool_call_strings(
     unsafe {
         host_request::borrow_strings::<ForeignCall, _, 3>(
             call,
-            [(|c| &c.id, id), (|c| &c.name, name), (|c| &c.arguments, arguments)],
+            [
+                (|c| c.id.as_ferrule_str(), id),
+                (|c| c.name.as_ferrule_str(), name),
+                (|c| c.arguments.as_ferrule_str(), arguments),
+            ],
         )
     }
 }

@@ -44,6 +44,9 @@ impl HookDecision {
     /// `INVALID_JSON` when it is not JSON, `INVALID_ARG` naming what is wrong
     /// with its shape.
     pub fn from_json(stage: HookStage, json: &str) -> Result<Self> {
+        if is_empty_object(json) {
+            return Ok(HookDecision::Continue);
+        }
         let value: Value = crate::json::parse_document("hook decision", json)?;
         HookDecision::from_value(stage, value)
     }
@@ -113,4 +116,18 @@ fn not_of_stage(stage: HookStage, key: &str) -> Error {
 
 fn invalid(stage: HookStage, problem: String) -> Error {
     Error::new(ErrorCode::InvalidArg, format!("a {} hook's decision {problem}", stage.name()))
+}
+
+/// Whether `json` is `{}`, with nothing but JSON whitespace around and inside
+/// it: the decision most consultations give, read without a parser.
+fn is_empty_object(json: &str) -> bool {
+    let inner = json.trim_matches(is_json_whitespace);
+    inner.len() >= 2
+        && inner.starts_with('{')
+        && inner.ends_with('}')
+        && inner[1..inner.len() - 1].chars().all(is_json_whitespace)
+}
+
+fn is_json_whitespace(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r')
 }

@@ -7,6 +7,7 @@ mod payload;
 mod registration;
 mod stage_decision;
 
+use std::ffi::CStr;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -48,12 +49,19 @@ pub enum HookStage {
 impl HookStage {
     /// The stage's name in JSON.
     pub fn name(self) -> &'static str {
+        // Every name is ASCII, so this never falls back.
+        self.c_name().to_str().unwrap_or_default()
+    }
+
+    /// The stage's name, NUL-terminated: what the C ABI lends a host without a
+    /// copy.
+    pub fn c_name(self) -> &'static CStr {
         match self {
-            HookStage::RunStart => "run_start",
-            HookStage::TurnStart => "turn_start",
-            HookStage::ToolCall => "tool_call",
-            HookStage::ToolResult => "tool_result",
-            HookStage::FinalAnswer => "final_answer",
+            HookStage::RunStart => c"run_start",
+            HookStage::TurnStart => c"turn_start",
+            HookStage::ToolCall => c"tool_call",
+            HookStage::ToolResult => c"tool_result",
+            HookStage::FinalAnswer => c"final_answer",
         }
     }
 

@@ -309,6 +309,25 @@ fn invalid_decisions_fail_the_run_naming_the_problem() {
 }
 
 #[test]
+fn an_empty_object_goes_on_however_it_is_spaced_and_near_misses_are_parsed() {
+    for text in ["{}", " {}", "{ }", "\t{\r\n}\n", "{\n\n}"] {
+        assert!(matches!(HookDecision::from_json(HookStage::ToolCall, text), Ok(HookDecision::Continue)), "{text:?}");
+    }
+    for (text, says) in [
+        ("{", "hook decision"),
+        ("}", "hook decision"),
+        ("{}}", "hook decision"),
+        ("{\u{a0}}", "hook decision"),
+        ("{} {}", "hook decision"),
+        ("[]", "must be a JSON object"),
+        ("", "hook decision"),
+    ] {
+        let error = HookDecision::from_json(HookStage::ToolCall, text).unwrap_err();
+        assert!(error.message.contains(says), "{text:?}: {}", error.message);
+    }
+}
+
+#[test]
 fn a_hook_that_never_decides_times_out_and_cancellation_reaches_it() {
     let silent = Hook::new(vec![HookStage::TurnStart], |_: HookRequest| {
         std::future::pending::<ferrule::error::Result<HookDecision>>()
