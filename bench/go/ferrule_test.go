@@ -122,6 +122,9 @@ func benchmarkFerruleHooks(b *testing.B, every bool, tool []ferrule.ToolOption, 
 // with the whole history, and inline without it (with an Inline tool).
 func BenchmarkFerruleW1Hooks(b *testing.B)             { benchmarkFerruleHooks(b, true, nil) }
 func BenchmarkFerruleW1HooksButTurnStart(b *testing.B) { benchmarkFerruleHooks(b, false, nil) }
+func BenchmarkFerruleW1RawHooksInline(b *testing.B) {
+	benchmarkRawHooks(b)
+}
 func BenchmarkFerruleW1HooksInlineWithoutHistory(b *testing.B) {
 	benchmarkFerruleHooks(b, true, []ferrule.ToolOption{ferrule.Inline()}, ferrule.InlineHook(), ferrule.WithoutHistory())
 }
@@ -158,5 +161,17 @@ func BenchmarkFerruleW1HostModel(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { agent.Close() })
+	each(b, w, func() { ferruleRun(b, agent, false) })
+}
+
+func benchmarkRawHooks(b *testing.B) {
+	w := load(b, "w1")
+	var hooks []ferrule.Hook
+	for _, stage := range []string{"run_start", "turn_start", "tool_call", "tool_result", "final_answer"} {
+		hooks = append(hooks, ferrule.RawHook(stage, func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage("{}"), nil
+		}, ferrule.InlineHook(), ferrule.WithoutHistory()))
+	}
+	agent := ferruleAgent(b, w.Config, noop(w.Schema, ferrule.Inline()), hooks...)
 	each(b, w, func() { ferruleRun(b, agent, false) })
 }

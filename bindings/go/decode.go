@@ -205,6 +205,8 @@ func decodeValue(v *fastjson.Value, dst any, into string) error {
 		return decodeList(v, d, into)
 	case *[]ToolCall:
 		return decodeList(v, d, into)
+	case *[]string:
+		return decodeItems(v, d, into, func(item *fastjson.Value, s *string) error { return decodeString(item, s, into) })
 	case **Usage:
 		return decodePointer(v, d, into)
 	case *base64Bytes:
@@ -253,6 +255,11 @@ func decodeList[T any, P interface {
 	*T
 	decoder
 }](v *fastjson.Value, dst *[]T, into string) error {
+	return decodeItems(v, dst, into, func(item *fastjson.Value, t *T) error { return P(t).decodeFrom(item) })
+}
+
+// decodeItems reads a JSON list (null is nil), each item with decode.
+func decodeItems[T any](v *fastjson.Value, dst *[]T, into string, decode func(*fastjson.Value, *T) error) error {
 	if v.Type() == fastjson.TypeNull {
 		*dst = nil
 		return nil
@@ -263,7 +270,7 @@ func decodeList[T any, P interface {
 	}
 	list := make([]T, len(items))
 	for i, item := range items {
-		if err := P(&list[i]).decodeFrom(item); err != nil {
+		if err := decode(item, &list[i]); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ package ferrule
 import "C"
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -26,8 +27,11 @@ import (
 // the run stops waiting for it (the run was cancelled, or Config.HookTimeout
 // passed). Hooks run on goroutines, one consultation at a time per run.
 type Hook struct {
-	stage   string
-	decide  func(ctx context.Context, payload json.RawMessage) (any, error)
+	stage string
+	// decide reads the payload, borrowed from ferrule until the hook is
+	// responded to (a function that keeps it copies it), and gives the
+	// decision's JSON.
+	decide  func(ctx context.Context, payload []byte) ([]byte, error)
 	options hookOptions
 }
 
@@ -75,22 +79,32 @@ func (d ToolResultDecision) MarshalJSON() ([]byte, error) {
 // JSON, as the C ABI does (for decisions the typed forms do not cover).
 func RawHook(stage string, fn func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error),
 	opts ...HookOption) Hook {
-	return newHook(stage, func(ctx context.Context, payload json.RawMessage) (any, error) {
-		return fn(ctx, payload)
+	return newHook(stage, func(ctx context.Context, payload []byte) ([]byte, error) {
+		return fn(ctx, bytes.Clone(payload))
 	}, opts)
 }
 
 func typedHook[P, D any](stage string, fn func(context.Context, P) (D, error), opts []HookOption) Hook {
-	return newHook(stage, func(ctx context.Context, raw json.RawMessage) (any, error) {
+	return newHook(stage, func(ctx context.Context, raw []byte) ([]byte, error) {
 		var payload P
 		if err := decodeAny(raw, &payload); err != nil {
 			return nil, fmt.Errorf("the %s payload did not decode: %w", stage, err)
 		}
-		return fn(ctx, payload)
+		decision, err := fn(ctx, payload)
+		if err != nil {
+			return nil, err
+		}
+		if reflect.ValueOf(&decision).Elem().IsZero() {
+			return goOn, nil
+		}
+		return json.Marshal(decision)
 	}, opts)
 }
 
-func newHook(stage string, decide func(context.Context, json.RawMessage) (any, error), opts []HookOption) Hook {
+// goOn is the decision of most consultations.
+var goOn = []byte("{}")
+
+func newHook(stage string, decide func(context.Context, []byte) ([]byte, error), opts []HookOption) Hook {
 	hook := Hook{stage: stage, decide: decide}
 	for _, opt := range opts {
 		opt(&hook.options)
@@ -141,7 +155,9 @@ func (h *Hook) consult(handle *C.ferrule_hook) {
 // decideAndRespond decides and responds, exactly once whatever the function
 // does.
 func (h *Hook) decideAndRespond(ctx context.Context, handle *C.ferrule_hook) {
-	payload := json.RawMessage(goBytes(C.ferrule_hook_payload(handle)))
+	text := C.ferrule_hook_payload(handle)
+	// Borrowed until the response below.
+	payload := unsafe.Slice((*byte)(unsafe.Pointer(text.ptr)), int(text.len))
 	responded := false
 	defer func() {
 		if !responded {
@@ -154,8 +170,8 @@ func (h *Hook) decideAndRespond(ctx context.Context, handle *C.ferrule_hook) {
 	responded = true
 }
 
-// decideSafely runs the hook and encodes its decision; a panic becomes an error.
-func decideSafely(ctx context.Context, h *Hook, payload json.RawMessage) (data []byte, err error) {
+// decideSafely runs the hook; a panic becomes an error.
+func decideSafely(ctx context.Context, h *Hook, payload []byte) (data []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			data, err = nil, fmt.Errorf("the hook panicked: %v", p)
@@ -165,13 +181,7 @@ func decideSafely(ctx context.Context, h *Hook, payload json.RawMessage) (data [
 	if err != nil {
 		return nil, errors.New(err.Error())
 	}
-	if raw, ok := decision.(json.RawMessage); ok {
-		return raw, nil
-	}
-	if value := reflect.ValueOf(decision); value.IsValid() && value.IsZero() {
-		return []byte("{}"), nil // go on, the decision of most consultations
-	}
-	return json.Marshal(decision)
+	return decision, nil
 }
 
 // respond answers with the decision, or with an abort carrying err's text.

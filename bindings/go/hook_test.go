@@ -284,6 +284,67 @@ func TestInlineHooksWithoutHistorySeeTheCountAndDecide(t *testing.T) {
 	}
 }
 
+// A payload is ferrule's memory only while the hook decides: what a raw hook
+// keeps and what a typed payload holds stay intact after the response, inline
+// and on goroutines alike.
+func TestPayloadsKeptPastTheResponseStayIntact(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		var opts []HookOption
+		if inline {
+			opts = append(opts, InlineHook())
+		}
+		var raws []json.RawMessage
+		var ids []string
+		var tools [][]string
+		cfg := Config{
+			Model: Model{Provider: "scripted", Script: scriptOf(
+				map[string]any{"tool_calls": []any{call("call-one", "echo", echoArgs{"one"})}},
+				map[string]any{"tool_calls": []any{call("call-two", "echo", echoArgs{"two"})}},
+				map[string]any{"text": "Done."},
+			)},
+			Hooks: []Hook{
+				RawHook("tool_call", func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+					raws = append(raws, payload)
+					return json.RawMessage("{}"), nil
+				}, opts...),
+				OnToolResult(func(ctx context.Context, p ToolResultPayload) (ToolResultDecision, error) {
+					ids = append(ids, p.CallID)
+					return ToolResultDecision{}, nil
+				}, opts...),
+				OnTurnStart(func(ctx context.Context, p TurnStartPayload) (TurnStartDecision, error) {
+					tools = append(tools, p.Tools)
+					return TurnStartDecision{}, nil
+				}, opts...),
+			},
+		}
+		agent, err := NewAgent(cfg, echoTool("echo"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := agent.Run(context.Background(), Prompt("go"))
+		agent.Close()
+		if err != nil || res.Status != StatusCompleted {
+			t.Fatalf("%+v %v", res, err)
+		}
+		// Later consultations and the run's end reused ferrule's memory by now.
+		runtime.GC()
+		runID := ""
+		for i, want := range []string{"call-one", "call-two"} {
+			var p ToolCallPayload
+			err := json.Unmarshal(raws[i], &p)
+			if runID == "" {
+				runID = p.RunID
+			}
+			if err != nil || p.Call.ID != want || p.RunID == "" || p.RunID != runID {
+				t.Fatalf("inline %v: raw payload %d is %q (%v)", inline, i, raws[i], err)
+			}
+		}
+		if !slices.Equal(ids, []string{"call-one", "call-two"}) || len(tools) != 3 || !slices.Equal(tools[2], []string{"echo"}) {
+			t.Fatalf("inline %v: call ids %q, tools %q", inline, ids, tools)
+		}
+	}
+}
+
 // Inline consultations race the run's cancellation: every run ends once,
 // cancelled or completed. Every fourth run is not cancelled, so hooks are
 // consulted whatever the timing.
