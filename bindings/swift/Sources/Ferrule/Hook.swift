@@ -15,10 +15,11 @@ public struct Hook: Sendable {
     /// Decides from the payload JSON, giving the decision JSON.
     let body: Body
 
-    /// How a hook decides: in a task, or inside ferrule's callback.
+    /// How a hook decides: in a task, or inside ferrule's callback (with the
+    /// payload borrowed from ferrule for the call).
     enum Body: Sendable {
         case task(@Sendable (Data) async throws -> String)
-        case inline(@Sendable (Data) throws -> String)
+        case inline(@Sendable (UnsafeRawBufferPointer) throws -> String)
     }
 
     private init(stage: String, options: HookOptions, body: Body) {
@@ -40,7 +41,11 @@ public struct Hook: Sendable {
     static func typed<Payload: Decodable, Decision: HookDecisionJSON>(
         _ stage: String, _ options: HookOptions, _ body: @escaping @Sendable (Payload) async throws -> Decision
     ) -> Hook {
-        Hook(stage: stage, options: options, body: .task { try await body(payload(stage, $0)).decisionJSON() })
+        Hook(
+            stage: stage, options: options,
+            body: .task { data in
+                try await body(data.withUnsafeBytes { try payload(stage, $0) }).decisionJSON()
+            })
     }
 
     /// The same with a synchronous body, run inside ferrule's callback.
@@ -50,10 +55,12 @@ public struct Hook: Sendable {
         Hook(stage: stage, options: options, body: .inline { try body(payload(stage, $0)).decisionJSON() })
     }
 
-    /// The payload of `stage` decoded from its JSON.
-    private static func payload<Payload: Decodable>(_ stage: String, _ data: Data) throws -> Payload {
+    /// The payload of `stage` decoded from its JSON, which it does not keep.
+    private static func payload<Payload: Decodable>(_ stage: String, _ bytes: UnsafeRawBufferPointer) throws
+        -> Payload
+    {
         do {
-            return try JSONReader.decode(Payload.self, from: data)
+            return try JSONReader.decode(Payload.self, from: bytes)
         } catch {
             throw FerruleError(code: .invalidJSON, message: "the \(stage) payload did not decode: \(error)")
         }
@@ -80,18 +87,18 @@ final class HookBox: Sendable {
     /// inline hook's body, or hands the consultation to a task and returns.
     static let consult: ferrule_hook_fn = { userData, handle in
         guard let box = unbox(userData, as: HookBox.self), let handle else { return }
-        let consultation = Consultation(handle: handle)
-        let decide: @Sendable (Data) async throws -> String
         switch box.hook.body {
         case .inline(let decideHere):
-            consultation.respond(with: Result { try decideHere(consultation.payload) })
-            return
+            let text = ferrule_hook_payload(handle)
+            // Borrowed until the response.
+            let payload = UnsafeRawBufferPointer(start: text.ptr, count: text.len)
+            respond(handle, with: Result { try decideHere(payload) })
         case .task(let decideInTask):
-            decide = decideInTask
+            let consultation = Consultation(handle: handle)
+            let task = Task.detached { await consultation.respond(using: decideInTask) }
+            // An error means the hook was responded to already: nothing is left to cancel.
+            _ = handOver(TaskCanceller(task)) { ferrule_hook_on_cancel(handle, TaskCanceller.onCancel, $0, releaseBox) }
         }
-        let task = Task.detached { await consultation.respond(using: decide) }
-        // An error means the hook was responded to already: nothing is left to cancel.
-        _ = handOver(TaskCanceller(task)) { ferrule_hook_on_cancel(handle, TaskCanceller.onCancel, $0, releaseBox) }
     }
 
     /// Adds the hook to a builder; the builder owns the box from then on.
@@ -134,6 +141,14 @@ private final class Consultation: Sendable {
 
     /// Responds with the decision, or with an abort saying why there is none.
     func respond(with outcome: Result<String, Error>) {
+        HookBox.respond(handle, with: outcome)
+    }
+}
+
+extension HookBox {
+    /// Responds to the consultation `handle` with the decision, or with an abort
+    /// saying why there is none.
+    static func respond(_ handle: OpaquePointer, with outcome: Result<String, Error>) {
         let decision: String
         switch outcome {
         case .success(let json):
