@@ -36,6 +36,14 @@ public struct Hook: Sendable {
         Hook(stage: stage, options: options, body: .task { try await body(String(decoding: $0, as: UTF8.self)) })
     }
 
+    /// The same with a synchronous body, run inside ferrule's callback, as the
+    /// typed `on…Inline` hooks are: it must never block.
+    public static func rawInline(
+        stage: String, options: HookOptions = HookOptions(), _ body: @escaping @Sendable (String) throws -> String
+    ) -> Hook {
+        Hook(stage: stage, options: options, body: .inline { try body(String(decoding: $0, as: UTF8.self)) })
+    }
+
     /// The hook of `stage` whose body takes its payload and gives its
     /// decision (each stage's is generated, in HookStages_gen.swift).
     static func typed<Payload: Decodable, Decision: HookDecisionJSON>(

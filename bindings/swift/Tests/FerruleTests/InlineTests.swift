@@ -70,6 +70,27 @@ final class InlineTests: XCTestCase {
         XCTAssertEqual(refused.error?.message.contains("no turns"), true, "\(String(describing: refused.error))")
     }
 
+    // A raw inline hook decides in the callback from the payload's JSON, which
+    // it keeps past its response.
+    func testARawInlineHookDecidesInTheCallbackAndKeepsItsPayload() async throws {
+        let seen = Locked<[(inTask: Bool, payload: String)]>([])
+        let deny = Hook.rawInline(stage: "tool_call") { payload in
+            seen.withLock { $0.append((withUnsafeCurrentTask { $0 != nil }, payload)) }
+            return payload.contains("\"c2\"") ? #"{"deny": "not that"}"# : "{}"
+        }
+        let agent = try Agent(
+            config: scripted([
+                callTurn([("c1", "echo", ["text": "yes"]), ("c2", "echo", ["text": "no"])]), answerTurn("Done."),
+            ]), tools: [echoTool()], hooks: [deny])
+        let result = try await agent.run(.prompt("go"))
+        XCTAssertEqual(result.status, .completed)
+        XCTAssertEqual(result.messages.filter { $0.role == .tool }.map(\.text), ["yes", "not that"])
+        let calls = seen.withLock { $0 }
+        XCTAssertEqual(calls.map(\.inTask), [false, false], "the body ran in ferrule's callback, in no task")
+        let ids = try calls.map { try JSONDecoder().decode(ToolCallPayload.self, from: Data($0.payload.utf8)).call.id }
+        XCTAssertEqual(ids, ["c1", "c2"])
+    }
+
     // A hook body without `await` given to `.onToolCall` still runs in a task
     // (the inline form is a function of its own name).
     func testAHookWithASynchronousClosureStillRunsInATask() async throws {

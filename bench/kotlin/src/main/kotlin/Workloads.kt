@@ -7,6 +7,7 @@
 // cost per round and per call of one whole run (the best and the median of the
 // runs; for hooks, the median round near round 10 and near round 2,000).
 import dev.ferrule.Agent
+import dev.ferrule.Hook
 import dev.ferrule.HookDecision
 import dev.ferrule.HookOptions
 import dev.ferrule.HostModel
@@ -91,17 +92,34 @@ fun main() = runBlocking {
     }
 }
 
-/** W1 with a no-op hook on every stage (inline, without the history) and an inline tool. */
+/**
+ * W1 with a no-op hook on every stage (inline, without the history) and an
+ * inline tool: typed hooks, whose payloads are decoded, then raw ones, which
+ * answer `{}` to the payload's JSON.
+ */
 suspend fun hooks(config: String, schema: String, runs: Int) {
     val turns = mutableListOf<Long>()
     val options = HookOptions(inline = true, withoutHistory = true)
-    val hooks = listOf(
+    val typed = listOf(
         onRunStart(options) { HookDecision.Proceed },
         onTurnStart(options) { turns += System.nanoTime(); HookDecision.Proceed },
         onToolCall(options) { HookDecision.Proceed },
         onToolResult(options) { HookDecision.Proceed },
         onFinalAnswer(options) { HookDecision.Proceed },
     )
+    val raw = listOf("run_start", "turn_start", "tool_call", "tool_result", "final_answer").map { stage ->
+        Hook(stage, options) {
+            if (stage == "turn_start") turns += System.nanoTime()
+            "{}"
+        }
+    }
+    for ((label, hooks) in listOf("inline hooks" to typed, "inline raw hooks" to raw)) {
+        hooksOf(label, hooks, turns, config, schema, runs)
+    }
+}
+
+/** W1 with [hooks], which note each turn's start in [turns]. */
+suspend fun hooksOf(label: String, hooks: List<Hook>, turns: MutableList<Long>, config: String, schema: String, runs: Int) {
     val noop = Tool("noop", "Does nothing.", schema, inline = true) { "\"ok\"" }
     Agent(config, listOf(noop), hooks, context = Dispatchers.Default).use { agent ->
         repeat(2) { agent.run(RunInput.prompt("go")) }
@@ -117,7 +135,7 @@ suspend fun hooks(config: String, schema: String, runs: Int) {
             elapsed / 2000.0 / 1e3
         }.sorted()
         fun median(values: List<Long>) = values.sorted()[values.size / 2] / 1e3
-        println("W1 with inline hooks without history on Dispatchers.Default: median %.1f µs/round; ".format(whole[whole.size / 2]) +
+        println("W1 with $label without history on Dispatchers.Default: median %.1f µs/round; ".format(whole[whole.size / 2]) +
             "round 10: %.1f µs, round 2000: %.1f µs".format(median(early), median(late)))
     }
 }

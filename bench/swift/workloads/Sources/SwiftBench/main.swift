@@ -87,13 +87,12 @@ final class TurnTimes: @unchecked Sendable {
     var times: [UInt64] { lock.withLock { recorded } }
 }
 
-/// W1 with an inline tool and an inline no-op hook, without the history, on every stage.
+/// W1 with an inline tool and an inline no-op hook, without the history, on every stage:
+/// typed hooks, whose payloads are decoded, then raw ones, which answer `{}` to the payload's JSON.
 func measureHooks() async throws {
-    guard let workload = workloads["w1"] else { throw FerruleError(code: .invalidArg, message: "no workload w1") }
-    let config = try JSONDecoder().decode(AgentConfig.self, from: JSONEncoder().encode(workload["config"]))
     let turns = TurnTimes()
     let options = HookOptions(withoutHistory: true)
-    let hooks: [Hook] = [
+    let typed: [Hook] = [
         .onRunStartInline(options: options) { _ in .proceed },
         .onTurnStartInline(options: options) { _ in
             turns.record()
@@ -103,6 +102,20 @@ func measureHooks() async throws {
         .onToolResultInline(options: options) { _ in .proceed },
         .onFinalAnswerInline(options: options) { _ in .accept },
     ]
+    let raw = ["run_start", "turn_start", "tool_call", "tool_result", "final_answer"].map { stage in
+        Hook.rawInline(stage: stage, options: options) { _ in
+            if stage == "turn_start" { turns.record() }
+            return "{}"
+        }
+    }
+    try await measureHooks("inline hooks", typed, turns)
+    try await measureHooks("inline raw hooks", raw, turns)
+}
+
+/// W1 with `hooks`, which note each turn's start in `turns`.
+func measureHooks(_ label: String, _ hooks: [Hook], _ turns: TurnTimes) async throws {
+    guard let workload = workloads["w1"] else { throw FerruleError(code: .invalidArg, message: "no workload w1") }
+    let config = try JSONDecoder().decode(AgentConfig.self, from: JSONEncoder().encode(workload["config"]))
     let noop = Tool.inline(name: "noop", description: "Does nothing.", schema: workloads["open_schema"]) { _ in "ok" }
     let agent = try Agent(config: config, tools: [noop], hooks: hooks)
     var whole: [Double] = [], early: [UInt64] = [], late: [UInt64] = []
@@ -119,7 +132,7 @@ func measureHooks() async throws {
     func median<T: Comparable>(_ values: [T]) -> T { values.sorted()[values.count / 2] }
     let rounds = String(
         format: "round 10: %.1f µs, round 2000: %.1f µs", Double(median(early)) / 1e3, Double(median(late)) / 1e3)
-    print(String(format: "W1 with inline hooks without history: median %.1f µs/round; ", median(whole)) + rounds)
+    print(String(format: "W1 with \(label) without history: median %.1f µs/round; ", median(whole)) + rounds)
 }
 
 try await measureHooks()
