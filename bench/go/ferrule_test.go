@@ -28,14 +28,19 @@ func ferruleAgent(b *testing.B, config json.RawMessage, tool ferrule.Tool, hooks
 
 // ferruleRun runs once, reading every event when events is set.
 func ferruleRun(b *testing.B, agent *ferrule.Agent, events bool) {
+	ferruleRunInput(b, agent, events, ferrule.Prompt("go"))
+}
+
+// ferruleRunInput runs in once, reading every event when events is set.
+func ferruleRunInput(b *testing.B, agent *ferrule.Agent, events bool, in ferrule.Input) {
 	if !events {
-		result, err := agent.Run(context.Background(), ferrule.Prompt("go"))
+		result, err := agent.Run(context.Background(), in)
 		if err != nil || result.Status != ferrule.StatusCompleted {
 			b.Fatalf("%+v %v", result, err)
 		}
 		return
 	}
-	run, err := agent.Start(context.Background(), ferrule.Prompt("go"))
+	run, err := agent.Start(context.Background(), in)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,6 +66,26 @@ func BenchmarkFerruleW1InlineWithEvents(b *testing.B) {
 func BenchmarkFerruleW2Inline(b *testing.B) { benchmarkFerrule(b, "w2", false, ferrule.Inline()) }
 func BenchmarkFerruleW2InlineWithEvents(b *testing.B) {
 	benchmarkFerrule(b, "w2", true, ferrule.Inline())
+}
+
+// W2 with the result's final answer alone, as eino's agent returns it
+// (Input.WithoutMessages: the 13,001 messages are neither written nor read).
+func BenchmarkFerruleW2InlineWithoutMessages(b *testing.B) {
+	benchmarkWithoutMessages(b, "w2", false)
+}
+func BenchmarkFerruleW2InlineWithEventsWithoutMessages(b *testing.B) {
+	benchmarkWithoutMessages(b, "w2", true)
+}
+func BenchmarkFerruleW1InlineWithoutMessages(b *testing.B) {
+	benchmarkWithoutMessages(b, "w1", false)
+}
+
+func benchmarkWithoutMessages(b *testing.B, name string, events bool) {
+	w := load(b, name)
+	agent := ferruleAgent(b, w.Config, noop(w.Schema, ferrule.Inline()))
+	in := ferrule.Prompt("go")
+	in.WithoutMessages = true
+	each(b, w, func() { ferruleRunInput(b, agent, events, in) })
 }
 
 // noopHooks is one hook per stage that goes on, each with opts; the

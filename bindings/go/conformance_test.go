@@ -381,7 +381,8 @@ func buildAgent(t *testing.T, config json.RawMessage, specs []scenarioTool, hook
 	return NewAgentFromJSONWithHooks(config, hooks, tools...)
 }
 
-// scenarioInput is the scenario's input, its "tools" given as Input.Tools.
+// scenarioInput is the scenario's input, its "tools" given as Input.Tools and
+// its "result_messages" (only ever "none") as Input.WithoutMessages.
 func scenarioInput(t *testing.T, raw json.RawMessage) Input {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
@@ -394,8 +395,10 @@ func scenarioInput(t *testing.T, raw json.RawMessage) Input {
 		}
 		delete(fields, "tools")
 	}
+	_, without := fields["result_messages"]
+	delete(fields, "result_messages")
 	data, _ := json.Marshal(fields)
-	return Input{json: data, Tools: tools}
+	return Input{json: data, Tools: tools, WithoutMessages: without}
 }
 
 // runStep starts input on agent and observes the run: its events and result as

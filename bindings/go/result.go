@@ -24,6 +24,11 @@ type Input struct {
 	// only they are offered and callable. A name the agent lacks makes Start
 	// fail with INVALID_ARG. Not for Resume (the state keeps the run's set).
 	Tools []string
+	// WithoutMessages leaves the transcript out of the result: Messages is
+	// empty, and the transcript is neither written nor read, which is most of
+	// what a run of many calls costs at its end. Final, Output, Usage and an
+	// interrupted run's State are as always.
+	WithoutMessages bool
 }
 
 // withField is input JSON (an object this package wrote, without key) with

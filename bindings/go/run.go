@@ -175,6 +175,9 @@ func start(ctx context.Context, agent *C.ferrule_agent, in Input, events bool) (
 		tools, _ := json.Marshal(in.Tools)
 		in.json = withField(in.json, "tools", tools)
 	}
+	if in.WithoutMessages {
+		in.json = withField(in.json, "result_messages", []byte(`"none"`))
+	}
 	if events {
 		// One call into Go per burst of events, not per event.
 		in.json = withField(in.json, "event_bursts", []byte("true"))

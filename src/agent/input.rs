@@ -23,6 +23,23 @@ pub struct RunInput {
     pub events: EventSelection,
     /// The C event callback takes its events in bursts (a JSON list each call).
     pub event_bursts: bool,
+    /// Whether the result carries the transcript.
+    pub result_messages: ResultMessages,
+}
+
+/// Whether a run's result carries its transcript (run input
+/// `result_messages`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultMessages {
+    /// The whole transcript, input included.
+    #[default]
+    All,
+    /// None: `messages` is empty, for a host that reads the final answer,
+    /// the output, the usage or the state and not the transcript, which is
+    /// then neither written nor read. `final` and an interrupted run's
+    /// `state` are as always.
+    None,
 }
 
 /// Which of a run's events reach its event sink (run input `events`).
@@ -110,6 +127,13 @@ pub(crate) struct InputRepr {
     #[serde(default, deserialize_with = "given")]
     #[schemars(with = "bool")]
     event_bursts: Option<bool>,
+    /// Whether the result's `messages` holds the transcript: `all` (the
+    /// default) or `none` (empty, for a host that reads only the final
+    /// answer, the output, the usage or the state; `final` and `state` are as
+    /// always).
+    #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "ResultMessages")]
+    result_messages: Option<ResultMessages>,
 }
 
 /// A field that is there: its value, null included, must read as `T`.
@@ -119,7 +143,13 @@ fn given<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<
 
 impl From<RunSource> for RunInput {
     fn from(source: RunSource) -> Self {
-        RunInput { source, tools: None, events: EventSelection::All, event_bursts: false }
+        RunInput {
+            source,
+            tools: None,
+            events: EventSelection::All,
+            event_bursts: false,
+            result_messages: ResultMessages::All,
+        }
     }
 }
 
@@ -137,7 +167,8 @@ impl RunInput {
         let tools = repr.tools.take();
         let events = repr.events.take().unwrap_or_default();
         let event_bursts = repr.event_bursts.take().unwrap_or(false);
-        Ok(RunInput { source: RunSource::from_repr(repr)?, tools, events, event_bursts })
+        let result_messages = repr.result_messages.take().unwrap_or_default();
+        Ok(RunInput { source: RunSource::from_repr(repr)?, tools, events, event_bursts, result_messages })
     }
 }
 
@@ -216,6 +247,21 @@ mod tests {
     fn prompt_is_read() {
         let input = RunInput::from_json(r#"{"prompt": "hi"}"#).unwrap();
         assert_eq!(input, RunInput::prompt("hi"));
+    }
+
+    #[test]
+    fn result_messages_is_all_unless_none_and_nothing_else() {
+        assert_eq!(RunInput::from_json(r#"{"prompt": "hi"}"#).unwrap().result_messages, ResultMessages::All);
+        let none = RunInput::from_json(r#"{"prompt": "hi", "result_messages": "none"}"#).unwrap();
+        assert_eq!(none.result_messages, ResultMessages::None);
+        for (json, says) in [
+            (r#"{"prompt": "a", "result_messages": "new"}"#, "unknown variant `new`, expected `all` or `none`"),
+            (r#"{"prompt": "a", "result_messages": null}"#, "invalid type: null"),
+        ] {
+            let err = RunInput::from_json(json).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidArg, "{json}: {}", err.message);
+            assert!(err.message.contains(says), "{json}: {}", err.message);
+        }
     }
 
     #[test]

@@ -60,7 +60,7 @@ pub use config::AgentConfig;
 pub use event::{Event, EventKind, EventSink};
 pub use handle::Run;
 pub use history::HistoryConfig;
-pub use input::{EventSelection, RunInput, RunSource};
+pub use input::{EventSelection, ResultMessages, RunInput, RunSource};
 pub use progress::RunProgress;
 pub use result::{RunResult, RunStatus};
 pub use state::RunState;

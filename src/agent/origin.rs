@@ -2,7 +2,7 @@
 //! starts with and the batch it runs first.
 
 use super::built::Agent;
-use super::input::{EventSelection, RunInput, RunSource};
+use super::input::{EventSelection, ResultMessages, RunInput, RunSource};
 use super::progress::RunProgress;
 use super::state::CarriedOver;
 use crate::error::{Error, Result};
@@ -25,6 +25,8 @@ pub(crate) struct RunOrigin {
     pub(crate) carried: CarriedOver,
     /// Which events reach the host's sink.
     pub(crate) events: EventSelection,
+    /// Whether the result carries the transcript.
+    pub(crate) result_messages: ResultMessages,
 }
 
 impl RunOrigin {
@@ -39,6 +41,7 @@ impl RunOrigin {
             resumed: false,
             carried: CarriedOver::default(),
             events: EventSelection::All,
+            result_messages: ResultMessages::All,
         }
     }
 }
@@ -62,10 +65,12 @@ impl Agent {
                     resumed: true,
                     carried,
                     events: EventSelection::All,
+                    result_messages: ResultMessages::All,
                 }
             }
         };
         origin.events = input.events;
+        origin.result_messages = input.result_messages;
         if let Some(tools) = input.tools {
             if origin.resumed {
                 return Err(Error::invalid_arg(

@@ -11,6 +11,7 @@ use super::event::EventKind;
 use super::final_answer::FinalAnswer;
 use super::handoff;
 use super::hook_stages;
+use super::input::ResultMessages;
 use super::next_step::{Ending, NextStep, Stop};
 use super::progress::RunProgress;
 use super::request_caches::RequestCaches;
@@ -42,6 +43,8 @@ pub(crate) struct RunLoop {
     /// The agents that handed the run on, held until it ends (their tools
     /// are let go of after `run_end`, as the last agent's are).
     pub(crate) handed_from: Vec<Agent>,
+    /// Whether the result carries the transcript.
+    pub(crate) result_messages: ResultMessages,
 }
 
 impl NextStep {
@@ -174,10 +177,14 @@ impl RunLoop {
             Stop::Ended(Ending::Failed(error)) => (Vec::new(), None, Some(error)),
             Stop::Ended(_) => (Vec::new(), None, None),
         };
+        let messages = match self.result_messages {
+            ResultMessages::All => progress.messages,
+            ResultMessages::None => Vec::new(),
+        };
         let result = RunResult {
             status,
             final_message,
-            messages: progress.messages,
+            messages,
             usage: progress.usage,
             rounds: progress.rounds,
             error,

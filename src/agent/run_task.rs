@@ -81,7 +81,7 @@ impl RunOrigin {
         place: RunPlace,
         dispatcher: Option<tokio::task::JoinHandle<()>>,
     ) -> Run {
-        let RunOrigin { agent, mut progress, pending, resumed, carried, events: _ } = self;
+        let RunOrigin { agent, mut progress, pending, resumed, carried, events: _, result_messages } = self;
         let RunPlace { serial, id, events, nesting, cancel } = place;
         let injections = std::mem::take(&mut progress.injections);
         let shared = Arc::new(RunShared::new(id.clone(), serial, cancel, injections));
@@ -99,8 +99,19 @@ impl RunOrigin {
         };
         let answer = FinalAnswer::default();
         let handed_from = Vec::new();
-        let run =
-            RunLoop { run, progress, pending, resumed, caches, tools, answer, open_turn: 0, carried, handed_from };
+        let run = RunLoop {
+            run,
+            progress,
+            pending,
+            resumed,
+            caches,
+            tools,
+            answer,
+            open_turn: 0,
+            carried,
+            handed_from,
+            result_messages,
+        };
         // The run's future (kilobytes) is made on a runtime thread, at its first
         // poll, not on the thread starting the run: a host starting runs from
         // many threads would otherwise hold runs in as many malloc arenas.

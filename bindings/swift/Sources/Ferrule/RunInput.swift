@@ -54,6 +54,16 @@ public struct RunInput: Sendable {
         return input
     }
 
+    /// The input of a run whose result leaves the transcript out: `messages` is
+    /// empty, and the transcript is neither written nor read, which is most of
+    /// what a run of many calls costs at its end. `final`, `output`, `usage` and
+    /// an interrupted run's `state` are as always.
+    public func withoutMessages() -> RunInput {
+        var input = self
+        input.fields["result_messages"] = "none"
+        return input
+    }
+
     /// The input of a run that delivers `run_end` alone (for a host that reads
     /// no events): the run then builds no other event.
     func endOnly() -> RunInput {

@@ -222,8 +222,15 @@ private final class Scenario: Sendable {
         }
     }
 
-    /// The scenario's input as a `RunInput`.
+    /// The scenario's input as a `RunInput` (its `result_messages`, only ever
+    /// "none", as `withoutMessages()`).
     private func input(_ input: JSONValue) throws -> RunInput {
+        let base = try sourceInput(input)
+        return input["result_messages"] == nil ? base : base.withoutMessages()
+    }
+
+    /// The scenario's input as a `RunInput`, but for `result_messages`.
+    private func sourceInput(_ input: JSONValue) throws -> RunInput {
         let tools = input["tools"]?.arrayValue?.compactMap(\.stringValue)
         let messages = try JSONCoding.decode([Message].self, from: JSONCoding.encode(input["messages"] ?? []))
         if let prompt = input["prompt"]?.stringValue { return .prompt(prompt, tools: tools) }

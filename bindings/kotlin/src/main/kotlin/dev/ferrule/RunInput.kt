@@ -12,6 +12,14 @@ class RunInput private constructor(private val fields: Map<String, JsonElement>)
     fun limitedTo(tools: List<String>?): RunInput =
         RunInput(if (tools == null) fields - "tools" else fields + ("tools" to JsonArray(tools.map(::JsonPrimitive))))
 
+    /**
+     * The input of a run whose result leaves the transcript out: `messages` is
+     * empty, and the transcript is neither written nor read, which is most of
+     * what a run of many calls costs at its end. `final`, `output`, `usage` and
+     * an interrupted run's `state` are as always.
+     */
+    fun withoutMessages(): RunInput = with("result_messages", JsonPrimitive("none"))
+
     internal val json: String get() = JsonObject(fields).toString()
 
     /** The input with [key] set to [value]. */

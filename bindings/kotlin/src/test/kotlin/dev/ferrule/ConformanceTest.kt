@@ -210,7 +210,8 @@ private class Scenario(val name: String, val spec: JsonObject, val hostModel: Bo
                 JsonObject(input["execute"]!!.jsonObject + ("role" to JsonPrimitive("assistant")))), messages)
             else -> RunInput.messages(messages)
         }
-        return base.limitedTo(tools)
+        // result_messages is only ever "none".
+        return base.limitedTo(tools).let { if (input["result_messages"] != null) it.withoutMessages() else it }
     }
 
     /** Starts [input] on [agent] and observes the run (its events and result as this package writes them, the hook
