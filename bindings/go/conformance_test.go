@@ -382,7 +382,7 @@ func buildAgent(t *testing.T, config json.RawMessage, specs []scenarioTool, hook
 }
 
 // scenarioInput is the scenario's input, its "tools" given as Input.Tools and
-// its "result_messages" (only ever "none") as Input.WithoutMessages.
+// its "result_messages": "none" as Input.WithoutMessages.
 func scenarioInput(t *testing.T, raw json.RawMessage) Input {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
@@ -395,8 +395,14 @@ func scenarioInput(t *testing.T, raw json.RawMessage) Input {
 		}
 		delete(fields, "tools")
 	}
-	_, without := fields["result_messages"]
-	delete(fields, "result_messages")
+	without := false
+	if value, ok := fields["result_messages"]; ok {
+		if string(value) != `"none"` {
+			t.Fatalf("the runner gives result_messages only as WithoutMessages, not %s", value)
+		}
+		without = true
+		delete(fields, "result_messages")
+	}
 	data, _ := json.Marshal(fields)
 	return Input{json: data, Tools: tools, WithoutMessages: without}
 }

@@ -14,7 +14,8 @@ type Result struct {
 	Status Status `json:"status"`
 	// The last assistant message, if the model produced one.
 	Final *Message `json:"final"`
-	// The whole transcript (input included), replayable as a later run's input.
+	// The whole transcript (input included), replayable as a later run's input; empty when the run
+	// input's `result_messages` is `none`.
 	Messages []Message `json:"messages"`
 	// Tokens used by every model request of the run and of the agents it called as tools (each
 	// counted once).

@@ -2,9 +2,9 @@
 //! previous one's effect, each bounded by `hook_timeout_ms` and by the run's
 //! cancellation.
 
+use std::task::Poll;
 use std::time::Duration;
 
-use futures_util::FutureExt;
 use tokio_util::sync::CancellationToken;
 
 use super::next_step::Ending;
@@ -78,19 +78,27 @@ impl HookCaller<'_> {
 
     /// One hook's decision, checked for its stage; an abort is a stop.
     async fn ask(&self, hook: &Hook, stage: HookStage, payload: String) -> Result<HookDecision, HookStop> {
+        // A run cancelled by now consults no one.
+        if self.cancel.is_cancelled() {
+            return Err(HookStop::Cancelled);
+        }
         // The hook learns when the run stops waiting for it: cancelled, timed
-        // out, or done. A token of its own rather than a child of the run's: the
-        // run stops waiting as soon as it sees its own cancellation, and a child
-        // would cost a lock on the run's token twice per consultation.
+        // out, or done. A token of its own rather than a child of the run's
+        // (which would cost two locks of the run's token per consultation); a
+        // host hook sees the run's cancellation at once all the same, through
+        // the run's token it is given too.
         let token = CancellationToken::new();
         let _stop_waiting = token.clone().drop_guard();
-        let mut decided = hook.function().decide(HookRequest::new(stage, payload, token, self.run_serial));
+        let request = HookRequest::new(stage, payload, token, self.cancel.clone(), self.run_serial);
+        let mut decided = hook.function().decide(request);
         // A hook that decided while it was asked (an inline one usually does)
-        // needs neither a timer nor a wait.
-        let decision = match (&mut decided).now_or_never() {
-            Some(_) if self.cancel.is_cancelled() => return Err(HookStop::Cancelled),
-            Some(decision) => decision.map_err(HookStop::Failed)?,
-            None => self.wait(stage, decided).await?,
+        // needs neither a timer nor a wait. Polled with the run's own waker, so
+        // a hook that is not ready yet is woken whichever poll it remembers.
+        let first = std::future::poll_fn(|cx| Poll::Ready(decided.as_mut().poll(cx))).await;
+        let decision = match first {
+            Poll::Ready(_) if self.cancel.is_cancelled() => return Err(HookStop::Cancelled),
+            Poll::Ready(decision) => decision.map_err(HookStop::Failed)?,
+            Poll::Pending => self.wait(stage, decided).await?,
         };
         decision.check_stage(stage).map_err(HookStop::Failed)?;
         if let HookDecision::Abort(reason) = decision {

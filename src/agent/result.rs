@@ -34,7 +34,8 @@ pub struct RunResult {
     /// The last assistant message, if the model produced one.
     #[serde(rename = "final")]
     pub final_message: Option<Message>,
-    /// The whole transcript (input included), replayable as a later run's input.
+    /// The whole transcript (input included), replayable as a later run's
+    /// input; empty when the run input's `result_messages` is `none`.
     pub messages: Vec<Message>,
     /// Tokens used by every model request of the run and of the agents it
     /// called as tools (each counted once).

@@ -79,8 +79,9 @@ impl HookCallback {
 
 impl HookFunction for ForeignHook {
     fn decide(&self, request: HookRequest) -> BoxFuture<'static, Result<HookDecision>> {
-        let (stage, payload, cancel, run_serial) = request.into_parts();
+        let (stage, payload, cancel, run_cancel, run_serial) = request.into_parts();
         let (request, answer) = HostRequest::new(cancel, run_serial);
+        let request = request.with_run_cancel(run_cancel);
         let consultation = ForeignConsultation { stage, payload: NulTerminated::from_string(payload), request };
         let Some((ticket, pending)) = host_request::begin(consultation, answer) else {
             return Box::pin(std::future::ready(Err(Error::new(

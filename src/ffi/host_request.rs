@@ -45,6 +45,9 @@ pub(crate) trait Answerable: Send + Sync + Sized + 'static {
 /// one answer, and the host's cancel handler.
 pub(crate) struct HostRequest<A> {
     cancel: CancellationToken,
+    /// The run's own token when `cancel` is not a child of it: the request
+    /// counts as cancelled as soon as the run is, before the run stops waiting.
+    run_cancel: Option<CancellationToken>,
     run_serial: u64,
     state: Mutex<RequestState<A>>,
 }
@@ -87,7 +90,13 @@ impl<A> HostRequest<A> {
     pub(crate) fn new(cancel: CancellationToken, run_serial: u64) -> (Self, oneshot::Receiver<A>) {
         let (answer, receiver) = oneshot::channel();
         let state = Mutex::new(RequestState { answer: Some(answer), cancel_handler: None, handler_fired: false });
-        (HostRequest { cancel, run_serial, state }, receiver)
+        (HostRequest { cancel, run_cancel: None, state, run_serial }, receiver)
+    }
+
+    /// The request, cancelled as well as soon as `run_cancel` (its run's
+    /// token, which `cancel` is no child of) is.
+    pub(crate) fn with_run_cancel(self, run_cancel: CancellationToken) -> Self {
+        HostRequest { run_cancel: Some(run_cancel), ..self }
     }
 
     fn state(&self) -> MutexGuard<'_, RequestState<A>> {
@@ -126,7 +135,7 @@ impl<A> HostRequest<A> {
     /// Whether the runner no longer waits for the answer (or is about to stop):
     /// it will be discarded.
     pub(crate) fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+        self.cancel.is_cancelled() || self.run_cancel.as_ref().is_some_and(CancellationToken::is_cancelled)
     }
 
     /// Registers the host's one-shot cancel handler; it fires at once (on a

@@ -82,12 +82,24 @@ pub struct HookRequest {
     stage: HookStage,
     payload: String,
     cancel: CancellationToken,
+    /// The run's token, which `cancel` is no child of.
+    run_cancel: CancellationToken,
     run_serial: u64,
 }
 
+/// What a host hook's consultation is made of: the stage, the payload, the
+/// consultation's token, the run's token and the run's serial.
+pub(crate) type HookRequestParts = (HookStage, String, CancellationToken, CancellationToken, u64);
+
 impl HookRequest {
-    pub(crate) fn new(stage: HookStage, payload: String, cancel: CancellationToken, run_serial: u64) -> Self {
-        HookRequest { stage, payload, cancel, run_serial }
+    pub(crate) fn new(
+        stage: HookStage,
+        payload: String,
+        cancel: CancellationToken,
+        run_cancel: CancellationToken,
+        run_serial: u64,
+    ) -> Self {
+        HookRequest { stage, payload, cancel, run_cancel, run_serial }
     }
 
     /// The stage.
@@ -100,14 +112,16 @@ impl HookRequest {
         &self.payload
     }
 
-    /// Cancelled when the run no longer waits for the decision (the run was
-    /// cancelled or the hook timed out).
+    /// Cancelled when the run stops waiting for the decision: the hook timed
+    /// out, or the run was cancelled (once the run's task sees it, which is at
+    /// once unless its thread is busy). The future `decide` returned is dropped
+    /// then too.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.cancel
     }
 
-    pub(crate) fn into_parts(self) -> (HookStage, String, CancellationToken, u64) {
-        (self.stage, self.payload, self.cancel, self.run_serial)
+    pub(crate) fn into_parts(self) -> HookRequestParts {
+        (self.stage, self.payload, self.cancel, self.run_cancel, self.run_serial)
     }
 }
 

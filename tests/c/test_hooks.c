@@ -231,6 +231,46 @@ static void a_decision_that_is_not_json_fails_the_run_with_invalid_json(void) {
     ferrule_agent_free(agent);
 }
 
+/* ---- a cancel while a hook decides ------------------------------------------------- */
+
+static _Atomic(ferrule_hook *) held_hook;
+static atomic_int held_consultations;
+
+/* Keeps the consultation for the test to answer later. */
+static void hold(void *user_data, ferrule_hook *hook) {
+    (void)user_data;
+    atomic_fetch_add(&held_consultations, 1);
+    atomic_store(&held_hook, hook);
+}
+
+/* The hook learns of the cancel the moment it is made (not once the run gets
+ * to it), and no hook is consulted after it: neither the call's other stage
+ * nor another consultation of this one. */
+static void a_hook_sees_a_cancel_at_once_and_none_is_asked_after_it(void) {
+    for (int i = 0; i < 50; i++) {
+        atomic_store(&held_hook, NULL);
+        atomic_store(&held_consultations, 0);
+        ferrule_agent *agent = hooked_agent(2, 1, "", "{\"stages\": [\"tool_call\", \"tool_result\"], \"nonblocking\": true}",
+                                            hold, NULL, NULL);
+        if (agent == NULL) return;
+        ferrule_run *run = NULL;
+        CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+        CHECK(wait_for_count(&held_consultations, 1, 5000));
+        ferrule_hook *hook = atomic_load(&held_hook);
+        CHECK(hook != NULL && !ferrule_hook_is_cancelled(hook));
+        ferrule_run_cancel(run);
+        CHECK(ferrule_hook_is_cancelled(hook));
+        char *result = harness_wait(run);
+        CHECK(result != NULL && strstr(result, "\"status\":\"cancelled\"") != NULL);
+        ferrule_string_free(result);
+        /* Accepted and discarded after the cancel. */
+        CHECK_OK(ferrule_hook_respond(hook, STR("{}")));
+        CHECK(atomic_load(&held_consultations) == 1);
+        ferrule_run_free(run);
+        ferrule_agent_free(agent);
+    }
+}
+
 /* ---- injections racing the end ----------------------------------------------------- */
 
 typedef struct {
@@ -290,6 +330,8 @@ int main(int argc, char **argv) {
         {"an_accepted_injection_is_never_lost", an_accepted_injection_is_never_lost},
         {"a_decision_that_is_not_json_fails_the_run_with_invalid_json",
          a_decision_that_is_not_json_fails_the_run_with_invalid_json},
+        {"a_hook_sees_a_cancel_at_once_and_none_is_asked_after_it",
+         a_hook_sees_a_cancel_at_once_and_none_is_asked_after_it},
     };
     return harness_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

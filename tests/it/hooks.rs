@@ -366,6 +366,40 @@ fn a_run_may_be_limited_to_some_tools() {
 }
 
 #[test]
+fn no_hook_is_consulted_once_the_run_is_cancelled() {
+    let run_slot: Arc<Mutex<Option<ferrule::agent::Run>>> = Arc::new(Mutex::new(None));
+    let slot = run_slot.clone();
+    // The tool cancels its own run and returns: its result is not shown to the
+    // tool_result hook, and no turn starts.
+    let cancelling = tool("cancelling", json!({}), move |_: Invocation| {
+        let slot = slot.clone();
+        async move {
+            loop {
+                if let Some(run) = slot.lock().unwrap().as_ref() {
+                    run.cancel();
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
+            ToolOutcome::Completed(ToolResult::text("done"))
+        }
+    });
+    let seen = recorder();
+    let watcher = hook(&[HookStage::ToolResult, HookStage::TurnStart, HookStage::FinalAnswer], &seen, |_| json!({}));
+    let script = json!([{"tool_calls": [call("c1", "cancelling", json!({}))]}, {"text": "x"}]);
+    let agent = with_hooks(script, json!({}), vec![cancelling], vec![watcher]);
+    let (handle, _) = start(&agent, "go");
+    *run_slot.lock().unwrap() = Some(handle.clone());
+    let result = handle.wait_blocking().unwrap();
+    run_slot.lock().unwrap().take();
+    assert_eq!(result.status, RunStatus::Cancelled);
+    // Only turn 1's turn_start, before the cancel.
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(seen[0].get("tools").is_some(), "{seen:?}");
+}
+
+#[test]
 fn a_cancel_while_a_result_hook_decides_still_ends_every_started_call() {
     let run_slot: Arc<Mutex<Option<ferrule::agent::Run>>> = Arc::new(Mutex::new(None));
     let slot = run_slot.clone();

@@ -6,7 +6,8 @@ public struct RunResult: Sendable, Hashable, Codable {
     public var status: Status
     /// The last assistant message, if the model produced one.
     public var final: Message?
-    /// The whole transcript (input included), replayable as a later run's input.
+    /// The whole transcript (input included), replayable as a later run's input; empty when the run
+    /// input's `result_messages` is `none`.
     public var messages: [Message]
     /// Tokens used by every model request of the run and of the agents it called as tools (each
     /// counted once).

@@ -222,11 +222,15 @@ private final class Scenario: Sendable {
         }
     }
 
-    /// The scenario's input as a `RunInput` (its `result_messages`, only ever
-    /// "none", as `withoutMessages()`).
+    /// The scenario's input as a `RunInput` (its `"result_messages": "none"` as
+    /// `withoutMessages()`).
     private func input(_ input: JSONValue) throws -> RunInput {
         let base = try sourceInput(input)
-        return input["result_messages"] == nil ? base : base.withoutMessages()
+        switch input["result_messages"] {
+        case nil: return base
+        case .string("none"): return base.withoutMessages()
+        case let other?: throw FerruleError(code: .invalidArg, message: "result_messages \(other) has no RunInput form")
+        }
     }
 
     /// The scenario's input as a `RunInput`, but for `result_messages`.

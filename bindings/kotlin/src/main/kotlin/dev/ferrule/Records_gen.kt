@@ -17,7 +17,10 @@ data class RunResult(
     val status: Status,
     /** The last assistant message, if the model produced one. */
     val final: Message?,
-    /** The whole transcript (input included), replayable as a later run's input. */
+    /**
+     * The whole transcript (input included), replayable as a later run's input; empty when the run
+     * input's `result_messages` is `none`.
+     */
     val messages: List<Message>,
     /**
      * Tokens used by every model request of the run and of the agents it called as tools (each

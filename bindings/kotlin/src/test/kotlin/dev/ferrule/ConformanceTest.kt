@@ -210,8 +210,12 @@ private class Scenario(val name: String, val spec: JsonObject, val hostModel: Bo
                 JsonObject(input["execute"]!!.jsonObject + ("role" to JsonPrimitive("assistant")))), messages)
             else -> RunInput.messages(messages)
         }
-        // result_messages is only ever "none".
-        return base.limitedTo(tools).let { if (input["result_messages"] != null) it.withoutMessages() else it }
+        val limited = base.limitedTo(tools)
+        return when (val messages = input["result_messages"]) {
+            null -> limited
+            JsonPrimitive("none") -> limited.withoutMessages()
+            else -> error("result_messages $messages has no RunInput form")
+        }
     }
 
     /** Starts [input] on [agent] and observes the run (its events and result as this package writes them, the hook
