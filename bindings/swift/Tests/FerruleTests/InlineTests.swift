@@ -55,13 +55,7 @@ final class InlineTests: XCTestCase {
                 inTask.withLock { $0.append(withUnsafeCurrentTask { $0 != nil }) }
                 return payload.call.arguments["text"] == "no" ? .deny("not that") : .proceed
             })
-        let agent = try Agent(
-            config: scripted([
-                callTurn([("c1", "echo", ["text": "yes"]), ("c2", "echo", ["text": "no"])]), answerTurn("Done."),
-            ]), tools: [echoTool()], hooks: [deny])
-        let result = try await agent.run(.prompt("go"))
-        XCTAssertEqual(result.status, .completed)
-        XCTAssertEqual(result.messages.filter { $0.role == .tool }.map(\.text), ["yes", "not that"])
+        try await assertDeniesTheSecondCall(deny)
         XCTAssertEqual(inTask.withLock { $0 }, [false, false], "the body ran in ferrule's callback, in no task")
         let refuse = Hook.onTurnStartInline({ _ in throw FerruleError(code: .invalidArg, message: "no turns") })
         let refused = try await Agent(config: scripted([answerTurn("Done.")]), hooks: [refuse]).run(.prompt("go"))
@@ -78,6 +72,16 @@ final class InlineTests: XCTestCase {
             seen.withLock { $0.append((withUnsafeCurrentTask { $0 != nil }, payload)) }
             return payload.contains("\"c2\"") ? #"{"deny": "not that"}"# : "{}"
         }
+        try await assertDeniesTheSecondCall(deny)
+        let calls = seen.withLock { $0 }
+        XCTAssertEqual(calls.map(\.inTask), [false, false], "the body ran in ferrule's callback, in no task")
+        let ids = try calls.map { try JSONDecoder().decode(ToolCallPayload.self, from: Data($0.payload.utf8)).call.id }
+        XCTAssertEqual(ids, ["c1", "c2"])
+    }
+
+    /// Runs two echo calls, "yes" (c1) and "no" (c2), under `deny`, which must
+    /// deny the second with "not that".
+    private func assertDeniesTheSecondCall(_ deny: Hook) async throws {
         let agent = try Agent(
             config: scripted([
                 callTurn([("c1", "echo", ["text": "yes"]), ("c2", "echo", ["text": "no"])]), answerTurn("Done."),
@@ -85,10 +89,6 @@ final class InlineTests: XCTestCase {
         let result = try await agent.run(.prompt("go"))
         XCTAssertEqual(result.status, .completed)
         XCTAssertEqual(result.messages.filter { $0.role == .tool }.map(\.text), ["yes", "not that"])
-        let calls = seen.withLock { $0 }
-        XCTAssertEqual(calls.map(\.inTask), [false, false], "the body ran in ferrule's callback, in no task")
-        let ids = try calls.map { try JSONDecoder().decode(ToolCallPayload.self, from: Data($0.payload.utf8)).call.id }
-        XCTAssertEqual(ids, ["c1", "c2"])
     }
 
     // A hook body without `await` given to `.onToolCall` still runs in a task
