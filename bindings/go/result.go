@@ -27,7 +27,9 @@ type Input struct {
 	// WithoutMessages leaves the transcript out of the result: Messages is
 	// empty, and the transcript is neither written nor read, which is most of
 	// what a run of many calls costs at its end. Final, Output, Usage and an
-	// interrupted run's State are as always.
+	// interrupted run's State are as always. Start refuses it (INVALID_ARG)
+	// for Execute and for the Resume of an execute-only run, whose results
+	// are their Messages.
 	WithoutMessages bool
 }
 

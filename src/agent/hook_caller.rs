@@ -83,10 +83,9 @@ impl HookCaller<'_> {
             return Err(HookStop::Cancelled);
         }
         // The hook learns when the run stops waiting for it: cancelled, timed
-        // out, or done. A token of its own rather than a child of the run's
-        // (which would cost two locks of the run's token per consultation); a
-        // host hook sees the run's cancellation at once all the same, through
-        // the run's token it is given too.
+        // out, or done. A token of its own rather than a node in the run's
+        // token tree; a C host polling `ferrule_hook_is_cancelled` still sees
+        // the run's cancel at once, through the run's token it is given too.
         let token = CancellationToken::new();
         let _stop_waiting = token.clone().drop_guard();
         let request = HookRequest::new(stage, payload, token, self.cancel.clone(), self.run_serial);

@@ -38,8 +38,8 @@ pub enum ResultMessages {
     /// None: `messages` is empty, for a host that reads the final answer,
     /// the output, the usage or the state and not the transcript, which is
     /// then neither written nor read. `final` and an interrupted run's
-    /// `state` are as always. Not for an execute-only run, whose results are
-    /// its messages.
+    /// `state` are as always. Not for an execute-only run (nor its resume),
+    /// whose results are its messages.
     None,
 }
 
@@ -131,7 +131,8 @@ pub(crate) struct InputRepr {
     /// Whether the result's `messages` holds the transcript: `all` (the
     /// default) or `none` (empty, for a host that reads only the final
     /// answer, the output, the usage or the state; `final` and `state` are as
-    /// always). Not `none` with `execute`, whose results are its messages.
+    /// always). Not `none` for an execute-only run or its resume, whose
+    /// results are its messages.
     #[serde(default, deserialize_with = "given")]
     #[schemars(with = "ResultMessages")]
     result_messages: Option<ResultMessages>,
@@ -169,14 +170,7 @@ impl RunInput {
         let events = repr.events.take().unwrap_or_default();
         let event_bursts = repr.event_bursts.take().unwrap_or(false);
         let result_messages = repr.result_messages.take().unwrap_or_default();
-        let source = RunSource::from_repr(repr)?;
-        if matches!(source, RunSource::Execute { .. }) && result_messages == ResultMessages::None {
-            return Err(Error::invalid_arg(
-                "run input: an \"execute\" run's results are in its \"messages\": \"result_messages\": \"none\" \
-                 would leave them out",
-            ));
-        }
-        Ok(RunInput { source, tools, events, event_bursts, result_messages })
+        Ok(RunInput { source: RunSource::from_repr(repr)?, tools, events, event_bursts, result_messages })
     }
 }
 
@@ -265,10 +259,6 @@ mod tests {
         for (json, says) in [
             (r#"{"prompt": "a", "result_messages": "new"}"#, "unknown variant `new`, expected `all` or `none`"),
             (r#"{"prompt": "a", "result_messages": null}"#, "invalid type: null"),
-            (
-                r#"{"execute": {"content": [], "tool_calls": []}, "messages": [], "result_messages": "none"}"#,
-                "an \"execute\" run's results are in its \"messages\"",
-            ),
         ] {
             let err = RunInput::from_json(json).unwrap_err();
             assert_eq!(err.code, ErrorCode::InvalidArg, "{json}: {}", err.message);

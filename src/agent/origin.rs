@@ -70,6 +70,12 @@ impl Agent {
             }
         };
         origin.events = input.events;
+        if origin.progress.execute_only && input.result_messages == ResultMessages::None {
+            return Err(Error::invalid_arg(
+                "run input: an execute-only run's results are in its \"messages\": \"result_messages\": \"none\" \
+                 would leave them out",
+            ));
+        }
         origin.result_messages = input.result_messages;
         if let Some(tools) = input.tools {
             if origin.resumed {

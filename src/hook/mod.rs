@@ -112,10 +112,10 @@ impl HookRequest {
         &self.payload
     }
 
-    /// Cancelled when the run stops waiting for the decision: the hook timed
-    /// out, or the run was cancelled (once the run's task sees it, which is at
-    /// once unless its thread is busy). The future `decide` returned is dropped
-    /// then too.
+    /// Cancelled when the run stops waiting for the decision: the hook
+    /// decided, timed out, or the run was cancelled (once the run's task sees
+    /// it, which is at once unless its thread is busy). The future `decide`
+    /// returned is dropped then too.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.cancel
     }

@@ -243,10 +243,9 @@ static void hold(void *user_data, ferrule_hook *hook) {
     atomic_store(&held_hook, hook);
 }
 
-/* The hook learns of the cancel the moment it is made (not once the run gets
- * to it), and no hook is consulted after it: neither the call's other stage
- * nor another consultation of this one. */
-static void a_hook_sees_a_cancel_at_once_and_none_is_asked_after_it(void) {
+/* A host polling ferrule_hook_is_cancelled learns of the cancel the moment it
+ * is made, not once the run gets to it; no hook is consulted after it. */
+static void a_waiting_hook_sees_its_runs_cancel_at_once(void) {
     for (int i = 0; i < 50; i++) {
         atomic_store(&held_hook, NULL);
         atomic_store(&held_consultations, 0);
@@ -330,8 +329,8 @@ int main(int argc, char **argv) {
         {"an_accepted_injection_is_never_lost", an_accepted_injection_is_never_lost},
         {"a_decision_that_is_not_json_fails_the_run_with_invalid_json",
          a_decision_that_is_not_json_fails_the_run_with_invalid_json},
-        {"a_hook_sees_a_cancel_at_once_and_none_is_asked_after_it",
-         a_hook_sees_a_cancel_at_once_and_none_is_asked_after_it},
+        {"a_waiting_hook_sees_its_runs_cancel_at_once",
+         a_waiting_hook_sees_its_runs_cancel_at_once},
     };
     return harness_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -241,6 +241,13 @@ fn an_execute_only_run_waits_for_approval_and_resumes_without_the_model() {
     let (first, _) = run_input(&agent, input);
     assert_eq!(first.status, RunStatus::Interrupted);
     assert_eq!(deletes.load(Ordering::SeqCst), 0);
+    // Its results are its messages: neither it nor its resume may leave them out.
+    let execute = r#"{"messages": [], "execute": {"tool_calls": []}, "result_messages": "none"}"#;
+    let mut without = resume(&first, json!({"c1": {"approve": true}}));
+    without.result_messages = ferrule::agent::ResultMessages::None;
+    for input in [RunInput::from_json(execute), Ok(without)] {
+        assert!(refused(&agent, input).contains("an execute-only run's results are in its \"messages\""));
+    }
     let (result, events) = run_input(&agent, resume(&first, json!({"c1": {"approve": true}})));
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
     assert_eq!((result.rounds, deletes.load(Ordering::SeqCst)), (0, 1));

@@ -365,6 +365,50 @@ fn a_run_may_be_limited_to_some_tools() {
     assert!(error.message.contains("\"nope\""), "{}", error.message);
 }
 
+/// A hook future that keeps the waker of its first poll only and is woken,
+/// through it, from another thread 20 ms later.
+struct WakesTheFirstPoller {
+    woken: Arc<std::sync::atomic::AtomicBool>,
+    started: bool,
+}
+
+impl std::future::Future for WakesTheFirstPoller {
+    type Output = ferrule::error::Result<HookDecision>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        if self.woken.load(Ordering::SeqCst) {
+            return std::task::Poll::Ready(Ok(HookDecision::Continue));
+        }
+        if !self.started {
+            self.started = true;
+            let (woken, waker) = (self.woken.clone(), cx.waker().clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                woken.store(true, Ordering::SeqCst);
+                waker.wake();
+            });
+        }
+        std::task::Poll::Pending
+    }
+}
+
+#[test]
+fn a_hook_that_is_woken_through_its_first_poll_is_heard() {
+    let late = Hook::new(vec![HookStage::TurnStart], |_: HookRequest| WakesTheFirstPoller {
+        woken: Arc::default(),
+        started: false,
+    })
+    .unwrap();
+    // Were the first poll's waker not the run's, nothing would wake the run
+    // before the hook's timeout, whose timer polls the hook once more (and
+    // finds it decided): the run would end then, 10 s on, not 20 ms on.
+    let agent = with_hooks(json!([{"text": "x"}]), json!({"hook_timeout_ms": 10000}), vec![], vec![late]);
+    let started = std::time::Instant::now();
+    let (result, _) = run(&agent, "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "woken by the timeout: {:?}", started.elapsed());
+}
+
 #[test]
 fn no_hook_is_consulted_once_the_run_is_cancelled() {
     let run_slot: Arc<Mutex<Option<ferrule::agent::Run>>> = Arc::new(Mutex::new(None));

@@ -57,7 +57,8 @@ public struct RunInput: Sendable {
     /// The input of a run whose result leaves the transcript out: `messages` is
     /// empty, and the transcript is neither written nor read, which is most of
     /// what a run of many calls costs at its end. `final`, `output`, `usage` and
-    /// an interrupted run's `state` are as always.
+    /// an interrupted run's `state` are as always. Refused (`invalidArg`) for an
+    /// execute-only run and its resume, whose results are their `messages`.
     public func withoutMessages() -> RunInput {
         var input = self
         input.fields["result_messages"] = "none"

@@ -16,7 +16,8 @@ class RunInput private constructor(private val fields: Map<String, JsonElement>)
      * The input of a run whose result leaves the transcript out: `messages` is
      * empty, and the transcript is neither written nor read, which is most of
      * what a run of many calls costs at its end. `final`, `output`, `usage` and
-     * an interrupted run's `state` are as always.
+     * an interrupted run's `state` are as always. Refused (`INVALID_ARG`) for an
+     * execute-only run and its resume, whose results are their `messages`.
      */
     fun withoutMessages(): RunInput = with("result_messages", JsonPrimitive("none"))
 
