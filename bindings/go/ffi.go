@@ -46,6 +46,12 @@ func goBytes(s C.ferrule_str) []byte {
 	return C.GoBytes(unsafe.Pointer(s.ptr), C.int(s.len))
 }
 
+// lentBytes is a borrowed ferrule string as bytes, without a copy: valid only
+// as long as ferrule lends it (a caller that keeps them copies them).
+func lentBytes(s C.ferrule_str) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(s.ptr)), int(s.len))
+}
+
 // cArg is b as a (pointer, length) argument of a call that only reads it during
 // the call (ferrule copies what it keeps): Go memory without Go pointers, which
 // cgo lets C read for the call's duration.

@@ -155,9 +155,8 @@ func (h *Hook) consult(handle *C.ferrule_hook) {
 // decideAndRespond decides and responds, exactly once whatever the function
 // does.
 func (h *Hook) decideAndRespond(ctx context.Context, handle *C.ferrule_hook) {
-	text := C.ferrule_hook_payload(handle)
-	// Borrowed until the response below.
-	payload := unsafe.Slice((*byte)(unsafe.Pointer(text.ptr)), int(text.len))
+	// Lent until the response below.
+	payload := lentBytes(C.ferrule_hook_payload(handle))
 	responded := false
 	defer func() {
 		if !responded {

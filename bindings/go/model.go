@@ -80,8 +80,7 @@ func (r *ModelRequest) Messages() ([]Message, error) {
 	var whole struct {
 		Messages []Message `json:"messages"`
 	}
-	text := C.ferrule_model_request_json(r.out.handle)
-	err := json.Unmarshal(unsafe.Slice((*byte)(unsafe.Pointer(text.ptr)), int(text.len)), &whole)
+	err := json.Unmarshal(lentBytes(C.ferrule_model_request_json(r.out.handle)), &whole)
 	return whole.Messages, err
 }
 

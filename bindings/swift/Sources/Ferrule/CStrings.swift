@@ -3,7 +3,15 @@ import CFerrule
 extension String {
     /// Copies a borrowed `ferrule_str` (UTF-8; never NULL).
     init(borrowed text: ferrule_str) {
-        self = String(decoding: UnsafeRawBufferPointer(start: text.ptr, count: text.len), as: UTF8.self)
+        self = String(decoding: UnsafeRawBufferPointer(borrowed: text), as: UTF8.self)
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// The bytes of a borrowed `ferrule_str`, without a copy: valid only as
+    /// long as ferrule lends them.
+    init(borrowed text: ferrule_str) {
+        self.init(start: text.ptr, count: text.len)
     }
 }
 

@@ -97,9 +97,8 @@ final class HookBox: Sendable {
         guard let box = unbox(userData, as: HookBox.self), let handle else { return }
         switch box.hook.body {
         case .inline(let decideHere):
-            let text = ferrule_hook_payload(handle)
             // Borrowed until the response.
-            let payload = UnsafeRawBufferPointer(start: text.ptr, count: text.len)
+            let payload = UnsafeRawBufferPointer(borrowed: ferrule_hook_payload(handle))
             respond(handle, with: Result { try decideHere(payload) })
         case .task(let decideInTask):
             let consultation = Consultation(handle: handle)
@@ -134,8 +133,7 @@ private final class Consultation: Sendable {
 
     init(handle: OpaquePointer) {
         self.handle = handle
-        let text = ferrule_hook_payload(handle)
-        payload = Data(UnsafeRawBufferPointer(start: text.ptr, count: text.len))
+        payload = Data(UnsafeRawBufferPointer(borrowed: ferrule_hook_payload(handle)))
     }
 
     /// Decides and responds, exactly once whatever the hook does.
