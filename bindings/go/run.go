@@ -18,7 +18,7 @@ import (
 )
 
 // eventBuffer is how many events wait for a slow reader before the run waits.
-const eventBuffer = 64
+const eventBuffer = 256
 
 // closedEvents is the channel Events gives once the events were let go.
 var closedEvents = func() chan Event {
@@ -127,6 +127,13 @@ func (s *eventSink) deliver(data []byte) {
 
 // hand gives the reader an event, waiting for room unless nobody reads.
 func (s *eventSink) hand(event Event) {
+	// Room in the buffer: no need to look at the other channels (a select
+	// of one case and a default takes no lock but the buffer's).
+	select {
+	case s.ch <- event:
+		return
+	default:
+	}
 	select {
 	case s.ch <- event:
 	case <-s.dropped:

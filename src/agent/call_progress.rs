@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub(crate) struct CallProgress {
     /// The call's result was recorded; new updates are dropped.
     finished: AtomicBool,
-    /// The dispatcher delivered the call's end event (dispatcher thread only).
+    /// The call's end event was delivered (by the thread delivering the run's events).
     end_delivered: AtomicBool,
 }
 
@@ -19,12 +19,13 @@ impl CallProgress {
         self.finished.store(true, Ordering::Release);
     }
 
-    /// Whether the dispatcher delivered the call's end event.
+    /// Whether the call's end event was delivered.
     pub(crate) fn end_delivered(&self) -> bool {
         self.end_delivered.load(Ordering::Relaxed)
     }
 
-    /// Marks the call's end event as delivered (dispatcher thread only).
+    /// Marks the call's end event as delivered (by the thread delivering the
+    /// run's events; the queue's lock orders it before the next delivery's reads).
     pub(crate) fn mark_end_delivered(&self) {
         self.end_delivered.store(true, Ordering::Relaxed);
     }

@@ -2,8 +2,8 @@
 //!
 //! An update is delivered only while the call is live: updates sent after its
 //! result was recorded are dropped at once, and one that was already on its way
-//! when the call ended is dropped by the dispatcher, which delivered the end event
-//! first. So an update is always delivered before its call's end event, or not at
+//! when the call ended is dropped by the event thread, which delivered the end
+//! event first. So an update is always delivered before its call's end event, or not at
 //! all, and none is ever lost while the call is live.
 
 use std::sync::Arc;

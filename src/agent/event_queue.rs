@@ -1,22 +1,27 @@
 //! Delivering a run's events.
 //!
-//! Each run has one dispatcher: events go through a bounded queue (a slot, for
-//! a run that selected `run_end` alone) and reach the host's [`EventSink`] one
-//! at a time, in order, on ferrule's event threads (a slow host slows its own
-//! run; memory stays bounded; tool callbacks, which have threads of their own,
-//! never hold delivery up). `run_end` is always the last event; the
-//! sink is dropped right after it is delivered. A call's updates are delivered
-//! only before its end event, whichever thread sent them and however late.
+//! Each run the host started has one bounded queue: its events reach the host's
+//! [`EventSink`] in order, on ferrule's event threads, one thread at a time (a
+//! slow host slows its own run; memory stays bounded; tool callbacks, which
+//! have threads of their own, never hold delivery up). The emitter that queues
+//! an event into an idle queue hands the queue to an event thread itself, which
+//! delivers everything queued until it finds the queue empty: no task sits
+//! between the run and the host, and a busy run pays one hand-off per burst,
+//! not per event. `run_end` is always the last event; the sink is dropped right
+//! after it is delivered. A call's updates are delivered only before its end
+//! event, whichever thread sent them and however late.
 //!
 //! A run nested in another (an agent called as a tool) has no queue of its
 //! own: its events go, wrapped as `agent_event`s of the call that started it,
 //! into the queue of the run the host started, and like updates they are
 //! delivered only before that call's end event.
 
-use std::sync::{Arc, Mutex};
+use std::collections::VecDeque;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-use tokio::sync::mpsc::error::TrySendError;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{oneshot, Notify};
 
 use super::call_progress::CallProgress;
 use super::event::{Event, EventKind, EventSink};
@@ -24,10 +29,13 @@ use super::input::EventSelection;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::{CallbackKind, CallbackPool, CallbackScope};
 
-/// Events a run may have queued before its producer waits for the host.
+/// Events a run may have queued and not yet delivered before its producer
+/// waits for the host.
 const EVENT_QUEUE_CAPACITY: usize = 256;
+/// Events an event thread takes from the queue at once, at most.
+const TAKEN_AT_ONCE: usize = EVENT_QUEUE_CAPACITY / 2;
 
-/// An event on its way to the dispatcher, with the call it concerns when that
+/// An event on its way to the host, with the call it concerns when that
 /// decides whether it is delivered, and for a nested run's event the calls it
 /// is nested in.
 struct Queued {
@@ -88,24 +96,25 @@ enum CallTag {
 #[derive(Clone)]
 pub(crate) struct EventEmitter {
     run_id: Arc<str>,
-    /// The serial of the run whose dispatcher delivers the events (the run the
-    /// host started, for a nested run).
-    run_serial: u64,
-    queue: Option<Queue>,
+    /// The queue of the run the host started (this one, or the run this one
+    /// is nested in); `None`: no sink.
+    delivery: Option<Arc<Delivery>>,
+    /// Whether events other than `run_end` are queued.
+    every_event: bool,
     /// For a nested run: the call its events are wrapped in.
     within: Option<Arc<Enclosing>>,
 }
 
 impl EventEmitter {
     /// An emitter that queues nothing.
-    fn disabled(run_id: Arc<str>, run_serial: u64) -> EventEmitter {
-        EventEmitter { run_id, run_serial, queue: None, within: None }
+    fn disabled(run_id: Arc<str>) -> EventEmitter {
+        EventEmitter { run_id, delivery: None, every_event: false, within: None }
     }
 
     /// Whether anyone listens to events other than `run_end`; callers skip
     /// building costly events when not.
     pub(crate) fn is_enabled(&self) -> bool {
-        matches!(self.queue, Some(Queue::Events(_)))
+        self.every_event
     }
 
     /// Queues an event, waiting while the queue is full.
@@ -124,17 +133,9 @@ impl EventEmitter {
     }
 
     async fn queue_async(&self, kind: EventKind, call: CallTag) {
-        match &self.queue {
-            Some(Queue::Events(queue)) => {
-                let _ = queue.send(self.queued(kind, call)).await;
-            }
-            Some(Queue::End(slot)) if matches!(kind, EventKind::RunEnd { .. }) => {
-                let sender = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-                if let Some(sender) = sender {
-                    let _ = sender.send(self.queued(kind, call));
-                }
-            }
-            _ => {}
+        let Some(delivery) = &self.delivery else { return };
+        if self.every_event || matches!(kind, EventKind::RunEnd { .. }) {
+            delivery.push(self.queued(kind, call)).await;
         }
     }
 
@@ -159,8 +160,8 @@ impl EventEmitter {
         depth: u32,
         progress: Option<Arc<CallProgress>>,
     ) -> EventEmitter {
-        let (Some(Queue::Events(queue)), Some(progress)) = (&self.queue, progress) else {
-            return EventEmitter::disabled(run_id, self.run_serial);
+        let (Some(delivery), true, Some(progress)) = (&self.delivery, self.every_event, progress) else {
+            return EventEmitter::disabled(run_id);
         };
         let enclosing = Enclosing {
             run_id: self.run_id.clone(),
@@ -170,12 +171,7 @@ impl EventEmitter {
             progress,
             outer: self.within.clone(),
         };
-        EventEmitter {
-            run_id,
-            run_serial: self.run_serial,
-            queue: Some(Queue::Events(queue.clone())),
-            within: Some(Arc::new(enclosing)),
-        }
+        EventEmitter { run_id, delivery: Some(delivery.clone()), every_event: true, within: Some(Arc::new(enclosing)) }
     }
 
     /// Queues a progress update from a thread outside the runtime, waiting while
@@ -183,12 +179,12 @@ impl EventEmitter {
     /// where a `nonblocking` tool's callback runs, or on the thread delivering this
     /// run's events) a full queue is `WOULD_DEADLOCK` instead.
     pub(crate) fn emit_update_blocking(&self, kind: EventKind, progress: &Arc<CallProgress>) -> Result<()> {
-        let Some(Queue::Events(queue)) = &self.queue else { return Ok(()) };
+        let (Some(delivery), true) = (&self.delivery, self.every_event) else { return Ok(()) };
         let queued = self.queued(kind, CallTag::Update(progress.clone()));
-        if crate::runtime::on_runtime_thread() || CallbackScope::is_delivering_events_of(self.run_serial) {
-            return match queue.try_send(queued) {
-                Ok(()) | Err(TrySendError::Closed(_)) => Ok(()),
-                Err(TrySendError::Full(_)) => Err(Error::new(
+        if crate::runtime::on_runtime_thread() || CallbackScope::is_delivering_events_of(delivery.run_serial) {
+            return match delivery.try_push(queued) {
+                None => Ok(()),
+                Some(_) => Err(Error::new(
                     ErrorCode::WouldDeadlock,
                     format!(
                         "the event queue of {} is full and this thread is the one that would have to empty it; send updates from another thread",
@@ -197,129 +193,249 @@ impl EventEmitter {
                 )),
             };
         }
-        let _ = queue.blocking_send(queued);
+        delivery.push_blocking(queued);
         Ok(())
     }
 }
 
 /// Creates a run's emitter of the `selected` events and, when there is a sink,
-/// the dispatcher future that delivers them to it. The dispatcher ends after
-/// delivering `run_end`, or when every emitter is gone.
+/// the receiver told once the sink is gone: after `run_end` was delivered, or
+/// when every emitter is gone.
 pub(crate) fn channel(
     run_id: Arc<str>,
     run_serial: u64,
     sink: Option<Box<dyn EventSink>>,
     selected: EventSelection,
     threads: &'static CallbackPool,
-) -> (EventEmitter, Option<impl std::future::Future<Output = ()> + Send>) {
+) -> (EventEmitter, Option<oneshot::Receiver<()>>) {
     let Some(sink) = sink else {
-        return (EventEmitter::disabled(run_id, run_serial), None);
+        return (EventEmitter::disabled(run_id), None);
     };
-    let (queue, incoming) = if selected == EventSelection::RunEnd {
-        let (tx, rx) = oneshot::channel();
-        (Queue::End(Arc::new(Mutex::new(Some(tx)))), Incoming::End(rx))
-    } else {
-        let (tx, rx) = mpsc::channel(EVENT_QUEUE_CAPACITY);
-        (Queue::Events(tx), Incoming::Events(rx))
-    };
-    let emitter = EventEmitter { run_id, run_serial, queue: Some(queue), within: None };
-    (emitter, Some(dispatch(incoming, sink, run_serial, threads)))
+    let (done, sink_gone) = oneshot::channel();
+    let delivery = Delivery::new(sink, run_serial, threads, done);
+    let every_event = selected == EventSelection::All;
+    (EventEmitter { run_id, delivery: Some(Arc::new(delivery)), every_event, within: None }, Some(sink_gone))
 }
 
-/// Where an emitter queues a run's events. A run that selected `run_end` alone
-/// has a slot for it instead of a queue: a queue makes room for 32 events as
-/// it is made, 9 KB a run.
-#[derive(Clone)]
-enum Queue {
-    Events(mpsc::Sender<Queued>),
-    End(Arc<Mutex<Option<oneshot::Sender<Queued>>>>),
+/// A run's queue of events and the sink they go to, shared by the run's
+/// emitters and the event thread delivering them.
+struct Delivery {
+    state: Mutex<DeliveryState>,
+    /// Events queued and not yet delivered (or dropped), those being delivered
+    /// included. Grows under the lock; shrinks as the sink takes events.
+    undelivered: AtomicUsize,
+    /// Told when a full queue has room again, for tasks waiting to queue.
+    room: Notify,
+    /// [`Delivery::room`] for threads outside the runtime.
+    room_for_threads: Condvar,
+    run_serial: u64,
+    threads: &'static CallbackPool,
 }
 
-/// Where the dispatcher takes a run's events from: [`Queue`]'s other end.
-enum Incoming {
-    Events(mpsc::Receiver<Queued>),
-    End(oneshot::Receiver<Queued>),
+struct DeliveryState {
+    queue: VecDeque<Queued>,
+    /// What delivers the queue, while no event thread is doing so; `None` while
+    /// one is, and for good once the sink is gone.
+    idle: Option<Deliverer>,
+    /// The sink is gone (after `run_end`, or a panic): nothing more is queued.
+    closed: bool,
+    /// Told when the sink is gone.
+    done: Option<oneshot::Sender<()>>,
 }
 
-/// Waits for events and hands them to an event thread. One trip delivers
-/// everything queued by the time the host is done, so a busy run does not pay a
-/// thread hand-off per event.
-async fn dispatch(incoming: Incoming, mut sink: Box<dyn EventSink>, run_serial: u64, threads: &'static CallbackPool) {
-    let mut queue = match incoming {
-        Incoming::Events(queue) => queue,
-        Incoming::End(end) => {
-            if let Ok(end) = end.await {
-                threads.run(move || deliver_end(end, sink, run_serial)).await;
+/// The sink, with the buffers an event thread delivers through: kept from one
+/// delivery to the next.
+struct Deliverer {
+    sink: Box<dyn EventSink>,
+    /// The events taken from the queue, being delivered.
+    taken: VecDeque<Queued>,
+    /// The burst handed to the sink.
+    burst: Vec<Event>,
+}
+
+impl Delivery {
+    fn new(
+        sink: Box<dyn EventSink>,
+        run_serial: u64,
+        threads: &'static CallbackPool,
+        done: oneshot::Sender<()>,
+    ) -> Self {
+        let deliverer = Deliverer { sink, taken: VecDeque::new(), burst: Vec::new() };
+        Delivery {
+            state: Mutex::new(DeliveryState {
+                queue: VecDeque::new(),
+                idle: Some(deliverer),
+                closed: false,
+                done: Some(done),
+            }),
+            undelivered: AtomicUsize::new(0),
+            room: Notify::new(),
+            room_for_threads: Condvar::new(),
+            run_serial,
+            threads,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, DeliveryState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `queued`, waiting while the queue is full.
+    async fn push(self: &Arc<Self>, queued: Queued) {
+        let Some(mut queued) = self.try_push(queued) else { return };
+        loop {
+            // Made before the queue is looked at, so no room made after that is missed.
+            let room = self.room.notified();
+            match self.try_push(queued) {
+                Some(back) => queued = back,
+                None => return,
             }
+            room.await;
+        }
+    }
+
+    /// Queues `queued`, blocking this thread while the queue is full.
+    fn push_blocking(self: &Arc<Self>, queued: Queued) {
+        let mut state = self.lock();
+        while self.is_full() && !state.closed {
+            state = self.room_for_threads.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        self.queue_locked(state, queued);
+    }
+
+    /// Queues `queued` unless the queue is full, and then gives it back. Once
+    /// the sink is gone the event is dropped.
+    #[must_use]
+    fn try_push(self: &Arc<Self>, queued: Queued) -> Option<Queued> {
+        let state = self.lock();
+        if self.is_full() && !state.closed {
+            return Some(queued);
+        }
+        self.queue_locked(state, queued);
+        None
+    }
+
+    /// Queues `queued` (the queue has room) and, when no event thread is
+    /// delivering, hands the queue to one.
+    fn queue_locked(self: &Arc<Self>, mut state: MutexGuard<'_, DeliveryState>, queued: Queued) {
+        if state.closed {
+            drop(state);
             return;
         }
-    };
-    while let Some(first) = queue.recv().await {
-        let delivery = threads.run(move || deliver(first, sink, queue, run_serial));
-        match delivery.await {
-            Some(Some((returned_sink, returned_queue))) => {
-                sink = returned_sink;
-                queue = returned_queue;
-            }
-            // run_end was delivered, or the sink panicked: delivery for this run is over.
-            _ => return,
+        self.undelivered.fetch_add(1, Ordering::Relaxed);
+        state.queue.push_back(queued);
+        let idle = state.idle.take();
+        drop(state);
+        if let Some(deliverer) = idle {
+            let delivery = self.clone();
+            self.threads.submit(Box::new(move || delivery.deliver(deliverer)));
         }
     }
-}
 
-/// Delivers the `run_end` of a run that selected it alone, on an event thread,
-/// and drops the sink after it inside the run's callback scope, as [`deliver`]
-/// does.
-fn deliver_end(end: Queued, mut sink: Box<dyn EventSink>, run_serial: u64) {
-    let _scope = CallbackScope::enter(run_serial, CallbackKind::Event);
-    sink.on_events(std::slice::from_ref(&end.event));
-    drop(sink);
-}
+    /// Delivers what is queued until the queue is empty, on an event thread,
+    /// inside the run's callback scope. A sink that panics ends delivery for
+    /// the run.
+    fn deliver(&self, deliverer: Deliverer) {
+        let _scope = CallbackScope::enter(self.run_serial, CallbackKind::Event);
+        if catch_unwind(AssertUnwindSafe(|| self.drain(deliverer))).is_err() {
+            self.close();
+        }
+    }
 
-/// Delivers `first` and whatever else is queued, on an event thread, in bursts
-/// of up to the sink's [`EventSink::burst`]. After `run_end` the sink is dropped
-/// here, inside the run's callback scope, so its `free_user_data` sees it.
-#[allow(clippy::type_complexity)]
-fn deliver(
-    first: Queued,
-    mut sink: Box<dyn EventSink>,
-    mut queue: mpsc::Receiver<Queued>,
-    run_serial: u64,
-) -> Option<(Box<dyn EventSink>, mpsc::Receiver<Queued>)> {
-    let _scope = CallbackScope::enter(run_serial, CallbackKind::Event);
-    let burst = sink.burst().max(1);
-    let mut events = Vec::with_capacity(burst.min(EVENT_QUEUE_CAPACITY));
-    let mut next = Some(first);
-    while next.is_some() {
-        let mut ended = false;
-        while let Some(Queued { event, call, within }) = next.take() {
-            if !within.is_some_and(|enclosing| enclosing.ended()) {
-                match call {
-                    CallTag::Update(progress) if progress.end_delivered() => {}
-                    // Later updates of the call are not delivered: not even in
-                    // this burst, after the end.
-                    CallTag::End(progress) => {
-                        progress.mark_end_delivered();
-                        events.push(event);
-                    }
-                    _ => events.push(event),
+    /// Hands the queue to the sink in bursts of up to its
+    /// [`EventSink::burst`] until it is empty, then puts `deliverer` back for
+    /// the next event to start. After `run_end` the sink is dropped here, so
+    /// its `free_user_data` runs inside the run's callback scope.
+    fn drain(&self, deliverer: Deliverer) {
+        let Deliverer { mut sink, mut taken, mut burst } = deliverer;
+        let most = sink.burst().max(1);
+        let mut state = self.lock();
+        while !state.queue.is_empty() {
+            // At most half the queue's room at a time: the run fills the
+            // other half while this part is delivered.
+            if state.queue.len() <= TAKEN_AT_ONCE {
+                std::mem::swap(&mut state.queue, &mut taken);
+            } else {
+                taken.extend(state.queue.drain(..TAKEN_AT_ONCE));
+            }
+            drop(state);
+            // Events taken from the queue and not yet counted as delivered.
+            let mut consumed = 0;
+            for Queued { event, call, within } in taken.drain(..) {
+                consumed += 1;
+                if !admitted(&call, within.as_deref()) {
+                    continue;
+                }
+                let ended = matches!(event.kind, EventKind::RunEnd { .. });
+                burst.push(event);
+                if ended {
+                    sink.on_events(&burst);
+                    drop(sink);
+                    self.close();
+                    return;
+                }
+                if burst.len() >= most {
+                    sink.on_events(&burst);
+                    burst.clear();
+                    self.delivered(std::mem::take(&mut consumed));
                 }
             }
-            ended = events.last().is_some_and(|event| matches!(event.kind, EventKind::RunEnd { .. }));
-            if ended || events.len() >= burst {
-                break;
+            if !burst.is_empty() {
+                sink.on_events(&burst);
+                burst.clear();
             }
-            next = queue.try_recv().ok();
+            self.delivered(consumed);
+            state = self.lock();
         }
-        if !events.is_empty() {
-            sink.on_events(&events);
-        }
-        if ended {
-            drop(sink);
-            return None;
-        }
-        events.clear();
-        next = next.or_else(|| queue.try_recv().ok());
+        state.idle = Some(Deliverer { sink, taken, burst });
     }
-    Some((sink, queue))
+
+    /// Whether the queue holds as many undelivered events as it may.
+    fn is_full(&self) -> bool {
+        self.undelivered.load(Ordering::Relaxed) >= EVENT_QUEUE_CAPACITY
+    }
+
+    /// Counts `count` events as out of the queue; when that makes room in a
+    /// full queue, tells whoever waits for it.
+    fn delivered(&self, count: usize) {
+        let before = self.undelivered.fetch_sub(count, Ordering::Relaxed);
+        if before >= EVENT_QUEUE_CAPACITY && before - count < EVENT_QUEUE_CAPACITY {
+            // A thread that found the queue full under the lock waits on the
+            // condition variable by the time the lock is free again.
+            drop(self.lock());
+            self.room.notify_waiters();
+            self.room_for_threads.notify_all();
+        }
+    }
+
+    /// Ends delivery once the sink is gone: what is still queued is dropped,
+    /// and whoever waits for room or for the sink's end is told.
+    fn close(&self) {
+        let (dropped, done) = {
+            let mut state = self.lock();
+            state.closed = true;
+            (std::mem::take(&mut state.queue), state.done.take())
+        };
+        drop(dropped);
+        drop(done);
+        self.room.notify_waiters();
+        self.room_for_threads.notify_all();
+    }
+}
+
+/// Whether an event is delivered: not an update of a call whose end was
+/// delivered, nor an event of a nested run whose call's end was. Marks a
+/// call's end as delivered.
+fn admitted(call: &CallTag, within: Option<&Enclosing>) -> bool {
+    if within.is_some_and(Enclosing::ended) {
+        return false;
+    }
+    match call {
+        CallTag::Update(progress) => !progress.end_delivered(),
+        CallTag::End(progress) => {
+            progress.mark_end_delivered();
+            true
+        }
+        CallTag::None => true,
+    }
 }

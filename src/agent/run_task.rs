@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use futures_util::FutureExt;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::built::Agent;
@@ -45,10 +46,9 @@ impl RunOrigin {
     /// that must not lose `sink` gets the threads first.
     pub(crate) fn start_on(self, threads: &'static Threads, sink: Option<Box<dyn EventSink>>) -> Run {
         let (serial, id) = next_run();
-        let (events, dispatcher) = event_queue::channel(id.clone(), serial, sink, self.events, threads.events);
-        let dispatcher = dispatcher.map(|d| threads.runtime.spawn(d));
+        let (events, sink_gone) = event_queue::channel(id.clone(), serial, sink, self.events, threads.events);
         let place = RunPlace { serial, id, events, nesting: RunNesting::top(), cancel: CancellationToken::new() };
-        self.launch(threads, place, dispatcher)
+        self.launch(threads, place, sink_gone)
     }
 
     /// Starts the run of the call `call_id` of the agent known as `name`,
@@ -75,12 +75,7 @@ impl RunOrigin {
         self.launch(threads, RunPlace { serial, id, events, nesting, cancel }, None)
     }
 
-    fn launch(
-        self,
-        threads: &'static Threads,
-        place: RunPlace,
-        dispatcher: Option<tokio::task::JoinHandle<()>>,
-    ) -> Run {
+    fn launch(self, threads: &'static Threads, place: RunPlace, sink_gone: Option<oneshot::Receiver<()>>) -> Run {
         let RunOrigin { agent, mut progress, pending, resumed, carried, events: _, result_messages } = self;
         let RunPlace { serial, id, events, nesting, cancel } = place;
         let injections = std::mem::take(&mut progress.injections);
@@ -115,7 +110,7 @@ impl RunOrigin {
         // The run's future (kilobytes) is made on a runtime thread, at its first
         // poll, not on the thread starting the run: a host starting runs from
         // many threads would otherwise hold runs in as many malloc arenas.
-        threads.runtime.spawn(async move { Box::pin(supervise(run, dispatcher, threads)).await });
+        threads.runtime.spawn(async move { Box::pin(supervise(run, sink_gone, threads)).await });
         Run::new(shared)
     }
 }
@@ -138,13 +133,13 @@ fn next_run() -> (u64, Arc<str>) {
 
 /// Runs the loop with its panics caught, so a panic still ends the run with one
 /// `failed` run_end (keeping the transcript so far). Then, in this order: the
-/// runs nested in it end (and their tokens are counted); the event dispatcher
-/// delivers run_end and drops the sink; the run lets go of its agent and of
+/// runs nested in it end (and their tokens are counted); run_end is delivered
+/// and the sink dropped; the run lets go of its agent and of
 /// those that handed it on (where that was the last hold, the tools' user data
 /// is released on a callback thread, inside this run's scope); the result is published, which wakes every
 /// waiter; the run lets go of the run it is nested in. So when a wait returns,
 /// nothing of the run, or of a run nested in it, calls the host again.
-async fn supervise(mut run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<()>>, threads: &'static Threads) {
+async fn supervise(mut run: RunLoop, sink_gone: Option<oneshot::Receiver<()>>, threads: &'static Threads) {
     let timeout_ms = run.run.agent().config.run_timeout_ms;
     let deadline = RunDeadline::start(timeout_ms, &run.run.cancel, &run.run.timed_out);
     let ended = AssertUnwindSafe(run.drive()).catch_unwind().await;
@@ -182,8 +177,8 @@ async fn supervise(mut run: RunLoop, dispatcher: Option<tokio::task::JoinHandle<
     let result = Arc::new(result);
     events.emit(EventKind::RunEnd { status: result.status, result: result.clone(), error: result.error.clone() }).await;
     drop(events);
-    if let Some(dispatcher) = dispatcher {
-        let _ = dispatcher.await;
+    if let Some(sink_gone) = sink_gone {
+        let _ = sink_gone.await;
     }
     agents.push(agent);
     let last: Vec<_> = agents.into_iter().filter_map(Agent::into_last).collect();

@@ -171,13 +171,6 @@ impl CallbackPool {
         }
     }
 
-    /// Runs `work` on a pool thread and waits for its value; `None` if it panicked.
-    pub(crate) async fn run<R: Send + 'static>(&'static self, work: impl FnOnce() -> R + Send + 'static) -> Option<R> {
-        let (job, receiver) = reporting(work);
-        self.submit(job);
-        receiver.await.ok()
-    }
-
     /// [`CallbackPool::submit_urgent`], waiting for `work`'s value; `None` if it
     /// panicked.
     pub(crate) async fn run_urgent<R: Send + 'static>(

@@ -59,6 +59,36 @@ static void race_update_and_complete(void *user_data, ferrule_tool_call *call) {
     pthread_detach(completer);
 }
 
+/* The number after `key` (`"call_id":"c` for call c3) in `json`, or -1. */
+static int call_number(const char *json, const char *key) {
+    const char *at = strstr(json, key);
+    return at ? atoi(at + strlen(key)) : -1;
+}
+
+/* Whether every update in `log` falls between its call's start and end (the
+ * batch's call ids come back each round), and run_end is the last event. */
+static int updates_fall_inside_their_calls(event_log *log, int calls) {
+    int open[64] = {0};
+    if (calls > 64 || log->count == 0 || !strstr(log->events[log->count - 1], "\"type\":\"run_end\"")) return 0;
+    for (size_t i = 0; i < log->count; i++) {
+        const char *event = log->events[i];
+        int call;
+        if (strstr(event, "\"type\":\"tool_execution_start\"")) {
+            call = call_number(event, "\"id\":\"c");
+            if (call < 0 || call >= calls || open[call]) return 0;
+            open[call] = 1;
+        } else if (strstr(event, "\"type\":\"tool_execution_update\"")) {
+            call = call_number(event, "\"call_id\":\"c");
+            if (call < 0 || call >= calls || !open[call]) return 0;
+        } else if (strstr(event, "\"type\":\"tool_execution_end\"")) {
+            call = call_number(event, "\"call_id\":\"c");
+            if (call < 0 || call >= calls || !open[call]) return 0;
+            open[call] = 0;
+        }
+    }
+    return 1;
+}
+
 static void an_update_racing_the_completion_never_touches_freed_memory(void) {
     ferrule_tool_spec spec = harness_spec("racy", "{\"nonblocking\": true}", race_update_and_complete, NULL, NULL);
     ferrule_agent *agent = harness_batch_agent(&spec, 4, ROUNDS, "");
@@ -69,10 +99,14 @@ static void an_update_racing_the_completion_never_touches_freed_memory(void) {
     CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), event_log_on_event, &log, event_log_free, &run));
     char *result = harness_wait(run);
     CHECK(result && strstr(result, "\"status\":\"completed\""));
+    /* Delivery racing the run's end: the sink was released before the wait returned. */
+    CHECK(atomic_load(&log.freed) == 1);
     ferrule_string_free(result);
     ferrule_run_free(run);
     CHECK(wait_for_count(&completes_done, 4 * ROUNDS, 60000));
     CHECK(atomic_load(&unexpected_update_codes) == 0);
+    CHECK(event_log_count(&log, "\"type\":\"tool_execution_update\"") > 0);
+    CHECK(updates_fall_inside_their_calls(&log, 4));
     ferrule_agent_free(agent);
     event_log_destroy(&log);
 }

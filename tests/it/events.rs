@@ -1,11 +1,12 @@
-//! Event delivery: one ordered dispatcher per run, through a bounded queue.
+//! Event delivery: one ordered queue per run, bounded, handed to an event
+//! thread by whoever queues into it while it is idle.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::*;
-use ferrule::agent::{Event, RunInput, RunStatus};
+use ferrule::agent::{Event, EventSink, RunInput, RunStatus};
 use ferrule::tool::{Invocation, ToolOutcome, ToolResult};
 use serde_json::{json, Value};
 
@@ -78,19 +79,24 @@ fn events_of_concurrent_runs_carry_their_own_run_id() {
     }
 }
 
-#[test]
-fn a_run_that_selects_run_end_delivers_it_alone() {
+/// An agent whose one call sends `UPDATES` updates, in order, then completes.
+fn chatty_agent() -> ferrule::agent::Agent {
     let chatty = tool("chatty", json!({}), move |call: Invocation| async move {
         for i in 0..UPDATES {
             call.updates().send(ToolResult::text(i.to_string())).await;
         }
         ToolOutcome::Completed(ToolResult::text("done"))
     });
-    let agent = agent(
+    agent(
         json!([{"tool_calls": [{"id": "c1", "name": "chatty", "arguments": {}}]}, {"text": "ok"}]),
         json!({}),
         vec![chatty],
-    );
+    )
+}
+
+#[test]
+fn a_run_that_selects_run_end_delivers_it_alone() {
+    let agent = chatty_agent();
     let input = RunInput::from_json(r#"{"prompt": "go", "events": "run_end"}"#).unwrap();
     let (result, events) = run_input(&agent, input);
     assert_eq!(result.status, RunStatus::Completed);
@@ -105,4 +111,101 @@ fn a_run_that_selects_run_end_delivers_it_alone() {
         let error = RunInput::from_json(&input).unwrap_err();
         assert!(error.message.contains(says), "{wrong}: {}", error.message);
     }
+}
+
+/// A sink taking events in bursts of up to `burst`, which now and then gives
+/// its processor away, so the queue often runs dry and is handed over again.
+struct Bursts {
+    burst: usize,
+    seen: Arc<Mutex<Vec<Value>>>,
+}
+
+impl EventSink for Bursts {
+    fn on_event(&mut self, event: &Event) {
+        self.on_events(std::slice::from_ref(event))
+    }
+
+    fn burst(&self) -> usize {
+        self.burst
+    }
+
+    fn on_events(&mut self, events: &[Event]) {
+        assert!(events.len() <= self.burst, "{} events in a burst of {}", events.len(), self.burst);
+        let mut seen = self.seen.lock().unwrap();
+        if seen.len().is_multiple_of(7) {
+            std::thread::yield_now();
+        }
+        seen.extend(events.iter().map(|event| serde_json::to_value(event).unwrap()));
+    }
+}
+
+#[test]
+fn events_queued_from_both_runtime_threads_while_the_queue_runs_dry_all_arrive_in_order() {
+    const CALLS: usize = 8;
+    const UPDATES_PER_CALL: usize = 100;
+    let chatty = tool("chatty", json!({}), move |call: Invocation| async move {
+        for i in 0..UPDATES_PER_CALL {
+            call.updates().send(ToolResult::text(i.to_string())).await;
+            if i % 10 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        ToolOutcome::Completed(ToolResult::text("done"))
+    });
+    let calls: Vec<Value> =
+        (0..CALLS).map(|i| json!({"id": format!("c{i}"), "name": "chatty", "arguments": {}})).collect();
+    let agent = agent(json!([{"tool_calls": calls}, {"text": "ok"}]), json!({}), vec![chatty]);
+    for round in 0..60 {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = Bursts { burst: 1 + round % 4, seen: seen.clone() };
+        let run = agent.start(RunInput::prompt("go"), Some(Box::new(sink))).expect("start");
+        assert_eq!(run.wait_blocking().unwrap().status, RunStatus::Completed);
+        let events = seen.lock().unwrap();
+        assert_event_invariants(&events);
+        for call in 0..CALLS {
+            let id = format!("c{call}");
+            let partials: Vec<&str> = of_type(&events, "tool_execution_update")
+                .into_iter()
+                .filter(|e| e["call_id"] == id.as_str())
+                .map(|e| e["partial"]["content"][0]["text"].as_str().unwrap())
+                .collect();
+            let expected: Vec<String> = (0..UPDATES_PER_CALL).map(|i| i.to_string()).collect();
+            assert_eq!(partials, expected, "round {round}, call {id}: every update, in order");
+        }
+    }
+}
+
+#[test]
+fn a_sink_that_panics_ends_delivery_and_the_run_still_ends_with_the_sink_released() {
+    struct Released(Arc<AtomicUsize>);
+    impl Drop for Released {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    // More updates than the queue holds: were delivery not over, the run would wait.
+    let agent = chatty_agent();
+    let released = Arc::new(AtomicUsize::new(0));
+    let delivered = Arc::new(AtomicUsize::new(0));
+    let guard = Released(released.clone());
+    let count = delivered.clone();
+    let sink = move |event: &Event| {
+        let _held = &guard;
+        if count.fetch_add(1, Ordering::SeqCst) == 2 {
+            panic!("a sink that fails on its third event ({:?})", event.run_id);
+        }
+    };
+    let run = agent.start(RunInput::prompt("go"), Some(Box::new(sink))).expect("start");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let result = loop {
+        match run.try_result() {
+            Some(result) => break result,
+            None if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
+            None => panic!("the run waits for a sink that is gone"),
+        }
+    };
+    assert_eq!(result.status, RunStatus::Completed);
+    assert_eq!(result.messages.len(), 4, "{:?}", result.messages);
+    assert_eq!(delivered.load(Ordering::SeqCst), 3, "nothing is delivered after the panic");
+    assert_eq!(released.load(Ordering::SeqCst), 1, "the sink is dropped by the time the wait returns");
 }
