@@ -127,8 +127,13 @@ func (s *eventSink) deliver(data []byte) {
 
 // hand gives the reader an event, waiting for room unless nobody reads.
 func (s *eventSink) hand(event Event) {
-	// Room in the buffer: no need to look at the other channels (a select
-	// of one case and a default takes no lock but the buffer's).
+	// Room in the buffer of a channel someone reads: no need for the select
+	// of three (one case and a default takes no lock but the buffer's).
+	select {
+	case <-s.dropped:
+		return
+	default:
+	}
 	select {
 	case s.ch <- event:
 		return

@@ -32,6 +32,8 @@ use crate::runtime::{CallbackKind, CallbackPool, CallbackScope};
 /// Events a run may have queued and not yet delivered before its producer
 /// waits for the host.
 const EVENT_QUEUE_CAPACITY: usize = 256;
+/// Events an idle queue keeps room for.
+const ROOM_KEPT: usize = 32;
 /// Events an event thread takes from the queue at once, at most.
 const TAKEN_AT_ONCE: usize = EVENT_QUEUE_CAPACITY / 2;
 
@@ -361,18 +363,16 @@ impl Delivery {
             drop(state);
             // Events taken from the queue and not yet counted as delivered.
             let mut consumed = 0;
+            let mut ended = false;
             for Queued { event, call, within } in taken.drain(..) {
                 consumed += 1;
                 if !admitted(&call, within.as_deref()) {
                     continue;
                 }
-                let ended = matches!(event.kind, EventKind::RunEnd { .. });
+                ended = matches!(event.kind, EventKind::RunEnd { .. });
                 burst.push(event);
                 if ended {
-                    sink.on_events(&burst);
-                    drop(sink);
-                    self.close();
-                    return;
+                    break;
                 }
                 if burst.len() >= most {
                     sink.on_events(&burst);
@@ -384,9 +384,20 @@ impl Delivery {
                 sink.on_events(&burst);
                 burst.clear();
             }
+            if ended {
+                // Nothing of the run's events outlives its end for whoever waits for it.
+                drop((sink, taken, burst));
+                self.close();
+                return;
+            }
             self.delivered(consumed);
             state = self.lock();
         }
+        // A busy spell's room is not kept while the run waits.
+        for spare in [&mut state.queue, &mut taken] {
+            spare.shrink_to(ROOM_KEPT);
+        }
+        burst.shrink_to(ROOM_KEPT);
         state.idle = Some(Deliverer { sink, taken, burst });
     }
 

@@ -462,6 +462,66 @@ static void a_nonblocking_callback_is_told_when_the_queue_is_full(void) {
     event_log_destroy(&log);
 }
 
+/* ---- updates from the run's own event callback -------------------------------------- */
+
+static _Atomic(ferrule_tool_call *) held_call;
+static atomic_int from_event_sent, from_event_refused, from_event_other, from_event_done;
+
+static void hold_call(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    atomic_store(&held_call, call);
+}
+
+static void *complete_after_the_event_callback(void *arg) {
+    ferrule_tool_call *call = arg;
+    while (!atomic_load(&from_event_done)) harness_sleep_ms(1);
+    ferrule_error_free(ferrule_tool_call_complete(call, STR("\"done\"")));
+    return NULL;
+}
+
+/* On the call's start event, sends BURST updates from inside the callback: the
+ * events it is delivering count against the queue's room, and a full queue is
+ * WOULD_DEADLOCK here (this thread is the one that would empty it). */
+static void update_from_the_event_callback(void *user_data, const char *json, size_t len) {
+    event_log_on_event(user_data, json, len);
+    if (!strstr(json, "\"type\":\"tool_execution_start\"")) return;
+    ferrule_tool_call *call = NULL;
+    for (int waited = 0; waited < 5000 && !(call = atomic_load(&held_call)); waited++) harness_sleep_ms(1);
+    for (int i = 0; call && i < BURST; i++) {
+        ferrule_error *err = ferrule_tool_call_update(call, STR("\"tick\""));
+        int code = err ? (int)ferrule_error_code(err) : 0;
+        ferrule_error_free(err);
+        if (code == 0) atomic_fetch_add(&from_event_sent, 1);
+        else if (code == FERRULE_ERROR_WOULD_DEADLOCK) atomic_fetch_add(&from_event_refused, 1);
+        else atomic_fetch_add(&from_event_other, 1);
+    }
+    pthread_t completer;
+    if (call && pthread_create(&completer, NULL, complete_after_the_event_callback, call) == 0) pthread_detach(completer);
+    atomic_store(&from_event_done, 1);
+}
+
+static void the_event_callback_is_told_when_its_own_updates_fill_the_queue(void) {
+    ferrule_tool_spec spec = harness_spec("held", "{\"nonblocking\": true}", hold_call, NULL, NULL);
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "held") "]}, {\"text\": \"done\"}"), &spec, 1);
+    CHECK(agent != NULL);
+    event_log log;
+    event_log_init(&log);
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), update_from_the_event_callback, &log,
+                                 event_log_free, &run));
+    CHECK(completed(harness_wait(run)));
+    /* Room for fewer than 256 of them (the start event was being delivered),
+     * the rest refused, and every accepted one delivered after the callback. */
+    CHECK(atomic_load(&from_event_other) == 0);
+    CHECK(atomic_load(&from_event_refused) > 0);
+    CHECK(atomic_load(&from_event_sent) > 0 && atomic_load(&from_event_sent) < 256);
+    CHECK(atomic_load(&from_event_sent) + atomic_load(&from_event_refused) == BURST);
+    CHECK(event_log_count(&log, "\"type\":\"tool_execution_update\"") == (size_t)atomic_load(&from_event_sent));
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+    event_log_destroy(&log);
+}
+
 /* ---- cancel handlers --------------------------------------------------------------- */
 
 typedef struct {
@@ -627,6 +687,8 @@ int main(int argc, char **argv) {
         {"waiting_inside_free_user_data_would_deadlock", waiting_inside_free_user_data_would_deadlock},
         {"nonblocking_tools_complete_inline_or_from_any_thread", nonblocking_tools_complete_inline_or_from_any_thread},
         {"a_nonblocking_callback_is_told_when_the_queue_is_full", a_nonblocking_callback_is_told_when_the_queue_is_full},
+        {"the_event_callback_is_told_when_its_own_updates_fill_the_queue",
+         the_event_callback_is_told_when_its_own_updates_fill_the_queue},
         {"a_cancel_handler_runs_when_the_call_times_out", a_cancel_handler_runs_when_the_call_times_out},
         {"a_cancel_handler_runs_when_the_run_is_cancelled", a_cancel_handler_runs_when_the_run_is_cancelled},
         {"a_handler_registered_after_the_cancellation_runs_at_once", a_handler_registered_after_the_cancellation_runs_at_once},

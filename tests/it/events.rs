@@ -50,7 +50,9 @@ fn a_slow_host_slows_its_run_and_the_queue_stays_bounded() {
         .expect("start");
     std::thread::sleep(Duration::from_millis(200));
     let while_blocked = sent.load(Ordering::SeqCst);
-    assert!(while_blocked < 300, "{while_blocked} updates were produced while the host was blocked");
+    // The queue holds 256 events not yet delivered, the one the host is on
+    // included; the tool counts the update it waits to queue.
+    assert!(while_blocked <= 256, "{while_blocked} updates were produced while the host was blocked");
     assert!(run.try_result().is_none());
 
     release.send(()).unwrap();
