@@ -303,21 +303,28 @@ static void slow_event(void *user_data, const char *json, size_t len) {
     event_log_on_event(user_data, json, len);
 }
 
+/* Runs one call of a tool `execute` with `options`, then a text answer, with
+ * events to `on_event` and `log`; whether the run completed. */
+static int one_call_completes(const char *options, ferrule_tool_fn execute, ferrule_event_fn on_event, event_log *log) {
+    ferrule_tool_spec spec = harness_spec("chatty", options, execute, NULL, NULL);
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "chatty") "]}, {\"text\": \"done\"}"), &spec, 1);
+    ferrule_run *run = NULL;
+    int ok = agent && harness_expect_ok(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), on_event, log,
+                                                             event_log_free, &run), __FILE__, __LINE__);
+    ok = ok && completed(harness_wait(run));
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+    return ok;
+}
+
 static void every_update_sent_inside_a_callback_is_delivered(void) {
     atomic_store(&burst_failures, 0);
     atomic_store(&slow_events, 0);
-    ferrule_tool_spec spec = harness_spec("chatty", "", update_a_thousand_times, NULL, NULL);
-    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "chatty") "]}, {\"text\": \"done\"}"), &spec, 1);
-    CHECK(agent != NULL);
     event_log log;
     event_log_init(&log);
-    ferrule_run *run = NULL;
-    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), slow_event, &log, event_log_free, &run));
-    CHECK(completed(harness_wait(run)));
+    CHECK(one_call_completes("", update_a_thousand_times, slow_event, &log));
     CHECK(atomic_load(&burst_failures) == 0);
     CHECK(event_log_count(&log, "\"type\":\"tool_execution_update\"") == BURST);
-    ferrule_run_free(run);
-    ferrule_agent_free(agent);
     event_log_destroy(&log);
 }
 
@@ -428,37 +435,36 @@ static void nonblocking_tools_complete_inline_or_from_any_thread(void) {
 
 static atomic_int inline_sent, inline_refused, inline_other;
 
-static void update_inline_until_refused(void *user_data, ferrule_tool_call *call) {
-    (void)user_data;
+/* Sends BURST updates of `call`, counting those accepted, those refused with
+ * WOULD_DEADLOCK and any other outcome. */
+static void send_burst(ferrule_tool_call *call, atomic_int *sent, atomic_int *refused, atomic_int *other) {
     for (int i = 0; i < BURST; i++) {
         ferrule_error *err = ferrule_tool_call_update(call, STR("\"tick\""));
         int code = err ? (int)ferrule_error_code(err) : 0;
         ferrule_error_free(err);
-        if (code == 0) atomic_fetch_add(&inline_sent, 1);
-        else if (code == FERRULE_ERROR_WOULD_DEADLOCK) atomic_fetch_add(&inline_refused, 1);
-        else atomic_fetch_add(&inline_other, 1);
+        if (code == 0) atomic_fetch_add(sent, 1);
+        else if (code == FERRULE_ERROR_WOULD_DEADLOCK) atomic_fetch_add(refused, 1);
+        else atomic_fetch_add(other, 1);
     }
+}
+
+static void update_inline_until_refused(void *user_data, ferrule_tool_call *call) {
+    (void)user_data;
+    send_burst(call, &inline_sent, &inline_refused, &inline_other);
     ferrule_error_free(ferrule_tool_call_complete(call, STR("\"done\"")));
 }
 
 static void a_nonblocking_callback_is_told_when_the_queue_is_full(void) {
     atomic_store(&slow_events, 0);
-    ferrule_tool_spec spec = harness_spec("chatty", "{\"nonblocking\": true}", update_inline_until_refused, NULL, NULL);
-    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "chatty") "]}, {\"text\": \"done\"}"), &spec, 1);
-    CHECK(agent != NULL);
     event_log log;
     event_log_init(&log);
-    ferrule_run *run = NULL;
-    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), slow_event, &log, event_log_free, &run));
-    CHECK(completed(harness_wait(run)));
+    CHECK(one_call_completes("{\"nonblocking\": true}", update_inline_until_refused, slow_event, &log));
     /* The queue holds 256 events and the host is slow: some updates were
      * refused, none failed otherwise, and every accepted one arrived. */
     CHECK(atomic_load(&inline_refused) > 0);
     CHECK(atomic_load(&inline_other) == 0);
     CHECK(atomic_load(&inline_sent) + atomic_load(&inline_refused) == BURST);
     CHECK(event_log_count(&log, "\"type\":\"tool_execution_update\"") == (size_t)atomic_load(&inline_sent));
-    ferrule_run_free(run);
-    ferrule_agent_free(agent);
     event_log_destroy(&log);
 }
 
@@ -487,29 +493,16 @@ static void update_from_the_event_callback(void *user_data, const char *json, si
     if (!strstr(json, "\"type\":\"tool_execution_start\"")) return;
     ferrule_tool_call *call = NULL;
     for (int waited = 0; waited < 5000 && !(call = atomic_load(&held_call)); waited++) harness_sleep_ms(1);
-    for (int i = 0; call && i < BURST; i++) {
-        ferrule_error *err = ferrule_tool_call_update(call, STR("\"tick\""));
-        int code = err ? (int)ferrule_error_code(err) : 0;
-        ferrule_error_free(err);
-        if (code == 0) atomic_fetch_add(&from_event_sent, 1);
-        else if (code == FERRULE_ERROR_WOULD_DEADLOCK) atomic_fetch_add(&from_event_refused, 1);
-        else atomic_fetch_add(&from_event_other, 1);
-    }
+    if (call) send_burst(call, &from_event_sent, &from_event_refused, &from_event_other);
     pthread_t completer;
     if (call && pthread_create(&completer, NULL, complete_after_the_event_callback, call) == 0) pthread_detach(completer);
     atomic_store(&from_event_done, 1);
 }
 
 static void the_event_callback_is_told_when_its_own_updates_fill_the_queue(void) {
-    ferrule_tool_spec spec = harness_spec("held", "{\"nonblocking\": true}", hold_call, NULL, NULL);
-    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "held") "]}, {\"text\": \"done\"}"), &spec, 1);
-    CHECK(agent != NULL);
     event_log log;
     event_log_init(&log);
-    ferrule_run *run = NULL;
-    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), update_from_the_event_callback, &log,
-                                 event_log_free, &run));
-    CHECK(completed(harness_wait(run)));
+    CHECK(one_call_completes("{\"nonblocking\": true}", hold_call, update_from_the_event_callback, &log));
     /* Room for fewer than 256 of them (the start event was being delivered),
      * the rest refused, and every accepted one delivered after the callback. */
     CHECK(atomic_load(&from_event_other) == 0);
@@ -517,8 +510,6 @@ static void the_event_callback_is_told_when_its_own_updates_fill_the_queue(void)
     CHECK(atomic_load(&from_event_sent) > 0 && atomic_load(&from_event_sent) < 256);
     CHECK(atomic_load(&from_event_sent) + atomic_load(&from_event_refused) == BURST);
     CHECK(event_log_count(&log, "\"type\":\"tool_execution_update\"") == (size_t)atomic_load(&from_event_sent));
-    ferrule_run_free(run);
-    ferrule_agent_free(agent);
     event_log_destroy(&log);
 }
 
