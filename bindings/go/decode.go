@@ -67,27 +67,34 @@ func decodeFields(v *fastjson.Value, into string, field func(key []byte, f *fast
 // tag is the string member key of the object v ("" when absent); an error
 // naming into (the member's place, "Message.role") when it is not a string.
 func tag(v *fastjson.Value, key, into string) (string, error) {
-	if v.Type() != fastjson.TypeObject {
-		return "", nil // decodeFields reports it
-	}
-	f := v.Get(key)
+	f := member(v, key)
 	if f == nil {
-		// As encoding/json matches a name: regardless of case when not exactly.
-		object, _ := v.Object()
-		object.Visit(func(name []byte, member *fastjson.Value) {
-			if f == nil && bytes.EqualFold(name, []byte(key)) {
-				f = member
-			}
-		})
-	}
-	if f == nil {
-		return "", nil
+		return "", nil // absent, or v is no object (decodeFields reports it)
 	}
 	var s string
 	if err := decodeString(f, &s, into); err != nil {
 		return "", err
 	}
 	return s, nil
+}
+
+// member is the member key of the object v, matched as encoding/json matches
+// a name (regardless of case when not exactly); nil when absent or when v is
+// no object.
+func member(v *fastjson.Value, key string) *fastjson.Value {
+	if v.Type() != fastjson.TypeObject {
+		return nil
+	}
+	f := v.Get(key)
+	if f == nil {
+		object, _ := v.Object()
+		object.Visit(func(name []byte, m *fastjson.Value) {
+			if f == nil && bytes.EqualFold(name, []byte(key)) {
+				f = m
+			}
+		})
+	}
+	return f
 }
 
 // foldedKey is the one of keys that key matches regardless of case, as

@@ -32,6 +32,8 @@ func (e *RunStartEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *RunStartEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "RunStartEvent.run_id")
 	}
@@ -59,6 +61,8 @@ func (e *TurnStartEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *TurnStartEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "TurnStartEvent.run_id")
 	case "turn":
@@ -92,6 +96,8 @@ func (e *MessageDeltaEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *MessageDeltaEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "MessageDeltaEvent.run_id")
 	case "turn":
@@ -134,6 +140,8 @@ func (e *ToolCallDeltaEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *ToolCallDeltaEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "ToolCallDeltaEvent.run_id")
 	case "turn":
@@ -173,6 +181,8 @@ func (e *MessageEndEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *MessageEndEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "MessageEndEvent.run_id")
 	case "turn":
@@ -205,6 +215,8 @@ func (e *ToolExecutionStartEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *ToolExecutionStartEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "ToolExecutionStartEvent.run_id")
 	case "call":
@@ -238,6 +250,8 @@ func (e *ToolExecutionUpdateEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *ToolExecutionUpdateEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "ToolExecutionUpdateEvent.run_id")
 	case "call_id":
@@ -277,6 +291,8 @@ func (e *ToolExecutionEndEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *ToolExecutionEndEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "ToolExecutionEndEvent.run_id")
 	case "call_id":
@@ -316,6 +332,8 @@ func (e *RetryEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *RetryEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "RetryEvent.run_id")
 	case "attempt":
@@ -350,6 +368,8 @@ func (e *MessageInjectedEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *MessageInjectedEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "MessageInjectedEvent.run_id")
 	case "message":
@@ -382,6 +402,8 @@ func (e *HistoryCompactedEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *HistoryCompactedEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "HistoryCompactedEvent.run_id")
 	case "turn":
@@ -431,6 +453,8 @@ func (e *MCPServerEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *MCPServerEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "MCPServerEvent.run_id")
 	case "server":
@@ -482,6 +506,8 @@ func (e *MCPServerLogEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *MCPServerLogEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "MCPServerLogEvent.run_id")
 	case "server":
@@ -524,6 +550,8 @@ func (e *AgentEventEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *AgentEventEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "AgentEventEvent.run_id")
 	case "call_id":
@@ -568,6 +596,8 @@ func (e *HandoffEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *HandoffEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "HandoffEvent.run_id")
 	case "turn":
@@ -605,6 +635,8 @@ func (e *TurnEndEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *TurnEndEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "TurnEndEvent.run_id")
 	case "turn":
@@ -638,6 +670,8 @@ func (e *RunEndEvent) decodeFrom(value *fastjson.Value) error {
 // decodeField reads the field named key (matched as encoding/json matches it).
 func (e *RunEndEvent) decodeField(key []byte, field *fastjson.Value) error {
 	switch string(key) {
+	case "type":
+		return nil // read by eventFrom
 	case "run_id":
 		return decodeValue(field, &e.Run, "RunEndEvent.run_id")
 	case "status":
@@ -678,13 +712,16 @@ func decodeEvent(data []byte) Event {
 
 // eventFrom reads one event from parsed JSON; raw is its text, if at hand.
 func eventFrom(value *fastjson.Value, raw []byte) Event {
-	eventType, _ := tag(value, "type", "Event.type")
-	run, _ := tag(value, "run_id", "Event.run_id")
+	var eventType []byte
+	if typeMember := member(value, "type"); typeMember != nil && typeMember.Type() == fastjson.TypeString {
+		// Read in place: the switch makes no string of it.
+		eventType, _ = typeMember.StringBytes()
+	}
 	var event interface {
 		Event
 		decoder
 	}
-	switch eventType {
+	switch string(eventType) {
 	case "run_start":
 		event = &RunStartEvent{}
 	case "turn_start":
@@ -726,6 +763,8 @@ func eventFrom(value *fastjson.Value, raw []byte) Event {
 		} else {
 			raw = append([]byte(nil), raw...)
 		}
+		eventType, _ := tag(value, "type", "Event.type")
+		run, _ := tag(value, "run_id", "Event.run_id")
 		return &UnknownEvent{eventBase: eventBase{Run: run}, Type: eventType, Raw: raw}
 	}
 	return event
