@@ -3,11 +3,13 @@
 //! Each run the host started has one bounded queue: its events reach the host's
 //! [`EventSink`] in order, on ferrule's event threads, one thread at a time (a
 //! slow host slows its own run; memory stays bounded; tool callbacks, which
-//! have threads of their own, never hold delivery up). The emitter that queues
-//! an event into an idle queue hands the queue to an event thread itself, which
-//! delivers everything queued until it finds the queue empty: no task sits
-//! between the run and the host, and a busy run pays one hand-off per burst,
-//! not per event. `run_end` is always the last event; the sink is dropped right
+//! have threads of their own, never hold delivery up). No task sits between
+//! the run and the host: an idle queue is handed to an event thread, which
+//! delivers everything queued until it finds the queue empty, by the run's own
+//! task when its poll ends (so what one poll queues goes out as one burst, and
+//! a busy run pays one hand-off per burst, not per event), or sooner once the
+//! poll has queued `HAND_OVER_AT` events, and at once by a thread outside the
+//! run's task (a tool's own thread sending updates). `run_end` is always the last event; the sink is dropped right
 //! after it is delivered. A call's updates are delivered only before its end
 //! event, whichever thread sent them and however late.
 //!
@@ -16,10 +18,14 @@
 //! into the queue of the run the host started, and like updates they are
 //! delivered only before that call's end event.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
+use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 
 use tokio::sync::{oneshot, Notify};
 
@@ -32,6 +38,9 @@ use crate::runtime::{CallbackKind, CallbackPool, CallbackScope};
 /// Events a run may have queued and not yet delivered before its producer
 /// waits for the host.
 const EVENT_QUEUE_CAPACITY: usize = 256;
+/// Events queued during one poll of a run's task from which an event thread
+/// starts on them without waiting for the poll to end.
+const HAND_OVER_AT: usize = 64;
 /// Events an idle queue keeps room for.
 const ROOM_KEPT: usize = 32;
 /// Events an event thread takes from the queue at once, at most.
@@ -241,6 +250,8 @@ struct DeliveryState {
     idle: Option<Deliverer>,
     /// The sink is gone (after `run_end`, or a panic): nothing more is queued.
     closed: bool,
+    /// The poll of a run's task under way will hand the queue over as it ends.
+    handed_at_poll_end: bool,
     /// Told when the sink is gone.
     done: Option<oneshot::Sender<()>>,
 }
@@ -268,6 +279,7 @@ impl Delivery {
                 queue: VecDeque::new(),
                 idle: Some(deliverer),
                 closed: false,
+                handed_at_poll_end: false,
                 done: Some(done),
             }),
             undelivered: AtomicUsize::new(0),
@@ -326,11 +338,43 @@ impl Delivery {
         }
         self.undelivered.fetch_add(1, Ordering::Relaxed);
         state.queue.push_back(queued);
+        if state.idle.is_none() {
+            return;
+        }
+        if state.queue.len() < HAND_OVER_AT {
+            if state.handed_at_poll_end {
+                return;
+            }
+            if hand_over_at_poll_end(self) {
+                state.handed_at_poll_end = true;
+                return;
+            }
+        }
         let idle = state.idle.take();
         drop(state);
         if let Some(deliverer) = idle {
-            let delivery = self.clone();
-            self.threads.submit(Box::new(move || delivery.deliver(deliverer)));
+            self.start(deliverer);
+        }
+    }
+
+    /// Has an event thread deliver the queue, with `deliverer`.
+    fn start(self: &Arc<Self>, deliverer: Deliverer) {
+        let delivery = self.clone();
+        self.threads.submit(Box::new(move || delivery.deliver(deliverer)));
+    }
+
+    /// At the end of the poll that queued into it: hands the queue to an event
+    /// thread unless one has it already.
+    fn hand_over(self: &Arc<Self>) {
+        let mut state = self.lock();
+        state.handed_at_poll_end = false;
+        if state.queue.is_empty() {
+            return;
+        }
+        let idle = state.idle.take();
+        drop(state);
+        if let Some(deliverer) = idle {
+            self.start(deliverer);
         }
     }
 
@@ -448,5 +492,81 @@ fn admitted(call: &CallTag, within: Option<&Enclosing>) -> bool {
             true
         }
         CallTag::None => true,
+    }
+}
+
+thread_local! {
+    /// The queues filled during the poll of a run's task on this thread,
+    /// handed to event threads when the poll ends (see [`DeliveredAfterPoll`]).
+    static HANDED_OVER: RefCell<HandedOver> = const { RefCell::new(HandedOver { polls: 0, queues: Vec::new() }) };
+}
+
+struct HandedOver {
+    /// Polls of run tasks under way on this thread (nested, at most one in practice).
+    polls: usize,
+    queues: Vec<Arc<Delivery>>,
+}
+
+/// Whether `delivery`'s queue will be handed over when the poll of a run's
+/// task under way on this thread ends (so the events a poll queues go to the
+/// host together, not one by one); `false` outside such a poll.
+fn hand_over_at_poll_end(delivery: &Arc<Delivery>) -> bool {
+    // Fails only on a thread that is ending, where no poll is under way.
+    HANDED_OVER
+        .try_with(|handed| {
+            let mut handed = handed.borrow_mut();
+            if handed.polls > 0 {
+                handed.queues.push(delivery.clone());
+            }
+            handed.polls > 0
+        })
+        .unwrap_or(false)
+}
+
+/// A run's task: each of its polls hands the queues filled during it to the
+/// event threads as it ends, even when it panics. A run whose poll waits for
+/// room in a full queue returns from the poll, so the queue is handed over.
+pub(crate) struct DeliveredAfterPoll<F: ?Sized>(pub(crate) Pin<Box<F>>);
+
+impl<F: Future + ?Sized> Future for DeliveredAfterPoll<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let _poll = PollOfRun::enter();
+        self.0.as_mut().poll(cx)
+    }
+}
+
+/// The poll of a run's task under way on this thread.
+struct PollOfRun;
+
+impl PollOfRun {
+    fn enter() -> PollOfRun {
+        HANDED_OVER.with(|handed| handed.borrow_mut().polls += 1);
+        PollOfRun
+    }
+}
+
+impl Drop for PollOfRun {
+    fn drop(&mut self) {
+        let taken = HANDED_OVER.try_with(|handed| {
+            let mut handed = handed.borrow_mut();
+            handed.polls -= 1;
+            if handed.polls > 0 || handed.queues.is_empty() {
+                return Vec::new();
+            }
+            std::mem::take(&mut handed.queues)
+        });
+        let Ok(mut queues) = taken else { return };
+        for delivery in queues.drain(..) {
+            delivery.hand_over();
+        }
+        // The list's room is kept for the next poll.
+        let _ = HANDED_OVER.try_with(|handed| {
+            let mut handed = handed.borrow_mut();
+            if handed.queues.capacity() == 0 {
+                handed.queues = queues;
+            }
+        });
     }
 }

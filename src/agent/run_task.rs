@@ -14,7 +14,7 @@ use super::call_site::AgentCallSite;
 use super::context::RunContext;
 use super::deadline::RunDeadline;
 use super::event::{EventKind, EventSink};
-use super::event_queue::{self, EventEmitter};
+use super::event_queue::{self, DeliveredAfterPoll, EventEmitter};
 use super::final_answer::FinalAnswer;
 use super::handle::{Run, RunShared};
 use super::nesting::RunNesting;
@@ -110,7 +110,8 @@ impl RunOrigin {
         // The run's future (kilobytes) is made on a runtime thread, at its first
         // poll, not on the thread starting the run: a host starting runs from
         // many threads would otherwise hold runs in as many malloc arenas.
-        threads.runtime.spawn(async move { Box::pin(supervise(run, sink_gone, threads)).await });
+        // Its events reach the host in the bursts each poll queues.
+        threads.runtime.spawn(async move { DeliveredAfterPoll(Box::pin(supervise(run, sink_gone, threads))).await });
         Run::new(shared)
     }
 }

@@ -69,15 +69,17 @@ fn a_slow_host_slows_its_run_and_the_queue_stays_bounded() {
 }
 
 #[test]
-fn events_of_concurrent_runs_carry_their_own_run_id() {
+fn events_of_concurrent_runs_carry_their_own_run_id_and_every_one_arrives() {
     let agent = agent(json!([{"text": "hi"}]), json!({}), vec![]);
-    let (first, first_events) = start(&agent, "one");
-    let (second, second_events) = start(&agent, "two");
-    first.wait_blocking().unwrap();
-    second.wait_blocking().unwrap();
-    for (run, events) in [(first, first_events), (second, second_events)] {
+    // Short runs, many at once: each one's few events (fewer than a poll hands
+    // over early) reach its sink before its wait returns.
+    let runs: Vec<_> = (0..200).map(|i| start(&agent, &format!("run {i}"))).collect();
+    for (run, events) in runs {
+        run.wait_blocking().unwrap();
         let events = events.lock().unwrap();
         assert!(events.iter().all(|e| e["run_id"] == run.id()), "{events:?}");
+        assert_event_invariants(&events);
+        assert_eq!(of_type(&events, "message_end").len(), 1, "{events:?}");
     }
 }
 
