@@ -5,12 +5,13 @@
 //! slow host slows its own run; memory stays bounded; tool callbacks, which
 //! have threads of their own, never hold delivery up). No task sits between
 //! the run and the host: an idle queue is handed to an event thread, which
-//! delivers everything queued until it finds the queue empty, by the run's own
-//! task when its poll ends (so what one poll queues goes out as one burst, and
-//! a busy run pays one hand-off per burst, not per event), or sooner once the
-//! poll has queued `HAND_OVER_AT` events, and at once by a thread outside the
-//! run's task (a tool's own thread sending updates). `run_end` is always the last event; the sink is dropped right
-//! after it is delivered. A call's updates are delivered only before its end
+//! delivers everything queued until it finds the queue empty. An event queued
+//! during the poll of a run's task hands the queue over when that poll ends
+//! (so what one poll queues goes out as one burst, and a busy run pays one
+//! hand-off per burst, not per event), or at once when the queue holds
+//! `HAND_OVER_AT` events; one queued anywhere else (a tool's own thread
+//! sending updates) hands it over at once. `run_end` is always the last event;
+//! the sink is dropped right after it is delivered. A call's updates are delivered only before its end
 //! event, whichever thread sent them and however late.
 //!
 //! A run nested in another (an agent called as a tool) has no queue of its
@@ -38,8 +39,8 @@ use crate::runtime::{CallbackKind, CallbackPool, CallbackScope};
 /// Events a run may have queued and not yet delivered before its producer
 /// waits for the host.
 const EVENT_QUEUE_CAPACITY: usize = 256;
-/// Events queued during one poll of a run's task from which an event thread
-/// starts on them without waiting for the poll to end.
+/// Events in a queue from which an event thread starts on them without
+/// waiting for the end of the poll that queued them.
 const HAND_OVER_AT: usize = 64;
 /// Events an idle queue keeps room for.
 const ROOM_KEPT: usize = 32;
@@ -338,44 +339,42 @@ impl Delivery {
         }
         self.undelivered.fetch_add(1, Ordering::Relaxed);
         state.queue.push_back(queued);
-        if state.idle.is_none() {
+        if state.idle.is_none() || (state.queue.len() < HAND_OVER_AT && self.left_to_poll_end(&mut state)) {
             return;
         }
-        if state.queue.len() < HAND_OVER_AT {
-            if state.handed_at_poll_end {
-                return;
-            }
-            if hand_over_at_poll_end(self) {
-                state.handed_at_poll_end = true;
-                return;
-            }
-        }
-        let idle = state.idle.take();
-        drop(state);
-        if let Some(deliverer) = idle {
-            self.start(deliverer);
-        }
+        self.start_idle(state);
     }
 
-    /// Has an event thread deliver the queue, with `deliverer`.
-    fn start(self: &Arc<Self>, deliverer: Deliverer) {
-        let delivery = self.clone();
-        self.threads.submit(Box::new(move || delivery.deliver(deliverer)));
+    /// Whether the end of a poll of a run's task hands the queue over: the
+    /// poll under way on this thread, if any (unless another poll already
+    /// will). `false` outside such a poll.
+    fn left_to_poll_end(self: &Arc<Self>, state: &mut DeliveryState) -> bool {
+        if !in_poll_of_run() {
+            return false;
+        }
+        if !state.handed_at_poll_end {
+            state.handed_at_poll_end = true;
+            hand_over_at_poll_end(self.clone());
+        }
+        true
     }
 
-    /// At the end of the poll that queued into it: hands the queue to an event
-    /// thread unless one has it already.
+    /// At the end of a poll that queued into it: hands the queue over unless
+    /// an event thread has it already.
     fn hand_over(self: &Arc<Self>) {
         let mut state = self.lock();
         state.handed_at_poll_end = false;
-        if state.queue.is_empty() {
-            return;
+        if !state.queue.is_empty() {
+            self.start_idle(state);
         }
-        let idle = state.idle.take();
+    }
+
+    /// Has an event thread deliver the queue, unless one is already.
+    fn start_idle(self: &Arc<Self>, mut state: MutexGuard<'_, DeliveryState>) {
+        let Some(deliverer) = state.idle.take() else { return };
         drop(state);
-        if let Some(deliverer) = idle {
-            self.start(deliverer);
-        }
+        let delivery = self.clone();
+        self.threads.submit(Box::new(move || delivery.deliver(deliverer)));
     }
 
     /// Delivers what is queued until the queue is empty, on an event thread,
@@ -496,36 +495,30 @@ fn admitted(call: &CallTag, within: Option<&Enclosing>) -> bool {
 }
 
 thread_local! {
-    /// The queues filled during the poll of a run's task on this thread,
-    /// handed to event threads when the poll ends (see [`DeliveredAfterPoll`]).
-    static HANDED_OVER: RefCell<HandedOver> = const { RefCell::new(HandedOver { polls: 0, queues: Vec::new() }) };
+    /// The poll of a run's task under way on this thread, if any, and the
+    /// queues it hands over as it ends (see [`DeliveredAfterPoll`]).
+    static POLL_OF_RUN: RefCell<PollState> = const { RefCell::new(PollState { under_way: false, queues: Vec::new() }) };
 }
 
-struct HandedOver {
-    /// Polls of run tasks under way on this thread (nested, at most one in practice).
-    polls: usize,
+struct PollState {
+    under_way: bool,
     queues: Vec<Arc<Delivery>>,
 }
 
-/// Whether `delivery`'s queue will be handed over when the poll of a run's
-/// task under way on this thread ends (so the events a poll queues go to the
-/// host together, not one by one); `false` outside such a poll.
-fn hand_over_at_poll_end(delivery: &Arc<Delivery>) -> bool {
+/// Whether the poll of a run's task is under way on this thread.
+fn in_poll_of_run() -> bool {
     // Fails only on a thread that is ending, where no poll is under way.
-    HANDED_OVER
-        .try_with(|handed| {
-            let mut handed = handed.borrow_mut();
-            if handed.polls > 0 {
-                handed.queues.push(delivery.clone());
-            }
-            handed.polls > 0
-        })
-        .unwrap_or(false)
+    POLL_OF_RUN.try_with(|poll| poll.borrow().under_way).unwrap_or(false)
 }
 
-/// A run's task: each of its polls hands the queues filled during it to the
-/// event threads as it ends, even when it panics. A run whose poll waits for
-/// room in a full queue returns from the poll, so the queue is handed over.
+/// Has the poll under way on this thread hand `delivery`'s queue over as it ends.
+fn hand_over_at_poll_end(delivery: Arc<Delivery>) {
+    POLL_OF_RUN.with(|poll| poll.borrow_mut().queues.push(delivery));
+}
+
+/// A run's task: the events each of its polls queues go to the host together,
+/// handed to an event thread as the poll ends (even when it panics), rather
+/// than one hand-off per event.
 pub(crate) struct DeliveredAfterPoll<F: ?Sized>(pub(crate) Pin<Box<F>>);
 
 impl<F: Future + ?Sized> Future for DeliveredAfterPoll<F> {
@@ -537,36 +530,32 @@ impl<F: Future + ?Sized> Future for DeliveredAfterPoll<F> {
     }
 }
 
-/// The poll of a run's task under way on this thread.
+/// The poll of a run's task under way on this thread; hands the queues over
+/// when dropped.
 struct PollOfRun;
 
 impl PollOfRun {
     fn enter() -> PollOfRun {
-        HANDED_OVER.with(|handed| handed.borrow_mut().polls += 1);
+        POLL_OF_RUN.with(|poll| {
+            let mut poll = poll.borrow_mut();
+            // A run's task never polls another one.
+            debug_assert!(!poll.under_way);
+            poll.under_way = true;
+        });
         PollOfRun
     }
 }
 
 impl Drop for PollOfRun {
     fn drop(&mut self) {
-        let taken = HANDED_OVER.try_with(|handed| {
-            let mut handed = handed.borrow_mut();
-            handed.polls -= 1;
-            if handed.polls > 0 || handed.queues.is_empty() {
-                return Vec::new();
-            }
-            std::mem::take(&mut handed.queues)
+        // The thread-local lives as long as the thread, which is polling.
+        let queues = POLL_OF_RUN.with(|poll| {
+            let mut poll = poll.borrow_mut();
+            poll.under_way = false;
+            std::mem::take(&mut poll.queues)
         });
-        let Ok(mut queues) = taken else { return };
-        for delivery in queues.drain(..) {
+        for delivery in queues {
             delivery.hand_over();
         }
-        // The list's room is kept for the next poll.
-        let _ = HANDED_OVER.try_with(|handed| {
-            let mut handed = handed.borrow_mut();
-            if handed.queues.capacity() == 0 {
-                handed.queues = queues;
-            }
-        });
     }
 }

@@ -213,3 +213,29 @@ fn a_sink_that_panics_ends_delivery_and_the_run_still_ends_with_the_sink_release
     assert_eq!(delivered.load(Ordering::SeqCst), 3, "nothing is delivered after the panic");
     assert_eq!(released.load(Ordering::SeqCst), 1, "the sink is dropped by the time the wait returns");
 }
+
+#[test]
+fn a_poll_that_queues_more_than_the_queue_holds_waits_for_room_and_loses_nothing() {
+    // 150 calls that complete at once: one poll of the run's task queues their
+    // 450 events, more than the queue holds; the event thread starts before
+    // the poll ends, and the run waits for room.
+    const CALLS: usize = 150;
+    let calls: Vec<Value> =
+        (0..CALLS).map(|i| json!({"id": format!("c{i}"), "name": "echo", "arguments": {"text": i}})).collect();
+    let agent = agent(json!([{"tool_calls": calls}, {"text": "ok"}]), json!({}), vec![echo("echo")]);
+    let slow = Arc::new(AtomicUsize::new(0));
+    let events = Arc::new(Mutex::new(Vec::<Value>::new()));
+    let (log, seen) = (events.clone(), slow.clone());
+    let sink = move |event: &Event| {
+        if seen.fetch_add(1, Ordering::SeqCst) < 5 {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        log.lock().unwrap().push(serde_json::to_value(event).unwrap());
+    };
+    let run = agent.start(RunInput::prompt("go"), Some(Box::new(sink))).expect("start");
+    assert_eq!(run.wait_blocking().unwrap().status, RunStatus::Completed);
+    let events = events.lock().unwrap();
+    assert_event_invariants(&events);
+    assert_eq!(of_type(&events, "tool_execution_start").len(), CALLS);
+    assert_eq!(of_type(&events, "tool_execution_end").len(), CALLS);
+}
