@@ -11,8 +11,9 @@
 //! hand-off per burst, not per event), or at once when the queue holds
 //! `HAND_OVER_AT` events; one queued anywhere else (a tool's own thread
 //! sending updates) hands it over at once. `run_end` is always the last event;
-//! the sink is dropped right after it is delivered. A call's updates are delivered only before its end
-//! event, whichever thread sent them and however late.
+//! the sink is dropped right after it is delivered. A call's updates are
+//! delivered only before its end event, whichever thread sent them and however
+//! late.
 //!
 //! A run nested in another (an agent called as a tool) has no queue of its
 //! own: its events go, wrapped as `agent_event`s of the call that started it,
@@ -312,7 +313,7 @@ impl Delivery {
     /// Queues `queued`, blocking this thread while the queue is full.
     fn push_blocking(self: &Arc<Self>, queued: Queued) {
         let mut state = self.lock();
-        while self.is_full() && !state.closed {
+        while self.must_wait(&state) {
             state = self.room_for_threads.wait(state).unwrap_or_else(|e| e.into_inner());
         }
         self.queue_locked(state, queued);
@@ -323,7 +324,7 @@ impl Delivery {
     #[must_use]
     fn try_push(self: &Arc<Self>, queued: Queued) -> Option<Queued> {
         let state = self.lock();
-        if self.is_full() && !state.closed {
+        if self.must_wait(&state) {
             return Some(queued);
         }
         self.queue_locked(state, queued);
@@ -444,9 +445,11 @@ impl Delivery {
         state.idle = Some(Deliverer { sink, taken, burst });
     }
 
-    /// Whether the queue holds as many undelivered events as it may.
-    fn is_full(&self) -> bool {
-        self.undelivered.load(Ordering::Relaxed) >= EVENT_QUEUE_CAPACITY
+    /// Whether an event must wait before it is queued: the queue holds as many
+    /// undelivered events as it may, and the sink is not gone (then events are
+    /// dropped at once).
+    fn must_wait(&self, state: &DeliveryState) -> bool {
+        self.undelivered.load(Ordering::Relaxed) >= EVENT_QUEUE_CAPACITY && !state.closed
     }
 
     /// Counts `count` events as out of the queue; when that makes room in a
@@ -457,9 +460,14 @@ impl Delivery {
             // A thread that found the queue full under the lock waits on the
             // condition variable by the time the lock is free again.
             drop(self.lock());
-            self.room.notify_waiters();
-            self.room_for_threads.notify_all();
+            self.wake_waiting();
         }
+    }
+
+    /// Wakes every task and thread waiting to queue.
+    fn wake_waiting(&self) {
+        self.room.notify_waiters();
+        self.room_for_threads.notify_all();
     }
 
     /// Ends delivery once the sink is gone: what is still queued is dropped,
@@ -472,8 +480,7 @@ impl Delivery {
         };
         drop(dropped);
         drop(done);
-        self.room.notify_waiters();
-        self.room_for_threads.notify_all();
+        self.wake_waiting();
     }
 }
 

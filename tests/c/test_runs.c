@@ -146,9 +146,7 @@ static void events_in_bursts_or_run_end_alone(void) {
         CHECK(in_single > 0 && in_bursts == in_single);
         total += in_bursts;
     }
-    /* Never more calls than events; how many a burst carries depends on how
-     * far the run got ahead of the event thread. */
-    CHECK(total > 0 && bursts.count <= single.count);
+    CHECK(total > bursts.count || bursts.count == single.count); /* some burst carried several, or none needed to */
     CHECK(strstr(bursts.events[0], "[{\"type\":\"run_start\"") == bursts.events[0]);
     const char *last = bursts.events[bursts.count - 1];
     CHECK(strstr(last, "\"type\":\"run_end\"") != NULL);
