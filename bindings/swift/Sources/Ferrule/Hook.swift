@@ -46,7 +46,7 @@ public struct Hook: Sendable {
 
     /// The hook of `stage` whose body takes its payload and gives its
     /// decision (each stage's is generated, in HookStages_gen.swift).
-    static func typed<Payload: Decodable, Decision: HookDecisionJSON>(
+    static func typed<Payload: JSONReadable, Decision: HookDecisionJSON>(
         _ stage: String, _ options: HookOptions, _ body: @escaping @Sendable (Payload) async throws -> Decision
     ) -> Hook {
         Hook(
@@ -57,14 +57,14 @@ public struct Hook: Sendable {
     }
 
     /// The same with a synchronous body, run inside ferrule's callback.
-    static func typedInline<Payload: Decodable, Decision: HookDecisionJSON>(
+    static func typedInline<Payload: JSONReadable, Decision: HookDecisionJSON>(
         _ stage: String, _ options: HookOptions, _ body: @escaping @Sendable (Payload) throws -> Decision
     ) -> Hook {
         Hook(stage: stage, options: options, body: .inline { try body(payload(stage, $0)).decisionJSON() })
     }
 
     /// The payload of `stage` decoded from its JSON, which it does not keep.
-    private static func payload<Payload: Decodable>(_ stage: String, _ bytes: UnsafeRawBufferPointer) throws
+    private static func payload<Payload: JSONReadable>(_ stage: String, _ bytes: UnsafeRawBufferPointer) throws
         -> Payload
     {
         do {

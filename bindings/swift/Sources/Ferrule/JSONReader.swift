@@ -186,6 +186,16 @@ struct JSONReader {
         return value
     }
 
+    /// Decodes one `T` the reader builds itself, the whole of `bytes`.
+    static func decode<T: JSONReadable>(_ type: T.Type, from bytes: UnsafeRawBufferPointer) throws -> T {
+        var reader = JSONReader(bytes: bytes)
+        reader.skipSpace()
+        let value = try T.read(from: &reader)
+        reader.skipSpace()
+        guard reader.offset == bytes.count else { throw reader.corrupt("text after the JSON value") }
+        return value
+    }
+
     /// Reads one `T` here.
     mutating func read<T: Decodable>(_ type: T.Type) throws -> T {
         skipSpace()
@@ -247,6 +257,27 @@ struct JSONReader {
             offset += 1
         }
         throw corrupt("a string without its end")
+    }
+
+    /// Reads an object's key and the colon after it when the key is plain
+    /// ASCII without escapes (as ferrule writes every key): where its text
+    /// is. Nil, having read nothing, for any other key (`readKey` reads it).
+    mutating func readPlainKey() throws -> Range<Int>? {
+        skipSpace()
+        guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else { return nil }
+        var end = offset + 1
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "\"") { break }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { return nil }
+            end += 1
+        }
+        guard end < bytes.count else { return nil }
+        let key = offset + 1..<end
+        offset = end + 1
+        skipSpace()
+        guard take(UInt8(ascii: ":")) else { throw corrupt("no ':' after a key") }
+        return key
     }
 
     /// Reads an object's key and the colon after it.
@@ -329,8 +360,7 @@ struct JSONReader {
     mutating func readLiteral(_ literal: StaticString) -> Bool {
         skipSpace()
         let count = literal.utf8CodeUnitCount
-        guard offset + count <= bytes.count,
-            bytes[offset..<offset + count].elementsEqual(UnsafeBufferPointer(start: literal.utf8Start, count: count))
+        guard offset + count <= bytes.count, memcmp(bytes.baseAddress! + offset, literal.utf8Start, count) == 0
         else { return false }
         offset += count
         return true
@@ -338,10 +368,37 @@ struct JSONReader {
 
     /// A whole number: written whole, or as a number with no fraction (`1.0`, `1e3`), as `JSONDecoder` reads it.
     mutating func readInteger<T: FixedWidthInteger>(_ type: T.Type) throws -> T {
+        skipSpace()
+        if let value = readDigits(T.self) { return value }
         let text = try readNumber()
         if let value = T(text) { return value }
         guard let number = Double(text), let value = T(exactly: number) else { throw mismatch(T.self, text) }
         return value
+    }
+
+    /// The number here when it is written as up to 18 digits alone (as most
+    /// are), read in place; nil, having read nothing, for any other number
+    /// or one that is no `T`.
+    private mutating func readDigits<T: FixedWidthInteger>(_ type: T.Type) -> T? {
+        var end = offset
+        var value: Int64 = 0
+        while end < bytes.count, end - offset <= 18 {
+            let digit = bytes[end] &- UInt8(ascii: "0")
+            guard digit < 10 else { break }
+            value = value * 10 + Int64(digit)
+            end += 1
+        }
+        let count = end - offset
+        guard count > 0, count <= 18, count == 1 || bytes[offset] != UInt8(ascii: "0") else { return nil }
+        if end < bytes.count {
+            switch bytes[end] {
+            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): return nil
+            default: break
+            }
+        }
+        guard let integer = T(exactly: value) else { return nil }
+        offset = end
+        return integer
     }
 
     /// The text of the number here.
@@ -498,29 +555,45 @@ struct JSONReader {
 /// The fields of one JSON object, read as they are asked for: the object is
 /// scanned up to the key asked for, passing over the values before it, so
 /// a type that asks for its fields in the order ferrule writes them reads
-/// each value once. A key given twice is an error. Valid while the reader's
-/// bytes are.
+/// each value once. Keys are compared as UTF-8 where they are in the text
+/// (no string is made for a key without escapes). A key given twice is an
+/// error. Valid while the reader's bytes are.
 final class JSONFields<Key: CodingKey>: FieldReader {
+    /// A key found: where its text is and where its value starts.
+    private struct FoundKey {
+        /// The key's UTF-8: `count` bytes from `start` in the JSON, or in
+        /// `unescapedKeys` for a key written with escapes or beyond ASCII.
+        var start: Int
+        var count: Int
+        var unescaped: Bool
+        /// Where its value starts in the JSON.
+        var value: Int
+    }
+
+    // Only this object's own methods touch these, one at a time: no access
+    // needs checking at run time.
     /// In the object, at the value of the last key found, or after it.
-    private var scanner: JSONReader
-    private var fields: [(key: String, offset: Int)] = []
+    @exclusivity(unchecked) private var scanner: JSONReader
+    @exclusivity(unchecked) private var found: [FoundKey] = []
+    /// The UTF-8 of the keys that are not as they are written.
+    @exclusivity(unchecked) private var unescapedKeys: [UInt8] = []
     /// Whether `scanner` is at the value of the last key found.
-    private var atValue = false
-    private var ended = false
+    @exclusivity(unchecked) private var atValue = false
+    @exclusivity(unchecked) private var ended = false
     /// The keys found, once there are many.
-    private var manyKeys: Set<String>?
+    @exclusivity(unchecked) private var manyKeys: Set<String>?
 
     init(scanner: JSONReader) {
         self.scanner = scanner
-        fields.reserveCapacity(8)
+        found.reserveCapacity(8)
     }
 
     /// Reads the value of `key` with `read`; nil when the object has no such key.
     private func value<T>(_ key: Key, _ read: (inout JSONReader) throws -> T) throws -> T? {
         guard let index = try index(of: key) else { return nil }
-        var reader = JSONReader(continuing: scanner, at: fields[index].offset)
+        var reader = JSONReader(continuing: scanner, at: found[index].value)
         let value = try read(&reader)
-        if atValue, index == fields.count - 1 {
+        if atValue, index == found.count - 1 {
             scanner = JSONReader(continuing: scanner, at: reader.offset)
             atValue = false
         }
@@ -528,12 +601,15 @@ final class JSONFields<Key: CodingKey>: FieldReader {
     }
 
     private func index(of key: Key) throws -> Int? {
-        let name = key.stringValue
-        if let index = fields.lastIndex(where: { $0.key == name }) { return index }
-        while try scanKey() {
-            if fields[fields.count - 1].key == name { return fields.count - 1 }
+        var name = key.stringValue
+        return try name.withUTF8 { utf8 in
+            let name = UnsafeRawBufferPointer(utf8)
+            for index in found.indices.reversed() where isKey(found[index], name) { return index }
+            while try scanKey() {
+                if isKey(found[found.count - 1], name) { return found.count - 1 }
+            }
+            return nil
         }
-        return nil
     }
 
     /// Finds the next key, passing over the value of the one before; false at the object's end.
@@ -545,20 +621,50 @@ final class JSONFields<Key: CodingKey>: FieldReader {
             ended = true
             return false
         }
-        let key = try scanner.readKey()
+        var key: FoundKey
+        if let written = try scanner.readPlainKey() {
+            key = FoundKey(start: written.lowerBound, count: written.count, unescaped: false, value: 0)
+        } else {
+            let text = try scanner.readKey()
+            key = FoundKey(start: unescapedKeys.count, count: text.utf8.count, unescaped: true, value: 0)
+            unescapedKeys.append(contentsOf: text.utf8)
+        }
         scanner.skipSpace()
-        if isRepeated(key) { throw scanner.corrupt("the key \(key.debugDescription) twice") }
-        fields.append((key, scanner.offset))
+        key.value = scanner.offset
+        if try isRepeated(key) { throw scanner.corrupt("the key \(string(of: key).debugDescription) twice") }
+        found.append(key)
         atValue = true
         return true
     }
 
-    /// Whether `key` was found before: by the list for the few keys of a
-    /// type's object, by a set once an object has many (unknown) keys.
-    private func isRepeated(_ key: String) -> Bool {
-        if fields.count < 16 { return fields.contains { $0.key == key } }
-        if manyKeys == nil { manyKeys = Set(fields.map(\.key)) }
-        return manyKeys?.insert(key).inserted == false
+    /// Whether `key` was found before: by comparing it with each key found
+    /// for the few keys of a type's object, by a set once an object has many
+    /// (unknown) keys.
+    private func isRepeated(_ key: FoundKey) throws -> Bool {
+        if found.count < 16 {
+            return withBytes(of: key) { name in found.contains { isKey($0, name) } }
+        }
+        if manyKeys == nil { manyKeys = Set(found.map(string(of:))) }
+        return manyKeys?.insert(string(of: key)).inserted == false
+    }
+
+    /// Whether the UTF-8 of `key` is `name`.
+    private func isKey(_ key: FoundKey, _ name: UnsafeRawBufferPointer) -> Bool {
+        key.count == name.count
+            && (name.isEmpty || withBytes(of: key) { memcmp($0.baseAddress!, name.baseAddress!, name.count) == 0 })
+    }
+
+    /// Calls `body` with the UTF-8 of `key`.
+    private func withBytes<R>(of key: FoundKey, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let range = key.start..<key.start + key.count
+        if key.unescaped {
+            return try unescapedKeys.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[range])) }
+        }
+        return try body(UnsafeRawBufferPointer(rebasing: scanner.bytes[range]))
+    }
+
+    private func string(of key: FoundKey) -> String {
+        withBytes(of: key) { String(decoding: $0, as: UTF8.self) }
     }
 
     /// Where the object ends, after checking the rest of it.

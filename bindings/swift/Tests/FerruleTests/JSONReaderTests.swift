@@ -115,6 +115,37 @@ final class JSONReaderTests: XCTestCase {
         XCTAssertTrue(notEvents.allSatisfy { if case .unknown = $0 { true } else { false } }, "\(notEvents)")
     }
 
+    /// Keys are matched as the UTF-8 written in the text when they are plain,
+    /// and unescaped otherwise; whole numbers written as digits are read in
+    /// place, any other way of writing one as `JSONDecoder` reads it.
+    func testEscapedKeysAndWholeNumbersReadAsJSONDecoderReadsThem() throws {
+        let numbers = [
+            "0", "7", "-3", "1.0", "1e0", "2E2", "12345678901234567", "123456789012345678", "1234567890123456789",
+            "9223372036854775807", "-9223372036854775808",
+        ]
+        for number in numbers {
+            let text =
+                #"{"st\u0061tus": "completed", "final": null, "messages": [], "usage": {}, "rounds": \#(number), "#
+                + #""error": null, "output": null, "interruptions": [], "state": null, "agent": null, "ké": 1}"#
+            let data = Data(text.utf8)
+            XCTAssertEqual(
+                try JSONReader.decode(RunResult.self, from: data), try JSONDecoder().decode(RunResult.self, from: data),
+                text)
+        }
+        let refused = [
+            #"{"status": "completed", "st\u0061tus": "failed", "rounds": 1}"#,
+            #"{"status": "completed", "rounds": 1, "ké": 1, "k\u00e9": 2}"#,
+            #"{"status": "completed", "rounds": 9223372036854775808}"#,
+            #"{"status": "completed", "rounds": 00}"#,
+            #"{"status": "completed", "rounds": 1.5}"#,
+            #"{"status": "completed", "rounds" 1}"#,
+            #"{"status": "completed", "rounds": 1, "a\u00"}"#,
+        ]
+        for text in refused {
+            XCTAssertThrowsError(try JSONReader.decode(RunResult.self, from: Data(text.utf8)), text)
+        }
+    }
+
     func testInvalidJSONAndValuesOfTheWrongTypeAreRefused() throws {
         let valid =
             #"{"status": "completed", "final": null, "messages": [], "usage": {}, "rounds": 1, "#
