@@ -47,7 +47,7 @@ fun langchain4j(rounds: Int, calls: Int, runs: Int): List<Double> {
         .maxSequentialToolsInvocations(rounds * calls + 10)
     if (calls > 1) builder = builder.executeToolsConcurrently()
     val assistant = builder.build()
-    repeat(2) { check(assistant.chat("go") == "done") } // warm up the JIT
+    warmUp { check(assistant.chat("go") == "done") }
     return (1..runs).map {
         val start = System.nanoTime()
         check(assistant.chat("go") == "done")

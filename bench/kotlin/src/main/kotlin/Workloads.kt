@@ -31,6 +31,21 @@ import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.jsonPrimitive
 import java.io.File
 
+/**
+ * Runs [run] until the JIT has had its time with it: at least twice and for at
+ * least a second (two runs alone left the first figure of each kind, which
+ * meets code the JIT had not compiled yet, up to twice as slow as the same
+ * figure measured later in the process).
+ */
+inline fun warmUp(run: () -> Unit) {
+    val start = System.nanoTime()
+    var times = 0
+    while (times < 2 || System.nanoTime() - start < 1_000_000_000L) {
+        run()
+        times++
+    }
+}
+
 /** W1's model in Kotlin: the call each round, then "done" in the last. */
 val w1Model = HostModel { request ->
     flowOf(if (request.turn < 2000) ModelDelta.ToolCall(0, "c1", "noop", "{}") else ModelDelta.Text("done"))
@@ -54,7 +69,7 @@ fun main() = runBlocking {
                 val noop = Tool("noop", "Does nothing.", workloads[schema].toString(), inline = inline) { "\"ok\"" }
                 val config = if (model != null) hostModelConfig else workload["config"].toString()
                 Agent(config, listOf(noop), context = context, model = model).use { agent ->
-                    repeat(2) { agent.run(RunInput.prompt("go")) } // warm up the JIT
+                    warmUp { agent.run(RunInput.prompt("go")) }
                     val seconds = (1..runs).map {
                         val start = System.nanoTime()
                         val result = if (events) {
@@ -122,7 +137,7 @@ suspend fun hooks(config: String, schema: String, runs: Int) {
 suspend fun hooksOf(label: String, hooks: List<Hook>, turns: MutableList<Long>, config: String, schema: String, runs: Int) {
     val noop = Tool("noop", "Does nothing.", schema, inline = true) { "\"ok\"" }
     Agent(config, listOf(noop), hooks, context = Dispatchers.Default).use { agent ->
-        repeat(2) { agent.run(RunInput.prompt("go")) }
+        warmUp { agent.run(RunInput.prompt("go")) }
         val early = mutableListOf<Long>()
         val late = mutableListOf<Long>()
         val whole = (1..runs).map {
