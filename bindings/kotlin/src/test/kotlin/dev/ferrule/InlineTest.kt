@@ -1,5 +1,7 @@
 package dev.ferrule
 
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.ThreadContextElement
 import kotlinx.coroutines.async
 import kotlinx.coroutines.awaitAll
 import kotlinx.coroutines.delay
@@ -10,6 +12,7 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import java.util.Collections
 import java.util.concurrent.atomic.AtomicInteger
+import kotlin.coroutines.CoroutineContext
 
 /** Inline tools and hooks: started inside ferrule's callback, on its runtime thread. */
 class InlineTest {
@@ -34,6 +37,42 @@ class InlineTest {
         assertTrue(threads[0].startsWith("ferrule-"), "$threads")
         assertTrue(threads[1].startsWith("ferrule-"), "$threads")
         assertTrue(!threads[2].startsWith("ferrule-"), "after its suspension, on the agent's context: $threads")
+    }
+
+    /** A thread-local state the agent's context sets wherever its coroutines run (as MDC's context does). */
+    private class Tag(val value: String) : ThreadContextElement<String?> {
+        companion object Key : CoroutineContext.Key<Tag> {
+            val current = ThreadLocal<String?>()
+        }
+
+        override val key get() = Key
+
+        override fun updateThreadContext(context: CoroutineContext): String? =
+            current.get().also { current.set(value) }
+
+        override fun restoreThreadContext(context: CoroutineContext, oldState: String?) = current.set(oldState)
+    }
+
+    @Test
+    fun anInlineBodySeesTheContextsThreadStateFromItsStart() = runBlocking {
+        val seen = Collections.synchronizedList(mutableListOf<String>())
+        val quick = Tool("quick", "Answers at once.", inline = true) { call ->
+            seen += "${Thread.currentThread().name.startsWith("ferrule-")} ${Tag.current.get()}"
+            if (call.id == "c2") {
+                yield()
+                seen += "${Thread.currentThread().name.startsWith("ferrule-")} ${Tag.current.get()}"
+            }
+            "\"ok\""
+        }
+        val hook = onToolCall(HookOptions(inline = true)) {
+            seen += "hook ${Tag.current.get()}"
+            HookDecision.Proceed
+        }
+        val script = scripted(callTurn("c1", "quick"), callTurn("c2", "quick"), answerTurn("Done."))
+        val result = Agent(script, listOf(quick), listOf(hook), context = Dispatchers.Default + Tag("run"))
+            .use { it.run(RunInput.prompt("go")) }
+        assertEquals(Status.COMPLETED, result.status, "${result.error}")
+        assertEquals(listOf("hook run", "true run", "hook run", "true run", "false run"), seen.toList())
     }
 
     @Test
