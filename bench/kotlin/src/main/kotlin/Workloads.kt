@@ -1,8 +1,9 @@
 // Runs W1 (one no-op call per round, 2,000 rounds) and W2 (64 parallel
 // schema-validated calls per round, 200 rounds) with a Kotlin tool that answers
 // "ok" at once (on the agent's context, and inline), plain and with every event
-// collected, W1 with the model in Kotlin too (a host model answering each
-// request at once), on the default context (Dispatchers.IO) and on
+// collected, with an inline tool and the transcript left out of the result, W1
+// with the model in Kotlin too (a host model answering each request at once),
+// on the default context (Dispatchers.IO) and on
 // Dispatchers.Default, and W1 with a no-op hook on every stage, and prints the
 // cost per round and per call of one whole run (the best and the median of the
 // runs; for hooks, the median round near round 10 and near round 2,000).
@@ -59,26 +60,32 @@ fun main() = runBlocking {
     println("ferrule ${Library.version}, Kotlin tool, $runs runs per figure")
     val hostModelConfig = """{"model": {"provider": "host", "name": "w1"}, "max_rounds": 2000}"""
     for ((contextName, context) in listOf("Dispatchers.IO" to Dispatchers.IO, "Dispatchers.Default" to Dispatchers.Default)) {
-        for ((events, model) in listOf(false to null, true to null, false to w1Model)) {
+        // The run's transcript left out of its result (`withoutMessages`), as
+        // LangChain4j's AI service gives the answer alone: inline tools only.
+        for ((events, model, withoutMessages) in
+            listOf(Triple(false, null, false), Triple(true, null, false), Triple(false, w1Model, false), Triple(false, null, true))) {
             for ((name, schema) in listOf("w1" to "open_schema", "w2" to "schema")) for (inline in listOf(false, true)) {
                 if (model != null && (name != "w1" || inline)) continue
+                if (withoutMessages && !inline) continue
                 val label = name.uppercase() + (if (model != null) " on a Kotlin host model" else "") +
-                    (if (inline) ", inline tool" else "") + (if (events) " with events" else "")
+                    (if (inline) ", inline tool" else "") + (if (events) " with events" else "") +
+                    (if (withoutMessages) " without messages" else "")
                 if (only != null && !only.containsMatchIn("$label on $contextName")) continue
                 val workload = workloads[name]!!.jsonObject
                 val noop = Tool("noop", "Does nothing.", workloads[schema].toString(), inline = inline) { "\"ok\"" }
                 val config = if (model != null) hostModelConfig else workload["config"].toString()
+                val input = if (withoutMessages) RunInput.prompt("go").withoutMessages() else RunInput.prompt("go")
                 Agent(config, listOf(noop), context = context, model = model).use { agent ->
-                    warmUp { agent.run(RunInput.prompt("go")) }
+                    warmUp { agent.run(input) }
                     val seconds = (1..runs).map {
                         val start = System.nanoTime()
                         val result = if (events) {
-                            agent.start(RunInput.prompt("go")).use { run ->
+                            agent.start(input).use { run ->
                                 run.events.collect()
                                 run.await()
                             }
                         } else {
-                            agent.run(RunInput.prompt("go"))
+                            agent.run(input)
                         }
                         check(result.status == Status.COMPLETED)
                         (System.nanoTime() - start) / 1e9
