@@ -66,3 +66,29 @@ func benchmarkRunEnd(b *testing.B, decode func([]byte) Event) {
 // parsed whole, and read in parts as the binding reads it (run_end.go).
 func BenchmarkDecodeW2RunEndWhole(b *testing.B)   { benchmarkRunEnd(b, decodeEvent) }
 func BenchmarkDecodeW2RunEndInParts(b *testing.B) { benchmarkRunEnd(b, decodeReceived) }
+
+// The payloads of a W1 round's hooks registered without the history, as the
+// core writes them.
+var (
+	turnStartJSON  = []byte(`{"run_id":"run-1","turn":1,"messages":[],"message_count":1,"tools":["noop"]}`)
+	toolCallJSON   = []byte(`{"run_id":"run-1","turn":1,"call":{"id":"c1","name":"noop","arguments":{}},"needs_approval":false}`)
+	toolResultJSON = []byte(`{"run_id":"run-1","turn":1,"call_id":"c1","name":"noop","result":{"content":[{"type":"text","text":"ok"}],"is_error":false,"terminate":false},"is_error":false}`)
+)
+
+// BenchmarkDecodeHookPayloads is what a typed hook's decoding costs a W1 round
+// (turn_start, tool_call and tool_result), as typedHook decodes them.
+func BenchmarkDecodeHookPayloads(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		decodePayload[TurnStartPayload](b, turnStartJSON)
+		decodePayload[ToolCallPayload](b, toolCallJSON)
+		decodePayload[ToolResultPayload](b, toolResultJSON)
+	}
+}
+
+func decodePayload[P any](b *testing.B, data []byte) {
+	var payload P
+	if err := decodeAny(data, &payload); err != nil {
+		b.Fatal(err)
+	}
+}
