@@ -380,19 +380,21 @@ struct JSONReader {
     /// are), read in place; nil, having read nothing, for any other number
     /// or one that is no `T`.
     private mutating func readDigits<T: FixedWidthInteger>(_ type: T.Type) -> T? {
+        // 18 digits are under 2^63: the sum cannot overflow.
         var end = offset
         var value: Int64 = 0
-        while end < bytes.count, end - offset <= 18 {
+        while end < bytes.count, end - offset < 18 {
             let digit = bytes[end] &- UInt8(ascii: "0")
             guard digit < 10 else { break }
             value = value * 10 + Int64(digit)
             end += 1
         }
         let count = end - offset
-        guard count > 0, count <= 18, count == 1 || bytes[offset] != UInt8(ascii: "0") else { return nil }
+        guard count > 0, count == 1 || bytes[offset] != UInt8(ascii: "0") else { return nil }
         if end < bytes.count {
             switch bytes[end] {
-            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"): return nil
+            case UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                return nil
             default: break
             }
         }
@@ -581,7 +583,7 @@ final class JSONFields<Key: CodingKey>: FieldReader {
     @exclusivity(unchecked) private var atValue = false
     @exclusivity(unchecked) private var ended = false
     /// The keys found, once there are many.
-    @exclusivity(unchecked) private var manyKeys: Set<String>?
+    @exclusivity(unchecked) private var manyKeys: Set<[UInt8]>?
 
     init(scanner: JSONReader) {
         self.scanner = scanner
@@ -637,15 +639,16 @@ final class JSONFields<Key: CodingKey>: FieldReader {
         return true
     }
 
-    /// Whether `key` was found before: by comparing it with each key found
+    /// Whether `key` was found before, as the same UTF-8 (names compare code
+    /// point by code point, as JSON's do): by comparing it with each key found
     /// for the few keys of a type's object, by a set once an object has many
     /// (unknown) keys.
     private func isRepeated(_ key: FoundKey) throws -> Bool {
         if found.count < 16 {
             return withBytes(of: key) { name in found.contains { isKey($0, name) } }
         }
-        if manyKeys == nil { manyKeys = Set(found.map(string(of:))) }
-        return manyKeys?.insert(string(of: key)).inserted == false
+        if manyKeys == nil { manyKeys = Set(found.map { withBytes(of: $0) { Array($0) } }) }
+        return manyKeys?.insert(withBytes(of: key) { Array($0) }).inserted == false
     }
 
     /// Whether the UTF-8 of `key` is `name`.

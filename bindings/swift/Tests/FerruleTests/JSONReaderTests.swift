@@ -132,6 +132,31 @@ final class JSONReaderTests: XCTestCase {
                 try JSONReader.decode(RunResult.self, from: data), try JSONDecoder().decode(RunResult.self, from: data),
                 text)
         }
+        // Counts up to UInt64's largest, read in place or not.
+        for count in ["999999999999999999", "9223372036854775807", "9500000000000000000", "18446744073709551615"] {
+            let text = #"{"input_tokens": \#(count), "output_tokens": 1}"#
+            let data = Data(text.utf8)
+            XCTAssertEqual(
+                try JSONReader.decode(Usage.self, from: data), try JSONDecoder().decode(Usage.self, from: data), text)
+        }
+        // Keys are the same when their code points are: "é" and "e\u{301}"
+        // are two keys, a key given twice is refused, in a small object and
+        // in one of many keys alike.
+        let base =
+            #"{"status": "completed", "final": null, "messages": [], "usage": {}, "rounds": 1, "#
+            + #""error": null, "output": null, "interruptions": [], "state": null, "agent": null"#
+        let many = (0..<20).map { #", "k\#($0)": \#($0)"# }.joined()
+        for extra in ["", many] {
+            let twoKeys = base + extra + #", "é": 1, "e\u0301": 2}"#
+            XCTAssertNoThrow(try JSONReader.decode(RunResult.self, from: Data(twoKeys.utf8)), twoKeys)
+            let repeated = base + extra + #", "é": 1, "\u00e9": 2}"#
+            XCTAssertThrowsError(try JSONReader.decode(RunResult.self, from: Data(repeated.utf8)), repeated)
+        }
+        let whole =
+            #"{"status": "completed", "final": null, "messages": [], "usage": {}, "rounds": 9223372036854775808, "#
+            + #""error": null, "output": null, "interruptions": [], "state": null, "agent": null}"#
+        XCTAssertThrowsError(try JSONReader.decode(RunResult.self, from: Data(whole.utf8)))
+        XCTAssertThrowsError(try JSONDecoder().decode(RunResult.self, from: Data(whole.utf8)))
         let refused = [
             #"{"status": "completed", "st\u0061tus": "failed", "rounds": 1}"#,
             #"{"status": "completed", "rounds": 1, "ké": 1, "k\u00e9": 2}"#,
