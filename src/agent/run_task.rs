@@ -94,7 +94,10 @@ impl RunOrigin {
         };
         let answer = FinalAnswer::default();
         let handed_from = Vec::new();
-        let run = RunLoop {
+        // Boxed: the spawned task and `supervise`, whose future keeps its
+        // argument beside the local it moves into, each hold a pointer instead
+        // of a copy (928 bytes each).
+        let run = Box::new(RunLoop {
             run,
             progress,
             pending,
@@ -106,7 +109,7 @@ impl RunOrigin {
             carried,
             handed_from,
             result_messages,
-        };
+        });
         // The run's future (kilobytes) is made on a runtime thread, at its first
         // poll, not on the thread starting the run: a host starting runs from
         // many threads would otherwise hold runs in as many malloc arenas.
@@ -140,7 +143,7 @@ fn next_run() -> (u64, Arc<str>) {
 /// is released on a callback thread, inside this run's scope); the result is published, which wakes every
 /// waiter; the run lets go of the run it is nested in. So when a wait returns,
 /// nothing of the run, or of a run nested in it, calls the host again.
-async fn supervise(mut run: RunLoop, sink_gone: Option<oneshot::Receiver<()>>, threads: &'static Threads) {
+async fn supervise(mut run: Box<RunLoop>, sink_gone: Option<oneshot::Receiver<()>>, threads: &'static Threads) {
     let timeout_ms = run.run.agent().config.run_timeout_ms;
     let deadline = RunDeadline::start(timeout_ms, &run.run.cancel, &run.run.timed_out);
     let ended = AssertUnwindSafe(run.drive()).catch_unwind().await;
@@ -174,7 +177,7 @@ async fn supervise(mut run: RunLoop, sink_gone: Option<oneshot::Receiver<()>>, t
         // Nothing is lost: they end the transcript.
         Stop::Ended(_) => run.run.admit(late_injections, &mut run.progress.messages).await,
     }
-    let (result, RunContext { agent, events, shared, serial, .. }, mut agents) = run.finish(stop);
+    let (result, RunContext { agent, events, shared, serial, .. }, mut agents) = (*run).finish(stop);
     let result = Arc::new(result);
     events.emit(EventKind::RunEnd { status: result.status, result: result.clone(), error: result.error.clone() }).await;
     drop(events);
