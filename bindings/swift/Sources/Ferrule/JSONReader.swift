@@ -179,18 +179,19 @@ struct JSONReader {
 
     /// Decodes one `T`, the whole of `bytes`.
     static func decode<T: Decodable>(_ type: T.Type, from bytes: UnsafeRawBufferPointer) throws -> T {
-        var reader = JSONReader(bytes: bytes)
-        let value = try reader.read(T.self)
-        reader.skipSpace()
-        guard reader.offset == bytes.count else { throw reader.corrupt("text after the JSON value") }
-        return value
+        try whole(bytes) { try $0.read(T.self) }
     }
 
     /// Decodes one `T` the reader builds itself, the whole of `bytes`.
     static func decode<T: JSONReadable>(_ type: T.Type, from bytes: UnsafeRawBufferPointer) throws -> T {
+        try whole(bytes) { try T.read(from: &$0) }
+    }
+
+    /// The one value `read` reads, which must be the whole of `bytes`.
+    private static func whole<T>(_ bytes: UnsafeRawBufferPointer, _ read: (inout JSONReader) throws -> T) throws -> T {
         var reader = JSONReader(bytes: bytes)
         reader.skipSpace()
-        let value = try T.read(from: &reader)
+        let value = try read(&reader)
         reader.skipSpace()
         guard reader.offset == bytes.count else { throw reader.corrupt("text after the JSON value") }
         return value
