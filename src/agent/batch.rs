@@ -177,43 +177,44 @@ pub(crate) async fn execute(
         if running.is_empty() {
             break run.cancel.is_cancelled();
         }
-        tokio::select! {
+        // The record below is awaited outside the select, so no part of the
+        // select's output is held by the batch's future while it waits.
+        let (index, finish) = tokio::select! {
             biased;
             _ = run.cancel.cancelled() => break true,
-            Some((index, finish)) = eager_next(&mut running) => {
-                // The eager wait outlasts the check above: a result that came
-                // after a cancellation (perhaps because of it) is discarded.
-                if run.cancel.is_cancelled() {
-                    break true;
-                }
-                let (end, stop) = match finish {
-                    Finish::Ended(end, stop) => (end, stop),
-                    Finish::Stopped(state, interruptions) => {
-                        // Still open: it ends if the run ends instead.
-                        carried.nested.insert(calls[index].id.clone(), state);
-                        stopped.push((index, interruptions));
-                        continue;
-                    }
-                };
-                match stop {
-                    // The result a hook was judging does not enter the
-                    // transcript: the call ends as the others still running do.
-                    Some(HookStop::Cancelled) => break true,
-                    Some(stop) => {
-                        hook_stop = Some(stop);
-                        break false;
-                    }
-                    None => {}
-                }
-                in_flight[index] = false;
-                let call = &calls[index];
-                let on_failure = match end.tool_failed {
-                    true => context.scope.tools.get(&call.name).map_or(OnError::Feed, |(_, tool)| tool.options().on_error),
-                    false => OnError::Feed,
-                };
-                recorder.record(index, call, end.result, on_failure, progress[index].as_ref()).await;
-            }
+            Some(next) = eager_next(&mut running) => next,
+        };
+        // The eager wait outlasts the check above: a result that came after a
+        // cancellation (perhaps because of it) is discarded.
+        if run.cancel.is_cancelled() {
+            break true;
         }
+        let (CallEnd { result, tool_failed }, stop) = match finish {
+            Finish::Ended(end, stop) => (end, stop),
+            Finish::Stopped(state, interruptions) => {
+                // Still open: it ends if the run ends instead.
+                carried.nested.insert(calls[index].id.clone(), state);
+                stopped.push((index, interruptions));
+                continue;
+            }
+        };
+        match stop {
+            // The result a hook was judging does not enter the transcript: the
+            // call ends as the others still running do.
+            Some(HookStop::Cancelled) => break true,
+            Some(stop) => {
+                hook_stop = Some(stop);
+                break false;
+            }
+            None => {}
+        }
+        in_flight[index] = false;
+        let call = &calls[index];
+        let on_failure = match tool_failed {
+            true => context.scope.tools.get(&call.name).map_or(OnError::Feed, |(_, tool)| tool.options().on_error),
+            false => OnError::Feed,
+        };
+        recorder.record(index, call, result, on_failure, progress[index].as_ref()).await;
     };
     let stopped_by_hook = matches!(hook_stop, Some(HookStop::Failed(_)));
     keep_ran(&mut recorder, calls, carried);

@@ -130,25 +130,46 @@ impl EventEmitter {
         self.every_event
     }
 
-    /// Queues an event, waiting while the queue is full.
-    pub(crate) async fn emit(&self, kind: EventKind) {
-        self.queue_async(kind, CallTag::None).await
+    /// Queues an event, waiting while the queue is full. The event is queued
+    /// when this is called; the future only waits for room, if there was none.
+    pub(crate) fn emit(&self, kind: EventKind) -> impl Future<Output = ()> + Send + '_ {
+        self.queue_async(kind, CallTag::None)
     }
 
-    /// Queues the end of a call; its updates queued after this are not delivered.
-    pub(crate) async fn emit_call_end(&self, kind: EventKind, progress: &Arc<CallProgress>) {
-        self.queue_async(kind, CallTag::End(progress.clone())).await
+    /// Queues the end of a call. When the call was launched, with its
+    /// `progress`: its updates queued after this are not delivered.
+    pub(crate) fn emit_call_end(
+        &self,
+        kind: EventKind,
+        progress: Option<&Arc<CallProgress>>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.queue_async(kind, progress.map_or(CallTag::None, |progress| CallTag::End(progress.clone())))
     }
 
     /// Queues a progress update of a call, waiting while the queue is full.
-    pub(crate) async fn emit_update(&self, kind: EventKind, progress: &Arc<CallProgress>) {
-        self.queue_async(kind, CallTag::Update(progress.clone())).await
+    pub(crate) fn emit_update(
+        &self,
+        kind: EventKind,
+        progress: &Arc<CallProgress>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.queue_async(kind, CallTag::Update(progress.clone()))
     }
 
-    async fn queue_async(&self, kind: EventKind, call: CallTag) {
-        let Some(delivery) = &self.delivery else { return };
-        if self.every_event || matches!(kind, EventKind::RunEnd { .. }) {
-            delivery.push(self.queued(kind, call)).await;
+    /// Queues at once when the queue has room. Every run's future holds the
+    /// future of an emit at many of its awaits, so that future is kept small: an
+    /// event that must wait is boxed, instead of being held by each layer of
+    /// nested async functions (which made it 1.2 KB, whether it waited or not).
+    fn queue_async(&self, kind: EventKind, call: CallTag) -> impl Future<Output = ()> + Send + '_ {
+        let waiting = match &self.delivery {
+            Some(delivery) if self.every_event || matches!(kind, EventKind::RunEnd { .. }) => {
+                delivery.try_push(self.queued(kind, call)).map(|full| (delivery, Box::new(Some(full))))
+            }
+            _ => None,
+        };
+        async move {
+            if let Some((delivery, queued)) = waiting {
+                delivery.push_when_room(queued).await;
+            }
         }
     }
 
@@ -296,15 +317,16 @@ impl Delivery {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues `queued`, waiting while the queue is full.
-    async fn push(self: &Arc<Self>, queued: Queued) {
-        let Some(mut queued) = self.try_push(queued) else { return };
+    /// Queues `queued`, which found the queue full, once it has room.
+    async fn push_when_room(self: &Arc<Self>, mut queued: Box<Option<Queued>>) {
         loop {
             // Made before the queue is looked at, so no room made after that is missed.
             let room = self.room.notified();
-            match self.try_push(queued) {
-                Some(back) => queued = back,
-                None => return,
+            // No binding of the event lives across the await: it would be kept
+            // in this future, unboxed.
+            *queued = queued.take().and_then(|event| self.try_push(event));
+            if queued.is_none() {
+                return;
             }
             room.await;
         }

@@ -1,6 +1,7 @@
 //! The one place a batch's results are recorded: the size bound, the end event,
 //! the slot in call order, and what the results add up to.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use super::approval::Interruption;
@@ -81,14 +82,17 @@ impl<'a> Recorder<'a> {
     /// Records call `index`'s result. `on_failure` says what the result means
     /// when it is the tool's failure (`Feed` for a result that is not one);
     /// `progress` is the call's, when it was launched: its updates stop here.
-    pub(crate) async fn record(
+    /// The result is recorded, and its end event queued, when this is called;
+    /// the future waits for room in a full queue. (Not an `async fn`: its
+    /// future would hold the result it was given at every await of the batch.)
+    pub(crate) fn record(
         &mut self,
         index: usize,
         call: &ToolCall,
         mut result: ToolResult,
         on_failure: OnError,
         progress: Option<&Arc<CallProgress>>,
-    ) {
+    ) -> impl Future<Output = ()> + Send + 'a {
         if let Some(progress) = progress {
             progress.finish();
         }
@@ -106,26 +110,25 @@ impl<'a> Recorder<'a> {
             self.added_tools.extend(result.added_tools.iter().cloned());
         }
         self.terminating[index] = result.terminate && !result.is_error;
+        let events = self.events;
         let message = ToolResultMessage {
             tool_call_id: call.id.clone(),
             name: call.name.clone(),
-            content: if self.events.is_enabled() {
-                result.content.clone()
-            } else {
-                std::mem::take(&mut result.content)
-            },
+            content: if events.is_enabled() { result.content.clone() } else { std::mem::take(&mut result.content) },
             is_error: result.is_error,
         };
-        if self.events.is_enabled() {
+        let queued = events.is_enabled().then(|| {
             let is_error = result.is_error;
             let end =
                 EventKind::ToolExecutionEnd { call_id: call.id.clone(), name: call.name.clone(), result, is_error };
-            match progress {
-                Some(progress) => self.events.emit_call_end(end, progress).await,
-                None => self.events.emit(end).await,
+            events.emit_call_end(end, progress)
+        });
+        self.results[index] = Some(message);
+        async move {
+            if let Some(queued) = queued {
+                queued.await;
             }
         }
-        self.results[index] = Some(message);
     }
 
     /// Whether a tool with `on_error: fatal` failed.
