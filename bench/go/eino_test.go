@@ -1,3 +1,8 @@
+//go:build !ferrule_only
+
+// Left out of the binary that measures the other library's W3 alone (`make
+// bench-go`), whose peak resident set would otherwise count this code too.
+
 package gobench
 
 import (
