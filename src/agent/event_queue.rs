@@ -132,6 +132,9 @@ impl EventEmitter {
 
     /// Queues an event, waiting while the queue is full. The event is queued
     /// when this is called; the future only waits for room, if there was none.
+    /// So it is awaited at once: as a losing branch of a `select!` the event
+    /// would be queued all the same (wrap it in an `async` block to make it
+    /// wait for its first poll).
     pub(crate) fn emit(&self, kind: EventKind) -> impl Future<Output = ()> + Send + '_ {
         self.queue_async(kind, CallTag::None)
     }

@@ -34,11 +34,13 @@ struct TurnDeltas<'a> {
 
 impl DeltaSink for TurnDeltas<'_> {
     fn retry<'a>(&'a mut self, attempt: u32, error: &'a Error, delay: std::time::Duration) -> BoxFuture<'a, ()> {
-        Box::pin(self.events.emit(EventKind::Retry {
-            attempt,
-            error: error.clone(),
-            delay_ms: delay.as_millis() as u64,
-        }))
+        let events = self.events;
+        // Queued when awaited, as `send`'s deltas are: a retry's future
+        // dropped unpolled announces nothing.
+        Box::pin(async move {
+            let kind = EventKind::Retry { attempt, error: error.clone(), delay_ms: delay.as_millis() as u64 };
+            events.emit(kind).await
+        })
     }
 
     fn send<'a>(&'a mut self, delta: Delta<'a>) -> BoxFuture<'a, ()> {

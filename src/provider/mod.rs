@@ -163,7 +163,8 @@ pub enum Delta<'a> {
 /// Where a generator reports while it works: streamed deltas, and retries of a
 /// failed request. Sending may wait (the run's event queue is bounded).
 pub trait DeltaSink: Send {
-    /// Forwards one delta.
+    /// Forwards one delta. Each future does its work when polled: one dropped
+    /// unpolled forwards nothing.
     fn send<'a>(&'a mut self, delta: Delta<'a>) -> BoxFuture<'a, ()>;
     /// Says that attempt number `attempt` (from 2) follows in `delay`, because the
     /// previous one failed with `error`.
