@@ -161,10 +161,10 @@ pub enum Delta<'a> {
 }
 
 /// Where a generator reports while it works: streamed deltas, and retries of a
-/// failed request. Sending may wait (the run's event queue is bounded).
+/// failed request. Sending may wait (the run's event queue is bounded). Each
+/// future does its work when first polled: one dropped unpolled reports nothing.
 pub trait DeltaSink: Send {
-    /// Forwards one delta. Each future does its work when polled: one dropped
-    /// unpolled forwards nothing.
+    /// Forwards one delta.
     fn send<'a>(&'a mut self, delta: Delta<'a>) -> BoxFuture<'a, ()>;
     /// Says that attempt number `attempt` (from 2) follows in `delay`, because the
     /// previous one failed with `error`.
