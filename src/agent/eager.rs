@@ -35,12 +35,15 @@ impl<S: Stream + Unpin> Future for EagerNext<'_, S> {
         let mut quiet = Context::from_waker(Waker::noop());
         let mut ready = None;
         let stream = &mut *self.0;
+        // Nothing the run waits on through tokio (a call's answer among them)
+        // is ready to a task whose cooperative budget is spent until the task
+        // yields: the spin stops, and the poll below makes the task yield.
         crate::runtime::spin_until(EAGER_WAIT, || match Pin::new(&mut *stream).poll_next(&mut quiet) {
             Poll::Ready(item) => {
                 ready = Some(item);
                 true
             }
-            Poll::Pending => false,
+            Poll::Pending => !tokio::task::coop::has_budget_remaining(),
         });
         if let Some(item) = ready {
             return Poll::Ready(item);
