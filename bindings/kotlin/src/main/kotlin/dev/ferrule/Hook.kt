@@ -1,5 +1,6 @@
 package dev.ferrule
 
+import com.sun.jna.NativeLong
 import com.sun.jna.Pointer
 import kotlinx.serialization.KSerializer
 import kotlinx.serialization.json.JsonObject
@@ -52,11 +53,26 @@ class Hook(
 
     /** Responds with [decision]; one with no UTF-8 form aborts the run instead. */
     private fun respond(handle: Pointer, decision: String) {
+        if (decision == PROCEED_JSON) {
+            FerruleException.take(Native.lib.ferrule_hook_respond(handle, proceed, proceedLength))
+            return
+        }
         val bytes = decision.utf8Or { abort("the hook's decision is not valid Unicode (${it.detail})") }
         FerruleException.take(Native.lib.ferrule_hook_respond(handle, bytes, bytes.length))
     }
 
     private fun abort(reason: String) = JsonObject(mapOf("abort" to JsonPrimitive(reason))).toString()
+
+    private companion object {
+        const val PROCEED_JSON = "{}"
+
+        /**
+         * The decision most consultations give, in native memory for the life
+         * of the process: passing an array costs JNA a copy in and out per call.
+         */
+        val proceed = PROCEED_JSON.utf8().memory()!!
+        val proceedLength = NativeLong(PROCEED_JSON.length.toLong())
+    }
 }
 
 /**
