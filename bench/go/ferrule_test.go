@@ -121,17 +121,21 @@ func noopHooks(every bool, turns *[]time.Time, opts ...ferrule.HookOption) []fer
 }
 
 // benchmarkFerruleHooks runs W1 with noopHooks and, with every hook, reports
-// the median round's cost around round 10 and around round 2,000 (from the
-// turn_start hook's notes), whose ratio shows whether a consultation grows
-// with the history.
+// the rounds' share of a run (from the first turn_start to the last, the rest
+// being the run's start and end) and the median round's cost around round 10
+// and around round 2,000 (from the turn_start hook's notes), whose ratio shows
+// whether a consultation grows with the history.
 func benchmarkFerruleHooks(b *testing.B, every bool, tool []ferrule.ToolOption, opts ...ferrule.HookOption) {
 	w := load(b, "w1")
 	var turns []time.Time
 	agent := ferruleAgent(b, w.Config, noop(w.Schema, tool...), noopHooks(every, &turns, opts...)...)
-	var early, late []time.Duration
+	var early, late, rounds []time.Duration
 	each(b, w, func() {
 		turns = turns[:0]
 		ferruleRun(b, agent, false)
+		if len(turns) > 1 {
+			rounds = append(rounds, turns[len(turns)-1].Sub(turns[0])/time.Duration(len(turns)-1))
+		}
 		for i := 1; i < len(turns); i++ {
 			if round := turns[i].Sub(turns[i-1]); i >= 5 && i < 15 {
 				early = append(early, round)
@@ -143,6 +147,8 @@ func benchmarkFerruleHooks(b *testing.B, every bool, tool []ferrule.ToolOption, 
 	if every {
 		slices.Sort(early)
 		slices.Sort(late)
+		slices.Sort(rounds)
+		b.ReportMetric(float64(rounds[len(rounds)/2].Nanoseconds())/1e3, "us/round-between-turns")
 		b.ReportMetric(float64(early[len(early)/2].Nanoseconds())/1e3, "us/round@10")
 		b.ReportMetric(float64(late[len(late)/2].Nanoseconds())/1e3, "us/round@2000")
 	}

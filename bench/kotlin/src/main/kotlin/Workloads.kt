@@ -6,7 +6,8 @@
 // on the default context (Dispatchers.IO) and on
 // Dispatchers.Default, and W1 with a no-op hook on every stage, and prints the
 // cost per round and per call of one whole run (the best and the median of the
-// runs; for hooks, the median round near round 10 and near round 2,000).
+// runs; for hooks, the rounds' share of that, from the first turn_start to the
+// last, and the median round near round 10 and near round 2,000).
 import dev.ferrule.Agent
 import dev.ferrule.Hook
 import dev.ferrule.HookDecision
@@ -147,17 +148,20 @@ suspend fun hooksOf(label: String, hooks: List<Hook>, turns: MutableList<Long>, 
         warmUp { agent.run(RunInput.prompt("go")) }
         val early = mutableListOf<Long>()
         val late = mutableListOf<Long>()
+        val rounds = mutableListOf<Double>()
         val whole = (1..runs).map {
             turns.clear()
             val start = System.nanoTime()
             check(agent.run(RunInput.prompt("go")).status == Status.COMPLETED)
             val elapsed = System.nanoTime() - start
+            rounds += (turns.last() - turns.first()).toDouble() / (turns.size - 1) / 1e3
             for (i in 5 until 15) early += turns[i] - turns[i - 1]
             for (i in turns.size - 10 until turns.size) late += turns[i] - turns[i - 1]
             elapsed / 2000.0 / 1e3
         }.sorted()
         fun median(values: List<Long>) = values.sorted()[values.size / 2] / 1e3
-        println("W1 with $label without history on Dispatchers.Default: median %.1f µs/round; ".format(whole[whole.size / 2]) +
+        println(("W1 with $label without history on Dispatchers.Default: median %.1f µs/round, " +
+            "of which the rounds %.1f; ").format(whole[whole.size / 2], rounds.sorted()[rounds.size / 2]) +
             "round 10: %.1f µs, round 2000: %.1f µs".format(median(early), median(late)))
     }
 }

@@ -4,8 +4,9 @@
 // read, then W1 with the model in Swift too (a host model answering each request
 // at once), then W1 with an inline no-op hook on every stage (without the
 // history), and prints the cost per round and per call of one whole run (the
-// best and the median of the runs; for hooks, the median round near round 10
-// and near round 2,000).
+// best and the median of the runs; for hooks, the rounds' share of that, from
+// the first turn_start to the last, and the median round near round 10 and near
+// round 2,000).
 import Ferrule
 import Foundation
 
@@ -118,7 +119,7 @@ func measureHooks(_ label: String, _ hooks: [Hook], _ turns: TurnTimes) async th
     let config = try JSONDecoder().decode(AgentConfig.self, from: JSONEncoder().encode(workload["config"]))
     let noop = Tool.inline(name: "noop", description: "Does nothing.", schema: workloads["open_schema"]) { _ in "ok" }
     let agent = try Agent(config: config, tools: [noop], hooks: hooks)
-    var whole: [Double] = [], early: [UInt64] = [], late: [UInt64] = []
+    var whole: [Double] = [], mean: [Double] = [], early: [UInt64] = [], late: [UInt64] = []
     for _ in 0..<runsPerFigure {
         turns.clear()
         let start = DispatchTime.now()
@@ -126,13 +127,14 @@ func measureHooks(_ label: String, _ hooks: [Hook], _ turns: TurnTimes) async th
         guard result.status == .completed else { throw FerruleError(code: .invalidArg, message: "\(result.status)") }
         whole.append(Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 2000 / 1e3)
         let times = turns.times
+        mean.append(Double(times[times.count - 1] - times[0]) / Double(times.count - 1) / 1e3)
         for i in 5..<15 { early.append(times[i] - times[i - 1]) }
         for i in times.count - 10..<times.count { late.append(times[i] - times[i - 1]) }
     }
     func median<T: Comparable>(_ values: [T]) -> T { values.sorted()[values.count / 2] }
     let rounds = String(
         format: "round 10: %.1f µs, round 2000: %.1f µs", Double(median(early)) / 1e3, Double(median(late)) / 1e3)
-    print(String(format: "W1 with \(label) without history: median %.1f µs/round; ", median(whole)) + rounds)
+    print(String(format: "W1 with \(label) without history: median %.1f µs/round, of which the rounds %.1f; ", median(whole), median(mean)) + rounds)
 }
 
 try await measureHooks()
