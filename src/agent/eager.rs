@@ -35,9 +35,13 @@ impl<S: Stream + Unpin> Future for EagerNext<'_, S> {
         let mut quiet = Context::from_waker(Waker::noop());
         let mut ready = None;
         let stream = &mut *self.0;
-        // Nothing the run waits on through tokio (a call's answer among them)
-        // is ready to a task whose cooperative budget is spent until the task
-        // yields: the spin stops, and the poll below makes the task yield.
+        // Once the task's cooperative budget is spent, tokio's budgeted
+        // resources (a host's answer through a oneshot, a channel, a timer)
+        // refuse every poll until the task yields, so spinning on them is for
+        // nothing: the spin stops, and the poll below lets the task yield (a
+        // refused resource has queued its wake-up). A call finishing through
+        // something outside the budget (an agent tool's `Notify`) is then
+        // slept on rather than spun on, which costs a wake, not a result.
         crate::runtime::spin_until(EAGER_WAIT, || match Pin::new(&mut *stream).poll_next(&mut quiet) {
             Poll::Ready(item) => {
                 ready = Some(item);

@@ -5,7 +5,6 @@
 use std::task::Poll;
 use std::time::Duration;
 
-use tokio::task::coop::unconstrained;
 use tokio_util::sync::CancellationToken;
 
 use super::next_step::Ending;
@@ -94,10 +93,7 @@ impl HookCaller<'_> {
         // A hook that decided while it was asked (an inline one usually does)
         // needs neither a timer nor a wait. Polled with the run's own waker, so
         // a hook that is not ready yet is woken whichever poll it remembers.
-        // Outside the task's cooperative budget: a decision there at once made
-        // the run wait for nothing, and counting it would make the run yield
-        // more often (each forced yield wakes another worker thread).
-        let first = unconstrained(std::future::poll_fn(|cx| Poll::Ready(decided.as_mut().poll(cx)))).await;
+        let first = std::future::poll_fn(|cx| Poll::Ready(decided.as_mut().poll(cx))).await;
         let decision = match first {
             Poll::Ready(_) if self.cancel.is_cancelled() => return Err(HookStop::Cancelled),
             Poll::Ready(decision) => decision.map_err(HookStop::Failed)?,
@@ -144,56 +140,5 @@ impl HookStop {
             HookStop::Cancelled => Ending::Cancelled,
             HookStop::Failed(error) => Ending::Failed(error),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::future::Future;
-    use std::pin::pin;
-
-    use tokio::sync::oneshot;
-    use tokio_util::sync::CancellationToken;
-
-    use super::{Flow, HookCaller};
-    use crate::error::Result;
-    use crate::hook::{Hook, HookDecision, HookFunction, HookRequest, HookStage};
-    use crate::BoxFuture;
-
-    /// Decides at once, through a channel whose receiving counts against the
-    /// task's cooperative budget (as a host hook's answer does).
-    struct AnsweredAtOnce;
-
-    impl HookFunction for AnsweredAtOnce {
-        fn decide(&self, _: HookRequest) -> BoxFuture<'static, Result<HookDecision>> {
-            let (answer, decision) = oneshot::channel();
-            let _ = answer.send(HookDecision::Continue);
-            Box::pin(async move { Ok(decision.await.unwrap_or(HookDecision::Continue)) })
-        }
-    }
-
-    #[test]
-    fn decisions_there_at_once_never_make_the_run_yield() {
-        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let hooks = [Hook::new(vec![HookStage::ToolCall], AnsweredAtOnce).unwrap()];
-        let cancel = CancellationToken::new();
-        let caller = HookCaller { hooks: &hooks, run_id: "r", run_serial: 1, cancel: &cancel, timeout_ms: 0 };
-        let polls = runtime.block_on(async {
-            // Far more consultations than a task's budget (128) allows operations.
-            let mut consulting = pin!(async {
-                for _ in 0..1_000 {
-                    let payload = |_: &(), _: &str, _| Ok(String::from("{}"));
-                    let apply = |_: &mut (), _| Ok(Flow::Next);
-                    assert!(caller.consult(HookStage::ToolCall, &mut (), payload, apply).await.is_ok());
-                }
-            });
-            let mut polls = 0;
-            std::future::poll_fn(|cx| {
-                polls += 1;
-                consulting.as_mut().poll(cx).map(|()| polls)
-            })
-            .await
-        });
-        assert_eq!(polls, 1, "the consultations made the run yield");
     }
 }

@@ -83,7 +83,7 @@ impl HookFunction for ForeignHook {
         let (request, answer) = HostRequest::new(cancel, run_serial);
         let request = request.with_run_cancel(run_cancel);
         let consultation = ForeignConsultation { stage, payload: NulTerminated::from_string(payload), request };
-        let Some((ticket, pending)) = host_request::begin(consultation, answer) else {
+        let Some((ticket, mut pending)) = host_request::begin(consultation, answer) else {
             return Box::pin(std::future::ready(Err(Error::new(
                 ErrorCode::ResourceExhausted,
                 "too many hook consultations are in progress in this process",
@@ -95,6 +95,13 @@ impl HookFunction for ForeignHook {
         };
         if self.nonblocking {
             self.callback.call(ticket);
+            // A decision given inside the callback (an inline hook's) made the
+            // run wait for nothing: taken now, it does not count against the
+            // run's cooperative budget, so hooks do not make the run yield
+            // more often (each forced yield wakes another worker thread).
+            if let Some(answer) = pending.answered() {
+                return Box::pin(std::future::ready(answer));
+            }
         } else {
             let callback = self.callback.clone();
             threads.tool_callbacks.submit(Box::new(move || callback.call(ticket)));
@@ -228,4 +235,47 @@ pub unsafe extern "C" fn ferrule_hook_on_cancel(
         let hook = HookHandle::from_ptr(hook, "hook")?.live()?;
         hook.request.on_cancel(on_cancel, user_data, free_user_data, ForeignConsultation::ANSWERED, "hook")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::sync::Arc;
+
+    use tokio_util::sync::CancellationToken;
+
+    use super::{ferrule_hook, ferrule_hook_respond, ForeignData, ForeignHook, HookCallback};
+    use crate::hook::{HookDecision, HookFunction, HookRequest, HookStage};
+
+    /// A nonblocking host hook that goes on inside its callback.
+    unsafe extern "C" fn go_on(_: *mut std::ffi::c_void, hook: *mut ferrule_hook) {
+        // SAFETY: a live handle, responded to once, with two readable bytes.
+        let error = unsafe { ferrule_hook_respond(hook, c"{}".as_ptr(), 2) };
+        assert!(error.is_null());
+    }
+
+    #[test]
+    fn a_decision_given_in_the_callback_never_makes_the_run_yield() {
+        let user_data = ForeignData::new(std::ptr::null_mut(), None);
+        let hook = ForeignHook { callback: Arc::new(HookCallback { decide: go_on, user_data }), nonblocking: true };
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let polls = runtime.block_on(async {
+            // Far more consultations than a task's budget (128) allows operations.
+            let mut consulting = pin!(async {
+                for _ in 0..1_000 {
+                    let (cancel, run_cancel) = (CancellationToken::new(), CancellationToken::new());
+                    let request = HookRequest::new(HookStage::ToolCall, "{}".into(), cancel, run_cancel, 1);
+                    assert!(matches!(hook.decide(request).await, Ok(HookDecision::Continue)));
+                }
+            });
+            let mut polls = 0;
+            std::future::poll_fn(|cx| {
+                polls += 1;
+                consulting.as_mut().poll(cx).map(|()| polls)
+            })
+            .await
+        });
+        assert_eq!(polls, 1, "the consultations made the run yield");
+    }
 }

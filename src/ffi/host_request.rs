@@ -320,6 +320,17 @@ pub(crate) struct Pending<T: Answerable> {
     resolved: bool,
 }
 
+impl<T: Answerable> Pending<T> {
+    /// The host's answer if it has come already (the host answered inside the
+    /// callback), taken without waiting: unlike a poll, this does not count
+    /// against the task's cooperative budget.
+    pub(crate) fn answered(&mut self) -> Option<T::Answer> {
+        let answer = self.receiver.try_recv().ok()?;
+        self.resolved = true;
+        Some(answer)
+    }
+}
+
 impl<T: Answerable> Future for Pending<T> {
     type Output = Option<T::Answer>;
 

@@ -1,6 +1,5 @@
 package dev.ferrule
 
-import com.sun.jna.NativeLong
 import com.sun.jna.Pointer
 import kotlinx.serialization.KSerializer
 import kotlinx.serialization.json.JsonObject
@@ -70,8 +69,9 @@ class Hook(
          * The decision most consultations give, in native memory for the life
          * of the process: passing an array costs JNA a copy in and out per call.
          */
-        val proceed = PROCEED_JSON.utf8().memory()!!
-        val proceedLength = NativeLong(PROCEED_JSON.length.toLong())
+        private val proceedBytes = PROCEED_JSON.utf8()
+        val proceed = proceedBytes.memory()!!
+        val proceedLength = proceedBytes.length
     }
 }
 
