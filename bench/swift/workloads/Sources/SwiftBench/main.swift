@@ -134,7 +134,9 @@ func measureHooks(_ label: String, _ hooks: [Hook], _ turns: TurnTimes) async th
     func median<T: Comparable>(_ values: [T]) -> T { values.sorted()[values.count / 2] }
     let rounds = String(
         format: "round 10: %.1f µs, round 2000: %.1f µs", Double(median(early)) / 1e3, Double(median(late)) / 1e3)
-    print(String(format: "W1 with \(label) without history: median %.1f µs/round, of which the rounds %.1f; ", median(whole), median(mean)) + rounds)
+    let figure = String(
+        format: "median %.1f µs/round, of which the rounds %.1f; ", median(whole), median(mean))
+    print("W1 with \(label) without history: " + figure + rounds)
 }
 
 try await measureHooks()
