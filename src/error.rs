@@ -75,6 +75,9 @@ pub enum ErrorCode {
     ProviderNetwork = 38,
     /// The provider's stream could not be parsed.
     ProviderMalformedStream = 39,
+    /// Replaying a cassette (`model.record`), a model request matched no
+    /// recorded exchange that was still unused.
+    ReplayMismatch = 40,
 }
 
 impl ErrorCode {
@@ -109,6 +112,7 @@ impl ErrorCode {
             ErrorCode::ProviderServer => "PROVIDER_SERVER",
             ErrorCode::ProviderNetwork => "PROVIDER_NETWORK",
             ErrorCode::ProviderMalformedStream => "PROVIDER_MALFORMED_STREAM",
+            ErrorCode::ReplayMismatch => "REPLAY_MISMATCH",
         }
     }
 }

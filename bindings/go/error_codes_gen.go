@@ -67,6 +67,9 @@ const (
 	CodeProviderNetwork Code = 38
 	// CodeProviderMalformedStream: The provider's stream could not be parsed.
 	CodeProviderMalformedStream Code = 39
+	// CodeReplayMismatch: Replaying a cassette (`model.record`), a model request matched no
+	// recorded exchange that was still unused.
+	CodeReplayMismatch Code = 40
 )
 
 // codeNames are the codes as JSON names them (a run result's "error").
@@ -99,6 +102,7 @@ var codeNames = map[Code]string{
 	CodeProviderServer:          "PROVIDER_SERVER",
 	CodeProviderNetwork:         "PROVIDER_NETWORK",
 	CodeProviderMalformedStream: "PROVIDER_MALFORMED_STREAM",
+	CodeReplayMismatch:          "REPLAY_MISMATCH",
 }
 
 // Sentinels, one per code, for errors.Is.
@@ -131,4 +135,5 @@ var (
 	ErrProviderServer          error = &Error{Code: CodeProviderServer}
 	ErrProviderNetwork         error = &Error{Code: CodeProviderNetwork}
 	ErrProviderMalformedStream error = &Error{Code: CodeProviderMalformedStream}
+	ErrReplayMismatch          error = &Error{Code: CodeReplayMismatch}
 )

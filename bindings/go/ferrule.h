@@ -90,6 +90,9 @@ enum FERRULE_ERROR
   FERRULE_ERROR_PROVIDER_NETWORK = 38,
   // The provider's stream could not be parsed.
   FERRULE_ERROR_PROVIDER_MALFORMED_STREAM = 39,
+  // Replaying a cassette (`model.record`), a model request matched no
+  // recorded exchange that was still unused.
+  FERRULE_ERROR_REPLAY_MISMATCH = 40,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -322,6 +325,18 @@ struct ferrule_agent *ferrule_agent_clone(const struct ferrule_agent *agent);
 // tool's callback), the frees run on a callback thread instead, soon after. NULL
 // is a no-op. Any thread.
 void ferrule_agent_free(struct ferrule_agent *agent);
+
+// Writes the exchanges of the cassette the agent's model replays
+// (`model.record` in `replay` or `replay_or_record` mode) that none of its
+// requests has used so far: `{"unused": [{"index": 3, "method": "POST",
+// "path": "/v1/chat/completions"}]}` (`index` counts from 1, in cassette
+// order), to `*unused_json` / `*len`, owned by the host (free with
+// `ferrule_string_free`). Read once the runs are over, it says what a replay
+// left out. `FERRULE_ERROR_INVALID_ARG` when the model replays no cassette.
+// Any thread.
+struct ferrule_error *ferrule_agent_unused_recordings(const struct ferrule_agent *agent,
+                                                      char **unused_json,
+                                                      size_t *len);
 
 // Starts a run from `{"prompt": "..."}`, `{"messages": [...]}`, an execute-only
 // `{"execute": {...}, "messages": [...]}`, or `{"resume": <state>, "decisions":

@@ -93,6 +93,9 @@ type Model struct {
 	MaxTokens int `json:"max_tokens,omitempty"`
 	// The model name.
 	Name string `json:"name,omitempty"`
+	// A cassette of the model's HTTP exchanges: written as they happen, or served in their place
+	// with no network (docs/recording.md). HTTP providers only.
+	Record *Recording `json:"record,omitempty"`
 	// The first retry's delay (doubling, with jitter), unless the provider says how long to wait.
 	RetryBackoff *time.Duration `json:"-"`
 	// The scripted model's turns.
@@ -166,6 +169,18 @@ func (v Timeouts) MarshalJSON() ([]byte, error) {
 		IdleMS      *int64 `json:"idle_ms,omitempty"`
 		TotalMS     int64  `json:"total_ms,omitempty"`
 	}{plain(v), optional(v.Connect, millis), optional(v.FirstByte, millis), optional(v.Idle, millis), millis(v.Total)})
+}
+
+// Recording is the `model.record` object: where the cassette is and what is done with it.
+//
+// A zero field is left out of the JSON, so ferrule's default applies (a
+// setting whose zero differs from its default is a pointer); a duration is
+// sent as the JSON's whole count of milliseconds (or seconds), rounded up.
+type Recording struct {
+	// The cassette file (JSON lines), relative to the process's working directory unless absolute.
+	Path string `json:"path"`
+	// What is done with it (default `replay`).
+	Mode string `json:"mode,omitempty"`
 }
 
 // History is the `history` configuration.

@@ -30,6 +30,8 @@ const REFERENCES: &[(&str, &str)] = &[
     ("Execution", "string"),
     ("ProviderKind", "string"),
     ("ThinkingLevel", "string"),
+    ("RecordConfig", "Recording"),
+    ("RecordMode", "string"),
     ("ScriptTurn", "json.RawMessage"),
     ("Origin", "string"),
     ("StopReason", "string"),

@@ -26,6 +26,8 @@ const REFERENCES: &[(&str, &str)] = &[
     ("Execution", "String"),
     ("ProviderKind", "String"),
     ("ThinkingLevel", "String"),
+    ("RecordConfig", "Recording"),
+    ("RecordMode", "String"),
     ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),
     ("HandoffMessages", "String"),

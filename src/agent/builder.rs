@@ -168,6 +168,7 @@ impl AgentBuilder {
             ("thinking", model.thinking.is_some()),
             ("server_history", model.server_history),
             ("encrypted_reasoning", model.encrypted_reasoning.is_some()),
+            ("record", model.record.is_some()),
         ];
         if let Some((field, _)) = http_only.iter().find(|(_, given)| *given) {
             return Err(Error::invalid_arg(format!("model.{field} means nothing to a host model")));

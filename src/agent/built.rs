@@ -9,7 +9,7 @@ use super::config::AgentConfig;
 use super::mcp_tools::McpTools;
 use super::tool_set::ToolSet;
 use crate::hook::Hook;
-use crate::provider::Generator;
+use crate::provider::{Generator, UnusedExchange};
 use crate::tool::{InputSchema, Tool};
 
 /// A built agent: immutable, cheap to clone, usable from any thread. Built with
@@ -75,6 +75,14 @@ impl Agent {
     /// The configuration the agent was built from.
     pub fn config(&self) -> &AgentConfig {
         &self.inner.config
+    }
+
+    /// The exchanges of the cassette the agent's model replays
+    /// (`model.record`) that none of its requests has used so far, in
+    /// cassette order; `None` when the model replays no cassette. Read once
+    /// the runs are over, it says what a replay left out.
+    pub fn unused_recordings(&self) -> Option<Vec<UnusedExchange>> {
+        self.inner.generator.unused_recordings()
     }
 
     /// The names of the agent's own tools (built-in and host), in the order

@@ -10,6 +10,7 @@ use super::boundary::{
 use super::error::ferrule_error;
 use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::run::{ferrule_event_fn, ferrule_run, ForeignEventSink};
+use super::string::give_string;
 use super::tool::{ferrule_tool_spec, ForeignTool};
 use crate::agent::{Agent, AgentBuilder, EventSink, RunInput};
 use crate::error::{Error, Result};
@@ -141,6 +142,34 @@ pub unsafe extern "C" fn ferrule_agent_clone(agent: *const ferrule_agent) -> *mu
 pub unsafe extern "C" fn ferrule_agent_free(agent: *mut ferrule_agent) {
     // SAFETY: the host passes NULL or an agent handle from ferrule, once.
     guard_or((), || unsafe { free_box(agent) })
+}
+
+/// Writes the exchanges of the cassette the agent's model replays
+/// (`model.record` in `replay` or `replay_or_record` mode) that none of its
+/// requests has used so far: `{"unused": [{"index": 3, "method": "POST",
+/// "path": "/v1/chat/completions"}]}` (`index` counts from 1, in cassette
+/// order), to `*unused_json` / `*len`, owned by the host (free with
+/// `ferrule_string_free`). Read once the runs are over, it says what a replay
+/// left out. `FERRULE_ERROR_INVALID_ARG` when the model replays no cassette.
+/// Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_agent_unused_recordings(
+    agent: *const ferrule_agent,
+    unused_json: *mut *mut c_char,
+    len: *mut usize,
+) -> *mut ferrule_error {
+    guard(|| {
+        // SAFETY: the host passes a live agent and writable out-parameters (or NULL).
+        let agent = unsafe { arg_ref(agent, "agent") }?;
+        let unused_json = unsafe { arg_mut(unused_json, "unused_json") }?;
+        let len = unsafe { arg_mut(len, "len") }?;
+        let unused = agent.inner.unused_recordings().ok_or_else(|| {
+            Error::invalid_arg(
+                "the agent's model replays no cassette (model.record with mode replay or replay_or_record)",
+            )
+        })?;
+        give_string(serde_json::json!({ "unused": unused }).to_string(), unused_json, len)
+    })
 }
 
 /// Starts a run from `{"prompt": "..."}`, `{"messages": [...]}`, an execute-only

@@ -112,6 +112,40 @@ pub struct ModelConfig {
     /// Request timeouts.
     #[serde(default)]
     pub timeouts: Timeouts,
+    /// A cassette of the model's HTTP exchanges: written as they happen, or
+    /// served in their place with no network (docs/recording.md). HTTP
+    /// providers only.
+    #[serde(default)]
+    pub record: Option<RecordConfig>,
+}
+
+/// The `model.record` object: where the cassette is and what is done with it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordConfig {
+    /// The cassette file (JSON lines), relative to the process's working
+    /// directory unless absolute.
+    pub path: String,
+    /// What is done with it (default `replay`).
+    #[serde(default)]
+    pub mode: RecordMode,
+}
+
+/// What a cassette is used for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RecordMode {
+    /// Every request goes to the provider, and each exchange is written to a
+    /// new cassette (an existing file is replaced when the agent is built).
+    Record,
+    /// Every request is answered from the cassette, never from the network; a
+    /// request no recorded exchange matches fails with `REPLAY_MISMATCH`. No
+    /// API key is needed.
+    #[default]
+    Replay,
+    /// A request a recorded exchange matches is answered from it; any other
+    /// goes to the provider, and its exchange is added to the cassette.
+    ReplayOrRecord,
 }
 
 /// How a Gemini model thinks.

@@ -17,7 +17,6 @@ use super::http::{
 use super::images::{self, ImageSource};
 use super::partial_args::PartialArgs;
 use super::response::ResponseBuilder;
-use super::tool_calls::made_up_call_id;
 use super::{GenerationRequest, ToolChoice};
 use crate::error::{Error, ErrorCode};
 use crate::message::{Message, Part, StopReason, ToolResultMessage, Usage};
@@ -353,7 +352,7 @@ impl GeminiDecoder {
             self.calls += 1;
             let id = match call.get("id").and_then(Value::as_str).filter(|id| !id.is_empty()) {
                 Some(id) => id.to_owned(),
-                None => made_up_call_id(),
+                None => out.made_up_call_id(),
             };
             out.tool_call(position, Some(&id), Some(name), "")?;
             if let Some(signature) = signature {

@@ -25,7 +25,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
-pub use config::{ModelConfig, ProviderKind, Thinking, ThinkingLevel, Timeouts};
+pub use config::{ModelConfig, ProviderKind, RecordConfig, RecordMode, Thinking, ThinkingLevel, Timeouts};
+pub use http::UnusedExchange;
 pub use scripted::{ScriptCall, ScriptError, ScriptTurn, ScriptedGenerator};
 pub use select::decode_recorded;
 pub(crate) use select::generator_for;
@@ -182,6 +183,12 @@ pub trait Generator: Send + Sync + 'static {
         wire: &'a mut WireCache,
         deltas: &'a mut dyn DeltaSink,
     ) -> BoxFuture<'a, Result<AssistantMessage, Error>>;
+
+    /// The exchanges of the cassette the model replays (`model.record`) that
+    /// no request has used so far; `None` for a model that replays none.
+    fn unused_recordings(&self) -> Option<Vec<UnusedExchange>> {
+        None
+    }
 }
 
 /// What a generator keeps between the model requests of one run: for the HTTP

@@ -1,7 +1,7 @@
 //! Builds one assistant message from a provider's stream, and queues the deltas
 //! the run turns into events.
 
-use super::tool_calls::ToolCallAssembler;
+use super::tool_calls::{made_up_call_id, made_up_call_id_from, ToolCallAssembler};
 use super::{Delta, DeltaSink};
 use crate::error::Error;
 use crate::message::{AssistantMessage, Part, StopReason, Usage};
@@ -49,9 +49,25 @@ pub(crate) struct ResponseBuilder {
     /// The provider's id for the response (OpenAI Responses), for continuing
     /// from it with server-side history.
     pub(crate) response_id: Option<String>,
+    /// Where the ids of calls that came without one come from when they must
+    /// be the same for the same request (a cassette's); else they are random.
+    made_up_ids: Option<fastrand::Rng>,
 }
 
 impl ResponseBuilder {
+    /// Makes the ids made up for calls without one follow from `seed`.
+    pub(crate) fn seed_made_up_ids(&mut self, seed: u64) {
+        self.made_up_ids = Some(fastrand::Rng::with_seed(seed));
+    }
+
+    /// An id for a call that came without one.
+    pub(crate) fn made_up_call_id(&mut self) -> String {
+        match &mut self.made_up_ids {
+            Some(ids) => made_up_call_id_from(ids),
+            None => made_up_call_id(),
+        }
+    }
+
     /// Appends answer text.
     pub(crate) fn text(&mut self, text: &str) {
         if text.is_empty() {

@@ -19,7 +19,7 @@ use super::gemini::Gemini;
 use super::http::{Endpoint, HttpGenerator, ModelSettings, Secret};
 use super::openai_chat::ChatCompletions;
 use super::openai_responses::Responses;
-use super::{Generator, ModelConfig, ProviderKind, ScriptedGenerator};
+use super::{Generator, ModelConfig, ProviderKind, RecordMode, ScriptedGenerator};
 use crate::error::{Error, ErrorCode, Result};
 
 /// The smallest `max_output_tokens` the Responses API accepts.
@@ -42,6 +42,11 @@ pub(crate) fn generator_for(config: &ModelConfig) -> Result<Box<dyn Generator>> 
                 "model.thinking: give budget_tokens (Gemini 2.5) or level (Gemini 3), not both; Gemini refuses both",
             ));
         }
+    }
+    if config.record.is_some() && matches!(provider, ProviderKind::Scripted | ProviderKind::Host) {
+        return Err(Error::invalid_arg(
+            "model.record: only the HTTP providers have exchanges to record; the scripted and host models have none",
+        ));
     }
     if provider == ProviderKind::Scripted {
         return Ok(Box::new(ScriptedGenerator::new(config.script.clone())?));
@@ -190,11 +195,14 @@ fn base_url(config: &ModelConfig, env: &str, default: &str) -> String {
 }
 
 /// The key from `api_key_env`, else from `default_env`; required whenever a
-/// variable is named.
+/// variable is named, except by a model that only replays a cassette (a key
+/// that is set is still masked out of what it matches).
 fn api_key(config: &ModelConfig, default_env: Option<&str>) -> Result<Option<Secret>> {
     let Some(variable) = config.api_key_env.as_deref().or(default_env) else { return Ok(None) };
+    let replays_only = config.record.as_ref().is_some_and(|record| record.mode == RecordMode::Replay);
     match std::env::var(variable) {
         Ok(key) if !key.trim().is_empty() => Ok(Some(Secret::new(key.trim().to_owned()))),
+        _ if replays_only => Ok(None),
         _ => Err(Error::new(
             ErrorCode::ProviderAuth,
             format!("model: the environment variable {variable} that should hold the API key is not set"),

@@ -20,7 +20,12 @@ pub(crate) const MAX_ARGUMENT_BYTES: usize = 4 << 20;
 /// An id for a call that came without one (Gemini's usually do): unique
 /// enough that no two calls of a run share it.
 pub(crate) fn made_up_call_id() -> String {
-    format!("call_{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
+    made_up_call_id_from(&mut fastrand::Rng::new())
+}
+
+/// A made-up id drawn from `ids` (seeded, the same ids again).
+pub(crate) fn made_up_call_id_from(ids: &mut fastrand::Rng) -> String {
+    format!("call_{:016x}{:08x}", ids.u64(..), ids.u32(..))
 }
 
 #[derive(Default)]

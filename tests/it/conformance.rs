@@ -154,6 +154,18 @@ fn with_mcp_test_server(mut config: Value) -> Value {
     config
 }
 
+/// `config` with a relative cassette path (`model.record.path`) made the
+/// scenario directory's, as every runner reads it.
+fn with_cassette_in_scenarios_dir(mut config: Value) -> Value {
+    if let Some(path) = config.pointer_mut("/model/record/path") {
+        let relative = path.as_str().filter(|path| Path::new(path).is_relative()).map(str::to_owned);
+        if let Some(relative) = relative {
+            *path = json!(scenarios_dir().join(relative).display().to_string());
+        }
+    }
+    config
+}
+
 /// Which model the scenarios' agents run on.
 #[derive(Clone, Copy, PartialEq)]
 enum ModelMode {
@@ -184,7 +196,7 @@ fn with_host_model(mut config: Value) -> (Value, Option<Vec<ScriptTurn>>) {
 /// The scenario's agent (or one of its `agents`, whose document has the same
 /// fields) with `tools`, and its own agents built first.
 fn agent(document: &Value, tools: &Value, shared: &Arc<Shared>, mode: ModelMode) -> ferrule::Result<Agent> {
-    let mut config = with_mcp_test_server(document["config"].clone());
+    let mut config = with_cassette_in_scenarios_dir(with_mcp_test_server(document["config"].clone()));
     let mut script = None;
     if mode == ModelMode::Host {
         (config, script) = with_host_model(config);
@@ -239,12 +251,16 @@ fn observe(agent: &Agent, input: &Value, expect: &Value, shared: &Arc<Shared>) -
         }
     }
     let events = events.lock().unwrap().clone();
-    json!({
+    let mut step = json!({
         "events": events,
         "result": serde_json::to_value(&*result).unwrap(),
         "hook_calls": shared.hook_calls.lock().unwrap().clone(),
         "cancel_handlers": shared.cancel_handlers.load(Ordering::SeqCst),
-    })
+    });
+    if expect.get("unused_recordings").is_some() {
+        step["unused_recordings"] = serde_json::to_value(agent.unused_recordings()).unwrap();
+    }
+    step
 }
 
 /// Runs one scenario: its first run, then each resume from the last state.

@@ -27,6 +27,7 @@ mod mcp_stdio;
 mod module_graph;
 mod provider_gemini;
 mod provider_http;
+mod provider_record;
 mod provider_replay;
 mod schema_file;
 mod version;

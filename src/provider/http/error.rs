@@ -30,6 +30,11 @@ impl Failure {
         Failure { error, should_retry: None, retry_after: None, provider_code: None, param: None }
     }
 
+    /// A failure no other attempt can mend.
+    pub(crate) fn not_retried(error: Error) -> Self {
+        Failure { should_retry: Some(false), ..Failure::new(error) }
+    }
+
     /// Whether another attempt may succeed: the provider's word if it gave one,
     /// else rate limits, overload, server errors, network failures and timeouts.
     pub(crate) fn is_retryable(&self) -> bool {
@@ -233,6 +238,27 @@ impl Secret {
             }
         }
         out
+    }
+
+    /// Overwrites every piece of the key in `bytes` (8 bytes or more of it, or
+    /// the whole of a shorter key) with `*`, keeping every other byte where it
+    /// is: a cassette's stream keeps its chunk boundaries when a key straddles
+    /// one.
+    pub(crate) fn mask(&self, bytes: &mut [u8]) {
+        let pieces: Vec<(usize, usize)> = match &self.fragments {
+            Some(fragments) => {
+                fragments.find_overlapping_iter(&*bytes).map(|found| (found.start(), found.end())).collect()
+            }
+            None if self.key.is_empty() => return,
+            None => {
+                let key = self.key.as_bytes();
+                let starts = bytes.windows(key.len()).enumerate().filter(|(_, window)| *window == key);
+                starts.map(|(at, _)| (at, at + key.len())).collect()
+            }
+        };
+        for (start, end) in pieces {
+            bytes[start..end].fill(b'*');
+        }
     }
 }
 

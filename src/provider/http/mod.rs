@@ -3,21 +3,27 @@
 //! retries. Each wire format is a [`Protocol`]: how to build the request body and
 //! how to decode the response.
 
+mod cassette;
 mod error;
 mod redirect;
+mod reply;
 mod sse;
 mod transcript;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use serde_json::Value;
 
+pub use cassette::UnusedExchange;
 pub(crate) use error::{in_band, Failure, Secret};
 pub(crate) use redirect::{policy as same_origin_redirects, refusal as redirect_refusal};
 pub(crate) use sse::{SseEvent, SseParser};
 pub(crate) use transcript::{json_bytes, EncodedTranscript, JsonObject};
 
+use self::cassette::{made_up_ids_seed, Cassette};
+use self::reply::Reply;
 use super::response::ResponseBuilder;
 use super::{strict_tools_check, DeltaSink, GenerationRequest, Generator, ModelConfig, Timeouts, WireCache};
 use crate::error::{Error, ErrorCode};
@@ -125,6 +131,8 @@ pub(crate) struct HttpGenerator<P: Protocol> {
     client: reqwest::Client,
     timeouts: Timeouts,
     retries: RetryPolicy,
+    /// The cassette requests are recorded to or answered from (`model.record`).
+    cassette: Option<Arc<Cassette>>,
 }
 
 /// How a model asks again after a failed attempt: at most `max_retries` more
@@ -184,6 +192,10 @@ impl<P: Protocol> HttpGenerator<P> {
             })?;
             headers.insert(name, value);
         }
+        let cassette = match &config.record {
+            Some(record) => Some(Arc::new(Cassette::open(record, secrets.clone(), &headers)?)),
+            None => None,
+        };
         // Every request carries these headers; the client adds them, so no request
         // copies them.
         let mut client = reqwest::Client::builder()
@@ -204,6 +216,7 @@ impl<P: Protocol> HttpGenerator<P> {
             client,
             timeouts: config.timeouts,
             retries: RetryPolicy::new(config),
+            cassette,
         })
     }
 
@@ -214,20 +227,27 @@ impl<P: Protocol> HttpGenerator<P> {
         body: bytes::Bytes,
         deltas: &mut dyn DeltaSink,
     ) -> Result<ResponseBuilder, Failure> {
+        // The body as a cassette holds it, secrets masked: what a recorded
+        // exchange is matched on, and what made-up call ids follow from.
+        let masked = self.cassette.as_ref().map(|cassette| cassette.masked_body(&body));
         let mut attempt = 1;
         loop {
             let mut out = ResponseBuilder::default();
+            if let Some(masked) = &masked {
+                out.seed_made_up_ids(made_up_ids_seed(masked));
+            }
+            let request = Request { body: &body, masked: masked.as_deref() };
             let outcome = match self.timeouts.total_ms {
-                0 => self.attempt(&body, &mut out, deltas).await,
-                ms => tokio::time::timeout(Duration::from_millis(ms), self.attempt(&body, &mut out, deltas))
+                0 => self.attempt(request, &mut out, deltas).await,
+                ms => tokio::time::timeout(Duration::from_millis(ms), self.attempt(request, &mut out, deltas))
                     .await
                     .unwrap_or_else(|_| Err(timeout("the whole request", ms))),
             };
             let mut failure = match outcome {
                 Ok(unfinished) => {
                     // Off the request's clock: the response is complete already.
-                    if let Some(response) = unfinished {
-                        release(response).await;
+                    if let Some(reply) = unfinished {
+                        reply.release().await;
                     }
                     return Ok(out);
                 }
@@ -252,69 +272,79 @@ impl<P: Protocol> HttpGenerator<P> {
     }
 
     /// One request. On success, the response when its content ended before its
-    /// body did (see [`release`]).
+    /// body did (see [`Reply::release`]).
     async fn attempt(
         &self,
-        body: &bytes::Bytes,
+        request: Request<'_>,
         out: &mut ResponseBuilder,
         deltas: &mut dyn DeltaSink,
-    ) -> Result<Option<reqwest::Response>, Failure> {
-        // Bytes are shared, not copied, between attempts.
-        let request = self.client.post(self.url.clone()).body(body.clone());
-        let response = match self.timeouts.first_byte_ms {
-            0 => request.send().await,
-            ms => tokio::time::timeout(Duration::from_millis(ms), request.send())
-                .await
-                .map_err(|_| timeout("the first byte of the response", ms))?,
-        }
-        .map_err(|e| network(self.protocol.name(), &e))?;
-        let status = response.status().as_u16();
-        if !response.status().is_success() {
-            let headers = response.headers().clone();
-            let body = self.read_body(response, MAX_ERROR_BODY_BYTES).await.unwrap_or_default();
+    ) -> Result<Option<Reply>, Failure> {
+        let mut reply = self.send(request).await?;
+        let status = reply.status();
+        if !(200..300).contains(&status) {
+            let headers = reply.headers().clone();
+            let body = self.read_body(&mut reply, MAX_ERROR_BODY_BYTES).await.unwrap_or_default();
             return Err(error::from_response(self.protocol.name(), status, &headers, &String::from_utf8_lossy(&body)));
         }
         if !self.model.stream {
-            let body = self.read_body(response, MAX_EVENT_BYTES).await?;
+            let body = self.read_body(&mut reply, MAX_EVENT_BYTES).await?;
             decode_whole::<P::Decoder>(self.protocol.name(), &body, out)?;
             out.flush(deltas).await;
             return Ok(None);
         }
-        self.read_stream(response, out, deltas).await
+        self.read_stream(reply, out, deltas).await
+    }
+
+    /// Sends the request, or answers it from the cassette; a cassette that
+    /// records gets a tape of the response.
+    async fn send(&self, request: Request<'_>) -> Result<Reply, Failure> {
+        let cassette = self.cassette.as_ref().zip(request.masked);
+        let mut records = false;
+        if let Some((cassette, masked)) = cassette {
+            if let Some(exchange) = cassette.answer(&self.url, masked).map_err(Failure::not_retried)? {
+                return Ok(Reply::replayed(exchange));
+            }
+            records = cassette.records().map_err(Failure::not_retried)?;
+        }
+        // Bytes are shared, not copied, between attempts.
+        let sent = self.client.post(self.url.clone()).body(request.body.clone());
+        let response = match self.timeouts.first_byte_ms {
+            0 => sent.send().await,
+            ms => tokio::time::timeout(Duration::from_millis(ms), sent.send())
+                .await
+                .map_err(|_| timeout("the first byte of the response", ms))?,
+        }
+        .map_err(|e| network(self.protocol.name(), &e))?;
+        let tape = match cassette {
+            Some((cassette, masked)) if records => Some(cassette.tape(&self.url, masked, &response)),
+            _ => None,
+        };
+        Ok(Reply::live(response, tape))
     }
 
     /// Reads a stream until its response is complete; returns the response when
     /// its body has not ended yet.
     async fn read_stream(
         &self,
-        mut response: reqwest::Response,
+        mut reply: Reply,
         out: &mut ResponseBuilder,
         deltas: &mut dyn DeltaSink,
-    ) -> Result<Option<reqwest::Response>, Failure> {
+    ) -> Result<Option<Reply>, Failure> {
         let mut stream = StreamDecoding::<P::Decoder>::new(self.protocol.name());
         loop {
-            let chunk = self.next_chunk(&mut response).await?;
+            let chunk = reply.chunk(self.protocol.name(), self.timeouts.idle_ms).await?;
             let done = stream.push(chunk.as_deref(), out)?;
             out.flush(deltas).await;
             if done {
-                return Ok(chunk.is_some().then_some(response));
+                reply.complete();
+                return Ok(chunk.is_some().then_some(reply));
             }
         }
     }
 
-    async fn next_chunk(&self, response: &mut reqwest::Response) -> Result<Option<bytes::Bytes>, Failure> {
-        let chunk = match self.timeouts.idle_ms {
-            0 => response.chunk().await,
-            ms => tokio::time::timeout(Duration::from_millis(ms), response.chunk())
-                .await
-                .map_err(|_| timeout("the next part of the stream", ms))?,
-        };
-        chunk.map_err(|e| network(self.protocol.name(), &e))
-    }
-
-    async fn read_body(&self, mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, Failure> {
+    async fn read_body(&self, reply: &mut Reply, limit: usize) -> Result<Vec<u8>, Failure> {
         let mut body = Vec::new();
-        while let Some(chunk) = self.next_chunk(&mut response).await? {
+        while let Some(chunk) = reply.chunk(self.protocol.name(), self.timeouts.idle_ms).await? {
             if body.len() + chunk.len() > limit {
                 body.extend_from_slice(&chunk[..limit - body.len()]);
                 if limit == MAX_ERROR_BODY_BYTES {
@@ -358,6 +388,10 @@ impl<P: Protocol> Generator for HttpGenerator<P> {
             }
             Ok(response.finish())
         })
+    }
+
+    fn unused_recordings(&self) -> Option<Vec<UnusedExchange>> {
+        self.cassette.as_ref().filter(|cassette| cassette.replays()).map(|cassette| cassette.unused())
     }
 }
 
@@ -475,21 +509,12 @@ pub(crate) fn decode_recorded<P: Protocol>(protocol: &P, body: &[u8], stream: bo
     Ok(out.finish())
 }
 
-/// Reads what is left of a response whose content is complete (the end of a
-/// chunked body follows the last event at once from a well-behaved server), so
-/// that its connection goes back to the pool for the next request instead of
-/// being closed. A server that sends more, or lingers, is cut off.
-async fn release(mut response: reqwest::Response) {
-    let drain = async {
-        let mut left = MAX_DRAINED_BYTES;
-        while let Ok(Some(chunk)) = response.chunk().await {
-            left = match left.checked_sub(chunk.len()) {
-                Some(left) => left,
-                None => return,
-            };
-        }
-    };
-    let _ = tokio::time::timeout(DRAIN_TIME, drain).await;
+/// One attempt's request body, and the same masked for a cassette when the
+/// model has one.
+#[derive(Clone, Copy)]
+struct Request<'a> {
+    body: &'a bytes::Bytes,
+    masked: Option<&'a [u8]>,
 }
 
 /// Exponential backoff from `base` with ±25 % jitter, at most [`MAX_RETRY_DELAY`].

@@ -59,6 +59,9 @@ extension FerruleError.Code {
     public static let providerNetwork = FerruleError.Code(rawValue: 38)
     /// The provider's stream could not be parsed.
     public static let providerMalformedStream = FerruleError.Code(rawValue: 39)
+    /// Replaying a cassette (`model.record`), a model request matched no recorded exchange that was
+    /// still unused.
+    public static let replayMismatch = FerruleError.Code(rawValue: 40)
 
     /// Every code's name, as run results spell it, by number.
     static let names: [UInt32: String] = [
@@ -90,5 +93,6 @@ extension FerruleError.Code {
         37: "PROVIDER_SERVER",
         38: "PROVIDER_NETWORK",
         39: "PROVIDER_MALFORMED_STREAM",
+        40: "REPLAY_MISMATCH",
     ]
 }

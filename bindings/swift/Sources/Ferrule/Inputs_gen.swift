@@ -118,6 +118,9 @@ public struct ModelConfig: Sendable, Hashable, Codable {
     public var maxTokens: Int?
     /// The model name.
     public var name: String?
+    /// A cassette of the model's HTTP exchanges: written as they happen, or served in their place
+    /// with no network (docs/recording.md). HTTP providers only.
+    public var record: Recording?
     /// The first retry's delay in milliseconds (doubling, with jitter), unless the provider says
     /// how long to wait.
     public var retryBackoffMs: Int?
@@ -148,6 +151,7 @@ public struct ModelConfig: Sendable, Hashable, Codable {
         maxRetries: Int? = nil,
         maxTokens: Int? = nil,
         name: String? = nil,
+        record: Recording? = nil,
         retryBackoffMs: Int? = nil,
         script: [JSONValue]? = nil,
         serverHistory: Bool? = nil,
@@ -165,6 +169,7 @@ public struct ModelConfig: Sendable, Hashable, Codable {
         self.maxRetries = maxRetries
         self.maxTokens = maxTokens
         self.name = name
+        self.record = record
         self.retryBackoffMs = retryBackoffMs
         self.script = script
         self.serverHistory = serverHistory
@@ -184,6 +189,7 @@ public struct ModelConfig: Sendable, Hashable, Codable {
         case maxRetries = "max_retries"
         case maxTokens = "max_tokens"
         case name
+        case record
         case retryBackoffMs = "retry_backoff_ms"
         case script
         case serverHistory = "server_history"
@@ -250,6 +256,27 @@ public struct Timeouts: Sendable, Hashable, Codable {
         case firstByteMs = "first_byte_ms"
         case idleMs = "idle_ms"
         case totalMs = "total_ms"
+    }
+}
+
+/// The `model.record` object: where the cassette is and what is done with it.
+public struct Recording: Sendable, Hashable, Codable {
+    /// The cassette file (JSON lines), relative to the process's working directory unless absolute.
+    public var path: String
+    /// What is done with it (default `replay`).
+    public var mode: String?
+
+    public init(
+        path: String,
+        mode: String? = nil
+    ) {
+        self.path = path
+        self.mode = mode
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case path
+        case mode
     }
 }
 

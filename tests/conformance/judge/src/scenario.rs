@@ -342,6 +342,12 @@ pub(crate) fn check_expectations(expect: &Value, result: &Value, events: &[Value
             problems.push(format!("{got} cancel handlers ran, expected {want}"));
         }
     }
+    if let Some(want) = expect.get("unused_recordings") {
+        let got = step.get("unused_recordings").unwrap_or(&Value::Null);
+        if !equal(want, got) {
+            problems.push(format!("the cassette's unused exchanges differ; got {got}"));
+        }
+    }
     problems
 }
 

@@ -69,6 +69,11 @@ enum class ErrorCode(val value: Int) {
     PROVIDER_NETWORK(38),
     /** The provider's stream could not be parsed. */
     PROVIDER_MALFORMED_STREAM(39),
+    /**
+     * Replaying a cassette (`model.record`), a model request matched no recorded exchange that was
+     * still unused.
+     */
+    REPLAY_MISMATCH(40),
 
     /** A code this package does not know yet. */
     UNKNOWN(0);

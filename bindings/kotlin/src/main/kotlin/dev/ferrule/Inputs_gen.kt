@@ -94,6 +94,11 @@ data class ModelConfig(
     /** The model name. */
     val name: String? = null,
     /**
+     * A cassette of the model's HTTP exchanges: written as they happen, or served in their place
+     * with no network (docs/recording.md). HTTP providers only.
+     */
+    val record: Recording? = null,
+    /**
      * The first retry's delay in milliseconds (doubling, with jitter), unless the provider says how
      * long to wait.
      */
@@ -150,6 +155,17 @@ data class Timeouts(
     @SerialName("idle_ms") val idleMs: Long? = null,
     /** The whole request, retries not included (default none). */
     @SerialName("total_ms") val totalMs: Long? = null,
+)
+
+/** The `model.record` object: where the cassette is and what is done with it. */
+@Serializable
+data class Recording(
+    /**
+     * The cassette file (JSON lines), relative to the process's working directory unless absolute.
+     */
+    val path: String,
+    /** What is done with it (default `replay`). */
+    val mode: String? = null,
 )
 
 /** The `history` configuration. */
