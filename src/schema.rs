@@ -28,6 +28,7 @@ use crate::hook::{
 use crate::message::{
     AssistantMessage, Message, Origin, Part, StopReason, SystemMessage, ToolCall, ToolResultMessage, Usage, UserMessage,
 };
+use crate::provider::UnusedRecordings;
 use crate::runtime::RuntimeConfig;
 use crate::tool::{ToolCompletion, ToolOptions};
 
@@ -75,6 +76,7 @@ fn documents() -> Vec<(&'static str, Direction, &'static str, Adder)> {
         ("tool_call_payload", Out, "ferrule_hook_payload at tool_call", of::<ToolCallPayload<'static>>),
         ("tool_result_payload", Out, "ferrule_hook_payload at tool_result", of::<ToolResultPayload<'static>>),
         ("final_answer_payload", Out, "ferrule_hook_payload at final_answer", of::<FinalAnswerPayload<'static>>),
+        ("unused_recordings", Out, "ferrule_agent_unused_recordings", of::<UnusedRecordings>),
     ]
 }
 

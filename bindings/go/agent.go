@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"runtime"
 	"sync"
+	"unsafe"
 )
 
 // Agent is a built agent: its configuration and tools, shared by every run.
@@ -117,6 +118,32 @@ func (a *Agent) start(ctx context.Context, in Input, events bool) (*Run, error) 
 		return nil, errClosed("the agent")
 	}
 	return start(ctx, a.handle, in, events)
+}
+
+// UnusedRecordings lists the exchanges of the cassette the agent's model
+// replays (Model.Record with Mode "replay" or "replay_or_record") that none of
+// its requests has used so far, in cassette order: read once the runs are
+// over, it says what a replay left out. An error with CodeInvalidArg when the
+// model replays no cassette. Safe from any goroutine.
+func (a *Agent) UnusedRecordings() ([]UnusedExchange, error) {
+	a.mu.RLock()
+	defer a.mu.RUnlock()
+	if a.handle == nil {
+		return nil, errClosed("the agent")
+	}
+	var text *C.char
+	var length C.size_t
+	if err := takeError(C.ferrule_agent_unused_recordings(a.handle, &text, &length)); err != nil {
+		return nil, err
+	}
+	defer C.ferrule_string_free(text)
+	var report struct {
+		Unused []UnusedExchange `json:"unused"`
+	}
+	if err := json.Unmarshal(unsafe.Slice((*byte)(unsafe.Pointer(text)), length), &report); err != nil {
+		return nil, &Error{Code: CodeInvalidJSON, Message: "the unused recordings: " + err.Error()}
+	}
+	return report.Unused, nil
 }
 
 // Close lets go of the agent; later calls do nothing. Runs already started keep

@@ -63,9 +63,11 @@ type scenarioTool struct {
 }
 
 // expectation is what the runner reads of a step's expectations: how many
-// cancel handlers to wait for before counting them.
+// cancel handlers to wait for before counting them, and whether to observe
+// the cassette's unused exchanges.
 type expectation struct {
-	CancelHandlers *int32 `json:"cancel_handlers"`
+	CancelHandlers   *int32          `json:"cancel_handlers"`
+	UnusedRecordings json.RawMessage `json:"unused_recordings"`
 }
 
 type behaviour struct {
@@ -336,6 +338,7 @@ func runScenario(t *testing.T, path, name string, hostModel bool) observation {
 // with hostModel, on a host model replaying config's script.
 func buildAgent(t *testing.T, config json.RawMessage, specs []scenarioTool, hooks []Hook, agents []scenarioAgent,
 	shared *scenarioRun, hostModel bool) (*Agent, error) {
+	config = withCassetteInScenariosDir(t, config)
 	var tools []Tool
 	for _, tool := range specs {
 		tools = append(tools, NewRawTool(tool.Name, tool.Description, tool.InputSchema,
@@ -379,6 +382,31 @@ func buildAgent(t *testing.T, config json.RawMessage, specs []scenarioTool, hook
 		}
 	}
 	return NewAgentFromJSONWithHooks(config, hooks, tools...)
+}
+
+// withCassetteInScenariosDir is config with a relative cassette path
+// (model.record.path) made the scenario directory's.
+func withCassetteInScenariosDir(t *testing.T, config json.RawMessage) json.RawMessage {
+	var document map[string]any
+	if err := json.Unmarshal(config, &document); err != nil {
+		t.Fatal(err)
+	}
+	model, _ := document["model"].(map[string]any)
+	record, _ := model["record"].(map[string]any)
+	path, _ := record["path"].(string)
+	if path == "" || filepath.IsAbs(path) {
+		return config
+	}
+	dir, err := filepath.Abs("../../tests/conformance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	record["path"] = filepath.Join(dir, path)
+	rewritten, err := json.Marshal(document)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rewritten
 }
 
 // scenarioInput is the scenario's input, its "tools" given as Input.Tools and
@@ -450,6 +478,13 @@ func runStep(t *testing.T, agent *Agent, input Input, expect expectation, s *sce
 		"result":          result,
 		"hook_calls":      hookCalls,
 		"cancel_handlers": s.cancelHandlers.Load(),
+	}
+	if expect.UnusedRecordings != nil {
+		unused, err := agent.UnusedRecordings()
+		if err != nil {
+			return map[string]any{"runner_error": err.Error()}, result
+		}
+		step["unused_recordings"] = unused
 	}
 	return step, result
 }

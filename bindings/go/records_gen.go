@@ -555,3 +555,37 @@ func (r *LeftOutTool) decodeField(key []byte, field *fastjson.Value) error {
 	}
 	return nil
 }
+
+// UnusedExchange is a recorded exchange no request used.
+type UnusedExchange struct {
+	// Its place in the cassette: 1 for the first exchange.
+	Index int `json:"index"`
+	// Its method.
+	Method string `json:"method"`
+	// Its path and query.
+	Path string `json:"path"`
+}
+
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *UnusedExchange) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *UnusedExchange) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "UnusedExchange", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *UnusedExchange) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "index":
+		return decodeValue(field, &r.Index, "UnusedExchange.index")
+	case "method":
+		return decodeValue(field, &r.Method, "UnusedExchange.method")
+	case "path":
+		return decodeValue(field, &r.Path, "UnusedExchange.path")
+	}
+	if known := foldedKey(key, "index", "method", "path"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
+}

@@ -64,6 +64,7 @@ const SAME_NAME: &[&str] = &[
     "ToolOptions",
     "AgentToolOptions",
     "LeftOutTool",
+    "UnusedExchange",
 ];
 
 /// The binding's type for the schema definition `name`: from `table` (pairs of

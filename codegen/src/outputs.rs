@@ -69,6 +69,7 @@ const RECORDS: Concept = Concept::Records(&[
     "ToolResultPayload",
     "FinalAnswerPayload",
     "LeftOutTool",
+    "UnusedExchange",
 ]);
 
 /// The documents the host writes that every binding generates: the agent

@@ -13,7 +13,8 @@ use super::run::{ferrule_event_fn, ferrule_run, ForeignEventSink};
 use super::string::give_string;
 use super::tool::{ferrule_tool_spec, ForeignTool};
 use crate::agent::{Agent, AgentBuilder, EventSink, RunInput};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
+use crate::provider::UnusedRecordings;
 use crate::tool::{ToolOptions, ToolSpec};
 
 /// Collects an agent's configuration and tools. Owned by the host; not for use
@@ -168,7 +169,9 @@ pub unsafe extern "C" fn ferrule_agent_unused_recordings(
                 "the agent's model replays no cassette (model.record with mode replay or replay_or_record)",
             )
         })?;
-        give_string(serde_json::json!({ "unused": unused }).to_string(), unused_json, len)
+        let json = serde_json::to_string(&UnusedRecordings { unused })
+            .map_err(|e| Error::new(ErrorCode::Panic, format!("the unused recordings did not serialise: {e}")))?;
+        give_string(json, unused_json, len)
     })
 }
 

@@ -26,7 +26,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 pub use config::{ModelConfig, ProviderKind, RecordConfig, RecordMode, Thinking, ThinkingLevel, Timeouts};
-pub use http::UnusedExchange;
+pub use http::{UnusedExchange, UnusedRecordings};
 pub use scripted::{ScriptCall, ScriptError, ScriptTurn, ScriptedGenerator};
 pub use select::decode_recorded;
 pub(crate) use select::generator_for;

@@ -180,6 +180,19 @@ static void start_checks_its_arguments_and_keeps_user_data_on_error(void) {
     CHECK(atomic_load(&owned.frees) == 1);
 }
 
+static void unused_recordings_checks_its_arguments(void) {
+    ferrule_agent *agent = harness_agent(SCRIPTED, NULL, 0);
+    CHECK(agent != NULL);
+    char *json = NULL;
+    size_t len = 0;
+    CHECK_ERROR(ferrule_agent_unused_recordings(NULL, &json, &len), FERRULE_ERROR_NULL_ARG, "agent");
+    CHECK_ERROR(ferrule_agent_unused_recordings(agent, NULL, &len), FERRULE_ERROR_NULL_ARG, "unused_json");
+    CHECK_ERROR(ferrule_agent_unused_recordings(agent, &json, NULL), FERRULE_ERROR_NULL_ARG, "len");
+    CHECK_ERROR(ferrule_agent_unused_recordings(agent, &json, &len), FERRULE_ERROR_INVALID_ARG, "replays no cassette");
+    CHECK(json == NULL);
+    ferrule_agent_free(agent);
+}
+
 static void wait_checks_its_arguments(void) {
     ferrule_agent *agent = harness_agent(SCRIPTED, NULL, 0);
     CHECK(agent != NULL);
@@ -317,6 +330,7 @@ int main(int argc, char **argv) {
         {"build_consumes_the_builder_even_on_error", build_consumes_the_builder_even_on_error},
         {"start_checks_its_arguments_and_keeps_user_data_on_error",
          start_checks_its_arguments_and_keeps_user_data_on_error},
+        {"unused_recordings_checks_its_arguments", unused_recordings_checks_its_arguments},
         {"wait_checks_its_arguments", wait_checks_its_arguments},
         {"wait_without_the_result_only_waits", wait_without_the_result_only_waits},
         {"tool_call_functions_check_null", tool_call_functions_check_null},

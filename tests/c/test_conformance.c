@@ -290,11 +290,22 @@ static void free_script(void *script) {
     cJSON_Delete(script);
 }
 
-/* The config as text. In --host-model mode a scripted model becomes the host
- * model, and `*script` the script it replays (the caller's); else NULL. */
+/* The directory the scenarios are read from. */
+static const char *scenarios_dir = FERRULE_CONFORMANCE_DIR;
+
+/* The config as text, a relative cassette path (`model.record.path`) made
+ * the scenario directory's. In --host-model mode a scripted model becomes the
+ * host model, and `*script` the script it replays (the caller's); else NULL. */
 static char *model_config(const cJSON *config, cJSON **script) {
     cJSON *copy = cJSON_Duplicate(config, 1);
     cJSON *model = cJSON_GetObjectItem(copy, "model");
+    cJSON *record = cJSON_GetObjectItem(model, "record");
+    const char *cassette = cJSON_GetStringValue(cJSON_GetObjectItem(record, "path"));
+    if (cassette && cassette[0] != '/') {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", scenarios_dir, cassette);
+        cJSON_ReplaceItemInObject(record, "path", cJSON_CreateString(path));
+    }
     const char *provider = cJSON_GetStringValue(cJSON_GetObjectItem(model, "provider"));
     *script = NULL;
     if (host_model_mode && provider && strcmp(provider, "scripted") == 0) {
@@ -489,6 +500,17 @@ static cJSON *run_step(ferrule_agent *agent, const cJSON *input, const cJSON *ex
         cJSON_AddItemToObject(step, "hook_calls", cJSON_Duplicate(hook_log, 1));
         pthread_mutex_unlock(&hook_log_lock);
         cJSON_AddNumberToObject(step, "cancel_handlers", atomic_load(&cancel_handlers));
+        if (cJSON_GetObjectItem(expect, "unused_recordings")) {
+            char *unused = NULL;
+            size_t unused_len = 0;
+            ferrule_error *failed = ferrule_agent_unused_recordings(agent, &unused, &unused_len);
+            cJSON *report = failed ? NULL : cJSON_ParseWithLength(unused, unused_len);
+            cJSON *list = report ? cJSON_DetachItemFromObject(report, "unused") : NULL;
+            cJSON_AddItemToObject(step, "unused_recordings", list ? list : cJSON_CreateNull());
+            cJSON_Delete(report);
+            ferrule_string_free(unused);
+            ferrule_error_free(failed);
+        }
     }
     /* Tools that completed after a timeout may still run; wait for their threads
      * to finish with the behaviour before the document goes. */
@@ -567,6 +589,7 @@ int main(int argc, char **argv) {
     }
     const char *out_dir = argv[1];
     const char *dir_path = argc > 2 ? argv[2] : FERRULE_CONFORMANCE_DIR;
+    scenarios_dir = dir_path;
     DIR *dir = opendir(dir_path);
     if (!dir) {
         fprintf(stderr, "cannot open %s\n", dir_path);

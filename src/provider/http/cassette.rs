@@ -26,6 +26,7 @@ use std::sync::{Arc, Mutex};
 use base64::Engine;
 use bytes::Bytes;
 use reqwest::header::HeaderMap;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::Secret;
@@ -100,8 +101,16 @@ pub(crate) struct ReplayedExchange {
     body: String,
 }
 
+/// What `ferrule_agent_unused_recordings` writes: the exchanges of a replayed
+/// cassette that no request used.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct UnusedRecordings {
+    /// The exchanges, in cassette order.
+    pub unused: Vec<UnusedExchange>,
+}
+
 /// A recorded exchange no request used.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct UnusedExchange {
     /// Its place in the cassette: 1 for the first exchange.
     pub index: usize,

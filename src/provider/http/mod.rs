@@ -16,7 +16,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
 use serde_json::Value;
 
-pub use cassette::UnusedExchange;
+pub use cassette::{UnusedExchange, UnusedRecordings};
 pub(crate) use error::{in_band, Failure, Secret};
 pub(crate) use redirect::{policy as same_origin_redirects, refusal as redirect_refusal};
 pub(crate) use sse::{SseEvent, SseParser};

@@ -74,4 +74,27 @@ public final class Agent: Sendable {
     public func run(_ input: RunInput) async throws -> RunResult {
         try await Run(agent: handle, input: try input.endOnly().json()).result
     }
+
+    /// The exchanges of the cassette the agent's model replays (`model.record`
+    /// with mode `replay` or `replay_or_record`) that none of its requests has
+    /// used so far, in cassette order: read once the runs are over, it says
+    /// what a replay left out. Throws `invalidArg` when the model replays no
+    /// cassette. Any thread.
+    public func unusedRecordings() throws -> [UnusedExchange] {
+        var text: UnsafeMutablePointer<CChar>?
+        var length = 0
+        defer { ferrule_string_free(text) }
+        try FerruleError.check(ferrule_agent_unused_recordings(handle, &text, &length))
+        do {
+            let json = UnsafeRawBufferPointer(start: text, count: length)
+            return try JSONReader.decode(UnusedRecordings.self, from: json).unused
+        } catch {
+            throw FerruleError(code: .invalidJSON, message: "the unused recordings did not decode: \(error)")
+        }
+    }
+}
+
+/// What `ferrule_agent_unused_recordings` writes.
+private struct UnusedRecordings: Decodable {
+    let unused: [UnusedExchange]
 }

@@ -769,3 +769,49 @@ public struct LeftOutTool: Sendable, Hashable, Codable {
 }
 
 extension LeftOutTool: ObjectReadable {}
+
+/// A recorded exchange no request used.
+public struct UnusedExchange: Sendable, Hashable, Codable {
+    /// Its place in the cassette: 1 for the first exchange.
+    public var index: Int
+    /// Its method.
+    public var method: String
+    /// Its path and query.
+    public var path: String
+
+    public init(
+        index: Int,
+        method: String,
+        path: String
+    ) {
+        self.index = index
+        self.method = method
+        self.path = path
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case index
+        case method
+        case path
+    }
+
+    public init(from decoder: Decoder) throws {
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
+        index = try container.decode(Int.self, forKey: .index)
+        method = try container.decode(String.self, forKey: .method)
+        path = try container.decode(String.self, forKey: .path)
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(index, forKey: .index)
+        try container.encode(method, forKey: .method)
+        try container.encode(path, forKey: .path)
+    }
+}
+
+extension UnusedExchange: ObjectReadable {}

@@ -154,8 +154,19 @@ private final class Scenario: Sendable {
                 name: spec["name"]?.stringValue ?? "", description: spec["description"]?.stringValue ?? "",
                 schema: spec["input_schema"], options: options, behaviour(spec["behaviour"] ?? [:]))
         }
-        let (modelConfig, replay) = hostModel ? try ScriptReplay.replacing(config) : (config, nil)
+        let located = located(config)
+        let (modelConfig, replay) = hostModel ? try ScriptReplay.replacing(located) : (located, nil)
         return try Agent(config: modelConfig, tools: tools, hooks: hooks, agents: agents, model: replay)
+    }
+
+    /// `config` with a relative cassette path (`model.record.path`) made the
+    /// scenario directory's.
+    private func located(_ config: AgentConfig) -> AgentConfig {
+        guard var record = config.model.record, !record.path.hasPrefix("/") else { return config }
+        record.path = ConformanceTests.directory.appendingPathComponent(record.path).path
+        var config = config
+        config.model.record = record
+        return config
     }
 
     /// The scenario's hooks: one raw hook per stage named, answering with the
@@ -273,13 +284,16 @@ private final class Scenario: Sendable {
             }
         }
         let (hookCalls, handlers) = shared.withLock { ($0.hookCalls, $0.cancelHandlers) }
-        let step: JSONValue = [
+        var step: [String: JSONValue] = [
             "events": .array(events),
             "result": JSONValue(encoding: result),
             "hook_calls": .array(hookCalls),
             "cancel_handlers": .integer(Int64(handlers)),
         ]
-        return (step, result)
+        if expect?["unused_recordings"] != nil {
+            step["unused_recordings"] = JSONValue(encoding: try agent.unusedRecordings())
+        }
+        return (.object(step), result)
     }
 }
 

@@ -82,6 +82,24 @@ class Agent(
             ?: throw FerruleException(ErrorCode.INVALID_ARG, "the agent is closed")
 
     /**
+     * The exchanges of the cassette the agent's model replays (`model.record`
+     * with mode `replay` or `replay_or_record`) that none of its requests has
+     * used so far, in cassette order: read once the runs are over, it says
+     * what a replay left out. [FerruleException] `INVALID_ARG` when the model
+     * replays no cassette, or the agent is closed. Any thread.
+     */
+    fun unusedRecordings(): List<UnusedExchange> {
+        val json = handle.use { agent ->
+            takeString { text, length -> Native.lib.ferrule_agent_unused_recordings(agent, text, length) }
+        } ?: throw FerruleException(ErrorCode.INVALID_ARG, "the agent is closed")
+        return FerruleJson.decodeFromString(UnusedRecordings.serializer(), json).unused
+    }
+
+    /** What `ferrule_agent_unused_recordings` writes. */
+    @kotlinx.serialization.Serializable
+    private class UnusedRecordings(val unused: List<UnusedExchange>)
+
+    /**
      * Lets go of the agent; runs already started go on. Any number of times; an
      * agent collected without it is let go of then.
      */

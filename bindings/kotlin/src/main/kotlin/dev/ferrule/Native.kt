@@ -33,6 +33,7 @@ internal class FerruleLibrary {
     external fun ferrule_agent_build(builder: Pointer, out: PointerByReference): Pointer?
     external fun ferrule_agent_builder_free(builder: Pointer?)
     external fun ferrule_agent_free(agent: Pointer?)
+    external fun ferrule_agent_unused_recordings(agent: Pointer, out: PointerByReference, len: NativeLongByReference): Pointer?
     external fun ferrule_agent_start(
         agent: Pointer, input: ByteArray, len: NativeLong, onEvent: EventFn?, userData: Pointer?, free: FreeFn?,
         out: PointerByReference,
@@ -126,6 +127,22 @@ internal class StrSlots private constructor() {
 
         /** The calling thread's slots: read them before its next call that writes them. */
         fun get(): StrSlots = perThread.get()
+    }
+}
+
+/**
+ * The string a function writes through `char **` and `size_t *` out-parameters
+ * ([write] calls it with them, returning its error): checked, copied, and
+ * freed with `ferrule_string_free`.
+ */
+internal fun takeString(write: (PointerByReference, NativeLongByReference) -> Pointer?): String {
+    val text = PointerByReference()
+    val length = NativeLongByReference()
+    try {
+        FerruleException.check(write(text, length))
+        return utf8Text(text.value, length.value)
+    } finally {
+        Native.lib.ferrule_string_free(text.value)
     }
 }
 

@@ -244,3 +244,14 @@ data class LeftOutTool(
     /** Why it is not offered. */
     val reason: String,
 )
+
+/** A recorded exchange no request used. */
+@Serializable
+data class UnusedExchange(
+    /** Its place in the cassette: 1 for the first exchange. */
+    val index: Long,
+    /** Its method. */
+    val method: String,
+    /** Its path and query. */
+    val path: String,
+)

@@ -1,7 +1,6 @@
 package dev.ferrule
 
 import com.sun.jna.Pointer
-import com.sun.jna.ptr.NativeLongByReference
 import com.sun.jna.ptr.PointerByReference
 import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.CompletableDeferred
@@ -119,14 +118,7 @@ class Run private constructor(pointer: Pointer, private val sink: EventSink) : C
             // A libferrule older than the wait without the text: ask for it, and drop it.
             if (refused.code != ErrorCode.NULL_ARG) throw refused
         }
-        val text = PointerByReference()
-        val length = NativeLongByReference()
-        try {
-            FerruleException.check(Native.lib.ferrule_run_wait(own, text, length))
-            return text.value.getByteArray(0, length.value.toLong().toInt()).toString(Charsets.UTF_8)
-        } finally {
-            Native.lib.ferrule_string_free(text.value)
-        }
+        return takeString { text, length -> Native.lib.ferrule_run_wait(own, text, length) }
     }
 
     /** Cancels the run: its tools' coroutines are cancelled and it ends `cancelled`. Never blocks. */

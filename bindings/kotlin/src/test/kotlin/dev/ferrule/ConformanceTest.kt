@@ -57,7 +57,8 @@ class ConformanceTest {
         files.map { file ->
             async {
                 val name = file.name.removeSuffix(".json")
-                val observation = Scenario(name, FerruleJson.parseToJsonElement(file.readText()).jsonObject, hostModel).observe()
+                val spec = FerruleJson.parseToJsonElement(file.readText()).jsonObject
+                val observation = Scenario(name, spec, hostModel, directory).observe()
                 File(out, file.name).writeText(observation.toString())
             }
         }.awaitAll()
@@ -72,8 +73,8 @@ class ConformanceTest {
 internal val JsonElement?.text: String? get() = (this as? JsonPrimitive)?.takeIf { it.isString }?.content
 private val JsonElement?.isTrue: Boolean get() = (this as? JsonPrimitive)?.booleanOrNull == true
 
-/** One scenario, and what its tools and hooks share with the runner. */
-private class Scenario(val name: String, val spec: JsonObject, val hostModel: Boolean) {
+/** One scenario (read from [directory]), and what its tools and hooks share with the runner. */
+private class Scenario(val name: String, val spec: JsonObject, val hostModel: Boolean, val directory: File) {
     val cancelHandlers = AtomicInteger()
     val hookCalls = java.util.Collections.synchronizedList(mutableListOf<JsonElement>())
     val current = AtomicReference<Run?>()
@@ -138,8 +139,14 @@ private class Scenario(val name: String, val spec: JsonObject, val hostModel: Bo
             Tool(tool["name"].text!!, tool["description"].text ?: "", tool["input_schema"]?.toString(),
                 options(tool["options"]?.jsonObject), behaviour(tool["behaviour"]?.jsonObject ?: JsonObject(emptyMap())))
         }
-        val (modelConfig, replay) = if (hostModel) ScriptReplay.replacing(config) else config to null
+        val (modelConfig, replay) = if (hostModel) ScriptReplay.replacing(located(config)) else located(config) to null
         return Agent(modelConfig, made, hooks, agents = offered, model = replay).also { offered.forEach { it.agent.close() } }
+    }
+
+    /** [config] with a relative cassette path (`model.record.path`) made the scenario directory's. */
+    private fun located(config: AgentConfig): AgentConfig {
+        val record = config.model.record?.takeUnless { File(it.path).isAbsolute } ?: return config
+        return config.copy(model = config.model.copy(record = record.copy(path = File(directory, record.path).absolutePath)))
     }
 
     /** The scenario's tool options as [ToolOptions]; every Kotlin tool is nonblocking, the rest must survive. */
@@ -238,12 +245,16 @@ private class Scenario(val name: String, val spec: JsonObject, val hostModel: Bo
         expect?.get("cancel_handlers")?.jsonPrimitive?.intOrNull?.let { expected ->
             withTimeoutOrNull(10_000) { while (isActive && cancelHandlers.get() < expected) delay(1) }
         }
-        val step = mapOf(
+        val step = mutableMapOf(
             "events" to JsonArray(events),
             "result" to FerruleJson.encodeToJsonElement(RunResult.serializer(), result),
             "hook_calls" to JsonArray(hookCalls.toList()),
             "cancel_handlers" to JsonPrimitive(cancelHandlers.get()),
         )
+        if (expect?.containsKey("unused_recordings") == true) {
+            step["unused_recordings"] =
+                FerruleJson.encodeToJsonElement(ListSerializer(UnusedExchange.serializer()), agent.unusedRecordings())
+        }
         return JsonObject(step) to result
     }
 }
