@@ -49,21 +49,25 @@ pub(crate) struct ResponseBuilder {
     /// The provider's id for the response (OpenAI Responses), for continuing
     /// from it with server-side history.
     pub(crate) response_id: Option<String>,
-    /// Where the ids of calls that came without one come from when they must
-    /// be the same for the same request (a cassette's); else they are random.
-    made_up_ids: Option<fastrand::Rng>,
+    /// What the ids of calls that came without one follow from when they must
+    /// be the same for the same request (a cassette's), and how many were
+    /// made; else they are random.
+    made_up_ids: Option<(u64, u32)>,
 }
 
 impl ResponseBuilder {
     /// Makes the ids made up for calls without one follow from `seed`.
     pub(crate) fn seed_made_up_ids(&mut self, seed: u64) {
-        self.made_up_ids = Some(fastrand::Rng::with_seed(seed));
+        self.made_up_ids = Some((seed, 0));
     }
 
     /// An id for a call that came without one.
     pub(crate) fn made_up_call_id(&mut self) -> String {
         match &mut self.made_up_ids {
-            Some(ids) => made_up_call_id_from(ids),
+            Some((seed, made)) => {
+                *made += 1;
+                made_up_call_id_from(*seed, *made)
+            }
             None => made_up_call_id(),
         }
     }

@@ -20,12 +20,21 @@ pub(crate) const MAX_ARGUMENT_BYTES: usize = 4 << 20;
 /// An id for a call that came without one (Gemini's usually do): unique
 /// enough that no two calls of a run share it.
 pub(crate) fn made_up_call_id() -> String {
-    made_up_call_id_from(&mut fastrand::Rng::new())
+    format!("call_{:016x}{:08x}", fastrand::u64(..), fastrand::u32(..))
 }
 
-/// A made-up id drawn from `ids` (seeded, the same ids again).
-pub(crate) fn made_up_call_id_from(ids: &mut fastrand::Rng) -> String {
-    format!("call_{:016x}{:08x}", ids.u64(..), ids.u32(..))
+/// The `n`th id made up for a response whose ids follow from `seed`: the
+/// same seed gives the same ids, in any build.
+pub(crate) fn made_up_call_id_from(seed: u64, n: u32) -> String {
+    let high = stable_hash(&[seed.to_le_bytes().as_slice(), &n.to_le_bytes()].concat());
+    let low = stable_hash(&high.to_le_bytes()) as u32;
+    format!("call_{high:016x}{low:08x}")
+}
+
+/// FNV-1a of `bytes`: a hash that never changes with the build (where std's
+/// hashers may), for what must be the same in another process.
+pub(crate) fn stable_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3))
 }
 
 #[derive(Default)]

@@ -159,7 +159,7 @@ fn a_cassette_never_holds_a_secret_even_split_between_chunks() {
     }
     let exchange = &lines(&cassette)[1];
     assert_eq!(exchange["request_headers"]["authorization"], "[redacted]");
-    assert_eq!(exchange["request_headers"]["x-team-token"], "*".repeat(header_secret.len()));
+    assert_eq!(exchange["request_headers"]["x-team-token"], "[redacted]");
     assert_eq!(exchange["chunks"].as_array().unwrap().len(), 2, "the boundary is kept");
     assert!(exchange["headers"]["x-echo"].as_str().unwrap().starts_with("key=****"));
 
@@ -335,4 +335,45 @@ fn the_conformance_cassette_is_current() {
         "{} is stale: run `FERRULE_BLESS=1 cargo test --release --test it the_conformance_cassette` and commit it",
         committed.display()
     );
+}
+
+#[test]
+fn a_whole_request_timeout_is_recorded_as_one_and_replayed_with_its_retry() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("run.jsonl");
+    let body = wire::chat("Slow.", &[]);
+    let server =
+        MockServer::start(vec![Reply::sse(&body[..20]).ending(Ending::Stall), Reply::sse(&wire::chat("Done.", &[]))]);
+    let model =
+        json!({"timeouts": {"total_ms": 300}, "record": {"path": cassette.to_str().unwrap(), "mode": "record"}});
+    let agent = provider_agent("openai", &base_url("openai", server.url()), model, json!({}), vec![]);
+    let (recorded, recorded_events) = run(&agent, "hi");
+    assert_eq!(recorded.status, RunStatus::Completed, "{:?} {recorded_events:?}", recorded.error);
+    assert_eq!(answer(&recorded), "Done.");
+    drop(agent);
+    drop(server);
+    let exchanges = lines(&cassette);
+    assert_eq!(exchanges[1]["error"]["code"], "TIMEOUT", "{}", exchanges[1]);
+    assert!(exchanges[1]["error"]["message"].as_str().unwrap().contains("whole request"));
+
+    let model = json!({"timeouts": {"total_ms": 300}, "record": {"path": cassette.to_str().unwrap()}});
+    let agent = provider_agent("openai", &base_url("openai", &dead_url()), model, json!({}), vec![]);
+    let (replayed, events) = run(&agent, "hi");
+    assert_eq!(replayed.status, RunStatus::Completed, "{:?}", replayed.error);
+    assert_eq!(answer(&replayed), "Done.");
+    assert_eq!(types(&events), types(&recorded_events));
+    assert_eq!(of_type(&events, "retry")[0]["error"]["code"], "TIMEOUT");
+}
+
+#[test]
+fn a_build_that_fails_leaves_the_cassette_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("run.jsonl");
+    std::fs::write(&cassette, "precious\n").unwrap();
+    let config = json!({"model": {"provider": "openai", "name": "m", "base_url": "http://127.0.0.1:9/v1",
+        "api_key_env": TEST_KEY_ENV, "record": {"path": cassette.to_str().unwrap(), "mode": "record"}},
+        "tool_choice": {"name": "missing"}});
+    std::env::set_var(TEST_KEY_ENV, TEST_KEY);
+    assert!(AgentBuilder::from_json(&config.to_string()).unwrap().build().is_err());
+    assert_eq!(std::fs::read_to_string(&cassette).unwrap(), "precious\n");
 }

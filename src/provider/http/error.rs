@@ -240,23 +240,24 @@ impl Secret {
         out
     }
 
-    /// Overwrites every piece of the key in `bytes` (8 bytes or more of it, or
-    /// the whole of a shorter key) with `*`, keeping every other byte where it
-    /// is: a cassette's stream keeps its chunk boundaries when a key straddles
-    /// one.
+    /// Overwrites every piece of the key in `bytes` (8 bytes or more of it)
+    /// with `*`, keeping every other byte where it is: a cassette's stream
+    /// keeps its chunk boundaries when a key straddles one. A piece that cuts
+    /// a character is widened to the whole character, so UTF-8 stays UTF-8. A
+    /// key shorter than that is not looked for: it cannot be told from
+    /// ordinary text.
     pub(crate) fn mask(&self, bytes: &mut [u8]) {
-        let pieces: Vec<(usize, usize)> = match &self.fragments {
-            Some(fragments) => {
-                fragments.find_overlapping_iter(&*bytes).map(|found| (found.start(), found.end())).collect()
+        let Some(fragments) = &self.fragments else { return };
+        let pieces: Vec<(usize, usize)> =
+            fragments.find_overlapping_iter(&*bytes).map(|found| (found.start(), found.end())).collect();
+        let continues = |byte: u8| byte & 0b1100_0000 == 0b1000_0000;
+        for (mut start, mut end) in pieces {
+            while start > 0 && continues(bytes[start]) {
+                start -= 1;
             }
-            None if self.key.is_empty() => return,
-            None => {
-                let key = self.key.as_bytes();
-                let starts = bytes.windows(key.len()).enumerate().filter(|(_, window)| *window == key);
-                starts.map(|(at, _)| (at, at + key.len())).collect()
+            while end < bytes.len() && continues(bytes[end]) {
+                end += 1;
             }
-        };
-        for (start, end) in pieces {
             bytes[start..end].fill(b'*');
         }
     }

@@ -22,7 +22,7 @@ pub(crate) use redirect::{policy as same_origin_redirects, refusal as redirect_r
 pub(crate) use sse::{SseEvent, SseParser};
 pub(crate) use transcript::{json_bytes, EncodedTranscript, JsonObject};
 
-use self::cassette::{made_up_ids_seed, Cassette};
+use self::cassette::{made_up_ids_seed, Cassette, Tape};
 use self::reply::Reply;
 use super::response::ResponseBuilder;
 use super::{strict_tools_check, DeltaSink, GenerationRequest, Generator, ModelConfig, Timeouts, WireCache};
@@ -182,6 +182,7 @@ impl<P: Protocol> HttpGenerator<P> {
         let url = reqwest::Url::parse(&url)
             .map_err(|e| Error::invalid_arg(format!("model.base_url: {url:?} does not make a valid URL: {e}")))?;
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let cassette_key = config.record.as_ref().and(key.clone());
         let mut secrets: Vec<Secret> = key.into_iter().collect();
         for (name, value) in &config.headers {
             secrets.extend(Secret::header_value(value));
@@ -193,7 +194,7 @@ impl<P: Protocol> HttpGenerator<P> {
             headers.insert(name, value);
         }
         let cassette = match &config.record {
-            Some(record) => Some(Arc::new(Cassette::open(record, secrets.clone(), &headers)?)),
+            Some(record) => Some(Arc::new(Cassette::open(record, cassette_key, &config.headers, &headers)?)),
             None => None,
         };
         // Every request carries these headers; the client adds them, so no request
@@ -236,12 +237,20 @@ impl<P: Protocol> HttpGenerator<P> {
             if let Some(masked) = &masked {
                 out.seed_made_up_ids(made_up_ids_seed(masked));
             }
-            let request = Request { body: &body, masked: masked.as_deref() };
+            // Shared with the attempt, which a whole-request timeout drops.
+            let tape = masked.as_ref().map(|_| Tape::default());
+            let request = Request { body: &body, masked: masked.as_deref(), tape: tape.as_ref() };
             let outcome = match self.timeouts.total_ms {
                 0 => self.attempt(request, &mut out, deltas).await,
                 ms => tokio::time::timeout(Duration::from_millis(ms), self.attempt(request, &mut out, deltas))
                     .await
-                    .unwrap_or_else(|_| Err(timeout("the whole request", ms))),
+                    .unwrap_or_else(|_| {
+                        let failure = timeout("the whole request", ms);
+                        if let Some(tape) = &tape {
+                            tape.failed(&failure.error);
+                        }
+                        Err(failure)
+                    }),
             };
             let mut failure = match outcome {
                 Ok(unfinished) => {
@@ -315,8 +324,11 @@ impl<P: Protocol> HttpGenerator<P> {
                 .map_err(|_| timeout("the first byte of the response", ms))?,
         }
         .map_err(|e| network(self.protocol.name(), &e))?;
-        let tape = match cassette {
-            Some((cassette, masked)) if records => Some(cassette.tape(&self.url, masked, &response)),
+        let tape = match (cassette, request.tape) {
+            (Some((cassette, masked)), Some(tape)) if records => {
+                cassette.record(tape, &self.url, masked, &response);
+                Some(tape.clone())
+            }
             _ => None,
         };
         Ok(Reply::live(response, tape))
@@ -509,12 +521,13 @@ pub(crate) fn decode_recorded<P: Protocol>(protocol: &P, body: &[u8], stream: bo
     Ok(out.finish())
 }
 
-/// One attempt's request body, and the same masked for a cassette when the
-/// model has one.
+/// One attempt's request body; with a cassette, the same masked, and the tape
+/// its exchange is recorded on.
 #[derive(Clone, Copy)]
 struct Request<'a> {
     body: &'a bytes::Bytes,
     masked: Option<&'a [u8]>,
+    tape: Option<&'a Tape>,
 }
 
 /// Exponential backoff from `base` with ±25 % jitter, at most [`MAX_RETRY_DELAY`].

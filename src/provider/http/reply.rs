@@ -69,7 +69,7 @@ impl Reply {
                 None => exchange.error.clone().map_or(Ok(None), |error| Err(Failure::new(error))),
             },
         };
-        if let Some(tape) = &mut self.tape {
+        if let Some(tape) = &self.tape {
             match &chunk {
                 Ok(Some(bytes)) => tape.chunk(bytes),
                 Ok(None) => tape.complete(),
@@ -81,7 +81,7 @@ impl Reply {
 
     /// The response's content is complete though its body has not ended.
     pub(crate) fn complete(&mut self) {
-        if let Some(tape) = &mut self.tape {
+        if let Some(tape) = &self.tape {
             tape.complete();
         }
     }

@@ -1,0 +1,357 @@
+//! Cassettes (`model.record`): a model's HTTP exchanges written to a file as
+//! they happen, and served from it in their place, with no network
+//! (docs/recording.md).
+//!
+//! Nothing secret reaches the file. Sensitive headers and the model's own
+//! `headers` are written as `[redacted]`, and so is a `key` query parameter's
+//! value. Every piece of 8 bytes or more of the API key, and every
+//! `model.headers` value of 8 bytes or more, is overwritten with `*` wherever
+//! it appears: in the URL, the bodies, the response headers and the recorded
+//! failure. The streamed response is masked whole, so a key split between two
+//! chunks is caught, and the chunks keep their boundaries. Shorter values
+//! cannot be told from ordinary text, so they are not masked in bodies.
+//!
+//! Replay matches a request on its method, its path with the query, and its
+//! exact body (masked the same way). ferrule writes the same request bytes for
+//! the same transcript. While a cassette is in use, the ids ferrule makes up
+//! for calls that came without one follow from the request's body
+//! ([`made_up_ids_seed`]), so the next body matches too. Each recorded
+//! exchange answers one request: the first unused one that matches.
+
+mod format;
+mod report;
+mod tape;
+mod writer;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use aho_corasick::AhoCorasick;
+use reqwest::header::HeaderMap;
+
+pub(crate) use self::format::ReplayedExchange;
+use self::format::{path_and_query, Exchange, Recorded};
+pub use self::report::{UnusedExchange, UnusedRecordings};
+use self::tape::Recording;
+pub(crate) use self::tape::Tape;
+use self::writer::Writer;
+use super::Secret;
+use crate::error::{Error, ErrorCode, Result};
+use crate::provider::{RecordConfig, RecordMode};
+
+/// What stands for a value left out of a cassette.
+const REDACTED: &str = "[redacted]";
+/// Bytes of a body shown either side of where a request first differs from the
+/// nearest recorded one.
+const DIFF_CONTEXT: usize = 48;
+/// Shortest `model.headers` value masked in bodies (as for keys).
+const SHORTEST_MASKED: usize = 8;
+
+/// One model's cassette. Shared by the model's requests, on any thread.
+pub(crate) struct Cassette {
+    mode: RecordMode,
+    path: PathBuf,
+    /// The API key: its pieces are masked.
+    key: Option<Secret>,
+    /// The `model.headers` values long enough to mask, masked whole.
+    header_values: Option<AhoCorasick>,
+    /// What was read at build (replay modes).
+    recorded: Vec<Recorded>,
+    /// Which of `recorded` answered a request.
+    used: Mutex<Vec<bool>>,
+    /// Where new exchanges go (record modes).
+    writer: Option<Arc<Writer>>,
+    /// The headers every request carries, as the cassette keeps them.
+    request_headers: BTreeMap<String, String>,
+}
+
+impl Cassette {
+    /// Opens the cassette `config` names: read now in the replay modes, and in
+    /// the record modes written from the first exchange on (`record` replaces
+    /// the file then). `INVALID_ARG` when it cannot be read or is not a
+    /// cassette. `key` and the values of `model_headers` are masked out of
+    /// what is written; `request_headers` are those every request carries.
+    pub(crate) fn open(
+        config: &RecordConfig,
+        key: Option<Secret>,
+        model_headers: &BTreeMap<String, String>,
+        request_headers: &HeaderMap,
+    ) -> Result<Self> {
+        if config.path.trim().is_empty() {
+            return Err(Error::invalid_arg("model.record.path must name a file"));
+        }
+        let path = PathBuf::from(&config.path);
+        let fail = |what: &str, e: &dyn std::fmt::Display| {
+            Error::invalid_arg(format!("model.record.path: {what} {}: {e}", path.display()))
+        };
+        let text = match config.mode {
+            RecordMode::Record => None,
+            RecordMode::Replay => Some(std::fs::read(&path).map_err(|e| fail("cannot read", &e))?),
+            RecordMode::ReplayOrRecord => match std::fs::read(&path) {
+                Ok(text) => Some(text),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(fail("cannot read", &e)),
+            },
+        };
+        let recorded = match &text {
+            Some(text) => format::read(text).map_err(|e| fail("cannot replay", &e))?,
+            None => Vec::new(),
+        };
+        let writer = match config.mode {
+            RecordMode::Replay => None,
+            mode => Some(Writer::of(&path, mode == RecordMode::Record)),
+        };
+        let long_values = model_headers.values().filter(|value| value.len() >= SHORTEST_MASKED);
+        let header_values = AhoCorasick::new(long_values).ok();
+        let mut cassette = Cassette {
+            mode: config.mode,
+            path,
+            key,
+            header_values,
+            used: Mutex::new(vec![false; recorded.len()]),
+            recorded,
+            writer,
+            request_headers: BTreeMap::new(),
+        };
+        let own: Vec<&str> = model_headers.keys().map(String::as_str).collect();
+        cassette.request_headers = cassette.masked_headers(request_headers, &own);
+        Ok(cassette)
+    }
+
+    /// Whether requests are answered from the cassette.
+    pub(crate) fn replays(&self) -> bool {
+        self.mode != RecordMode::Record
+    }
+
+    /// The request body as the cassette holds it: every secret masked.
+    pub(crate) fn masked_body(&self, body: &[u8]) -> Vec<u8> {
+        let mut body = body.to_vec();
+        self.mask(&mut body);
+        body
+    }
+
+    /// The recorded exchange that answers a request (its body masked), if the
+    /// cassette replays and one still unused matches; else, in `replay` mode,
+    /// `REPLAY_MISMATCH` saying what the nearest recorded request differs in.
+    /// `Ok(None)`: the request goes to the network.
+    pub(crate) fn answer(&self, url: &reqwest::Url, body: &[u8]) -> Result<Option<Arc<ReplayedExchange>>> {
+        if !self.replays() {
+            return Ok(None);
+        }
+        let path = self.path_of(url);
+        let mut used = self.used.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let matches = |recorded: &Recorded| {
+            recorded.exchange.method == "POST" && recorded.path == path && recorded.exchange.body.as_bytes() == body
+        };
+        if let Some(index) = (0..self.recorded.len()).find(|&i| !used[i] && matches(&self.recorded[i])) {
+            used[index] = true;
+            return Ok(Some(self.recorded[index].exchange.clone()));
+        }
+        if self.mode == RecordMode::ReplayOrRecord {
+            return Ok(None);
+        }
+        let unused = used.iter().filter(|used| !**used).count();
+        let mut message = format!(
+            "replay: no unused exchange of {} matches POST {path} ({} recorded, {unused} unused)",
+            self.path.display(),
+            self.recorded.len()
+        );
+        let same_path = (0..self.recorded.len()).filter(|&i| !used[i] && self.recorded[i].path == path);
+        let prefix = |i: usize| common_prefix(self.recorded[i].exchange.body.as_bytes(), body);
+        if let Some(nearest) = same_path.max_by_key(|&i| prefix(i)) {
+            let at = prefix(nearest);
+            message.push_str(&format!(
+                "; the body differs from unused exchange {} at byte {at}: recorded {:?}, sent {:?}",
+                nearest + 1,
+                excerpt(self.recorded[nearest].exchange.body.as_bytes(), at),
+                excerpt(body, at)
+            ));
+        }
+        Err(Error::new(ErrorCode::ReplayMismatch, message))
+    }
+
+    /// Whether exchanges are written; `INVALID_ARG` once writing failed, so a
+    /// run learns that its cassette is incomplete.
+    pub(crate) fn records(&self) -> Result<bool> {
+        let Some(writer) = &self.writer else { return Ok(false) };
+        match writer.failure() {
+            Some(failure) => Err(Error::invalid_arg(format!(
+                "model.record.path: writing {} failed, so the cassette is incomplete: {failure}",
+                self.path.display()
+            ))),
+            None => Ok(true),
+        }
+    }
+
+    /// The recorded exchanges no request used, in cassette order.
+    pub(crate) fn unused(&self) -> Vec<UnusedExchange> {
+        let used = self.used.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let unused = self.recorded.iter().enumerate().filter(|(i, _)| !used[*i]);
+        unused
+            .map(|(i, recorded)| UnusedExchange {
+                index: i + 1,
+                method: recorded.exchange.method.clone(),
+                path: recorded.path.clone(),
+            })
+            .collect()
+    }
+
+    /// Starts recording onto `tape` the exchange of a request (its body
+    /// masked) whose response's status and headers are in.
+    pub(crate) fn record(
+        self: &Arc<Self>,
+        tape: &Tape,
+        url: &reqwest::Url,
+        masked_body: &[u8],
+        response: &reqwest::Response,
+    ) {
+        let exchange = Exchange {
+            method: "POST".to_owned(),
+            url: self.masked_url(url),
+            request_headers: self.request_headers.clone(),
+            body: String::from_utf8_lossy(masked_body).into_owned(),
+            status: response.status().as_u16(),
+            headers: self.masked_headers(response.headers(), &[]),
+            chunks: Vec::new(),
+            error: None,
+        };
+        tape.start(Recording { cassette: self.clone(), exchange, chunks: Vec::new(), complete: false });
+    }
+
+    /// Masks every secret in `bytes`, keeping every byte's place.
+    fn mask(&self, bytes: &mut [u8]) {
+        if let Some(key) = &self.key {
+            key.mask(bytes);
+        }
+        if let Some(values) = &self.header_values {
+            let found: Vec<_> = values.find_iter(&*bytes).map(|found| found.range()).collect();
+            for range in found {
+                bytes[range].fill(b'*');
+            }
+        }
+    }
+
+    /// `text` with every secret masked.
+    fn masked_text(&self, text: &str) -> String {
+        String::from_utf8_lossy(&self.masked_body(text.as_bytes())).into_owned()
+    }
+
+    /// `url` without user name, password or the value of a `key` parameter,
+    /// every secret masked.
+    fn masked_url(&self, url: &reqwest::Url) -> String {
+        let mut url = url.clone();
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        if url.query_pairs().any(|(name, _)| name.eq_ignore_ascii_case("key")) {
+            let pairs: Vec<(String, String)> = url
+                .query_pairs()
+                .map(|(name, value)| match name.eq_ignore_ascii_case("key") {
+                    true => (name.into_owned(), REDACTED.to_owned()),
+                    false => (name.into_owned(), value.into_owned()),
+                })
+                .collect();
+            url.query_pairs_mut().clear().extend_pairs(pairs);
+        }
+        self.masked_text(url.as_str())
+    }
+
+    /// The path and query a request is matched on.
+    fn path_of(&self, url: &reqwest::Url) -> String {
+        // Masking keeps a URL a URL: `*` may stand in any of its parts.
+        let masked = self.masked_url(url);
+        reqwest::Url::parse(&masked).map_or(masked, |url| path_and_query(&url))
+    }
+
+    /// Headers as a cassette keeps them: cookies left out, the values of
+    /// sensitive headers and of those named in `own` written as `[redacted]`,
+    /// secrets masked, repeated names joined with `, `.
+    fn masked_headers(&self, headers: &HeaderMap, own: &[&str]) -> BTreeMap<String, String> {
+        let mut kept = BTreeMap::<String, String>::new();
+        for (name, value) in headers {
+            if matches!(name.as_str(), "set-cookie" | "cookie") {
+                continue;
+            }
+            let redacted = value.is_sensitive() || own.iter().any(|own| name.as_str().eq_ignore_ascii_case(own));
+            let value = match redacted {
+                true => REDACTED.to_owned(),
+                false => self.masked_text(&String::from_utf8_lossy(value.as_bytes())),
+            };
+            kept.entry(name.as_str().to_owned())
+                .and_modify(|joined| {
+                    joined.push_str(", ");
+                    joined.push_str(&value);
+                })
+                .or_insert(value);
+        }
+        kept
+    }
+
+    /// Writes `exchange` as the cassette's next line (record modes).
+    fn write(&self, exchange: &Exchange) {
+        let Some(writer) = &self.writer else { return };
+        match serde_json::to_vec(exchange) {
+            Ok(line) => writer.append(&line),
+            Err(e) => writer.append_failed(&e.to_string()),
+        }
+    }
+}
+
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(a, b)| a == b).count()
+}
+
+/// Up to [`DIFF_CONTEXT`] bytes of `body` either side of `at`.
+fn excerpt(body: &[u8], at: usize) -> String {
+    let start = at.saturating_sub(DIFF_CONTEXT);
+    let end = (at + DIFF_CONTEXT).min(body.len());
+    String::from_utf8_lossy(&body[start.min(end)..end]).into_owned()
+}
+
+/// The seed of the ids made up for calls of the response to a request while
+/// a cassette is in use: a hash of its masked body, so the same request gets
+/// the same ids, recorded or replayed.
+pub(crate) fn made_up_ids_seed(masked_body: &[u8]) -> u64 {
+    crate::provider::tool_calls::stable_hash(masked_body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cassette being recorded in a directory that lasts as long as the
+    /// returned guard.
+    pub(super) fn cassette(key: &str, headers: &[(&str, &str)]) -> (Arc<Cassette>, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl").to_str().unwrap().to_owned();
+        let config = RecordConfig { path, mode: RecordMode::Record };
+        let model_headers: BTreeMap<String, String> =
+            headers.iter().map(|(name, value)| ((*name).to_owned(), (*value).to_owned())).collect();
+        let mut request_headers = HeaderMap::new();
+        for (name, value) in headers {
+            request_headers.insert(reqwest::header::HeaderName::try_from(*name).unwrap(), value.parse().unwrap());
+        }
+        let key = (!key.is_empty()).then(|| Secret::new(key.to_owned()));
+        (Arc::new(Cassette::open(&config, key, &model_headers, &request_headers).unwrap()), dir)
+    }
+
+    #[test]
+    fn urls_lose_credentials_and_key_parameters() {
+        let (cassette, _dir) = cassette("sk-abcdefghijkl", &[]);
+        let url = reqwest::Url::parse("https://user:pw@example.com/v1/x?alt=sse&key=sk-abcdefghijkl&n=sk-abcdefghijkl")
+            .unwrap();
+        assert_eq!(cassette.masked_url(&url), "https://example.com/v1/x?alt=sse&key=%5Bredacted%5D&n=***************");
+        assert_eq!(cassette.path_of(&url), "/v1/x?alt=sse&key=%5Bredacted%5D&n=***************");
+    }
+
+    #[test]
+    fn keys_are_masked_piece_by_piece_header_values_whole_and_short_ones_not_in_bodies() {
+        let (short, _dir) = cassette("x", &[]);
+        assert_eq!(short.masked_text(r#"{"index":0,"x":1}"#), r#"{"index":0,"x":1}"#);
+        let (long, _dir) = cassette("a-much-longer-key-0123", &[("x-team", "team-secret-42"), ("x-flag", "true")]);
+        let text = "a-much-lo|nger-key-0123 team-secret-42 team-secret true";
+        assert_eq!(long.masked_text(text), "*********|************* ************** team-secret true");
+        let written = &long.request_headers;
+        assert_eq!((written["x-team"].as_str(), written["x-flag"].as_str()), ("[redacted]", "[redacted]"));
+    }
+}
