@@ -26,8 +26,8 @@ pub(crate) fn made_up_call_id() -> String {
 /// The `n`th id made up for a response whose ids follow from `seed`: the
 /// same seed gives the same ids, in any build.
 pub(crate) fn made_up_call_id_from(seed: u64, n: u32) -> String {
-    let high = stable_hash(&[seed.to_le_bytes().as_slice(), &n.to_le_bytes()].concat());
-    let low = stable_hash(&high.to_le_bytes()) as u32;
+    let hash = |part: u8| stable_hash(&[seed.to_le_bytes().as_slice(), &n.to_le_bytes(), &[part]].concat());
+    let (high, low) = (hash(0), hash(1) as u32);
     format!("call_{high:016x}{low:08x}")
 }
 

@@ -377,3 +377,17 @@ fn a_build_that_fails_leaves_the_cassette_as_it_was() {
     assert!(AgentBuilder::from_json(&config.to_string()).unwrap().build().is_err());
     assert_eq!(std::fs::read_to_string(&cassette).unwrap(), "precious\n");
 }
+
+#[test]
+fn a_stream_that_does_not_decode_is_recorded_with_its_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("run.jsonl");
+    let body = b"data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"a\"}}]}\n\ndata: {not json}\n\n";
+    let server = MockServer::start(vec![Reply::sse(body)]);
+    let recorded = run(&recording_agent("openai", server.url(), &cassette, "record"), "hi");
+    assert_eq!(recorded.0.error.as_ref().unwrap().code, ErrorCode::ProviderMalformedStream);
+    drop(server);
+    assert_eq!(lines(&cassette)[1]["error"]["code"], "PROVIDER_MALFORMED_STREAM");
+    let replayed = run(&recording_agent("openai", &dead_url(), &cassette, "replay"), "hi");
+    assert_eq!(replayed.0.error, recorded.0.error);
+}

@@ -190,7 +190,7 @@ impl std::fmt::Debug for Secret {
 }
 
 /// Shortest piece of a key that counts as the key when it appears in a message.
-const KEY_FRAGMENT: usize = 8;
+pub(crate) const KEY_FRAGMENT: usize = 8;
 
 impl Secret {
     pub(crate) fn new(key: String) -> Self {
@@ -238,28 +238,6 @@ impl Secret {
             }
         }
         out
-    }
-
-    /// Overwrites every piece of the key in `bytes` (8 bytes or more of it)
-    /// with `*`, keeping every other byte where it is: a cassette's stream
-    /// keeps its chunk boundaries when a key straddles one. A piece that cuts
-    /// a character is widened to the whole character, so UTF-8 stays UTF-8. A
-    /// key shorter than that is not looked for: it cannot be told from
-    /// ordinary text.
-    pub(crate) fn mask(&self, bytes: &mut [u8]) {
-        let Some(fragments) = &self.fragments else { return };
-        let pieces: Vec<(usize, usize)> =
-            fragments.find_overlapping_iter(&*bytes).map(|found| (found.start(), found.end())).collect();
-        let continues = |byte: u8| byte & 0b1100_0000 == 0b1000_0000;
-        for (mut start, mut end) in pieces {
-            while start > 0 && continues(bytes[start]) {
-                start -= 1;
-            }
-            while end < bytes.len() && continues(bytes[end]) {
-                end += 1;
-            }
-            bytes[start..end].fill(b'*');
-        }
     }
 }
 

@@ -22,7 +22,7 @@ pub(crate) use redirect::{policy as same_origin_redirects, refusal as redirect_r
 pub(crate) use sse::{SseEvent, SseParser};
 pub(crate) use transcript::{json_bytes, EncodedTranscript, JsonObject};
 
-use self::cassette::{made_up_ids_seed, Cassette, Tape};
+use self::cassette::{Cassette, Tape};
 use self::reply::Reply;
 use super::response::ResponseBuilder;
 use super::{strict_tools_check, DeltaSink, GenerationRequest, Generator, ModelConfig, Timeouts, WireCache};
@@ -182,7 +182,7 @@ impl<P: Protocol> HttpGenerator<P> {
         let url = reqwest::Url::parse(&url)
             .map_err(|e| Error::invalid_arg(format!("model.base_url: {url:?} does not make a valid URL: {e}")))?;
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let cassette_key = config.record.as_ref().and(key.clone());
+        let cassette_key = key.as_ref().map(|key| key.expose().to_owned());
         let mut secrets: Vec<Secret> = key.into_iter().collect();
         for (name, value) in &config.headers {
             secrets.extend(Secret::header_value(value));
@@ -194,7 +194,7 @@ impl<P: Protocol> HttpGenerator<P> {
             headers.insert(name, value);
         }
         let cassette = match &config.record {
-            Some(record) => Some(Arc::new(Cassette::open(record, cassette_key, &config.headers, &headers)?)),
+            Some(record) => Some(Arc::new(Cassette::open(record, cassette_key.as_deref(), &config.headers, &headers)?)),
             None => None,
         };
         // Every request carries these headers; the client adds them, so no request
@@ -235,7 +235,7 @@ impl<P: Protocol> HttpGenerator<P> {
         loop {
             let mut out = ResponseBuilder::default();
             if let Some(masked) = &masked {
-                out.seed_made_up_ids(made_up_ids_seed(masked));
+                out.seed_made_up_ids(super::tool_calls::stable_hash(masked));
             }
             // Shared with the attempt, which a whole-request timeout drops.
             let tape = masked.as_ref().map(|_| Tape::default());
@@ -244,14 +244,15 @@ impl<P: Protocol> HttpGenerator<P> {
                 0 => self.attempt(request, &mut out, deltas).await,
                 ms => tokio::time::timeout(Duration::from_millis(ms), self.attempt(request, &mut out, deltas))
                     .await
-                    .unwrap_or_else(|_| {
-                        let failure = timeout("the whole request", ms);
-                        if let Some(tape) = &tape {
-                            tape.failed(&failure.error);
-                        }
-                        Err(failure)
-                    }),
+                    .unwrap_or_else(|_| Err(timeout("the whole request", ms))),
             };
+            // The exchange is written here, before any wait for the next
+            // attempt, with the failure that ended it (also one its reading
+            // did not see: the whole request's timeout, a stream that did not
+            // decode).
+            if let (Some(tape), Err(failure)) = (tape, &outcome) {
+                tape.failed(&failure.error);
+            }
             let mut failure = match outcome {
                 Ok(unfinished) => {
                     // Off the request's clock: the response is complete already.

@@ -80,7 +80,7 @@ impl Reply {
     }
 
     /// The response's content is complete though its body has not ended.
-    pub(crate) fn complete(&mut self) {
+    pub(crate) fn complete(&self) {
         if let Some(tape) = &self.tape {
             tape.complete();
         }

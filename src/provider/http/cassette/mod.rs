@@ -19,6 +19,7 @@
 //! exchange answers one request: the first unused one that matches.
 
 mod format;
+mod mask;
 mod report;
 mod tape;
 mod writer;
@@ -27,16 +28,15 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use aho_corasick::AhoCorasick;
 use reqwest::header::HeaderMap;
 
 pub(crate) use self::format::ReplayedExchange;
 use self::format::{path_and_query, Exchange, Recorded};
+use self::mask::Mask;
 pub use self::report::{UnusedExchange, UnusedRecordings};
 use self::tape::Recording;
 pub(crate) use self::tape::Tape;
 use self::writer::Writer;
-use super::Secret;
 use crate::error::{Error, ErrorCode, Result};
 use crate::provider::{RecordConfig, RecordMode};
 
@@ -45,17 +45,13 @@ const REDACTED: &str = "[redacted]";
 /// Bytes of a body shown either side of where a request first differs from the
 /// nearest recorded one.
 const DIFF_CONTEXT: usize = 48;
-/// Shortest `model.headers` value masked in bodies (as for keys).
-const SHORTEST_MASKED: usize = 8;
 
 /// One model's cassette. Shared by the model's requests, on any thread.
 pub(crate) struct Cassette {
     mode: RecordMode,
     path: PathBuf,
-    /// The API key: its pieces are masked.
-    key: Option<Secret>,
-    /// The `model.headers` values long enough to mask, masked whole.
-    header_values: Option<AhoCorasick>,
+    /// The key and header values masked out of everything written.
+    mask: Mask,
     /// What was read at build (replay modes).
     recorded: Vec<Recorded>,
     /// Which of `recorded` answered a request.
@@ -74,7 +70,7 @@ impl Cassette {
     /// what is written; `request_headers` are those every request carries.
     pub(crate) fn open(
         config: &RecordConfig,
-        key: Option<Secret>,
+        key: Option<&str>,
         model_headers: &BTreeMap<String, String>,
         request_headers: &HeaderMap,
     ) -> Result<Self> {
@@ -102,13 +98,10 @@ impl Cassette {
             RecordMode::Replay => None,
             mode => Some(Writer::of(&path, mode == RecordMode::Record)),
         };
-        let long_values = model_headers.values().filter(|value| value.len() >= SHORTEST_MASKED);
-        let header_values = AhoCorasick::new(long_values).ok();
         let mut cassette = Cassette {
             mode: config.mode,
             path,
-            key,
-            header_values,
+            mask: Mask::new(key, model_headers.values().map(String::as_str))?,
             used: Mutex::new(vec![false; recorded.len()]),
             recorded,
             writer,
@@ -127,7 +120,7 @@ impl Cassette {
     /// The request body as the cassette holds it: every secret masked.
     pub(crate) fn masked_body(&self, body: &[u8]) -> Vec<u8> {
         let mut body = body.to_vec();
-        self.mask(&mut body);
+        self.mask.apply(&mut body);
         body
     }
 
@@ -219,24 +212,6 @@ impl Cassette {
         tape.start(Recording { cassette: self.clone(), exchange, chunks: Vec::new(), complete: false });
     }
 
-    /// Masks every secret in `bytes`, keeping every byte's place.
-    fn mask(&self, bytes: &mut [u8]) {
-        if let Some(key) = &self.key {
-            key.mask(bytes);
-        }
-        if let Some(values) = &self.header_values {
-            let found: Vec<_> = values.find_iter(&*bytes).map(|found| found.range()).collect();
-            for range in found {
-                bytes[range].fill(b'*');
-            }
-        }
-    }
-
-    /// `text` with every secret masked.
-    fn masked_text(&self, text: &str) -> String {
-        String::from_utf8_lossy(&self.masked_body(text.as_bytes())).into_owned()
-    }
-
     /// `url` without user name, password or the value of a `key` parameter,
     /// every secret masked.
     fn masked_url(&self, url: &reqwest::Url) -> String {
@@ -253,14 +228,12 @@ impl Cassette {
                 .collect();
             url.query_pairs_mut().clear().extend_pairs(pairs);
         }
-        self.masked_text(url.as_str())
+        self.mask.text(url.as_str())
     }
 
     /// The path and query a request is matched on.
     fn path_of(&self, url: &reqwest::Url) -> String {
-        // Masking keeps a URL a URL: `*` may stand in any of its parts.
-        let masked = self.masked_url(url);
-        reqwest::Url::parse(&masked).map_or(masked, |url| path_and_query(&url))
+        path_and_query(&self.masked_url(url)).to_owned()
     }
 
     /// Headers as a cassette keeps them: cookies left out, the values of
@@ -275,7 +248,7 @@ impl Cassette {
             let redacted = value.is_sensitive() || own.iter().any(|own| name.as_str().eq_ignore_ascii_case(own));
             let value = match redacted {
                 true => REDACTED.to_owned(),
-                false => self.masked_text(&String::from_utf8_lossy(value.as_bytes())),
+                false => self.mask.text(&String::from_utf8_lossy(value.as_bytes())),
             };
             kept.entry(name.as_str().to_owned())
                 .and_modify(|joined| {
@@ -308,13 +281,6 @@ fn excerpt(body: &[u8], at: usize) -> String {
     String::from_utf8_lossy(&body[start.min(end)..end]).into_owned()
 }
 
-/// The seed of the ids made up for calls of the response to a request while
-/// a cassette is in use: a hash of its masked body, so the same request gets
-/// the same ids, recorded or replayed.
-pub(crate) fn made_up_ids_seed(masked_body: &[u8]) -> u64 {
-    crate::provider::tool_calls::stable_hash(masked_body)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,7 +297,7 @@ mod tests {
         for (name, value) in headers {
             request_headers.insert(reqwest::header::HeaderName::try_from(*name).unwrap(), value.parse().unwrap());
         }
-        let key = (!key.is_empty()).then(|| Secret::new(key.to_owned()));
+        let key = (!key.is_empty()).then_some(key);
         (Arc::new(Cassette::open(&config, key, &model_headers, &request_headers).unwrap()), dir)
     }
 
@@ -345,13 +311,9 @@ mod tests {
     }
 
     #[test]
-    fn keys_are_masked_piece_by_piece_header_values_whole_and_short_ones_not_in_bodies() {
-        let (short, _dir) = cassette("x", &[]);
-        assert_eq!(short.masked_text(r#"{"index":0,"x":1}"#), r#"{"index":0,"x":1}"#);
-        let (long, _dir) = cassette("a-much-longer-key-0123", &[("x-team", "team-secret-42"), ("x-flag", "true")]);
-        let text = "a-much-lo|nger-key-0123 team-secret-42 team-secret true";
-        assert_eq!(long.masked_text(text), "*********|************* ************** team-secret true");
-        let written = &long.request_headers;
+    fn every_model_header_is_redacted_in_request_headers() {
+        let (cassette, _dir) = cassette("", &[("x-team", "team-secret-42"), ("x-flag", "true")]);
+        let written = &cassette.request_headers;
         assert_eq!((written["x-team"].as_str(), written["x-flag"].as_str()), ("[redacted]", "[redacted]"));
     }
 }

@@ -74,13 +74,13 @@ impl Drop for Recording {
             });
         }
         if let Some(error) = &mut exchange.error {
-            error.message = self.cassette.masked_text(&error.message);
+            error.message = self.cassette.mask.text(&error.message);
         }
         // The whole stream is masked at once, so a secret split between two
         // chunks is found; masking keeps every byte's place, so the chunks are
         // cut where they were.
         let mut whole = self.chunks.concat();
-        self.cassette.mask(&mut whole);
+        self.cassette.mask.apply(&mut whole);
         let mut rest = &whole[..];
         for chunk in &self.chunks {
             let (this, next) = rest.split_at(chunk.len());

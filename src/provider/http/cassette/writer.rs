@@ -4,7 +4,7 @@
 //! build that fails leaves it as it was).
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -34,7 +34,7 @@ impl Writer {
     /// The writer of `path`: the one a cassette of the process already writes
     /// with, or a new one that replaces the file (`replace`) or adds to it.
     pub(super) fn of(path: &Path, replace: bool) -> Arc<Writer> {
-        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+        let path = canonical(path);
         let mut writers = WRITERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         writers.retain(|writer| writer.strong_count() > 0);
         if let Some(writer) = writers.iter().filter_map(Weak::upgrade).find(|writer| writer.path == path) {
@@ -77,12 +77,13 @@ impl Writer {
         }
     }
 
-    /// The file, ready for lines: created anew with the header line, or the
-    /// existing one ending with a line break (a last line without one is cut
-    /// off when it is not JSON: a process ended while writing it).
+    /// The file, opened to append (each line is one write, so lines of two
+    /// processes would not cut into each other): created anew with the header
+    /// line, or the existing one ending with a line break (a last line without
+    /// one is cut off when it is not JSON: a process ended while writing it).
     fn open(&self, replace: bool) -> std::io::Result<File> {
         if !replace {
-            match File::options().read(true).write(true).open(&self.path) {
+            match File::options().read(true).append(true).open(&self.path) {
                 Ok(mut file) => {
                     let mut text = Vec::new();
                     file.read_to_end(&mut text)?;
@@ -91,7 +92,6 @@ impl Writer {
                     let keep = last.is_empty() || serde_json::from_slice::<serde::de::IgnoredAny>(last).is_ok();
                     if !keep {
                         file.set_len(start as u64)?;
-                        file.seek(SeekFrom::Start(start as u64))?;
                     } else if !last.is_empty() {
                         file.write_all(b"\n")?;
                     }
@@ -105,9 +105,20 @@ impl Writer {
                 Err(_) => {}
             }
         }
-        let mut file = File::create(&self.path)?;
+        let mut file = File::options().create(true).append(true).open(&self.path)?;
+        file.set_len(0)?;
         writeln!(file, "{HEADER}")?;
         Ok(file)
+    }
+}
+
+/// `path` made absolute, its directory's links and `..` resolved when it
+/// exists: one file, one name.
+fn canonical(path: &Path) -> PathBuf {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    match (absolute.parent().map(std::fs::canonicalize), absolute.file_name()) {
+        (Some(Ok(directory)), Some(name)) => directory.join(name),
+        _ => absolute,
     }
 }
 
@@ -118,11 +129,12 @@ mod tests {
     #[test]
     fn a_file_is_touched_only_by_the_first_line_and_shared_by_its_writers() {
         let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
         let path = dir.path().join("c.jsonl");
         std::fs::write(&path, "kept until written\n").unwrap();
         let first = Writer::of(&path, true);
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "kept until written\n");
-        let second = Writer::of(&dir.path().join(".").join("c.jsonl"), false);
+        let second = Writer::of(&dir.path().join("sub").join("..").join("c.jsonl"), false);
         first.append(b"{\"a\":1}");
         second.append(b"{\"b\":2}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), format!("{HEADER}\n{{\"a\":1}}\n{{\"b\":2}}\n"));
