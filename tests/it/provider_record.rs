@@ -243,6 +243,8 @@ fn bad_record_settings_are_refused_at_build() {
     let bad_line = dir.path().join("bad.jsonl");
     std::fs::write(&bad_line, "{\"ferrule_cassette\":1}\n{\"method\": \"POST\"}\n").unwrap();
     let missing = dir.path().join("missing.jsonl");
+    let fifo = dir.path().join("fifo.jsonl");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
     let http = |record: Value| {
         json!({"model": {"provider": "openai", "name": "m", "base_url": "http://127.0.0.1:9/v1",
         "api_key_env": "FERRULE_TEST_NEVER_SET", "record": record}})
@@ -254,6 +256,8 @@ fn bad_record_settings_are_refused_at_build() {
         (http(json!({"path": missing.to_str().unwrap(), "mode": "tape"})), "unknown variant"),
         (http(json!({"path": missing.to_str().unwrap(), "speed": 2})), "unknown field"),
         (http(json!({"path": " "})), "must name a file"),
+        (http(json!({"path": fifo.to_str().unwrap()})), "not a regular file"),
+        (http(json!({"path": dir.path().to_str().unwrap()})), "not a regular file"),
         (json!({"model": {"provider": "scripted", "script": [], "record": {"path": "x"}}}), "HTTP providers"),
     ];
     for (config, expected) in cases {

@@ -65,8 +65,8 @@ pub(crate) struct Cassette {
 impl Cassette {
     /// Opens the cassette `config` names: read now in the replay modes, and in
     /// the record modes written from the first exchange on (`record` replaces
-    /// the file then). `INVALID_ARG` when it cannot be read or is not a
-    /// cassette. `key` and the values of `model_headers` are masked out of
+    /// the file then). `INVALID_ARG` when it is not a regular file, cannot be
+    /// read, or is not a cassette. `key` and the values of `model_headers` are masked out of
     /// what is written; `request_headers` are those every request carries.
     pub(crate) fn open(
         config: &RecordConfig,
@@ -81,6 +81,11 @@ impl Cassette {
         let fail = |what: &str, e: &dyn std::fmt::Display| {
             Error::invalid_arg(format!("model.record.path: {what} {}: {e}", path.display()))
         };
+        // A pipe or a device would block the build or a run (a directory
+        // would fail later): refused at once.
+        if std::fs::metadata(&path).is_ok_and(|metadata| !metadata.is_file()) {
+            return Err(Error::invalid_arg(format!("model.record.path: {} is not a regular file", path.display())));
+        }
         let text = match config.mode {
             RecordMode::Record => None,
             RecordMode::Replay => Some(std::fs::read(&path).map_err(|e| fail("cannot read", &e))?),
