@@ -10,10 +10,10 @@ use super::boundary::{
 use super::error::ferrule_error;
 use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::run::{ferrule_event_fn, ferrule_run, ForeignEventSink};
-use super::string::give_string;
+use super::string::give_json;
 use super::tool::{ferrule_tool_spec, ForeignTool};
 use crate::agent::{Agent, AgentBuilder, EventSink, RunInput};
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use crate::provider::UnusedRecordings;
 use crate::tool::{ToolOptions, ToolSpec};
 
@@ -169,9 +169,7 @@ pub unsafe extern "C" fn ferrule_agent_unused_recordings(
                 "the agent's model replays no cassette (model.record with mode replay or replay_or_record)",
             )
         })?;
-        let json = serde_json::to_string(&UnusedRecordings { unused })
-            .map_err(|e| Error::new(ErrorCode::Panic, format!("the unused recordings did not serialise: {e}")))?;
-        give_string(json, unused_json, len)
+        give_json(&UnusedRecordings { unused }, "the unused recordings", unused_json, len)
     })
 }
 

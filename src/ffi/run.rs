@@ -5,9 +5,8 @@ use std::ffi::{c_char, c_void};
 use super::boundary::{arg_mut, arg_opt, arg_ref, arg_str, free_box, give_box, guard, guard_or};
 use super::error::ferrule_error;
 use super::foreign_data::ForeignData;
-use super::string::{ferrule_str, give_string, NulTerminated};
+use super::string::{ferrule_str, give_json, NulTerminated};
 use crate::agent::{Event, EventSink, Run};
-use crate::error::{Error, ErrorCode};
 
 /// Receives one event: a JSON object with `"type"` and `"run_id"`, `len` bytes at
 /// `event_json` (NUL-terminated), borrowed for the duration of the call. Called on
@@ -127,9 +126,7 @@ pub unsafe extern "C" fn ferrule_run_wait(
         let result_json = unsafe { arg_mut(result_json, "result_json") }?;
         let len = unsafe { arg_mut(len, "len") }?;
         let result = run.inner.wait_blocking()?;
-        let json = serde_json::to_string(&*result)
-            .map_err(|e| Error::new(ErrorCode::Panic, format!("the run result did not serialise: {e}")))?;
-        give_string(json, result_json, len)
+        give_json(&*result, "the run result", result_json, len)
     })
 }
 

@@ -56,6 +56,19 @@ pub(crate) fn give_string(text: String, out: &mut *mut c_char, out_len: &mut usi
     Ok(())
 }
 
+/// Hands `value`'s JSON to the host as an owned string, as [`give_string`];
+/// `what` names it in the error of a value that does not serialise.
+pub(crate) fn give_json(
+    value: &impl serde::Serialize,
+    what: &str,
+    out: &mut *mut c_char,
+    out_len: &mut usize,
+) -> Result<()> {
+    let json = serde_json::to_string(value)
+        .map_err(|e| Error::new(ErrorCode::Panic, format!("{what} did not serialise: {e}")))?;
+    give_string(json, out, out_len)
+}
+
 /// Frees a string ferrule returned through a `char **` out-parameter. NULL is a
 /// no-op. Any thread; works in a forked child too.
 #[no_mangle]

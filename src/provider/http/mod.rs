@@ -194,7 +194,9 @@ impl<P: Protocol> HttpGenerator<P> {
             headers.insert(name, value);
         }
         let cassette = match &config.record {
-            Some(record) => Some(Arc::new(Cassette::open(record, cassette_key.as_deref(), &config.headers, &headers)?)),
+            Some(record) => {
+                Some(Arc::new(Cassette::open(record, &url, cassette_key.as_deref(), &config.headers, &headers)?))
+            }
             None => None,
         };
         // Every request carries these headers; the client adds them, so no request
@@ -311,7 +313,7 @@ impl<P: Protocol> HttpGenerator<P> {
         let cassette = self.cassette.as_ref().zip(request.masked);
         let mut records = false;
         if let Some((cassette, masked)) = cassette {
-            if let Some(exchange) = cassette.answer(&self.url, masked).map_err(Failure::not_retried)? {
+            if let Some(exchange) = cassette.answer(masked).map_err(Failure::not_retried)? {
                 return Ok(Reply::replayed(exchange));
             }
             records = cassette.records().map_err(Failure::not_retried)?;
@@ -327,7 +329,7 @@ impl<P: Protocol> HttpGenerator<P> {
         .map_err(|e| network(self.protocol.name(), &e))?;
         let tape = match (cassette, request.tape) {
             (Some((cassette, masked)), Some(tape)) if records => {
-                cassette.record(tape, &self.url, masked, &response);
+                cassette.record(tape, masked, &response);
                 Some(tape.clone())
             }
             _ => None,

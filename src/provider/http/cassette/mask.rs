@@ -1,12 +1,20 @@
 //! What a cassette masks: every piece of 8 bytes or more of the API key, and
 //! every `model.headers` value of 8 bytes or more, whole. Each is overwritten
 //! with `*`, and every other byte stays where it is. Shorter keys and values
-//! cannot be told from ordinary text, so they are not looked for.
+//! cannot be told from ordinary text, so they are not looked for. What a
+//! cassette leaves out (credentials in a URL, sensitive headers, cookies) is
+//! decided here too.
+
+use std::collections::BTreeMap;
 
 use aho_corasick::AhoCorasick;
+use reqwest::header::HeaderMap;
 
 use super::super::error::KEY_FRAGMENT;
 use crate::error::{Error, Result};
+
+/// What stands for a value left out of a cassette.
+const REDACTED: &str = "[redacted]";
 
 /// The secrets of one model, searched for at once. Any thread.
 pub(super) struct Mask {
@@ -57,6 +65,49 @@ impl Mask {
         let mut bytes = text.as_bytes().to_vec();
         self.apply(&mut bytes);
         String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    /// `url` without user name, password or the value of a `key` parameter,
+    /// every secret masked.
+    pub(super) fn url(&self, url: &reqwest::Url) -> String {
+        let mut url = url.clone();
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        if url.query_pairs().any(|(name, _)| name.eq_ignore_ascii_case("key")) {
+            let pairs: Vec<(String, String)> = url
+                .query_pairs()
+                .map(|(name, value)| match name.eq_ignore_ascii_case("key") {
+                    true => (name.into_owned(), REDACTED.to_owned()),
+                    false => (name.into_owned(), value.into_owned()),
+                })
+                .collect();
+            url.query_pairs_mut().clear().extend_pairs(pairs);
+        }
+        self.text(url.as_str())
+    }
+
+    /// Headers as a cassette keeps them: cookies left out, the values of
+    /// sensitive headers and of those named in `own` written as `[redacted]`,
+    /// secrets masked, repeated names joined with `, `.
+    pub(super) fn headers(&self, headers: &HeaderMap, own: &[&str]) -> BTreeMap<String, String> {
+        let mut kept = BTreeMap::<String, String>::new();
+        for (name, value) in headers {
+            if matches!(name.as_str(), "set-cookie" | "cookie") {
+                continue;
+            }
+            let redacted = value.is_sensitive() || own.iter().any(|own| name.as_str().eq_ignore_ascii_case(own));
+            let value = match redacted {
+                true => REDACTED.to_owned(),
+                false => self.text(&String::from_utf8_lossy(value.as_bytes())),
+            };
+            kept.entry(name.as_str().to_owned())
+                .and_modify(|joined| {
+                    joined.push_str(", ");
+                    joined.push_str(&value);
+                })
+                .or_insert(value);
+        }
+        kept
     }
 }
 

@@ -40,8 +40,6 @@ use self::writer::Writer;
 use crate::error::{Error, ErrorCode, Result};
 use crate::provider::{RecordConfig, RecordMode};
 
-/// What stands for a value left out of a cassette.
-const REDACTED: &str = "[redacted]";
 /// Bytes of a body shown either side of where a request first differs from the
 /// nearest recorded one.
 const DIFF_CONTEXT: usize = 48;
@@ -58,6 +56,10 @@ pub(crate) struct Cassette {
     used: Mutex<Vec<bool>>,
     /// Where new exchanges go (record modes).
     writer: Option<Arc<Writer>>,
+    /// The URL every request goes to, as the cassette keeps it, and the
+    /// path and query a request is matched on.
+    url: String,
+    path_and_query: String,
     /// The headers every request carries, as the cassette keeps them.
     request_headers: BTreeMap<String, String>,
 }
@@ -66,10 +68,12 @@ impl Cassette {
     /// Opens the cassette `config` names: read now in the replay modes, and in
     /// the record modes written from the first exchange on (`record` replaces
     /// the file then). `INVALID_ARG` when it is not a regular file, cannot be
-    /// read, or is not a cassette. `key` and the values of `model_headers` are masked out of
-    /// what is written; `request_headers` are those every request carries.
+    /// read, or is not a cassette. Every request goes to `url` with
+    /// `request_headers`; `key` and the values of `model_headers` are masked
+    /// out of what is written.
     pub(crate) fn open(
         config: &RecordConfig,
+        url: &reqwest::Url,
         key: Option<&str>,
         model_headers: &BTreeMap<String, String>,
         request_headers: &HeaderMap,
@@ -103,18 +107,20 @@ impl Cassette {
             RecordMode::Replay => None,
             mode => Some(Writer::of(&path, mode == RecordMode::Record)),
         };
-        let mut cassette = Cassette {
+        let mask = Mask::new(key, model_headers.values().map(String::as_str))?;
+        let url = mask.url(url);
+        let own: Vec<&str> = model_headers.keys().map(String::as_str).collect();
+        Ok(Cassette {
             mode: config.mode,
             path,
-            mask: Mask::new(key, model_headers.values().map(String::as_str))?,
             used: Mutex::new(vec![false; recorded.len()]),
             recorded,
             writer,
-            request_headers: BTreeMap::new(),
-        };
-        let own: Vec<&str> = model_headers.keys().map(String::as_str).collect();
-        cassette.request_headers = cassette.masked_headers(request_headers, &own);
-        Ok(cassette)
+            path_and_query: path_and_query(&url).to_owned(),
+            url,
+            request_headers: mask.headers(request_headers, &own),
+            mask,
+        })
     }
 
     /// Whether requests are answered from the cassette.
@@ -133,14 +139,14 @@ impl Cassette {
     /// cassette replays and one still unused matches; else, in `replay` mode,
     /// `REPLAY_MISMATCH` saying what the nearest recorded request differs in.
     /// `Ok(None)`: the request goes to the network.
-    pub(crate) fn answer(&self, url: &reqwest::Url, body: &[u8]) -> Result<Option<Arc<ReplayedExchange>>> {
+    pub(crate) fn answer(&self, body: &[u8]) -> Result<Option<Arc<ReplayedExchange>>> {
         if !self.replays() {
             return Ok(None);
         }
-        let path = self.path_of(url);
+        let path = &self.path_and_query;
         let mut used = self.used.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let matches = |recorded: &Recorded| {
-            recorded.exchange.method == "POST" && recorded.path == path && recorded.exchange.body.as_bytes() == body
+            recorded.exchange.method == "POST" && &recorded.path == path && recorded.exchange.body.as_bytes() == body
         };
         if let Some(index) = (0..self.recorded.len()).find(|&i| !used[i] && matches(&self.recorded[i])) {
             used[index] = true;
@@ -155,7 +161,7 @@ impl Cassette {
             self.path.display(),
             self.recorded.len()
         );
-        let same_path = (0..self.recorded.len()).filter(|&i| !used[i] && self.recorded[i].path == path);
+        let same_path = (0..self.recorded.len()).filter(|&i| !used[i] && &self.recorded[i].path == path);
         let prefix = |i: usize| common_prefix(self.recorded[i].exchange.body.as_bytes(), body);
         if let Some(nearest) = same_path.max_by_key(|&i| prefix(i)) {
             let at = prefix(nearest);
@@ -197,72 +203,18 @@ impl Cassette {
 
     /// Starts recording onto `tape` the exchange of a request (its body
     /// masked) whose response's status and headers are in.
-    pub(crate) fn record(
-        self: &Arc<Self>,
-        tape: &Tape,
-        url: &reqwest::Url,
-        masked_body: &[u8],
-        response: &reqwest::Response,
-    ) {
+    pub(crate) fn record(self: &Arc<Self>, tape: &Tape, masked_body: &[u8], response: &reqwest::Response) {
         let exchange = Exchange {
             method: "POST".to_owned(),
-            url: self.masked_url(url),
+            url: self.url.clone(),
             request_headers: self.request_headers.clone(),
             body: String::from_utf8_lossy(masked_body).into_owned(),
             status: response.status().as_u16(),
-            headers: self.masked_headers(response.headers(), &[]),
+            headers: self.mask.headers(response.headers(), &[]),
             chunks: Vec::new(),
             error: None,
         };
         tape.start(Recording { cassette: self.clone(), exchange, chunks: Vec::new(), complete: false });
-    }
-
-    /// `url` without user name, password or the value of a `key` parameter,
-    /// every secret masked.
-    fn masked_url(&self, url: &reqwest::Url) -> String {
-        let mut url = url.clone();
-        let _ = url.set_username("");
-        let _ = url.set_password(None);
-        if url.query_pairs().any(|(name, _)| name.eq_ignore_ascii_case("key")) {
-            let pairs: Vec<(String, String)> = url
-                .query_pairs()
-                .map(|(name, value)| match name.eq_ignore_ascii_case("key") {
-                    true => (name.into_owned(), REDACTED.to_owned()),
-                    false => (name.into_owned(), value.into_owned()),
-                })
-                .collect();
-            url.query_pairs_mut().clear().extend_pairs(pairs);
-        }
-        self.mask.text(url.as_str())
-    }
-
-    /// The path and query a request is matched on.
-    fn path_of(&self, url: &reqwest::Url) -> String {
-        path_and_query(&self.masked_url(url)).to_owned()
-    }
-
-    /// Headers as a cassette keeps them: cookies left out, the values of
-    /// sensitive headers and of those named in `own` written as `[redacted]`,
-    /// secrets masked, repeated names joined with `, `.
-    fn masked_headers(&self, headers: &HeaderMap, own: &[&str]) -> BTreeMap<String, String> {
-        let mut kept = BTreeMap::<String, String>::new();
-        for (name, value) in headers {
-            if matches!(name.as_str(), "set-cookie" | "cookie") {
-                continue;
-            }
-            let redacted = value.is_sensitive() || own.iter().any(|own| name.as_str().eq_ignore_ascii_case(own));
-            let value = match redacted {
-                true => REDACTED.to_owned(),
-                false => self.mask.text(&String::from_utf8_lossy(value.as_bytes())),
-            };
-            kept.entry(name.as_str().to_owned())
-                .and_modify(|joined| {
-                    joined.push_str(", ");
-                    joined.push_str(&value);
-                })
-                .or_insert(value);
-        }
-        kept
     }
 
     /// Writes `exchange` as the cassette's next line (record modes).
@@ -290,9 +242,14 @@ fn excerpt(body: &[u8], at: usize) -> String {
 mod tests {
     use super::*;
 
-    /// A cassette being recorded in a directory that lasts as long as the
-    /// returned guard.
+    /// A cassette of requests to a local server, recorded in a directory that
+    /// lasts as long as the returned guard.
     pub(super) fn cassette(key: &str, headers: &[(&str, &str)]) -> (Arc<Cassette>, tempfile::TempDir) {
+        cassette_to("http://127.0.0.1/v1/messages", key, headers)
+    }
+
+    /// The same, of requests to `url`.
+    fn cassette_to(url: &str, key: &str, headers: &[(&str, &str)]) -> (Arc<Cassette>, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.jsonl").to_str().unwrap().to_owned();
         let config = RecordConfig { path, mode: RecordMode::Record };
@@ -303,16 +260,16 @@ mod tests {
             request_headers.insert(reqwest::header::HeaderName::try_from(*name).unwrap(), value.parse().unwrap());
         }
         let key = (!key.is_empty()).then_some(key);
-        (Arc::new(Cassette::open(&config, key, &model_headers, &request_headers).unwrap()), dir)
+        let url = reqwest::Url::parse(url).unwrap();
+        (Arc::new(Cassette::open(&config, &url, key, &model_headers, &request_headers).unwrap()), dir)
     }
 
     #[test]
     fn urls_lose_credentials_and_key_parameters() {
-        let (cassette, _dir) = cassette("sk-abcdefghijkl", &[]);
-        let url = reqwest::Url::parse("https://user:pw@example.com/v1/x?alt=sse&key=sk-abcdefghijkl&n=sk-abcdefghijkl")
-            .unwrap();
-        assert_eq!(cassette.masked_url(&url), "https://example.com/v1/x?alt=sse&key=%5Bredacted%5D&n=***************");
-        assert_eq!(cassette.path_of(&url), "/v1/x?alt=sse&key=%5Bredacted%5D&n=***************");
+        let url = "https://user:pw@example.com/v1/x?alt=sse&key=sk-abcdefghijkl&n=sk-abcdefghijkl";
+        let (cassette, _dir) = cassette_to(url, "sk-abcdefghijkl", &[]);
+        assert_eq!(cassette.url, "https://example.com/v1/x?alt=sse&key=%5Bredacted%5D&n=***************");
+        assert_eq!(cassette.path_and_query, "/v1/x?alt=sse&key=%5Bredacted%5D&n=***************");
     }
 
     #[test]
