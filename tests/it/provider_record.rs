@@ -395,3 +395,31 @@ fn a_stream_that_does_not_decode_is_recorded_with_its_failure() {
     let replayed = run(&recording_agent("openai", &dead_url(), &cassette, "replay"), "hi");
     assert_eq!(replayed.0.error, recorded.0.error);
 }
+
+#[test]
+fn runs_replayed_at_once_on_one_agent_each_get_their_own_exchanges() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("run.jsonl");
+    let prompts: Vec<String> = (0..8).map(|i| format!("Plan of C-{i}?")).collect();
+    let server =
+        MockServer::start(prompts.iter().map(|p| Reply::sse(&wire::chat(&format!("Answer to {p}"), &[]))).collect());
+    let agent = recording_agent("openai", server.url(), &cassette, "record");
+    for prompt in &prompts {
+        assert_eq!(run(&agent, prompt).0.status, RunStatus::Completed);
+    }
+    drop(agent);
+    drop(server);
+    for _ in 0..20 {
+        let agent = recording_agent("openai", &dead_url(), &cassette, "replay");
+        std::thread::scope(|scope| {
+            for prompt in &prompts {
+                let agent = &agent;
+                scope.spawn(move || {
+                    let (result, _) = run(agent, prompt);
+                    assert_eq!(answer(&result), format!("Answer to {prompt}"), "{:?}", result.error);
+                });
+            }
+        });
+        assert_eq!(agent.unused_recordings(), Some(vec![]));
+    }
+}
