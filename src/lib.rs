@@ -14,6 +14,7 @@ pub mod error;
 pub mod ffi;
 pub mod hook;
 mod json;
+pub mod log;
 pub mod mcp;
 pub mod message;
 mod panic;

@@ -25,6 +25,7 @@ use crate::hook::{
     FinalAnswerDecision, FinalAnswerPayload, HookStages, RunStartDecision, RunStartPayload, ToolCallDecision,
     ToolCallPayload, ToolResultDecision, ToolResultPayload, TurnStartDecision, TurnStartPayload,
 };
+use crate::log::LogRecord;
 use crate::message::{
     AssistantMessage, Message, Origin, Part, StopReason, SystemMessage, ToolCall, ToolResultMessage, Usage, UserMessage,
 };
@@ -77,6 +78,7 @@ fn documents() -> Vec<(&'static str, Direction, &'static str, Adder)> {
         ("tool_result_payload", Out, "ferrule_hook_payload at tool_result", of::<ToolResultPayload<'static>>),
         ("final_answer_payload", Out, "ferrule_hook_payload at final_answer", of::<FinalAnswerPayload<'static>>),
         ("unused_recordings", Out, "ferrule_agent_unused_recordings", of::<UnusedRecordings>),
+        ("log_record", Out, "the logger (ferrule_runtime_set_logger)", of::<LogRecord>),
     ]
 }
 

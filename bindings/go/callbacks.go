@@ -35,6 +35,12 @@ func goEvent(userData unsafe.Pointer, json *C.char, length C.size_t) {
 	dataHandle(userData).Value().(*eventSink).deliver(unsafe.Slice((*byte)(unsafe.Pointer(json)), length))
 }
 
+//export goLog
+func goLog(userData unsafe.Pointer, json *C.char, length C.size_t) {
+	// Borrowed for the call: the record is decoded into Go memory.
+	dataHandle(userData).Value().(*logSink).handle(unsafe.Slice((*byte)(unsafe.Pointer(json)), length))
+}
+
 //export goCancel
 func goCancel(userData unsafe.Pointer) {
 	cancelCall(uintptr(userData))

@@ -23,6 +23,9 @@
 // `FERRULE_ABI_VERSION`.
 #define FERRULE_ABI_VERSION 0
 
+// Records waiting for the logger at most.
+#define QUEUED_RECORDS 4096
+
 // A stable error code. The numeric values are part of the C ABI
 // (`FERRULE_ERROR_*` in `ferrule.h`) and never change; JSON names each code
 // (`"INVALID_ARG"`), and the schema gives each name its number
@@ -99,6 +102,35 @@ enum FERRULE_ERROR
 typedef enum FERRULE_ERROR FERRULE_ERROR;
 #else
 typedef uint32_t FERRULE_ERROR;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+// How much a record matters, from `Error` (most) to `Trace` (least). The
+// numbers are part of the C ABI (`FERRULE_LOG_LEVEL_*`); JSON names each
+// level in lower case (`"warn"`).
+enum FERRULE_LOG_LEVEL
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  // Something failed that the host should look at: a cassette that could
+  // not be written, a server that cannot be started again.
+  FERRULE_LOG_LEVEL_ERROR = 1,
+  // Something went wrong and ferrule carried on: a retried request, a
+  // dropped tool call, a server's notice ignored, records dropped.
+  FERRULE_LOG_LEVEL_WARN = 2,
+  // What servers say on stderr, servers started and stopped.
+  FERRULE_LOG_LEVEL_INFO = 3,
+  // Detail for finding a fault.
+  FERRULE_LOG_LEVEL_DEBUG = 4,
+  // More detail still.
+  FERRULE_LOG_LEVEL_TRACE = 5,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum FERRULE_LOG_LEVEL FERRULE_LOG_LEVEL;
+#else
+typedef uint32_t FERRULE_LOG_LEVEL;
 #endif // __STDC_VERSION__ >= 202311L
 #endif // __cplusplus
 
@@ -241,6 +273,14 @@ typedef void (*ferrule_hook_fn)(void *user_data,
 // Runs when a request is cancelled before the host answers it; see
 // `ferrule_tool_call_on_cancel` and `ferrule_hook_on_cancel`.
 typedef void (*ferrule_cancel_fn)(void *user_data);
+
+// Receives one log record: a JSON object (`level`, `target`, `message`,
+// `fields`, `time_unix_nano`), `len` bytes at `record_json` (NUL-terminated),
+// borrowed for the duration of the call. Called on ferrule's logger thread,
+// one record at a time, in the order they were made.
+typedef void (*ferrule_log_fn)(void *user_data,
+                               const char *record_json,
+                               size_t len);
 
 // A host model's function. It must eventually call exactly one of
 // `ferrule_model_request_complete` or `ferrule_model_request_fail` on
@@ -461,6 +501,28 @@ struct ferrule_error *ferrule_hook_on_cancel(struct ferrule_hook *hook,
                                              ferrule_cancel_fn on_cancel,
                                              void *user_data,
                                              ferrule_free_fn free_user_data);
+
+// Sets the process's logger: `log` receives every record of `level`
+// (`FERRULE_LOG_LEVEL_ERROR` to `FERRULE_LOG_LEVEL_TRACE`) or more severe:
+// retried model requests, dropped tool calls, what MCP servers write on
+// stderr, cassettes that cannot be written. ferrule writes nothing to stdout
+// or stderr. Records wait in a bounded queue (4096): past that they are
+// dropped, and the next one delivered says how many were. A slow logger
+// never slows a run.
+//
+// A NULL `log` removes the logger (`user_data`, `free_user_data` and `level`
+// are then ignored). A logger replaces the one before it, which still
+// receives the records made for it; `free_user_data(user_data)`, if not
+// NULL, runs once the logger was replaced or removed and its last call
+// returned (on the thread that replaced it, or on the logger thread).
+// `FERRULE_ERROR_INVALID_ARG` for a level out of range,
+// `FERRULE_ERROR_RESOURCE_EXHAUSTED` when the system refuses the logger's
+// thread; on error the host still owns `user_data`. Any thread, at any time,
+// also from inside the logger.
+struct ferrule_error *ferrule_runtime_set_logger(ferrule_log_fn log,
+                                                 void *user_data,
+                                                 ferrule_free_fn free_user_data,
+                                                 uint32_t level);
 
 // Sets the agent's model to the host's: the configuration must say `"model":
 // {"provider": "host", "name": <spec->name>}` (`FERRULE_ERROR_INVALID_ARG`

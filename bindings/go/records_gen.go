@@ -589,3 +589,48 @@ func (r *UnusedExchange) decodeField(key []byte, field *fastjson.Value) error {
 	}
 	return nil
 }
+
+// LogRecord is one record. Made on whatever thread noticed what it says; delivered on ferrule's
+// logger thread.
+type LogRecord struct {
+	// How much it matters.
+	Level LogLevel `json:"level"`
+	// The part of ferrule it comes from: `ferrule::provider`, `ferrule::mcp`, `ferrule::tool`,
+	// `ferrule::recording`, `ferrule::trace` or `ferrule::log`.
+	Target string `json:"target"`
+	// What happened, in a sentence.
+	Message string `json:"message"`
+	// The details as key-values: `run_id`, `server`, `attempt`, ... Never an API key or a header's
+	// value.
+	Fields json.RawMessage `json:"fields"`
+	// When it was made, in nanoseconds since the Unix epoch.
+	TimeUnixNano int `json:"time_unix_nano"`
+}
+
+// UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
+func (r *LogRecord) UnmarshalJSON(data []byte) error { return decodeJSON(data, r) }
+
+// decodeFrom reads the JSON's fields from parsed JSON.
+func (r *LogRecord) decodeFrom(value *fastjson.Value) error {
+	return decodeFields(value, "LogRecord", r.decodeField)
+}
+
+// decodeField reads the field named key (matched as encoding/json matches it).
+func (r *LogRecord) decodeField(key []byte, field *fastjson.Value) error {
+	switch string(key) {
+	case "level":
+		return decodeValue(field, &r.Level, "LogRecord.level")
+	case "target":
+		return decodeValue(field, &r.Target, "LogRecord.target")
+	case "message":
+		return decodeValue(field, &r.Message, "LogRecord.message")
+	case "fields":
+		return decodeValue(field, &r.Fields, "LogRecord.fields")
+	case "time_unix_nano":
+		return decodeValue(field, &r.TimeUnixNano, "LogRecord.time_unix_nano")
+	}
+	if known := foldedKey(key, "level", "target", "message", "fields", "time_unix_nano"); known != "" {
+		return r.decodeField([]byte(known), field)
+	}
+	return nil
+}

@@ -65,6 +65,8 @@ const SAME_NAME: &[&str] = &[
     "AgentToolOptions",
     "LeftOutTool",
     "UnusedExchange",
+    "LogRecord",
+    "LogLevel",
 ];
 
 /// The binding's type for the schema definition `name`: from `table` (pairs of

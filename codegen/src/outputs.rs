@@ -70,6 +70,7 @@ const RECORDS: Concept = Concept::Records(&[
     "FinalAnswerPayload",
     "LeftOutTool",
     "UnusedExchange",
+    "LogRecord",
 ]);
 
 /// The documents the host writes that every binding generates: the agent
@@ -106,11 +107,13 @@ const INPUTS_AND_TOOL_OPTIONS: Concept = Concept::Inputs(&[
 pub const LEFT_OUT: &[(&str, &str)] = &[("ToolOptions", "nonblocking")];
 
 const STATUS: Concept = Concept::StringEnum { definition: "RunStatus", type_name: "Status" };
+const LOG_LEVEL: Concept = Concept::StringEnum { definition: "LogLevel", type_name: "LogLevel" };
 
 /// Every generated file.
 pub const OUTPUTS: &[Output] = &[
     Output { path: "bindings/go/error_codes_gen.go", template: "go/error_codes.go.j2", concept: Concept::ErrorCodes },
     Output { path: "bindings/go/status_gen.go", template: "go/string_enum.go.j2", concept: STATUS },
+    Output { path: "bindings/go/log_level_gen.go", template: "go/string_enum.go.j2", concept: LOG_LEVEL },
     Output { path: "bindings/go/events_gen.go", template: "go/events.go.j2", concept: Concept::Events },
     Output { path: "bindings/go/records_gen.go", template: "go/records.go.j2", concept: RECORDS },
     Output { path: "bindings/go/inputs_gen.go", template: "go/inputs.go.j2", concept: INPUTS },
@@ -130,6 +133,11 @@ pub const OUTPUTS: &[Output] = &[
         path: "bindings/swift/Sources/Ferrule/Status_gen.swift",
         template: "swift/string_enum.swift.j2",
         concept: STATUS,
+    },
+    Output {
+        path: "bindings/swift/Sources/Ferrule/LogLevel_gen.swift",
+        template: "swift/string_enum.swift.j2",
+        concept: LOG_LEVEL,
     },
     Output {
         path: "bindings/swift/Sources/Ferrule/Event_gen.swift",
@@ -205,6 +213,11 @@ pub const OUTPUTS: &[Output] = &[
         path: "bindings/kotlin/src/main/kotlin/dev/ferrule/Status_gen.kt",
         template: "kotlin/string_enum.kt.j2",
         concept: STATUS,
+    },
+    Output {
+        path: "bindings/kotlin/src/main/kotlin/dev/ferrule/LogLevel_gen.kt",
+        template: "kotlin/string_enum.kt.j2",
+        concept: LOG_LEVEL,
     },
 ];
 

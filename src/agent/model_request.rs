@@ -18,7 +18,7 @@ pub(crate) async fn generate(
     wire: &mut WireCache,
     turn: u32,
 ) -> Result<AssistantMessage, Ending> {
-    let mut deltas = TurnDeltas { events: &run.events, turn };
+    let mut deltas = TurnDeltas { events: &run.events, run_id: &run.id, turn };
     tokio::select! {
         biased;
         _ = run.cancel.cancelled() => Err(Ending::Cancelled),
@@ -29,15 +29,26 @@ pub(crate) async fn generate(
 /// Forwards a turn's streamed deltas as events.
 struct TurnDeltas<'a> {
     events: &'a EventEmitter,
+    run_id: &'a str,
     turn: u32,
 }
 
 impl DeltaSink for TurnDeltas<'_> {
     fn retry<'a>(&'a mut self, attempt: u32, error: &'a Error, delay: std::time::Duration) -> BoxFuture<'a, ()> {
-        let events = self.events;
+        let (events, run_id, turn) = (self.events, self.run_id, self.turn);
         // Queued when awaited, as `send`'s deltas are: a retry's future
         // dropped unpolled announces nothing.
         Box::pin(async move {
+            crate::log::log!(
+                Warn,
+                "ferrule::provider",
+                format!("the model request failed and is tried again in {} ms: {}", delay.as_millis(), error.message),
+                "run_id" => run_id,
+                "turn" => turn,
+                "attempt" => attempt,
+                "code" => error.code,
+                "delay_ms" => delay.as_millis() as u64,
+            );
             let kind = EventKind::Retry { attempt, error: error.clone(), delay_ms: delay.as_millis() as u64 };
             events.emit(kind).await
         })

@@ -1,6 +1,8 @@
 //! A server's log: the last lines it wrote to stderr and what ferrule noticed
 //! of it (lines it ignored, notices it dropped), numbered so that each reader
-//! takes what is new to it. Bounded: the oldest lines go first.
+//! takes what is new to it. Bounded: the oldest lines go first. Each line also
+//! goes to the host's logger (`ferrule::mcp`): stderr at `info`, ferrule's
+//! notes at `warn`.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -36,6 +38,8 @@ pub struct NewLines {
 /// A server's log. Shared by the server's tasks and its readers; any thread.
 #[derive(Debug, Default)]
 pub struct ServerLog {
+    /// The server's name in the agent's configuration.
+    server: String,
     inner: Mutex<Lines>,
 }
 
@@ -47,12 +51,23 @@ struct Lines {
 }
 
 impl ServerLog {
+    /// The empty log of the server `server`.
+    pub fn new(server: &str) -> ServerLog {
+        ServerLog { server: server.to_owned(), inner: Mutex::default() }
+    }
+
     /// Adds a line (cut to about 1 KiB), dropping the oldest past the bound.
     pub fn push(&self, source: LogSource, line: String) {
         let line = match line.len() > LINE_BYTES {
             true => bounded(&line, TEXT_BYTES),
             false => line,
         };
+        match source {
+            LogSource::Stderr => {
+                crate::log::log!(Info, "ferrule::mcp", line.clone(), "server" => self.server, "stream" => "stderr")
+            }
+            LogSource::Ferrule => crate::log::log!(Warn, "ferrule::mcp", line.clone(), "server" => self.server),
+        }
         let Ok(mut lines) = self.inner.lock() else { return };
         if lines.kept.len() == KEPT_LINES {
             lines.kept.pop_front();
@@ -89,7 +104,7 @@ mod tests {
 
     #[test]
     fn readers_take_what_is_new_to_them_and_count_what_they_missed() {
-        let log = ServerLog::default();
+        let log = ServerLog::new("s");
         log.push(LogSource::Stderr, "starting".into());
         log.push(LogSource::Ferrule, "ignored a line".into());
         let first = log.since(0);

@@ -149,6 +149,7 @@ impl Server {
         generations: Arc<std::sync::atomic::AtomicU64>,
         stop: CancellationToken,
     ) -> Server {
+        let log = Arc::new(ServerLog::new(&name));
         Server {
             name,
             config,
@@ -159,7 +160,7 @@ impl Server {
             syncs_done: watch::Sender::new(0),
             generations,
             stop,
-            log: Arc::default(),
+            log,
             known_names: std::sync::Mutex::default(),
         }
     }
@@ -238,6 +239,7 @@ impl Server {
         let kept = std::panic::AssertUnwindSafe(Arc::clone(&self).keep_running()).catch_unwind().await;
         if let Err(payload) = kept {
             let reason = format!("ferrule's task for it failed: {}", crate::panic::describe(payload.as_ref()));
+            crate::log::log!(Error, "ferrule::mcp", format!("the server is down for good: {reason}"), "server" => self.name);
             let down =
                 Down { reason, retry_at: Instant::now() + FAR_AWAY, restarts: 0, generation: self.next_generation() };
             self.state.send_replace(ServerState::Down(Arc::new(down)));
@@ -277,6 +279,14 @@ impl Server {
                 1 => Duration::ZERO,
                 n => FIRST_BACKOFF.saturating_mul(1 << (n - 2).min(16)).min(LONGEST_BACKOFF),
             };
+            crate::log::log!(
+                Warn,
+                "ferrule::mcp",
+                format!("the server is down: {reason}"),
+                "server" => self.name,
+                "restarts" => restarts,
+                "retry_after_ms" => backoff.as_millis() as u64,
+            );
             let generation = self.next_generation();
             let down = Down { reason, retry_at: Instant::now() + backoff, restarts, generation };
             self.state.send_replace(ServerState::Down(Arc::new(down)));
@@ -369,6 +379,13 @@ impl Server {
     /// Makes the server ready with the tools of `listing`.
     fn publish(self: &Arc<Self>, client: &Arc<McpClient>, listing: &ToolList, restarts: u32) {
         let (tools, left_out) = self.tools_of(listing);
+        crate::log::log!(
+            Info,
+            "ferrule::mcp",
+            format!("the server is ready with {} tools", tools.len()),
+            "server" => self.name,
+            "restarts" => restarts,
+        );
         self.remember(&tools);
         let generation = self.next_generation();
         let ready =

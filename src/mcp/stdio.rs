@@ -35,6 +35,7 @@ use super::connection::{Connection, WhyClosed};
 use super::error::McpError;
 use super::line_reader::{next_frame, Frame};
 use super::log::{LogSource, ServerLog};
+use crate::provider::http::Secret;
 
 /// The host's variables a server sees (when the host has them).
 const PASSED_VARIABLES: &[&str] =
@@ -137,8 +138,9 @@ impl StdioServer {
         let (drained, drained_watch) = watch::channel(false);
         let draining = tokio::spawn({
             let log = Arc::clone(&log);
+            let secrets: Vec<Secret> = command.env.values().filter_map(|value| Secret::header_value(value)).collect();
             async move {
-                drain(stderr, &log).await;
+                drain(stderr, &log, &secrets).await;
                 let _ = drained.send(true);
             }
         });
@@ -290,8 +292,9 @@ fn last_words(mut drained: watch::Receiver<bool>, log: Arc<ServerLog>) -> WhyClo
     })
 }
 
-/// Reads the server's stderr to its end, into its log.
-async fn drain(stderr: tokio::process::ChildStderr, log: &ServerLog) {
+/// Reads the server's stderr to its end, into its log, with the values of
+/// its `env` that may be secrets (eight characters or more) scrubbed.
+async fn drain(stderr: tokio::process::ChildStderr, log: &ServerLog, secrets: &[Secret]) {
     let mut input = BufReader::new(stderr);
     loop {
         let line = match next_frame(&mut input, STDERR_LINE_BYTES).await {
@@ -301,6 +304,6 @@ async fn drain(stderr: tokio::process::ChildStderr, log: &ServerLog) {
             }
             Ok(Frame::End) | Err(_) => return,
         };
-        log.push(LogSource::Stderr, line);
+        log.push(LogSource::Stderr, secrets.iter().fold(line, |line, secret| secret.scrub(&line)));
     }
 }

@@ -118,12 +118,27 @@ impl ToolCallAssembler {
     }
 
     /// The finished calls in order, without those that have no id or repeat an
-    /// earlier call's id. Arguments left empty (a call with no parameters) become `{}`.
+    /// earlier call's id (each logged at `warn`). Arguments left empty (a call
+    /// with no parameters) become `{}`.
     pub(crate) fn finish(self) -> Vec<ToolCall> {
         let mut seen = std::collections::HashSet::new();
         self.calls
             .into_iter()
-            .filter(|call| !call.id.is_empty() && seen.insert(call.id.clone()))
+            .filter(|call| {
+                let why = match () {
+                    _ if call.id.is_empty() => "it has no id",
+                    _ if !seen.insert(call.id.clone()) => "its id is an earlier call's",
+                    _ => return true,
+                };
+                crate::log::log!(
+                    Warn,
+                    "ferrule::provider",
+                    format!("a tool call of the model's response was dropped: {why}"),
+                    "tool" => call.name,
+                    "call_id" => call.id,
+                );
+                false
+            })
             .map(with_default_arguments)
             .collect()
     }

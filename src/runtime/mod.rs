@@ -17,6 +17,7 @@
 
 mod callback_pool;
 mod callback_scope;
+mod outlet;
 mod spin;
 
 use std::cell::Cell;
@@ -30,6 +31,7 @@ use tokio::runtime::Runtime;
 
 pub(crate) use callback_pool::CallbackPool;
 pub(crate) use callback_scope::{CallbackKind, CallbackScope};
+pub(crate) use outlet::Outlet;
 pub(crate) use spin::spin_until;
 
 use crate::error::{Error, ErrorCode, Result};

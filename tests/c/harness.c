@@ -153,6 +153,7 @@ char thread_kind(void) {
     pthread_getname_np(pthread_self(), name, sizeof name);
     if (strncmp(name, "ferrule-cb-", 11) == 0) return 'c';
     if (strncmp(name, "ferrule-ev-", 11) == 0) return 'e';
+    if (strcmp(name, "ferrule-log") == 0) return 'l';
     if (strncmp(name, "ferrule-", 8) == 0 && name[8] >= '0' && name[8] <= '9') return 'r';
     return 'h';
 }

@@ -99,7 +99,8 @@ char *capture_stderr_end(int saved);
 
 /* Which of ferrule's threads the caller is on: 'r' a runtime thread
  * ("ferrule-N"), 'c' a tool callback thread ("ferrule-cb-N"), 'e' an event
- * thread ("ferrule-ev-N"), 'h' any other (a host thread). */
+ * thread ("ferrule-ev-N"), 'l' the logger thread ("ferrule-log"), 'h' any
+ * other (a host thread). */
 char thread_kind(void);
 
 /* ---- building agents --------------------------------------------------------- */

@@ -193,6 +193,51 @@ static void unused_recordings_checks_its_arguments(void) {
     ferrule_agent_free(agent);
 }
 
+/* Keeps each record (an event log) and counts those off the logger thread. */
+static atomic_int records_elsewhere;
+
+static void keep_record(void *user_data, const char *json, size_t len) {
+    if (thread_kind() != 'l' || strlen(json) != len) atomic_fetch_add(&records_elsewhere, 1);
+    event_log_on_event(user_data, json, len);
+}
+
+static void the_logger_gets_records_on_its_thread_and_nothing_goes_to_stderr(void) {
+    counter refused = {0};
+    CHECK_ERROR(ferrule_runtime_set_logger(keep_record, &refused, counter_free, 0), FERRULE_ERROR_INVALID_ARG, "level");
+    CHECK_ERROR(ferrule_runtime_set_logger(keep_record, &refused, counter_free, FERRULE_LOG_LEVEL_TRACE + 1),
+                FERRULE_ERROR_INVALID_ARG, "level");
+    CHECK(atomic_load(&refused.frees) == 0);
+    CHECK_OK(ferrule_runtime_set_logger(NULL, &refused, counter_free, 0)); /* removes none: ignores the rest */
+    CHECK(atomic_load(&refused.frees) == 0);
+
+    event_log records;
+    event_log_init(&records);
+    CHECK_OK(ferrule_runtime_set_logger(keep_record, &records, event_log_free, FERRULE_LOG_LEVEL_WARN));
+    /* Nothing listens on port 1: the request fails, is tried once more, and fails. */
+    const char *config = "{\"model\": {\"provider\": \"openai-compatible\", \"name\": \"m\", "
+                         "\"base_url\": \"http://127.0.0.1:1/v1\", \"max_retries\": 1, \"retry_backoff_ms\": 1}}";
+    ferrule_agent *agent = harness_agent(config, NULL, 0);
+    CHECK(agent != NULL);
+    int saved = capture_stderr_begin();
+    char *result = harness_run(agent, NULL);
+    char *written = capture_stderr_end(saved);
+    CHECK(result != NULL && strstr(result, "PROVIDER_NETWORK"));
+    CHECK(written != NULL && written[0] == '\0');
+    free(written);
+    ferrule_string_free(result);
+    ferrule_agent_free(agent);
+    for (int i = 0; i < 1000 && event_log_count(&records, "\"ferrule::provider\"") == 0; i++) harness_sleep_ms(10);
+    CHECK(event_log_count(&records, "\"level\":\"warn\",\"target\":\"ferrule::provider\"") == 1);
+    CHECK(event_log_count(&records, "\"attempt\":2") == 1);
+    CHECK(event_log_count(&records, "\"code\":\"PROVIDER_NETWORK\"") == 1);
+    CHECK(atomic_load(&records_elsewhere) == 0);
+
+    /* Removed: its data is freed once its last call returned. */
+    CHECK_OK(ferrule_runtime_set_logger(NULL, NULL, NULL, 0));
+    CHECK(wait_for_count(&records.freed, 1, 10000));
+    event_log_destroy(&records);
+}
+
 static void wait_checks_its_arguments(void) {
     ferrule_agent *agent = harness_agent(SCRIPTED, NULL, 0);
     CHECK(agent != NULL);
@@ -331,6 +376,8 @@ int main(int argc, char **argv) {
         {"start_checks_its_arguments_and_keeps_user_data_on_error",
          start_checks_its_arguments_and_keeps_user_data_on_error},
         {"unused_recordings_checks_its_arguments", unused_recordings_checks_its_arguments},
+        {"the_logger_gets_records_on_its_thread_and_nothing_goes_to_stderr",
+         the_logger_gets_records_on_its_thread_and_nothing_goes_to_stderr},
         {"wait_checks_its_arguments", wait_checks_its_arguments},
         {"wait_without_the_result_only_waits", wait_without_the_result_only_waits},
         {"tool_call_functions_check_null", tool_call_functions_check_null},

@@ -19,6 +19,7 @@ mod ffi_providers;
 mod hooks;
 mod host_json;
 mod invocation;
+mod logs;
 mod mcp_agent;
 mod mcp_http;
 mod mcp_legacy;

@@ -18,6 +18,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("ferrule-test-server")
 
+# A line on stderr as it starts, when asked (for the host's logger).
+if os.environ.get("FERRULE_TEST_GREETING"):
+    sys.stderr.write(os.environ["FERRULE_TEST_GREETING"] + "\n")
+    sys.stderr.flush()
+
 
 @server.tool()
 def echo(text: str) -> str:

@@ -815,3 +815,65 @@ public struct UnusedExchange: Sendable, Hashable, Codable {
 }
 
 extension UnusedExchange: ObjectReadable {}
+
+/// One record. Made on whatever thread noticed what it says; delivered on ferrule's logger thread.
+public struct LogRecord: Sendable, Hashable, Codable {
+    /// How much it matters.
+    public var level: LogLevel
+    /// The part of ferrule it comes from: `ferrule::provider`, `ferrule::mcp`, `ferrule::tool`,
+    /// `ferrule::recording`, `ferrule::trace` or `ferrule::log`.
+    public var target: String
+    /// What happened, in a sentence.
+    public var message: String
+    /// The details as key-values: `run_id`, `server`, `attempt`, ... Never an API key or a header's
+    /// value.
+    public var fields: JSONValue
+    /// When it was made, in nanoseconds since the Unix epoch.
+    public var timeUnixNano: Int
+
+    public init(
+        level: LogLevel,
+        target: String,
+        message: String,
+        fields: JSONValue,
+        timeUnixNano: Int
+    ) {
+        self.level = level
+        self.target = target
+        self.message = message
+        self.fields = fields
+        self.timeUnixNano = timeUnixNano
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case level
+        case target
+        case message
+        case fields
+        case timeUnixNano = "time_unix_nano"
+    }
+
+    public init(from decoder: Decoder) throws {
+        try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+    }
+
+    /// Reads its fields from Codable's container or `JSONReader`'s.
+    init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
+        level = try container.decode(LogLevel.self, forKey: .level)
+        target = try container.decode(String.self, forKey: .target)
+        message = try container.decode(String.self, forKey: .message)
+        fields = try container.decode(JSONValue.self, forKey: .fields)
+        timeUnixNano = Int(clamping: try container.decode(UInt64.self, forKey: .timeUnixNano))
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(level, forKey: .level)
+        try container.encode(target, forKey: .target)
+        try container.encode(message, forKey: .message)
+        try container.encode(fields, forKey: .fields)
+        try container.encode(timeUnixNano, forKey: .timeUnixNano)
+    }
+}
+
+extension LogRecord: ObjectReadable {}

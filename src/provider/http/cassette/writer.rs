@@ -51,7 +51,7 @@ impl Writer {
         if let State::Unopened { replace } = *state {
             *state = match self.open(replace) {
                 Ok(file) => State::Open(file),
-                Err(e) => State::Failed(e.to_string()),
+                Err(e) => self.failed(e.to_string()),
             };
         }
         if let State::Open(file) = &mut *state {
@@ -59,14 +59,25 @@ impl Writer {
             text.extend_from_slice(line);
             text.push(b'\n');
             if let Err(e) = file.write_all(&text) {
-                *state = State::Failed(e.to_string());
+                *state = self.failed(e.to_string());
             }
         }
     }
 
     /// Stops writing: what was to be written could not be made.
     pub(super) fn append_failed(&self, why: &str) {
-        *self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = State::Failed(why.to_owned());
+        *self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = self.failed(why.to_owned());
+    }
+
+    /// The state after a failure: writing stops, and the host's logger hears why.
+    fn failed(&self, why: String) -> State {
+        crate::log::log!(
+            Error,
+            "ferrule::recording",
+            format!("the cassette {} cannot be written, so nothing more is recorded: {why}", self.path.display()),
+            "path" => self.path.display().to_string(),
+        );
+        State::Failed(why)
     }
 
     /// Why writing failed, once it has.

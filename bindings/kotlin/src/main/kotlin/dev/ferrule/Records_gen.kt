@@ -255,3 +255,26 @@ data class UnusedExchange(
     /** Its path and query. */
     val path: String,
 )
+
+/**
+ * One record. Made on whatever thread noticed what it says; delivered on ferrule's logger thread.
+ */
+@Serializable
+data class LogRecord(
+    /** How much it matters. */
+    val level: LogLevel,
+    /**
+     * The part of ferrule it comes from: `ferrule::provider`, `ferrule::mcp`, `ferrule::tool`,
+     * `ferrule::recording`, `ferrule::trace` or `ferrule::log`.
+     */
+    val target: String,
+    /** What happened, in a sentence. */
+    val message: String,
+    /**
+     * The details as key-values: `run_id`, `server`, `attempt`, ... Never an API key or a header's
+     * value.
+     */
+    val fields: JsonObject,
+    /** When it was made, in nanoseconds since the Unix epoch. */
+    @Serializable(with = SaturatingCount::class) @SerialName("time_unix_nano") val timeUnixNano: Long,
+)
