@@ -595,8 +595,8 @@ func (r *UnusedExchange) decodeField(key []byte, field *fastjson.Value) error {
 type LogRecord struct {
 	// How much it matters.
 	Level LogLevel `json:"level"`
-	// The part of ferrule it comes from: `ferrule::provider`, `ferrule::mcp`, `ferrule::tool`,
-	// `ferrule::recording`, `ferrule::trace` or `ferrule::log`.
+	// The part of ferrule it comes from: `ferrule::provider` (model requests), `ferrule::mcp` (MCP
+	// servers), `ferrule::recording` (cassettes) or `ferrule::log` (the logger itself).
 	Target string `json:"target"`
 	// What happened, in a sentence.
 	Message string `json:"message"`

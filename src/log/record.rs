@@ -42,9 +42,9 @@ impl LogLevel {
 pub struct LogRecord {
     /// How much it matters.
     pub level: LogLevel,
-    /// The part of ferrule it comes from: `ferrule::provider`,
-    /// `ferrule::mcp`, `ferrule::tool`, `ferrule::recording`, `ferrule::trace`
-    /// or `ferrule::log`.
+    /// The part of ferrule it comes from: `ferrule::provider` (model
+    /// requests), `ferrule::mcp` (MCP servers), `ferrule::recording`
+    /// (cassettes) or `ferrule::log` (the logger itself).
     pub target: String,
     /// What happened, in a sentence.
     pub message: String,

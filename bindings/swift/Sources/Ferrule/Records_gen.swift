@@ -820,8 +820,8 @@ extension UnusedExchange: ObjectReadable {}
 public struct LogRecord: Sendable, Hashable, Codable {
     /// How much it matters.
     public var level: LogLevel
-    /// The part of ferrule it comes from: `ferrule::provider`, `ferrule::mcp`, `ferrule::tool`,
-    /// `ferrule::recording`, `ferrule::trace` or `ferrule::log`.
+    /// The part of ferrule it comes from: `ferrule::provider` (model requests), `ferrule::mcp` (MCP
+    /// servers), `ferrule::recording` (cassettes) or `ferrule::log` (the logger itself).
     public var target: String
     /// What happened, in a sentence.
     public var message: String

@@ -23,6 +23,7 @@ import java.lang.reflect.Method
 @Suppress("FunctionName")
 internal class FerruleLibrary {
     external fun ferrule_runtime_configure(json: ByteArray, len: NativeLong): Pointer?
+    external fun ferrule_runtime_set_logger(log: EventFn?, userData: Pointer?, free: FreeFn?, level: Int): Pointer?
 
     external fun ferrule_agent_builder_new(json: ByteArray, len: NativeLong, out: PointerByReference): Pointer?
     external fun ferrule_agent_builder_add_tool(builder: Pointer, spec: ToolSpec): Pointer?

@@ -264,8 +264,8 @@ data class LogRecord(
     /** How much it matters. */
     val level: LogLevel,
     /**
-     * The part of ferrule it comes from: `ferrule::provider`, `ferrule::mcp`, `ferrule::tool`,
-     * `ferrule::recording`, `ferrule::trace` or `ferrule::log`.
+     * The part of ferrule it comes from: `ferrule::provider` (model requests), `ferrule::mcp` (MCP
+     * servers), `ferrule::recording` (cassettes) or `ferrule::log` (the logger itself).
      */
     val target: String,
     /** What happened, in a sentence. */
