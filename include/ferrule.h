@@ -26,6 +26,9 @@
 // Records waiting for the logger at most.
 #define QUEUED_RECORDS 4096
 
+// Finished spans waiting for the host's tracer at most.
+#define QUEUED_SPANS 4096
+
 // A stable error code. The numeric values are part of the C ABI
 // (`FERRULE_ERROR_*` in `ferrule.h`) and never change; JSON names each code
 // (`"INVALID_ARG"`), and the schema gives each name its number
@@ -315,6 +318,16 @@ typedef struct ferrule_model_spec {
   bool nonblocking;
 } ferrule_model_spec;
 
+// Receives one finished span: a JSON object (`trace_id`, `span_id`,
+// `parent_span_id`, `name`, `kind`, `start_time_unix_nano`,
+// `end_time_unix_nano`, `attributes`, `events`, `status`), `len` bytes at
+// `span_json` (NUL-terminated), borrowed for the duration of the call. Called
+// on ferrule's tracer thread, one span at a time, in the order they ended
+// (a span's children before it).
+typedef void (*ferrule_span_fn)(void *user_data,
+                                const char *span_json,
+                                size_t len);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -460,6 +473,13 @@ struct ferrule_str ferrule_hook_stage(const struct ferrule_hook *hook);
 // 10; each has `run_id`). Borrowed from `hook`; valid until the hook is
 // responded to. Empty for NULL and for a hook already responded to. Any thread.
 struct ferrule_str ferrule_hook_payload(const struct ferrule_hook *hook);
+
+// The W3C `traceparent` of the span the hook is consulted in (the run's
+// `invoke_agent` span), for the host's own spans of the consultation to go
+// under it. Empty when the run records no spans (no tracer is set), for NULL
+// and for a hook already responded to. Borrowed from `hook`; valid until the
+// hook is responded to. Any thread.
+struct ferrule_str ferrule_hook_traceparent(const struct ferrule_hook *hook);
 
 // The stage and the payload at once, each written where its pointer points
 // unless that pointer is NULL: what `ferrule_hook_stage` and
@@ -702,6 +722,13 @@ struct ferrule_str ferrule_tool_call_name(const struct ferrule_tool_call *call);
 // failed. Empty for NULL and for a call that was already completed. Any thread.
 struct ferrule_str ferrule_tool_call_arguments(const struct ferrule_tool_call *call);
 
+// The W3C `traceparent` of the call's `execute_tool` span, for the host's
+// own spans of the call to go under it (`00-<trace id>-<span id>-<flags>`).
+// Empty when the call's run records no spans (no tracer is set), for NULL
+// and for a call that was already completed. Borrowed from `call`; valid
+// until the call is completed or failed. Any thread.
+struct ferrule_str ferrule_tool_call_traceparent(const struct ferrule_tool_call *call);
+
 // The call id, the tool name and the arguments at once, each written where
 // its pointer points unless that pointer is NULL: what `ferrule_tool_call_id`,
 // `_name` and `_arguments` return, in one call (for a binding whose foreign
@@ -772,6 +799,23 @@ struct ferrule_error *ferrule_tool_call_on_cancel(struct ferrule_tool_call *call
                                                   ferrule_cancel_fn on_cancel,
                                                   void *user_data,
                                                   ferrule_free_fn free_user_data);
+
+// Sets the process's tracer: from the next run on, every run records spans
+// after the OpenTelemetry GenAI conventions (`invoke_agent`, `chat`,
+// `execute_tool`; docs/tracing.md), and `on_span` receives each when it ends.
+// Spans wait in a bounded queue (4096): past that they are dropped (the
+// logger says how many); a slow tracer never slows a run. Without a tracer,
+// runs record nothing.
+//
+// A NULL `on_span` removes the tracer (`user_data` and `free_user_data` are
+// then ignored). A tracer replaces the one before it, which still receives
+// the spans that ended for it; `free_user_data(user_data)`, if not NULL, runs
+// once the tracer was replaced or removed and its last call returned.
+// `FERRULE_ERROR_RESOURCE_EXHAUSTED` when the system refuses the tracer's
+// thread; on error the host still owns `user_data`. Any thread, at any time.
+struct ferrule_error *ferrule_runtime_set_tracer(ferrule_span_fn on_span,
+                                                 void *user_data,
+                                                 ferrule_free_fn free_user_data);
 
 // The library version (for example `"0.1.0"`): a static string, valid forever.
 // Any thread; works in a forked child too.

@@ -22,6 +22,7 @@ pub mod provider;
 pub mod runtime;
 pub mod schema;
 pub mod tool;
+pub mod trace;
 
 pub use error::{Error, ErrorCode, Result};
 

@@ -32,6 +32,7 @@ use crate::message::{
 use crate::provider::UnusedRecordings;
 use crate::runtime::RuntimeConfig;
 use crate::tool::{ToolCompletion, ToolOptions};
+use crate::trace::SpanData;
 
 /// Which way a document crosses.
 #[derive(Clone, Copy)]
@@ -79,6 +80,7 @@ fn documents() -> Vec<(&'static str, Direction, &'static str, Adder)> {
         ("final_answer_payload", Out, "ferrule_hook_payload at final_answer", of::<FinalAnswerPayload<'static>>),
         ("unused_recordings", Out, "ferrule_agent_unused_recordings", of::<UnusedRecordings>),
         ("log_record", Out, "the logger (ferrule_runtime_set_logger)", of::<LogRecord>),
+        ("span", Out, "the tracer (ferrule_runtime_set_tracer)", of::<SpanData>),
     ]
 }
 

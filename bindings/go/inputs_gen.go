@@ -33,6 +33,9 @@ type Config struct {
 	// MCP servers whose tools the model is offered beside the agent's own, by the name each
 	// server's tools are prefixed with.
 	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty"`
+	// The agent's name in traces (`gen_ai.agent.name`). An agent added to another as a tool or a
+	// handoff is known there by that tool's name.
+	Name string `json:"name,omitempty"`
 	// How many times an answer that fails `output_schema` goes back to the model with what is
 	// wrong, before the run fails with `INVALID_OUTPUT`.
 	OutputRetries *int `json:"output_retries,omitempty"`
@@ -51,6 +54,8 @@ type Config struct {
 	ToolExecution string `json:"tool_execution,omitempty"`
 	// Default bound on one tool call; 0 means none.
 	ToolTimeout time.Duration `json:"-"`
+	// How runs are traced when the host set a tracer: content captured, `traceparent` sent on.
+	Trace *Tracing `json:"trace,omitempty"`
 	// Hooks are consulted at their stages of every run (see Hook).
 	Hooks []Hook `json:"-"`
 }
@@ -181,6 +186,23 @@ type Recording struct {
 	Path string `json:"path"`
 	// What is done with it (default `replay`).
 	Mode string `json:"mode,omitempty"`
+}
+
+// Tracing is how an agent's runs are traced (`trace` in the agent configuration). Spans are
+// recorded when the host set a tracer (`ferrule_runtime_set_tracer`).
+//
+// A zero field is left out of the JSON, so ferrule's default applies (a
+// setting whose zero differs from its default is a pointer); a duration is
+// sent as the JSON's whole count of milliseconds (or seconds), rounded up.
+type Tracing struct {
+	// Whether spans carry what was said: the messages of each model request and its answer
+	// (`gen_ai.input.messages`, `gen_ai.output.messages`), the system prompt, and each tool call's
+	// arguments and result. Off by default; API keys and header values are never recorded.
+	CaptureContent bool `json:"capture_content,omitempty"`
+	// Whether requests to HTTP providers and MCP servers carry the W3C `traceparent` (and
+	// `tracestate`) of the span they belong to, so the service's own spans join the trace. Off by
+	// default.
+	Propagate bool `json:"propagate,omitempty"`
 }
 
 // History is the `history` configuration.

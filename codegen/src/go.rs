@@ -31,6 +31,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ProviderKind", "string"),
     ("ThinkingLevel", "string"),
     ("RecordConfig", "Recording"),
+    ("TraceConfig", "Tracing"),
     ("RecordMode", "string"),
     ("ScriptTurn", "json.RawMessage"),
     ("Origin", "string"),

@@ -27,6 +27,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ProviderKind", "String"),
     ("ThinkingLevel", "String"),
     ("RecordConfig", "Recording"),
+    ("TraceConfig", "Tracing"),
     ("RecordMode", "String"),
     ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),

@@ -14,6 +14,7 @@ use super::result::{RunResult, RunStatus};
 use crate::error::{Error, Result};
 use crate::message::{text_of, Message};
 use crate::tool::{Invocation, ToolFunction, ToolOutcome, ToolResult};
+use crate::trace::ToolSource;
 use crate::BoxFuture;
 
 /// An agent to add to a builder, and how its model is offered it.
@@ -80,7 +81,8 @@ impl ToolFunction for AgentCall {
             let started = crate::runtime::threads().and_then(|threads| {
                 let origin = agent.begin(input)?;
                 let cancel = invocation.cancellation().child_token();
-                Ok(origin.start_nested(threads, site.as_deref(), invocation.id(), name.clone(), cancel))
+                let trace = invocation.trace().cloned();
+                Ok(origin.start_nested(threads, site.as_deref(), invocation.id(), name.clone(), cancel, trace))
             });
             let result = match started {
                 Ok(run) => run.wait().await,
@@ -99,6 +101,10 @@ impl ToolFunction for AgentCall {
 
     fn starts_runs(&self) -> bool {
         true
+    }
+
+    fn source(&self) -> ToolSource {
+        ToolSource::Agent
     }
 }
 
@@ -143,6 +149,10 @@ impl ToolFunction for HandoffCall {
     fn invoke(&self, _invocation: Invocation) -> BoxFuture<'static, ToolOutcome> {
         let result = ToolResult::text(format!("Transferred to {}.", self.name));
         Box::pin(std::future::ready(ToolOutcome::Completed(result)))
+    }
+
+    fn source(&self) -> ToolSource {
+        ToolSource::Agent
     }
 }
 

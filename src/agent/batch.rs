@@ -32,6 +32,7 @@ use super::tool_scope::ToolScope;
 use super::validation::{check_calls, ValidCall};
 use crate::message::ToolCall;
 use crate::tool::{Caller, Execution, Invocation, OnError, ToolOutcome, ToolResult, UpdateSink};
+use crate::trace::{CallTrace, ToolSource};
 
 /// What a batch needs from its run.
 pub(crate) struct BatchContext<'a> {
@@ -89,10 +90,11 @@ pub(crate) async fn execute(
 ) -> BatchOutcome {
     let run = context.run;
     let agent = run.agent();
-    let mut recorder = Recorder::new(&run.events, agent.config.max_tool_result_bytes, calls.len());
+    let trace = run.trace.as_deref();
+    let mut recorder = Recorder::new(&run.events, trace, agent.config.max_tool_result_bytes, calls.len());
     if response == ResponseEnd::OutputLimit {
         for (index, call) in calls.iter().enumerate() {
-            recorder.start(call).await;
+            recorder.start(index, call, ToolSource::Function).await;
             let message = format!(
                 "The call to \"{}\" was not run: the response was cut off at the output token limit, so its arguments may be incomplete. Try again with shorter arguments.",
                 call.name
@@ -124,6 +126,15 @@ pub(crate) async fn execute(
     }
     // A handoff that will not be made asks for no decision either.
     let interruptions = approval::gate(context.approvals, calls, &mut checked);
+    if let Some(trace) = trace.filter(|_| !interruptions.is_empty()) {
+        for interruption in &interruptions {
+            let attributes = vec![
+                ("gen_ai.tool.name", interruption.name.as_str().into()),
+                ("gen_ai.tool.call.id", interruption.call_id.as_str().into()),
+            ];
+            trace.event("ferrule.approval_requested", attributes);
+        }
+    }
     if !interruptions.is_empty() {
         return recorder.interrupted(interruptions);
     }
@@ -147,7 +158,8 @@ pub(crate) async fn execute(
                 recorder.keep(index, result);
                 continue;
             }
-            recorder.start(call).await;
+            let source = check.as_ref().map_or(ToolSource::Function, |valid| valid.tool.function().source());
+            let traced = recorder.start(index, call, source).await;
             match check {
                 Err(problem) => {
                     // An agent that waited does not go on (a hook denied its call).
@@ -161,7 +173,7 @@ pub(crate) async fn execute(
                     progress[index] = call_progress.clone();
                     let decisions = carried.nested_decided.remove(&call.id).unwrap_or_default();
                     let resume = carried.nested.remove(&call.id).map(|state| (state, decisions.into_iter().collect()));
-                    let (launched, site) = launch(context, call, valid, call_progress, resume);
+                    let (launched, site) = launch(context, call, valid, call_progress, resume, traced);
                     running.push(async move {
                         let end = call_end(call, launched.await);
                         if let Some((state, interruptions)) = site.and_then(|site| site.take_stopped()) {
@@ -277,6 +289,7 @@ fn launch(
     valid: ValidCall<'_>,
     progress: Option<Arc<CallProgress>>,
     resume: Option<(RunState, HashMap<String, Decision>)>,
+    trace: Option<CallTrace>,
 ) -> (impl std::future::Future<Output = FunctionEnd> + Send + 'static, Option<Arc<AgentCallSite>>) {
     let run = context.run;
     let tool = valid.tool;
@@ -298,7 +311,8 @@ fn launch(
     if valid.replaced {
         call.arguments = valid.arguments.to_string();
     }
-    let invocation = Invocation::in_run(call, valid.arguments, cancel.clone(), updates, run.serial, caller);
+    let invocation =
+        Invocation::in_run(call, valid.arguments, cancel.clone(), updates, run.serial, caller).with_trace(trace);
     let bounded = async move {
         let returned = function.invoke(invocation);
         if timeout_ms == 0 {

@@ -16,6 +16,7 @@ use crate::hook::Hook;
 use crate::mcp::McpServers;
 use crate::provider::{Generator, ToolChoice};
 use crate::tool::{InputSchema, Tool, ToolOptions, ToolSpec};
+use crate::trace::Tracer;
 
 /// The largest message read from an MCP server when `max_tool_result_bytes`
 /// sets no bound (and the least one when it does: tool lists and images
@@ -218,6 +219,7 @@ impl AgentBuilder {
                 Some(McpTools::new(McpServers::start(&config.mcp_servers, taken, largest, runtime)))
             }
         };
-        Ok(Agent::new(AgentInner { config, tools, hooks, generator, output, mcp, handoffs, called, height }))
+        let tracer = Arc::new(Tracer::new(config.trace.clone()));
+        Ok(Agent::new(AgentInner { config, tools, hooks, generator, output, mcp, handoffs, called, height, tracer }))
     }
 }

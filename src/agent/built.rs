@@ -11,6 +11,7 @@ use super::tool_set::ToolSet;
 use crate::hook::Hook;
 use crate::provider::{Generator, UnusedExchange};
 use crate::tool::{InputSchema, Tool};
+use crate::trace::Tracer;
 
 /// A built agent: immutable, cheap to clone, usable from any thread. Built with
 /// [`AgentBuilder`](super::AgentBuilder); runs start with [`Agent::start`].
@@ -38,6 +39,8 @@ pub(crate) struct AgentInner {
     /// How deep the agent's tree of agents is: 1 without agents, one more
     /// than the deepest agent it calls as a tool or hands off to.
     pub(crate) height: u32,
+    /// Where its runs' spans go.
+    pub(crate) tracer: Arc<Tracer>,
 }
 
 /// An agent the model may hand the run to.

@@ -12,11 +12,16 @@ use crate::error::{Error, Result};
 use crate::mcp::McpServerConfig;
 use crate::provider::{ModelConfig, ProviderKind, ToolChoice};
 use crate::tool::Execution;
+use crate::trace::TraceConfig;
 
 /// The whole agent configuration. Unknown fields are rejected by name.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
+    /// The agent's name in traces (`gen_ai.agent.name`). An agent added to
+    /// another as a tool or a handoff is known there by that tool's name.
+    #[serde(default)]
+    pub name: Option<String>,
     /// Which model, and how to reach it.
     pub model: ModelConfig,
     /// The system prompt, sent before the transcript on every request (it is not
@@ -74,6 +79,10 @@ pub struct AgentConfig {
     /// by the name each server's tools are prefixed with.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// How runs are traced when the host set a tracer: content captured,
+    /// `traceparent` sent on.
+    #[serde(default)]
+    pub trace: TraceConfig,
 }
 
 fn default_max_rounds() -> u32 {

@@ -13,6 +13,7 @@ use super::handle::RunShared;
 use super::hook_caller::HookCaller;
 use super::nesting::RunNesting;
 use crate::message::Message;
+use crate::trace::RunTrace;
 
 /// A run's fixed inputs, shared by its steps.
 pub(crate) struct RunContext {
@@ -32,6 +33,8 @@ pub(crate) struct RunContext {
     pub(crate) timed_out: Arc<AtomicBool>,
     /// Where the run sits among runs nested in one another.
     pub(crate) nesting: Arc<RunNesting>,
+    /// The run's tracing, when spans are recorded.
+    pub(crate) trace: Option<Arc<RunTrace>>,
 }
 
 impl RunContext {
@@ -49,6 +52,7 @@ impl RunContext {
             run_serial: self.serial,
             cancel: &self.cancel,
             timeout_ms: agent.config.hook_timeout_ms,
+            trace: self.trace.as_deref(),
         }
     }
 

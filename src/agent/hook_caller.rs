@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use super::next_step::Ending;
 use crate::error::{Error, ErrorCode};
 use crate::hook::{Hook, HookDecision, HookHistory, HookRequest, HookStage};
+use crate::trace::RunTrace;
 use crate::BoxFuture;
 
 /// What the run loop needs to consult its agent's hooks.
@@ -19,6 +20,8 @@ pub(crate) struct HookCaller<'a> {
     pub(crate) run_serial: u64,
     pub(crate) cancel: &'a CancellationToken,
     pub(crate) timeout_ms: u64,
+    /// The run's tracing: each decision is an event of the run's span.
+    pub(crate) trace: Option<&'a RunTrace>,
 }
 
 /// How consulting the hooks ended the run.
@@ -88,7 +91,8 @@ impl HookCaller<'_> {
         // the run's cancel at once, through the run's token it is given too.
         let token = CancellationToken::new();
         let _stop_waiting = token.clone().drop_guard();
-        let request = HookRequest::new(stage, payload, token, self.cancel.clone(), self.run_serial);
+        let request = HookRequest::new(stage, payload, token, self.cancel.clone(), self.run_serial)
+            .with_trace(self.trace.map(RunTrace::run_call));
         let mut decided = hook.function().decide(request);
         // A hook that decided while it was asked (an inline one usually does)
         // needs neither a timer nor a wait. Polled with the run's own waker, so
@@ -100,6 +104,11 @@ impl HookCaller<'_> {
             Poll::Pending => self.wait(stage, decided).await?,
         };
         decision.check_stage(stage).map_err(HookStop::Failed)?;
+        if let Some(trace) = self.trace {
+            let attributes =
+                vec![("ferrule.hook.stage", stage.name().into()), ("ferrule.hook.decision", decision.kind().into())];
+            trace.event("ferrule.hook", attributes);
+        }
         if let HookDecision::Abort(reason) = decision {
             let message = format!("a {} hook aborted the run: {reason}", stage.name());
             return Err(HookStop::Failed(Error::new(ErrorCode::HookAborted, message)));

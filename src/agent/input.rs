@@ -10,6 +10,7 @@ use super::state::RunState;
 use super::transcript::{check_messages, check_parts};
 use crate::error::{Error, Result};
 use crate::message::{AssistantMessage, Message};
+use crate::trace::{SpanContext, TraceContext};
 
 /// What a run starts from, and the tools it may use.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +26,8 @@ pub struct RunInput {
     pub event_bursts: bool,
     /// Whether the result carries the transcript.
     pub result_messages: ResultMessages,
+    /// The host's span the run's spans go under (run input `trace_context`).
+    pub trace_parent: Option<SpanContext>,
 }
 
 /// Whether a run's result carries its transcript (run input
@@ -136,6 +139,11 @@ pub(crate) struct InputRepr {
     #[serde(default, deserialize_with = "given")]
     #[schemars(with = "ResultMessages")]
     result_messages: Option<ResultMessages>,
+    /// The host's span (W3C Trace Context) the run's spans go under, when the
+    /// host set a tracer: its `traceparent` and `tracestate`.
+    #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "TraceContext")]
+    trace_context: Option<TraceContext>,
 }
 
 /// A field that is there: its value, null included, must read as `T`.
@@ -151,6 +159,7 @@ impl From<RunSource> for RunInput {
             events: EventSelection::All,
             event_bursts: false,
             result_messages: ResultMessages::All,
+            trace_parent: None,
         }
     }
 }
@@ -170,7 +179,9 @@ impl RunInput {
         let events = repr.events.take().unwrap_or_default();
         let event_bursts = repr.event_bursts.take().unwrap_or(false);
         let result_messages = repr.result_messages.take().unwrap_or_default();
-        Ok(RunInput { source: RunSource::from_repr(repr)?, tools, events, event_bursts, result_messages })
+        let trace_parent = repr.trace_context.take().map(|context| context.parent()).transpose()?;
+        let source = RunSource::from_repr(repr)?;
+        Ok(RunInput { source, tools, events, event_bursts, result_messages, trace_parent })
     }
 }
 

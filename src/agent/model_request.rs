@@ -8,6 +8,7 @@ use super::next_step::Ending;
 use crate::error::Error;
 use crate::message::AssistantMessage;
 use crate::provider::{Delta, DeltaSink, GenerationRequest, WireCache};
+use crate::trace::{chat, Span};
 use crate::BoxFuture;
 
 /// The model's response to `request` in `turn`; the run's end when the request
@@ -18,12 +19,25 @@ pub(crate) async fn generate(
     wire: &mut WireCache,
     turn: u32,
 ) -> Result<AssistantMessage, Ending> {
-    let mut deltas = TurnDeltas { events: &run.events, run_id: &run.id, turn };
-    tokio::select! {
+    let span = run.trace.as_ref().map(|trace| trace.chat(turn, &request));
+    let propagated = span.as_ref().filter(|_| run.trace.as_ref().is_some_and(|t| t.propagates()));
+    let propagated = propagated.map(|span| span.context().clone());
+    let request = GenerationRequest { trace: propagated.as_ref(), ..request };
+    let mut deltas = TurnDeltas { events: &run.events, run_id: &run.id, turn, span };
+    let response = tokio::select! {
         biased;
         _ = run.cancel.cancelled() => Err(Ending::Cancelled),
         response = run.agent().generator.generate(request, wire, &mut deltas) => response.map_err(Ending::Failed),
+    };
+    if let Some(span) = deltas.span {
+        match &response {
+            Ok(answer) => chat::answered(span, answer, run.trace.as_ref().is_some_and(|t| t.captures_content())),
+            Err(Ending::Failed(error)) => chat::failed(span, error),
+            // Dropped: a span abandoned when its run was cancelled.
+            Err(_) => {}
+        }
     }
+    response
 }
 
 /// Forwards a turn's streamed deltas as events.
@@ -31,14 +45,19 @@ struct TurnDeltas<'a> {
     events: &'a EventEmitter,
     run_id: &'a str,
     turn: u32,
+    /// The request's span, when the run is traced.
+    span: Option<Span>,
 }
 
 impl DeltaSink for TurnDeltas<'_> {
     fn retry<'a>(&'a mut self, attempt: u32, error: &'a Error, delay: std::time::Duration) -> BoxFuture<'a, ()> {
-        let (events, run_id, turn) = (self.events, self.run_id, self.turn);
+        let (events, run_id, turn, span) = (self.events, self.run_id, self.turn, self.span.as_mut());
         // Queued when awaited, as `send`'s deltas are: a retry's future
         // dropped unpolled announces nothing.
         Box::pin(async move {
+            if let Some(span) = span {
+                chat::retried(span, attempt, error, delay);
+            }
             crate::log::log!(
                 Warn,
                 "ferrule::provider",
@@ -52,6 +71,12 @@ impl DeltaSink for TurnDeltas<'_> {
             let kind = EventKind::Retry { attempt, error: error.clone(), delay_ms: delay.as_millis() as u64 };
             events.emit(kind).await
         })
+    }
+
+    fn described(&mut self, id: Option<&str>, model: Option<&str>) {
+        if let Some(span) = &mut self.span {
+            chat::described(span, id, model);
+        }
     }
 
     fn send<'a>(&'a mut self, delta: Delta<'a>) -> BoxFuture<'a, ()> {

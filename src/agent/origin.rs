@@ -8,6 +8,7 @@ use super::state::CarriedOver;
 use crate::error::{Error, Result};
 use crate::message::{AssistantMessage, Message, UserMessage};
 use crate::provider::ToolChoice;
+use crate::trace::SpanContext;
 
 /// Where a run begins.
 pub(crate) struct RunOrigin {
@@ -27,6 +28,8 @@ pub(crate) struct RunOrigin {
     pub(crate) events: EventSelection,
     /// Whether the result carries the transcript.
     pub(crate) result_messages: ResultMessages,
+    /// The host's span the run goes under.
+    pub(crate) trace_parent: Option<SpanContext>,
 }
 
 impl RunOrigin {
@@ -42,6 +45,7 @@ impl RunOrigin {
             carried: CarriedOver::default(),
             events: EventSelection::All,
             result_messages: ResultMessages::All,
+            trace_parent: None,
         }
     }
 }
@@ -66,10 +70,12 @@ impl Agent {
                     carried,
                     events: EventSelection::All,
                     result_messages: ResultMessages::All,
+                    trace_parent: None,
                 }
             }
         };
         origin.events = input.events;
+        origin.trace_parent = input.trace_parent;
         if origin.progress.execute_only && input.result_messages == ResultMessages::None {
             return Err(Error::invalid_arg(
                 "run input: an execute-only run's results are in its \"messages\": \"result_messages\": \"none\" \

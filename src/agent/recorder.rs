@@ -12,6 +12,7 @@ use super::hook_caller::HookStop;
 use crate::error::{Error, ErrorCode};
 use crate::message::{ToolCall, ToolResultMessage};
 use crate::tool::{OnError, ToolResult};
+use crate::trace::{CallTrace, RunTrace, Span, ToolSource};
 
 /// How a batch went.
 pub(crate) struct BatchOutcome {
@@ -39,6 +40,18 @@ pub(crate) struct CallEnd {
     pub(crate) tool_failed: bool,
 }
 
+/// Ends a call's span with its result.
+fn tool_span_end(mut span: Span, result: &ToolResult, captured: bool) {
+    let text = captured.then(|| crate::message::text_of(&result.content));
+    if result.is_error {
+        span.fail("tool_error", text.as_deref().unwrap_or("the tool's result is an error"));
+    }
+    if let Some(text) = text {
+        span.set("gen_ai.tool.call.result", text);
+    }
+    span.end();
+}
+
 /// How a batch's recording ends.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BatchEnd {
@@ -51,6 +64,9 @@ pub(crate) enum BatchEnd {
 /// Records a batch's results as they come.
 pub(crate) struct Recorder<'a> {
     events: &'a EventEmitter,
+    /// The run's tracing, and each started call's span until its result.
+    trace: Option<&'a RunTrace>,
+    spans: Vec<Option<Span>>,
     max_result_bytes: usize,
     results: Vec<Option<ToolResultMessage>>,
     terminating: Vec<bool>,
@@ -61,9 +77,16 @@ pub(crate) struct Recorder<'a> {
 impl<'a> Recorder<'a> {
     /// A recorder for `calls` calls; results longer than `max_result_bytes` (when
     /// not 0) are cut.
-    pub(crate) fn new(events: &'a EventEmitter, max_result_bytes: usize, calls: usize) -> Self {
+    pub(crate) fn new(
+        events: &'a EventEmitter,
+        trace: Option<&'a RunTrace>,
+        max_result_bytes: usize,
+        calls: usize,
+    ) -> Self {
         Recorder {
             events,
+            trace,
+            spans: std::iter::repeat_with(|| None).take(if trace.is_some() { calls } else { 0 }).collect(),
             max_result_bytes,
             results: vec![None; calls],
             terminating: vec![false; calls],
@@ -72,11 +95,19 @@ impl<'a> Recorder<'a> {
         }
     }
 
-    /// Announces that a call begins.
-    pub(crate) async fn start(&self, call: &ToolCall) {
+    /// Announces that call `index` begins (its span starts, when the run is
+    /// traced: what the call's function is given of it is returned).
+    pub(crate) async fn start(&mut self, index: usize, call: &ToolCall, source: ToolSource) -> Option<CallTrace> {
+        let traced = self.trace.map(|trace| {
+            let span = trace.tool(call, source);
+            let call_trace = trace.call(&span);
+            self.spans[index] = Some(span);
+            call_trace
+        });
         if self.events.is_enabled() {
             self.events.emit(EventKind::ToolExecutionStart { call: call.clone() }).await;
         }
+        traced
     }
 
     /// Records call `index`'s result. `on_failure` says what the result means
@@ -110,6 +141,10 @@ impl<'a> Recorder<'a> {
             self.added_tools.extend(result.added_tools.iter().cloned());
         }
         self.terminating[index] = result.terminate && !result.is_error;
+        if let Some(span) = self.spans.get_mut(index).and_then(Option::take) {
+            let captured = self.trace.is_some_and(RunTrace::captures_content);
+            tool_span_end(span, &result, captured);
+        }
         let events = self.events;
         let message = ToolResultMessage {
             tool_call_id: call.id.clone(),

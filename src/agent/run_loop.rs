@@ -151,6 +151,11 @@ impl RunLoop {
         self.handed_from.push(std::mem::replace(&mut self.run.agent, agent));
         self.caches = RequestCaches::new(self.run.agent().config.history);
         self.tools = RunTools::new(self.run.agent());
+        if let Some(trace) = &self.run.trace {
+            let attributes =
+                vec![("ferrule.handoff.to", to.to_string().into()), ("gen_ai.tool.call.id", call_id.as_str().into())];
+            trace.event("ferrule.handoff", attributes);
+        }
         self.run.events.emit(EventKind::Handoff { turn, call_id, from, to, dropped }).await;
         NextStep::RunAgain
     }

@@ -25,6 +25,7 @@ use super::run_loop::RunLoop;
 use super::run_tools::RunTools;
 use crate::error::{Error, ErrorCode, Result};
 use crate::runtime::{CallbackKind, CallbackScope, Threads};
+use crate::trace::{CallTrace, RunTrace};
 
 /// Run serial numbers start at 1 (0 means "no run" to the callback scope).
 static NEXT_RUN_SERIAL: AtomicU64 = AtomicU64::new(1);
@@ -47,14 +48,24 @@ impl RunOrigin {
     pub(crate) fn start_on(self, threads: &'static Threads, sink: Option<Box<dyn EventSink>>) -> Run {
         let (serial, id) = next_run();
         let (events, sink_gone) = event_queue::channel(id.clone(), serial, sink, self.events, threads.events);
-        let place = RunPlace { serial, id, events, nesting: RunNesting::top(), cancel: CancellationToken::new() };
+        let parent = self.trace_parent.clone().map(|context| CallTrace::new(context, id.clone()));
+        let place = RunPlace {
+            serial,
+            id,
+            events,
+            nesting: RunNesting::top(),
+            cancel: CancellationToken::new(),
+            name: None,
+            parent,
+        };
         self.launch(threads, place, sink_gone)
     }
 
     /// Starts the run of the call `call_id` of the agent known as `name`,
-    /// cancelled with `cancel`. Nested in the run of `site`, when the call is
-    /// one of a run's: its events go to that run's, and that run ends after
-    /// it; otherwise on its own, without events.
+    /// cancelled with `cancel`, its spans under the call's (`trace`). Nested
+    /// in the run of `site`, when the call is one of a run's: its events go to
+    /// that run's, and that run ends after it; otherwise on its own, without
+    /// events.
     pub(crate) fn start_nested(
         self,
         threads: &'static Threads,
@@ -62,22 +73,28 @@ impl RunOrigin {
         call_id: &str,
         name: Arc<str>,
         cancel: CancellationToken,
+        trace: Option<CallTrace>,
     ) -> Run {
         let (serial, id) = next_run();
         let (nesting, events) = match site {
             Some(site) => {
                 let nesting = RunNesting::inside(&site.nesting);
-                let events = site.events.nested(id.clone(), call_id, name, nesting.depth, site.progress.clone());
+                let events =
+                    site.events.nested(id.clone(), call_id, name.clone(), nesting.depth, site.progress.clone());
                 (nesting, events)
             }
             None => (RunNesting::top(), event_queue::channel(id.clone(), serial, None, self.events, threads.events).0),
         };
-        self.launch(threads, RunPlace { serial, id, events, nesting, cancel }, None)
+        let place = RunPlace { serial, id, events, nesting, cancel, name: Some(name), parent: trace };
+        self.launch(threads, place, None)
     }
 
     fn launch(self, threads: &'static Threads, place: RunPlace, sink_gone: Option<oneshot::Receiver<()>>) -> Run {
-        let RunOrigin { agent, mut progress, pending, resumed, carried, events: _, result_messages } = self;
-        let RunPlace { serial, id, events, nesting, cancel } = place;
+        let RunOrigin { agent, mut progress, pending, resumed, carried, events: _, result_messages, trace_parent: _ } =
+            self;
+        let RunPlace { serial, id, events, nesting, cancel, name, parent } = place;
+        let name = name.as_deref().or(agent.config().name.as_deref());
+        let trace = RunTrace::start(&agent.parts().tracer, parent.as_ref(), name, &id, &agent.config().model);
         let injections = std::mem::take(&mut progress.injections);
         let shared = Arc::new(RunShared::new(id.clone(), serial, cancel, injections));
         let caches = RequestCaches::new(agent.config().history);
@@ -91,6 +108,7 @@ impl RunOrigin {
             shared: shared.clone(),
             timed_out: Arc::default(),
             nesting,
+            trace,
         };
         let answer = FinalAnswer::default();
         let handed_from = Vec::new();
@@ -127,6 +145,10 @@ struct RunPlace {
     events: EventEmitter,
     nesting: Arc<RunNesting>,
     cancel: CancellationToken,
+    /// The name the calling agent knows a nested run's agent by.
+    name: Option<Arc<str>>,
+    /// The span the run's spans go under.
+    parent: Option<CallTrace>,
 }
 
 /// A new run's serial number and id (`"run-7"`).
@@ -177,8 +199,11 @@ async fn supervise(mut run: Box<RunLoop>, sink_gone: Option<oneshot::Receiver<()
         // Nothing is lost: they end the transcript.
         Stop::Ended(_) => run.run.admit(late_injections, &mut run.progress.messages).await,
     }
-    let (result, RunContext { agent, events, shared, serial, .. }, mut agents) = (*run).finish(stop);
+    let (result, RunContext { agent, events, shared, serial, trace, .. }, mut agents) = (*run).finish(stop);
     let result = Arc::new(result);
+    if let Some(trace) = trace {
+        trace.end(&result);
+    }
     events.emit(EventKind::RunEnd { status: result.status, result: result.clone(), error: result.error.clone() }).await;
     drop(events);
     if let Some(sink_gone) = sink_gone {

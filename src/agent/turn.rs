@@ -78,6 +78,10 @@ pub(crate) async fn turn(
         kept.as_ref().map(|kept| kept.iter().map(|&i| progress.messages[i].clone()).collect());
     if let Some(compacted) = &compacted {
         let dropped = progress.messages.len() - compacted.len();
+        if let Some(trace) = &run.trace {
+            let attributes = vec![("ferrule.turn", turn.into()), ("ferrule.history.dropped", (dropped as u64).into())];
+            trace.event("ferrule.history_compacted", attributes);
+        }
         run.events.emit(EventKind::HistoryCompacted { turn, dropped }).await;
     }
     // A named tool that this turn does not offer cannot be forced.
@@ -94,6 +98,7 @@ pub(crate) async fn turn(
         tools: &visible,
         tool_choice,
         output_schema: agent.config.output_schema.as_ref(),
+        trace: None,
     };
     // A request that leaves messages out is not a prefix of the next one: it is
     // encoded on its own, and the next request anew.

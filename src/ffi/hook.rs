@@ -40,6 +40,8 @@ static LIVE_HOOKS: HandleTable<ForeignConsultation> = HandleTable::new(HandleKin
 struct ForeignConsultation {
     stage: HookStage,
     payload: NulTerminated,
+    /// The `traceparent` of the run's span, when the run is traced.
+    traceparent: Option<NulTerminated>,
     request: HostRequest<Result<HookDecision>>,
 }
 
@@ -79,10 +81,12 @@ impl HookCallback {
 
 impl HookFunction for ForeignHook {
     fn decide(&self, request: HookRequest) -> BoxFuture<'static, Result<HookDecision>> {
+        let traceparent = request.trace().map(|trace| NulTerminated::from_string(trace.traceparent()));
         let (stage, payload, cancel, run_cancel, run_serial) = request.into_parts();
         let (request, answer) = HostRequest::new(cancel, run_serial);
         let request = request.with_run_cancel(run_cancel);
-        let consultation = ForeignConsultation { stage, payload: NulTerminated::from_string(payload), request };
+        let payload = NulTerminated::from_string(payload);
+        let consultation = ForeignConsultation { stage, payload, traceparent, request };
         let Some((ticket, mut pending)) = host_request::begin(consultation, answer) else {
             return Box::pin(std::future::ready(Err(Error::new(
                 ErrorCode::ResourceExhausted,
@@ -159,6 +163,18 @@ pub unsafe extern "C" fn ferrule_hook_stage(hook: *const ferrule_hook) -> ferrul
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_hook_payload(hook: *const ferrule_hook) -> ferrule_str {
     host_request::borrow_string::<ForeignConsultation, _>(hook, |h| h.payload.as_ferrule_str())
+}
+
+/// The W3C `traceparent` of the span the hook is consulted in (the run's
+/// `invoke_agent` span), for the host's own spans of the consultation to go
+/// under it. Empty when the run records no spans (no tracer is set), for NULL
+/// and for a hook already responded to. Borrowed from `hook`; valid until the
+/// hook is responded to. Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_hook_traceparent(hook: *const ferrule_hook) -> ferrule_str {
+    host_request::borrow_string::<ForeignConsultation, _>(hook, |h| {
+        h.traceparent.as_ref().map_or(ferrule_str::EMPTY, NulTerminated::as_ferrule_str)
+    })
 }
 
 /// The stage and the payload at once, each written where its pointer points

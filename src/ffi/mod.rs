@@ -25,6 +25,7 @@ mod run;
 mod string;
 mod tool;
 mod tool_call;
+mod tracer;
 mod version;
 
 pub use agent::*;
@@ -40,4 +41,5 @@ pub use run::*;
 pub use string::*;
 pub use tool::*;
 pub use tool_call::*;
+pub use tracer::*;
 pub use version::*;

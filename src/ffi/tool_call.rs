@@ -33,6 +33,8 @@ pub(crate) struct ForeignCall {
     id: NulTerminated,
     name: NulTerminated,
     arguments: NulTerminated,
+    /// The `traceparent` of the call's span, when its run is traced.
+    traceparent: Option<NulTerminated>,
     updates: UpdateSink,
     request: HostRequest<ToolOutcome>,
 }
@@ -55,12 +57,14 @@ type CallHandle = Handle<ForeignCall>;
 /// Starts a call: enters it in the table and returns what hands it to the host,
 /// with the future of its outcome. `None` when the table is full.
 pub(crate) fn begin(invocation: Invocation) -> Option<(CallTicket, PendingCall)> {
+    let traceparent = invocation.trace().map(|trace| NulTerminated::from_string(trace.traceparent()));
     let (call, cancel, updates, run_serial) = invocation.into_parts();
     let (request, outcome) = HostRequest::new(cancel, run_serial);
     let call = ForeignCall {
         id: NulTerminated::from_string(call.id),
         name: NulTerminated::from_string(call.name),
         arguments: NulTerminated::from_string(call.arguments),
+        traceparent,
         updates,
         request,
     };
@@ -98,6 +102,18 @@ pub unsafe extern "C" fn ferrule_tool_call_name(call: *const ferrule_tool_call) 
 #[no_mangle]
 pub unsafe extern "C" fn ferrule_tool_call_arguments(call: *const ferrule_tool_call) -> ferrule_str {
     host_request::borrow_string::<ForeignCall, _>(call, |c| c.arguments.as_ferrule_str())
+}
+
+/// The W3C `traceparent` of the call's `execute_tool` span, for the host's
+/// own spans of the call to go under it (`00-<trace id>-<span id>-<flags>`).
+/// Empty when the call's run records no spans (no tracer is set), for NULL
+/// and for a call that was already completed. Borrowed from `call`; valid
+/// until the call is completed or failed. Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_tool_call_traceparent(call: *const ferrule_tool_call) -> ferrule_str {
+    host_request::borrow_string::<ForeignCall, _>(call, |c| {
+        c.traceparent.as_ref().map_or(ferrule_str::EMPTY, NulTerminated::as_ferrule_str)
+    })
 }
 
 /// The call id, the tool name and the arguments at once, each written where

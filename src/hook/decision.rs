@@ -40,6 +40,23 @@ pub enum HookDecision {
 }
 
 impl HookDecision {
+    /// The decision's key (`continue` for `{}`), as a span event names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            HookDecision::Continue => "continue",
+            HookDecision::Abort(_) => "abort",
+            HookDecision::Messages(_) => "messages",
+            HookDecision::Tools(_) => "tools",
+            HookDecision::Inject(_) => "inject",
+            HookDecision::Deny(_) => "deny",
+            HookDecision::Arguments(_) => "arguments",
+            HookDecision::Approve => "approve",
+            HookDecision::Interrupt => "interrupt",
+            HookDecision::Result(_) => "result",
+            HookDecision::Retry(_) => "retry",
+        }
+    }
+
     /// Reads a decision given for `stage` as JSON text (no key may repeat):
     /// `INVALID_JSON` when it is not JSON, `INVALID_ARG` naming what is wrong
     /// with its shape.

@@ -26,6 +26,7 @@ pub use stage_decision::{
 };
 
 use crate::error::{Error, Result};
+use crate::trace::CallTrace;
 use crate::BoxFuture;
 
 /// Where in the run a hook is consulted.
@@ -85,6 +86,7 @@ pub struct HookRequest {
     /// The run's token, which `cancel` is no child of.
     run_cancel: CancellationToken,
     run_serial: u64,
+    trace: Option<CallTrace>,
 }
 
 /// What a host hook's consultation is made of: the stage, the payload, the
@@ -99,7 +101,19 @@ impl HookRequest {
         run_cancel: CancellationToken,
         run_serial: u64,
     ) -> Self {
-        HookRequest { stage, payload, cancel, run_cancel, run_serial }
+        HookRequest { stage, payload, cancel, run_cancel, run_serial, trace: None }
+    }
+
+    /// The span the consultation is made in, when its run is traced.
+    pub(crate) fn with_trace(mut self, trace: Option<CallTrace>) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// The span the consultation is made in (the run's `invoke_agent`), when
+    /// its run is traced: its `traceparent`, for the hook's own spans.
+    pub fn trace(&self) -> Option<&CallTrace> {
+        self.trace.as_ref()
     }
 
     /// The stage.

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+pub(crate) use record::unix_nanos;
 pub use record::{LogLevel, LogRecord};
 
 use crate::error::Result;

@@ -33,6 +33,7 @@ use super::config::Transport;
 use super::error::McpError;
 use super::param_headers::{header_values, param_headers, ParamHeader};
 use super::rpc::{Answer, Exchange, Rpc, ServerNotice};
+use crate::trace::SpanContext;
 
 /// The stateless version of the protocol, the newest this client speaks.
 pub const MODERN_VERSION: &str = "2026-07-28";
@@ -366,17 +367,41 @@ impl McpClient {
         progress: Option<mpsc::Sender<Value>>,
         timeout: Duration,
     ) -> Result<Value, McpError> {
+        self.call_tool_in(name, arguments, progress, timeout, None).await
+    }
+
+    /// [`call_tool`](Self::call_tool) within the span `trace`, whose W3C
+    /// `traceparent` and `tracestate` go in the request's `_meta` (and, over
+    /// HTTP, in its headers), so the server's own spans join the trace.
+    pub async fn call_tool_in(
+        &self,
+        name: &str,
+        arguments: Value,
+        progress: Option<mpsc::Sender<Value>>,
+        timeout: Duration,
+        trace: Option<&SpanContext>,
+    ) -> Result<Value, McpError> {
         let mut params = json!({"name": name, "arguments": arguments});
         if progress.is_some() {
             let token = format!("ferrule-{}", self.next_token.fetch_add(1, Ordering::Relaxed));
             params["_meta"] = json!({"progressToken": token});
         }
-        let headers = || match &self.param_headers {
-            Some(table) => {
-                let table = table.lock().unwrap_or_else(|e| e.into_inner());
-                table.get(name).map(|headers| header_values(headers, &params["arguments"])).unwrap_or_default()
+        let mut trace_headers = Vec::new();
+        if let Some(trace) = trace {
+            params["_meta"]["traceparent"] = trace.traceparent().into();
+            trace_headers.push(("traceparent".to_owned(), trace.traceparent()));
+            if let Some(state) = &trace.tracestate {
+                params["_meta"]["tracestate"] = state.as_str().into();
+                trace_headers.push(("tracestate".to_owned(), state.clone()));
             }
-            None => Vec::new(),
+        }
+        let headers = || {
+            let mut headers = trace_headers.clone();
+            if let Some(table) = &self.param_headers {
+                let table = table.lock().unwrap_or_else(|e| e.into_inner());
+                headers.extend(table.get(name).map(|h| header_values(h, &params["arguments"])).unwrap_or_default());
+            }
+            headers
         };
         let mut answer = self.request("tools/call", params.clone(), timeout, progress.clone(), headers()).await;
         if matches!(&answer, Err(error) if error.code() == Some(HEADER_MISMATCH)) && self.param_headers.is_some() {

@@ -11,6 +11,7 @@ use super::error::McpError;
 use super::result::tool_result;
 use super::server::Server;
 use crate::tool::{InputSchema, Invocation, ToolFunction, ToolOutcome, ToolResult};
+use crate::trace::{CallTrace, ToolSource};
 use crate::BoxFuture;
 
 /// Progress notifications kept for a call whose run has not taken them yet;
@@ -27,6 +28,10 @@ pub(crate) struct McpToolFunction {
 }
 
 impl ToolFunction for McpToolFunction {
+    fn source(&self) -> ToolSource {
+        ToolSource::Mcp
+    }
+
     fn invoke(&self, invocation: Invocation) -> BoxFuture<'static, ToolOutcome> {
         let server = self.server.upgrade();
         let tool = self.tool.clone();
@@ -41,7 +46,8 @@ impl ToolFunction for McpToolFunction {
             let (progress, mut updates) = mpsc::channel(QUEUED_PROGRESS);
             let arguments = invocation.arguments().clone();
             // ferrule's own bound (the tool's timeout) ends the call first.
-            let call = ready.client.call_tool(&tool, arguments, Some(progress), Duration::MAX);
+            let trace = invocation.trace().and_then(CallTrace::propagated);
+            let call = ready.client.call_tool_in(&tool, arguments, Some(progress), Duration::MAX, trace);
             tokio::pin!(call);
             let answer = loop {
                 tokio::select! {

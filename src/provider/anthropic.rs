@@ -184,6 +184,7 @@ impl Decoder for MessagesDecoder {
         let position = data.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
             "message_start" => {
+                out.describe(data.get("message"), "id", "model");
                 if let Some(usage) = data.pointer("/message/usage") {
                     out.usage = usage_of(usage);
                 }
@@ -224,6 +225,7 @@ impl Decoder for MessagesDecoder {
         if body.get("type").and_then(Value::as_str) == Some("error") {
             return Err(in_band("anthropic", body));
         }
+        out.describe(Some(body), "id", "model");
         for (position, block) in (0u64..).zip(body.get("content").and_then(Value::as_array).into_iter().flatten()) {
             start_block(block, position, out)?;
             if block.get("type").and_then(Value::as_str) == Some("tool_use") {

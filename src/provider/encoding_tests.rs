@@ -204,6 +204,7 @@ fn compare(protocol: &impl Protocol, oracle: Oracle, messages: &[Message]) {
                 tools: if v == 2 { &[] } else { &tool_refs },
                 tool_choice: &choices[end % choices.len()],
                 output_schema: None,
+                trace: None,
             };
             let expected = oracle(model, &request).map(|body| serde_json::to_vec(&body).unwrap());
             let cached = encode_body(protocol, model, &request, None, &mut wire).map_err(|e| e.message);
@@ -281,6 +282,7 @@ fn an_anthropic_image_type_it_refuses_fails_and_leaves_no_cache_behind() {
         tools: &[],
         tool_choice: &ToolChoice::Auto,
         output_schema: None,
+        trace: None,
     };
     let mut wire = WireCache::default();
     let error = encode_body(&Messages, &model, &request, None, &mut wire).unwrap_err();
@@ -306,6 +308,7 @@ fn a_shorter_or_other_wire_transcript_starts_the_cache_over() {
                 tools: &[],
                 tool_choice: &ToolChoice::Auto,
                 output_schema: None,
+                trace: None,
             },
             wire,
         )
@@ -346,6 +349,7 @@ fn reasoning_goes_back_only_with_what_followed_it() {
         tools: &[],
         tool_choice: &ToolChoice::Auto,
         output_schema: None,
+        trace: None,
     };
     let body = encode_body(&Responses, &settings(true, None, true), &request, None, &mut WireCache::default()).unwrap();
     let body: Value = serde_json::from_slice(&body).unwrap();

@@ -278,6 +278,7 @@ impl GeminiDecoder {
         if chunk.get("error").is_some_and(Value::is_object) {
             return Err(in_band("gemini", chunk));
         }
+        out.describe(Some(chunk), "responseId", "modelVersion");
         if let Some(usage) = chunk.get("usageMetadata").filter(|u| has_counts(u)) {
             out.usage = usage_of(usage);
         }

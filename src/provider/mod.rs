@@ -33,6 +33,7 @@ pub(crate) use select::generator_for;
 
 use crate::error::{Error, ErrorCode};
 use crate::message::{AssistantMessage, Message};
+use crate::trace::SpanContext;
 use crate::BoxFuture;
 
 /// Which tool the model must (or must not) use.
@@ -138,6 +139,9 @@ pub struct GenerationRequest<'a> {
     /// The JSON Schema the final answer must satisfy, for providers that can be
     /// asked for it natively (the run checks the answer in every case).
     pub output_schema: Option<&'a Value>,
+    /// The request's span, when its run is traced with `trace.propagate`:
+    /// HTTP providers send its `traceparent` and `tracestate`.
+    pub trace: Option<&'a SpanContext>,
 }
 
 /// A piece of a response as it streams in, borrowed from the generator (a sink
@@ -170,6 +174,10 @@ pub trait DeltaSink: Send {
     /// Says that attempt number `attempt` (from 2) follows in `delay`, because the
     /// previous one failed with `error`.
     fn retry<'a>(&'a mut self, attempt: u32, error: &'a Error, delay: Duration) -> BoxFuture<'a, ()>;
+    /// Says which response this is: the provider's id for it and the model
+    /// that answered, where the provider told them. Called at most once,
+    /// before the response is returned.
+    fn described(&mut self, _id: Option<&str>, _model: Option<&str>) {}
 }
 
 /// A model. Shared by every run of an agent; `generate` may be called

@@ -195,6 +195,7 @@ impl Decoder for ChatDecoder {
         if event.name.as_deref() == Some("error") || chunk.get("error").is_some_and(|e| !e.is_null()) {
             return Err(in_band("openai-compatible", &chunk));
         }
+        out.describe(Some(&chunk), "id", "model");
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
             out.usage = usage_of(usage);
         }
@@ -225,6 +226,7 @@ impl Decoder for ChatDecoder {
         if body.get("error").is_some_and(|e| !e.is_null()) {
             return Err(in_band("openai-compatible", body));
         }
+        out.describe(Some(body), "id", "model");
         let choice = first_choice(body).ok_or_else(|| malformed_text("the response has no choices"))?;
         let message = choice.get("message").ok_or_else(|| malformed_text("the choice has no message"))?;
         if let Some(text) = message.get("reasoning_content").and_then(Value::as_str) {

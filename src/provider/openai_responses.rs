@@ -210,9 +210,7 @@ impl Decoder for ResponsesDecoder {
         let position = data.get("output_index").and_then(Value::as_u64).unwrap_or(0);
         let text = |key: &str| data.get(key).and_then(Value::as_str).unwrap_or("");
         match kind {
-            "response.created" => {
-                out.response_id = data.pointer("/response/id").and_then(Value::as_str).map(str::to_owned);
-            }
+            "response.created" => out.describe(data.get("response"), "id", "model"),
             "response.output_text.delta" | "response.refusal.delta" => out.text(text("delta")),
             "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => out.thinking(text("delta")),
             "response.output_item.added" => {
@@ -235,9 +233,7 @@ impl Decoder for ResponsesDecoder {
             }
             "response.completed" | "response.incomplete" => {
                 let response = data.get("response").unwrap_or(&Value::Null);
-                if let Some(id) = response.get("id").and_then(Value::as_str) {
-                    out.response_id = Some(id.to_owned());
-                }
+                out.describe(Some(response), "id", "model");
                 finish(response, out);
                 return Ok(true);
             }
@@ -282,7 +278,7 @@ impl Decoder for ResponsesDecoder {
             }
             out.end_part();
         }
-        out.response_id = body.get("id").and_then(Value::as_str).map(str::to_owned);
+        out.describe(Some(body), "id", "model");
         finish(body, out);
         Ok(())
     }

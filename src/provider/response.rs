@@ -46,9 +46,11 @@ pub(crate) struct ResponseBuilder {
     pub(crate) usage: Usage,
     /// The stop reason, once known.
     pub(crate) stop_reason: Option<StopReason>,
-    /// The provider's id for the response (OpenAI Responses), for continuing
-    /// from it with server-side history.
+    /// The provider's id for the response: for continuing from it with
+    /// server-side history (OpenAI Responses), and for its span.
     pub(crate) response_id: Option<String>,
+    /// The model that answered, as the provider names it.
+    pub(crate) response_model: Option<String>,
     /// What the ids of calls that came without one follow from when they must
     /// be the same for the same request (a cassette's), and how many were
     /// made; else they are random.
@@ -56,6 +58,18 @@ pub(crate) struct ResponseBuilder {
 }
 
 impl ResponseBuilder {
+    /// Takes the response's id and model from the fields `id` and `model` of
+    /// `object` (a chunk, or the response), where it has them.
+    pub(crate) fn describe(&mut self, object: Option<&serde_json::Value>, id: &str, model: &str) {
+        let field = |key: &str| object.and_then(|o| o.get(key)).and_then(serde_json::Value::as_str).map(str::to_owned);
+        if let Some(id) = field(id) {
+            self.response_id = Some(id);
+        }
+        if let Some(model) = field(model) {
+            self.response_model = Some(model);
+        }
+    }
+
     /// Makes the ids made up for calls without one follow from `seed`.
     pub(crate) fn seed_made_up_ids(&mut self, seed: u64) {
         self.made_up_ids = Some((seed, 0));

@@ -31,7 +31,7 @@ use tokio::runtime::Runtime;
 
 pub(crate) use callback_pool::CallbackPool;
 pub(crate) use callback_scope::{CallbackKind, CallbackScope};
-pub(crate) use outlet::Outlet;
+pub(crate) use outlet::{Outlet, Receive};
 pub(crate) use spin::spin_until;
 
 use crate::error::{Error, ErrorCode, Result};

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::ToolResult;
 use crate::error::Result;
 use crate::message::ToolCall;
+use crate::trace::CallTrace;
 use crate::BoxFuture;
 
 /// One call handed to a [`super::ToolFunction`].
@@ -34,6 +35,7 @@ pub struct Invocation {
     updates: UpdateSink,
     run_serial: u64,
     caller: Option<Caller>,
+    trace: Option<CallTrace>,
 }
 
 /// The calling run's side of a call, for a function that
@@ -52,6 +54,7 @@ impl Invocation {
             updates: UpdateSink::discard(),
             run_serial: 0,
             caller: None,
+            trace: None,
         }
     }
 
@@ -78,7 +81,19 @@ impl Invocation {
         run_serial: u64,
         caller: Option<Caller>,
     ) -> Self {
-        Invocation { call, arguments, cancel, updates, run_serial, caller }
+        Invocation { call, arguments, cancel, updates, run_serial, caller, trace: None }
+    }
+
+    /// The call's span, when its run is traced.
+    pub(crate) fn with_trace(mut self, trace: Option<CallTrace>) -> Self {
+        self.trace = trace;
+        self
+    }
+
+    /// The call's span, when its run is traced: its `traceparent`, for the
+    /// function's own spans to go under.
+    pub fn trace(&self) -> Option<&CallTrace> {
+        self.trace.as_ref()
     }
 
     /// The calling run's side of the call: given to a function that starts

@@ -19,6 +19,7 @@ pub use result::{ToolCompletion, ToolResult};
 pub use schema::InputSchema;
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::trace::ToolSource;
 use crate::BoxFuture;
 
 /// Longest tool name every provider accepts.
@@ -52,6 +53,11 @@ pub trait ToolFunction: Send + Sync + 'static {
     /// as a tool) nests them in.
     fn starts_runs(&self) -> bool {
         false
+    }
+
+    /// What the tool is, for the spans of its calls.
+    fn source(&self) -> ToolSource {
+        ToolSource::Function
     }
 }
 

@@ -31,4 +31,5 @@ mod provider_http;
 mod provider_record;
 mod provider_replay;
 mod schema_file;
+mod traces;
 mod version;

@@ -28,6 +28,7 @@ use super::response::ResponseBuilder;
 use super::{strict_tools_check, DeltaSink, GenerationRequest, Generator, ModelConfig, Timeouts, WireCache};
 use crate::error::{Error, ErrorCode};
 use crate::message::{AssistantMessage, Message};
+use crate::trace::SpanContext;
 use crate::BoxFuture;
 
 /// Largest stream event, and largest whole response body, ferrule reads.
@@ -228,6 +229,7 @@ impl<P: Protocol> HttpGenerator<P> {
     async fn generate_with_retries(
         &self,
         body: bytes::Bytes,
+        trace: Option<&SpanContext>,
         deltas: &mut dyn DeltaSink,
     ) -> Result<ResponseBuilder, Failure> {
         // The body as a cassette holds it, secrets masked: what a recorded
@@ -241,7 +243,7 @@ impl<P: Protocol> HttpGenerator<P> {
             }
             // Shared with the attempt, which a whole-request timeout drops.
             let tape = masked.as_ref().map(|_| Tape::default());
-            let request = Request { body: &body, masked: masked.as_deref(), tape: tape.as_ref() };
+            let request = Request { body: &body, masked: masked.as_deref(), tape: tape.as_ref(), trace };
             let outcome = match self.timeouts.total_ms {
                 0 => self.attempt(request, &mut out, deltas).await,
                 ms => tokio::time::timeout(Duration::from_millis(ms), self.attempt(request, &mut out, deltas))
@@ -319,7 +321,13 @@ impl<P: Protocol> HttpGenerator<P> {
             records = cassette.records().map_err(Failure::not_retried)?;
         }
         // Bytes are shared, not copied, between attempts.
-        let sent = self.client.post(self.url.clone()).body(request.body.clone());
+        let mut sent = self.client.post(self.url.clone()).body(request.body.clone());
+        if let Some(trace) = request.trace {
+            sent = sent.header("traceparent", trace.traceparent());
+            if let Some(state) = &trace.tracestate {
+                sent = sent.header("tracestate", state);
+            }
+        }
         let response = match self.timeouts.first_byte_ms {
             0 => sent.send().await,
             ms => tokio::time::timeout(Duration::from_millis(ms), sent.send())
@@ -387,16 +395,17 @@ impl<P: Protocol> Generator for HttpGenerator<P> {
         Box::pin(async move {
             let previous = wire.stored_response.take().filter(|stored| stored.continues(request.messages));
             let body = encode_body(&self.protocol, &self.model, &request, previous.as_ref(), wire)?;
-            let response = match self.generate_with_retries(body.into(), deltas).await {
+            let response = match self.generate_with_retries(body.into(), request.trace, deltas).await {
                 Err(failure) if previous.is_some() && lost_previous_response(&failure) => {
                     // The server no longer has the response (expired or deleted):
                     // the whole history goes instead.
                     let body = encode_body(&self.protocol, &self.model, &request, None, wire)?;
-                    self.generate_with_retries(body.into(), deltas).await
+                    self.generate_with_retries(body.into(), request.trace, deltas).await
                 }
                 response => response,
             };
             let mut response = response.map_err(|failure| failure.error)?;
+            deltas.described(response.response_id.as_deref(), response.response_model.as_deref());
             if self.model.server_history {
                 wire.stored_response =
                     response.response_id.take().map(|id| StoredResponse { id, next: request.messages.len() + 1 });
@@ -531,6 +540,8 @@ struct Request<'a> {
     body: &'a bytes::Bytes,
     masked: Option<&'a [u8]>,
     tape: Option<&'a Tape>,
+    /// The span whose `traceparent` goes with it.
+    trace: Option<&'a SpanContext>,
 }
 
 /// Exponential backoff from `base` with ±25 % jitter, at most [`MAX_RETRY_DELAY`].

@@ -22,6 +22,9 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     /// MCP servers whose tools the model is offered beside the agent's own, by the name each
     /// server's tools are prefixed with.
     public var mcpServers: [String: MCPServer]?
+    /// The agent's name in traces (`gen_ai.agent.name`). An agent added to another as a tool or a
+    /// handoff is known there by that tool's name.
+    public var name: String?
     /// How many times an answer that fails `output_schema` goes back to the model with what is
     /// wrong, before the run fails with `INVALID_OUTPUT`.
     public var outputRetries: Int?
@@ -41,6 +44,8 @@ public struct AgentConfig: Sendable, Hashable, Codable {
     public var toolExecution: String?
     /// Default bound on one tool call in milliseconds; 0 means none.
     public var toolTimeoutMs: Int?
+    /// How runs are traced when the host set a tracer: content captured, `traceparent` sent on.
+    public var trace: Tracing?
 
     public init(
         model: ModelConfig,
@@ -51,13 +56,15 @@ public struct AgentConfig: Sendable, Hashable, Codable {
         maxRounds: Int? = nil,
         maxToolResultBytes: Int? = nil,
         mcpServers: [String: MCPServer]? = nil,
+        name: String? = nil,
         outputRetries: Int? = nil,
         outputSchema: JSONValue? = nil,
         runTimeoutMs: Int? = nil,
         system: String? = nil,
         toolChoice: ToolChoice? = nil,
         toolExecution: String? = nil,
-        toolTimeoutMs: Int? = nil
+        toolTimeoutMs: Int? = nil,
+        trace: Tracing? = nil
     ) {
         self.model = model
         self.builtinTools = builtinTools
@@ -67,6 +74,7 @@ public struct AgentConfig: Sendable, Hashable, Codable {
         self.maxRounds = maxRounds
         self.maxToolResultBytes = maxToolResultBytes
         self.mcpServers = mcpServers
+        self.name = name
         self.outputRetries = outputRetries
         self.outputSchema = outputSchema
         self.runTimeoutMs = runTimeoutMs
@@ -74,6 +82,7 @@ public struct AgentConfig: Sendable, Hashable, Codable {
         self.toolChoice = toolChoice
         self.toolExecution = toolExecution
         self.toolTimeoutMs = toolTimeoutMs
+        self.trace = trace
     }
 
     enum CodingKeys: String, CodingKey {
@@ -85,6 +94,7 @@ public struct AgentConfig: Sendable, Hashable, Codable {
         case maxRounds = "max_rounds"
         case maxToolResultBytes = "max_tool_result_bytes"
         case mcpServers = "mcp_servers"
+        case name
         case outputRetries = "output_retries"
         case outputSchema = "output_schema"
         case runTimeoutMs = "run_timeout_ms"
@@ -92,6 +102,7 @@ public struct AgentConfig: Sendable, Hashable, Codable {
         case toolChoice = "tool_choice"
         case toolExecution = "tool_execution"
         case toolTimeoutMs = "tool_timeout_ms"
+        case trace
     }
 }
 
@@ -277,6 +288,32 @@ public struct Recording: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case path
         case mode
+    }
+}
+
+/// How an agent's runs are traced (`trace` in the agent configuration). Spans are recorded when the
+/// host set a tracer (`ferrule_runtime_set_tracer`).
+public struct Tracing: Sendable, Hashable, Codable {
+    /// Whether spans carry what was said: the messages of each model request and its answer
+    /// (`gen_ai.input.messages`, `gen_ai.output.messages`), the system prompt, and each tool call's
+    /// arguments and result. Off by default; API keys and header values are never recorded.
+    public var captureContent: Bool?
+    /// Whether requests to HTTP providers and MCP servers carry the W3C `traceparent` (and
+    /// `tracestate`) of the span they belong to, so the service's own spans join the trace. Off by
+    /// default.
+    public var propagate: Bool?
+
+    public init(
+        captureContent: Bool? = nil,
+        propagate: Bool? = nil
+    ) {
+        self.captureContent = captureContent
+        self.propagate = propagate
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case captureContent = "capture_content"
+        case propagate
     }
 }
 

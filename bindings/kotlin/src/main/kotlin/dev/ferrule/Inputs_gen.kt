@@ -37,6 +37,11 @@ data class AgentConfig(
      */
     @SerialName("mcp_servers") val mcpServers: Map<String, McpServer>? = null,
     /**
+     * The agent's name in traces (`gen_ai.agent.name`). An agent added to another as a tool or a
+     * handoff is known there by that tool's name.
+     */
+    val name: String? = null,
+    /**
      * How many times an answer that fails `output_schema` goes back to the model with what is
      * wrong, before the run fails with `INVALID_OUTPUT`.
      */
@@ -63,6 +68,8 @@ data class AgentConfig(
     @SerialName("tool_execution") val toolExecution: String? = null,
     /** Default bound on one tool call in milliseconds; 0 means none. */
     @SerialName("tool_timeout_ms") val toolTimeoutMs: Long? = null,
+    /** How runs are traced when the host set a tracer: content captured, `traceparent` sent on. */
+    val trace: Tracing? = null,
 )
 
 /** The `model` object. */
@@ -166,6 +173,26 @@ data class Recording(
     val path: String,
     /** What is done with it (default `replay`). */
     val mode: String? = null,
+)
+
+/**
+ * How an agent's runs are traced (`trace` in the agent configuration). Spans are recorded when the
+ * host set a tracer (`ferrule_runtime_set_tracer`).
+ */
+@Serializable
+data class Tracing(
+    /**
+     * Whether spans carry what was said: the messages of each model request and its answer
+     * (`gen_ai.input.messages`, `gen_ai.output.messages`), the system prompt, and each tool call's
+     * arguments and result. Off by default; API keys and header values are never recorded.
+     */
+    @SerialName("capture_content") val captureContent: Boolean? = null,
+    /**
+     * Whether requests to HTTP providers and MCP servers carry the W3C `traceparent` (and
+     * `tracestate`) of the span they belong to, so the service's own spans join the trace. Off by
+     * default.
+     */
+    val propagate: Boolean? = null,
 )
 
 /** The `history` configuration. */
