@@ -189,7 +189,8 @@ type Recording struct {
 }
 
 // Tracing is how an agent's runs are traced (`trace` in the agent configuration). Spans are
-// recorded when the host set a tracer (`ferrule_runtime_set_tracer`).
+// recorded when the host set a tracer (`ferrule_runtime_set_tracer`) or the agent exports them
+// (`otlp`).
 //
 // A zero field is left out of the JSON, so ferrule's default applies (a
 // setting whose zero differs from its default is a pointer); a duration is
@@ -199,10 +200,43 @@ type Tracing struct {
 	// (`gen_ai.input.messages`, `gen_ai.output.messages`), the system prompt, and each tool call's
 	// arguments and result. Off by default; API keys and header values are never recorded.
 	CaptureContent bool `json:"capture_content,omitempty"`
+	// Export the agent's spans over OTLP/HTTP to a collector, whether or not the host set a tracer;
+	// `{}` takes everything from the usual `OTEL_EXPORTER_OTLP_*` variables.
+	Otlp *OTLPExporter `json:"otlp,omitempty"`
 	// Whether requests to HTTP providers and MCP servers carry the W3C `traceparent` (and
 	// `tracestate`) of the span they belong to, so the service's own spans join the trace. Off by
 	// default.
 	Propagate bool `json:"propagate,omitempty"`
+}
+
+// OTLPExporter is the collector an agent's spans are exported to over OTLP/HTTP (protobuf). What is
+// left out comes from the environment, as OpenTelemetry's SDKs read it:
+// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as it is) or `OTEL_EXPORTER_OTLP_ENDPOINT` (with
+// `/v1/traces` added), else `http://localhost:4318/v1/traces`; `OTEL_EXPORTER_OTLP_TRACES_HEADERS`
+// or `OTEL_EXPORTER_OTLP_HEADERS`; `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` or
+// `OTEL_EXPORTER_OTLP_TIMEOUT` (ms, default 10000); `OTEL_SERVICE_NAME`.
+//
+// A zero field is left out of the JSON, so ferrule's default applies (a
+// setting whose zero differs from its default is a pointer); a duration is
+// sent as the JSON's whole count of milliseconds (or seconds), rounded up.
+type OTLPExporter struct {
+	// The collector's traces URL, such as `http://127.0.0.1:4318/v1/traces` (`http` or `https`).
+	Endpoint string `json:"endpoint,omitempty"`
+	// Headers sent with every export (an API key, say); their values never appear in a log.
+	Headers map[string]string `json:"headers"`
+	// The `service.name` of the spans' resource (default `OTEL_SERVICE_NAME`, else `ferrule`).
+	ServiceName string `json:"service_name,omitempty"`
+	// Bound on one export.
+	Timeout time.Duration `json:"-"`
+}
+
+// MarshalJSON writes the JSON, each duration as a whole count of its unit.
+func (v OTLPExporter) MarshalJSON() ([]byte, error) {
+	type plain OTLPExporter
+	return json.Marshal(struct {
+		plain
+		TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	}{plain(v), millis(v.Timeout)})
 }
 
 // History is the `history` configuration.

@@ -32,6 +32,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ThinkingLevel", "string"),
     ("RecordConfig", "Recording"),
     ("TraceConfig", "Tracing"),
+    ("OtlpConfig", "OTLPExporter"),
     ("RecordMode", "string"),
     ("ScriptTurn", "json.RawMessage"),
     ("Origin", "string"),

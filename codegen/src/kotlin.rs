@@ -29,6 +29,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ThinkingLevel", "String"),
     ("RecordConfig", "Recording"),
     ("TraceConfig", "Tracing"),
+    ("OtlpConfig", "OtlpExporter"),
     ("RecordMode", "String"),
     ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),

@@ -28,6 +28,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ThinkingLevel", "String"),
     ("RecordConfig", "Recording"),
     ("TraceConfig", "Tracing"),
+    ("OtlpConfig", "OTLPExporter"),
     ("RecordMode", "String"),
     ("ToolCompletion", "ToolResult"),
     ("OnError", "String"),

@@ -219,7 +219,7 @@ impl AgentBuilder {
                 Some(McpTools::new(McpServers::start(&config.mcp_servers, taken, largest, runtime)))
             }
         };
-        let tracer = Arc::new(Tracer::new(config.trace.clone()));
+        let tracer = Arc::new(Tracer::new(config.trace.clone())?);
         Ok(Agent::new(AgentInner { config, tools, hooks, generator, output, mcp, handoffs, called, height, tracer }))
     }
 }

@@ -48,7 +48,8 @@ impl RunOrigin {
     pub(crate) fn start_on(self, threads: &'static Threads, sink: Option<Box<dyn EventSink>>) -> Run {
         let (serial, id) = next_run();
         let (events, sink_gone) = event_queue::channel(id.clone(), serial, sink, self.events, threads.events);
-        let parent = self.trace_parent.clone().map(|context| CallTrace::new(context, id.clone()));
+        let tracer = &self.agent.parts().tracer;
+        let parent = self.trace_parent.clone().map(|context| CallTrace::new(context, id.clone(), Arc::clone(tracer)));
         let place = RunPlace {
             serial,
             id,

@@ -3,8 +3,11 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use super::otlp::OtlpConfig;
+
 /// How an agent's runs are traced (`trace` in the agent configuration). Spans
-/// are recorded when the host set a tracer (`ferrule_runtime_set_tracer`).
+/// are recorded when the host set a tracer (`ferrule_runtime_set_tracer`) or
+/// the agent exports them (`otlp`).
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TraceConfig {
@@ -19,4 +22,9 @@ pub struct TraceConfig {
     /// service's own spans join the trace. Off by default.
     #[serde(default)]
     pub propagate: bool,
+    /// Export the agent's spans over OTLP/HTTP to a collector, whether or not
+    /// the host set a tracer; `{}` takes everything from the usual
+    /// `OTEL_EXPORTER_OTLP_*` variables.
+    #[serde(default)]
+    pub otlp: Option<OtlpConfig>,
 }

@@ -18,6 +18,7 @@ pub(crate) mod chat;
 mod config;
 mod content;
 mod context;
+pub mod otlp;
 mod run;
 mod span;
 mod tracer;

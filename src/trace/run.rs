@@ -27,6 +27,9 @@ pub enum ToolSource {
 #[derive(Debug, Clone)]
 pub struct CallTrace {
     pub(crate) context: SpanContext,
+    /// Where the calling run's spans go: a run started by the call records
+    /// its spans there too.
+    pub(crate) tracer: Arc<Tracer>,
     /// The id the runs nested under the call share with the calling run.
     pub(crate) conversation: Arc<str>,
     /// Whether requests the call makes carry its `traceparent`.
@@ -34,9 +37,9 @@ pub struct CallTrace {
 }
 
 impl CallTrace {
-    /// The call's span in a run whose id is `conversation`.
-    pub(crate) fn new(context: SpanContext, conversation: Arc<str>) -> CallTrace {
-        CallTrace { context, conversation, propagate: false }
+    /// The call's span in a run whose id is `conversation`, recorded by `tracer`.
+    pub(crate) fn new(context: SpanContext, conversation: Arc<str>, tracer: Arc<Tracer>) -> CallTrace {
+        CallTrace { context, conversation, tracer, propagate: false }
     }
 
     /// The span whose context requests of the call carry, if they carry one.
@@ -75,8 +78,8 @@ pub(crate) struct RunTrace {
 
 impl RunTrace {
     /// The tracing of a run starting now, under `parent` (the host's span, or
-    /// the call of the run this one is nested in) when given; `None` when
-    /// nothing records spans.
+    /// the call of the run this one is nested in, whose tracer it takes) when
+    /// given, else with its agent's `tracer`; `None` when nothing records spans.
     pub(crate) fn start(
         tracer: &Arc<Tracer>,
         parent: Option<&CallTrace>,
@@ -84,6 +87,7 @@ impl RunTrace {
         run_id: &Arc<str>,
         model: &ModelConfig,
     ) -> Option<Arc<RunTrace>> {
+        let tracer = parent.map_or(tracer, |parent| &parent.tracer);
         if !tracer.is_on() {
             return None;
         }
@@ -116,12 +120,13 @@ impl RunTrace {
     /// What a call whose span is `span` passes to its function.
     pub(crate) fn call(&self, span: &Span) -> CallTrace {
         let propagate = self.propagates();
-        CallTrace { propagate, ..CallTrace::new(span.context().clone(), Arc::clone(&self.conversation)) }
+        let context = span.context().clone();
+        CallTrace { propagate, ..CallTrace::new(context, Arc::clone(&self.conversation), Arc::clone(&self.tracer)) }
     }
 
     /// What a hook consulted in the run passes on: the run span's.
     pub(crate) fn run_call(&self) -> CallTrace {
-        CallTrace::new(self.context.clone(), Arc::clone(&self.conversation))
+        CallTrace::new(self.context.clone(), Arc::clone(&self.conversation), Arc::clone(&self.tracer))
     }
 
     /// Whether spans carry what was said.

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::config::TraceConfig;
+use super::otlp::Exporter;
 use super::span::SpanData;
 use crate::error::Result;
 use crate::runtime::{Outlet, Receive};
@@ -55,21 +56,31 @@ fn dropped_spans(count: u64) -> Option<Arc<SpanData>> {
 #[derive(Debug, Default)]
 pub(crate) struct Tracer {
     pub(crate) config: TraceConfig,
+    /// The agent's own exporter (`trace.otlp`).
+    exporter: Option<Exporter>,
 }
 
 impl Tracer {
-    /// The tracing of an agent configured with `config`.
-    pub(crate) fn new(config: TraceConfig) -> Tracer {
-        Tracer { config }
+    /// The tracing of an agent configured with `config`, its exporter started.
+    pub(crate) fn new(config: TraceConfig) -> Result<Tracer> {
+        let exporter = config.otlp.as_ref().map(Exporter::start).transpose()?;
+        Ok(Tracer { config, exporter })
     }
 
-    /// Whether a run started now records spans: when the host set a tracer.
+    /// Whether a run started now records spans: when the host set a tracer
+    /// or the agent exports them.
     pub(crate) fn is_on(&self) -> bool {
-        HOST_SET.load(Ordering::Relaxed)
+        self.exporter.is_some() || HOST_SET.load(Ordering::Relaxed)
     }
 
     /// Hands a finished span on.
     pub(crate) fn finished(&self, span: SpanData) {
-        HOST.offer(Arc::new(span));
+        let span = Arc::new(span);
+        if let Some(exporter) = &self.exporter {
+            exporter.offer(Arc::clone(&span));
+        }
+        if HOST_SET.load(Ordering::Relaxed) {
+            HOST.offer(span);
+        }
     }
 }

@@ -26,6 +26,7 @@ mod mcp_legacy;
 mod mcp_registry;
 mod mcp_stdio;
 mod module_graph;
+mod otlp;
 mod provider_gemini;
 mod provider_http;
 mod provider_record;

@@ -292,12 +292,15 @@ public struct Recording: Sendable, Hashable, Codable {
 }
 
 /// How an agent's runs are traced (`trace` in the agent configuration). Spans are recorded when the
-/// host set a tracer (`ferrule_runtime_set_tracer`).
+/// host set a tracer (`ferrule_runtime_set_tracer`) or the agent exports them (`otlp`).
 public struct Tracing: Sendable, Hashable, Codable {
     /// Whether spans carry what was said: the messages of each model request and its answer
     /// (`gen_ai.input.messages`, `gen_ai.output.messages`), the system prompt, and each tool call's
     /// arguments and result. Off by default; API keys and header values are never recorded.
     public var captureContent: Bool?
+    /// Export the agent's spans over OTLP/HTTP to a collector, whether or not the host set a
+    /// tracer; `{}` takes everything from the usual `OTEL_EXPORTER_OTLP_*` variables.
+    public var otlp: OTLPExporter?
     /// Whether requests to HTTP providers and MCP servers carry the W3C `traceparent` (and
     /// `tracestate`) of the span they belong to, so the service's own spans join the trace. Off by
     /// default.
@@ -305,15 +308,54 @@ public struct Tracing: Sendable, Hashable, Codable {
 
     public init(
         captureContent: Bool? = nil,
+        otlp: OTLPExporter? = nil,
         propagate: Bool? = nil
     ) {
         self.captureContent = captureContent
+        self.otlp = otlp
         self.propagate = propagate
     }
 
     enum CodingKeys: String, CodingKey {
         case captureContent = "capture_content"
+        case otlp
         case propagate
+    }
+}
+
+/// The collector an agent's spans are exported to over OTLP/HTTP (protobuf). What is left out comes
+/// from the environment, as OpenTelemetry's SDKs read it: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
+/// (used as it is) or `OTEL_EXPORTER_OTLP_ENDPOINT` (with `/v1/traces` added), else
+/// `http://localhost:4318/v1/traces`; `OTEL_EXPORTER_OTLP_TRACES_HEADERS` or
+/// `OTEL_EXPORTER_OTLP_HEADERS`; `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` or
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` (ms, default 10000); `OTEL_SERVICE_NAME`.
+public struct OTLPExporter: Sendable, Hashable, Codable {
+    /// The collector's traces URL, such as `http://127.0.0.1:4318/v1/traces` (`http` or `https`).
+    public var endpoint: String?
+    /// Headers sent with every export (an API key, say); their values never appear in a log.
+    public var headers: [String: String]?
+    /// The `service.name` of the spans' resource (default `OTEL_SERVICE_NAME`, else `ferrule`).
+    public var serviceName: String?
+    /// Bound on one export in milliseconds.
+    public var timeoutMs: Int?
+
+    public init(
+        endpoint: String? = nil,
+        headers: [String: String]? = nil,
+        serviceName: String? = nil,
+        timeoutMs: Int? = nil
+    ) {
+        self.endpoint = endpoint
+        self.headers = headers
+        self.serviceName = serviceName
+        self.timeoutMs = timeoutMs
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case endpoint
+        case headers
+        case serviceName = "service_name"
+        case timeoutMs = "timeout_ms"
     }
 }
 

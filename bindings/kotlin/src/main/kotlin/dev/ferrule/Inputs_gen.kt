@@ -177,7 +177,7 @@ data class Recording(
 
 /**
  * How an agent's runs are traced (`trace` in the agent configuration). Spans are recorded when the
- * host set a tracer (`ferrule_runtime_set_tracer`).
+ * host set a tracer (`ferrule_runtime_set_tracer`) or the agent exports them (`otlp`).
  */
 @Serializable
 data class Tracing(
@@ -188,11 +188,38 @@ data class Tracing(
      */
     @SerialName("capture_content") val captureContent: Boolean? = null,
     /**
+     * Export the agent's spans over OTLP/HTTP to a collector, whether or not the host set a tracer;
+     * `{}` takes everything from the usual `OTEL_EXPORTER_OTLP_*` variables.
+     */
+    val otlp: OtlpExporter? = null,
+    /**
      * Whether requests to HTTP providers and MCP servers carry the W3C `traceparent` (and
      * `tracestate`) of the span they belong to, so the service's own spans join the trace. Off by
      * default.
      */
     val propagate: Boolean? = null,
+)
+
+/**
+ * The collector an agent's spans are exported to over OTLP/HTTP (protobuf). What is left out comes
+ * from the environment, as OpenTelemetry's SDKs read it: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used
+ * as it is) or `OTEL_EXPORTER_OTLP_ENDPOINT` (with `/v1/traces` added), else
+ * `http://localhost:4318/v1/traces`; `OTEL_EXPORTER_OTLP_TRACES_HEADERS` or
+ * `OTEL_EXPORTER_OTLP_HEADERS`; `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` or `OTEL_EXPORTER_OTLP_TIMEOUT`
+ * (ms, default 10000); `OTEL_SERVICE_NAME`.
+ */
+@Serializable
+data class OtlpExporter(
+    /**
+     * The collector's traces URL, such as `http://127.0.0.1:4318/v1/traces` (`http` or `https`).
+     */
+    val endpoint: String? = null,
+    /** Headers sent with every export (an API key, say); their values never appear in a log. */
+    val headers: Map<String, String>? = null,
+    /** The `service.name` of the spans' resource (default `OTEL_SERVICE_NAME`, else `ferrule`). */
+    @SerialName("service_name") val serviceName: String? = null,
+    /** Bound on one export in milliseconds. */
+    @SerialName("timeout_ms") val timeoutMs: Long? = null,
 )
 
 /** The `history` configuration. */

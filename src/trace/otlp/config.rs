@@ -1,0 +1,118 @@
+//! `trace.otlp` in the agent configuration, and the usual
+//! `OTEL_EXPORTER_OTLP_*` variables for what it leaves out.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// The collector an agent's spans are exported to over OTLP/HTTP (protobuf).
+/// What is left out comes from the environment, as OpenTelemetry's SDKs read
+/// it: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as it is) or
+/// `OTEL_EXPORTER_OTLP_ENDPOINT` (with `/v1/traces` added), else
+/// `http://localhost:4318/v1/traces`; `OTEL_EXPORTER_OTLP_TRACES_HEADERS` or
+/// `OTEL_EXPORTER_OTLP_HEADERS`; `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` or
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` (ms, default 10000); `OTEL_SERVICE_NAME`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OtlpConfig {
+    /// The collector's traces URL, such as `http://127.0.0.1:4318/v1/traces`
+    /// (`http` or `https`).
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// Headers sent with every export (an API key, say); their values never
+    /// appear in a log.
+    #[serde(default)]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Bound on one export in milliseconds.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// The `service.name` of the spans' resource (default `OTEL_SERVICE_NAME`,
+    /// else `ferrule`).
+    #[serde(default)]
+    pub service_name: Option<String>,
+}
+
+/// An exporter's settings, the configuration and the environment together.
+pub(super) struct Settings {
+    pub(super) url: reqwest::Url,
+    pub(super) headers: Vec<(String, String)>,
+    pub(super) timeout: Duration,
+    pub(super) service: String,
+}
+
+const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+
+impl OtlpConfig {
+    pub(super) fn settings(&self) -> Result<Settings> {
+        let variable = |name: &str| std::env::var(name).ok().filter(|value| !value.trim().is_empty());
+        let endpoint = match &self.endpoint {
+            Some(endpoint) => endpoint.clone(),
+            None => variable("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").unwrap_or_else(|| {
+                let base = variable("OTEL_EXPORTER_OTLP_ENDPOINT").unwrap_or_else(|| "http://localhost:4318".into());
+                format!("{}/v1/traces", base.trim_end_matches('/'))
+            }),
+        };
+        let url = reqwest::Url::parse(&endpoint)
+            .ok()
+            .filter(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some())
+            .ok_or_else(|| Error::invalid_arg(format!("trace.otlp.endpoint: {endpoint:?} is not an http(s) URL")))?;
+        let headers = match &self.headers {
+            Some(headers) => headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            None => variable("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
+                .or_else(|| variable("OTEL_EXPORTER_OTLP_HEADERS"))
+                .map(|list| parse_headers(&list))
+                .transpose()?
+                .unwrap_or_default(),
+        };
+        let timeout_ms = match self.timeout_ms {
+            Some(ms) => ms,
+            None => variable("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT")
+                .or_else(|| variable("OTEL_EXPORTER_OTLP_TIMEOUT"))
+                .and_then(|ms| ms.trim().parse().ok())
+                .unwrap_or(DEFAULT_TIMEOUT_MS),
+        };
+        let service = self.service_name.clone().or_else(|| variable("OTEL_SERVICE_NAME")).unwrap_or("ferrule".into());
+        Ok(Settings { url, headers, timeout: Duration::from_millis(timeout_ms.max(1)), service })
+    }
+}
+
+/// `OTEL_EXPORTER_OTLP_HEADERS`: `key=value` pairs joined by commas, values
+/// percent-encoded.
+fn parse_headers(list: &str) -> Result<Vec<(String, String)>> {
+    list.split(',')
+        .filter(|pair| !pair.trim().is_empty())
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').ok_or_else(|| {
+                Error::invalid_arg("OTEL_EXPORTER_OTLP_HEADERS: a header is not key=value (its value is not shown)")
+            })?;
+            let value = percent_encoding::percent_decode_str(value.trim()).decode_utf8_lossy().into_owned();
+            Ok((key.trim().to_owned(), value))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_lists_read_as_the_sdks_read_them() {
+        let headers = parse_headers("api-key=secret%20value, x-team = ops ,").unwrap();
+        assert_eq!(headers, [("api-key".to_owned(), "secret value".to_owned()), ("x-team".into(), "ops".into())]);
+        let error = parse_headers("broken").unwrap_err();
+        assert!(!error.message.contains("broken"), "{}", error.message);
+    }
+
+    #[test]
+    fn the_endpoint_is_an_http_url() {
+        let config = |endpoint: &str| OtlpConfig { endpoint: Some(endpoint.into()), ..OtlpConfig::default() };
+        assert!(config("http://127.0.0.1:4318/v1/traces").settings().is_ok());
+        for bad in ["ftp://x/v1/traces", "not a url", "http://"] {
+            assert!(config(bad).settings().is_err(), "{bad}");
+        }
+    }
+}

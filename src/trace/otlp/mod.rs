@@ -1,0 +1,144 @@
+//! The built-in OTLP/HTTP exporter (`trace.otlp`): an agent's finished spans,
+//! batched and sent as protobuf to a collector, on ferrule's runtime.
+//!
+//! Spans wait in a bounded queue ([`QUEUED_SPANS`]); a batch goes when it
+//! holds [`BATCH_SPANS`] or [`BATCH_DELAY`] after its first span, one batch at
+//! a time. A collector that is down, slow or refusing costs only its own
+//! batches: what does not fit the queue is dropped and counted, a failed
+//! export is dropped, and each says so in the logs. A run never waits for it.
+
+mod config;
+mod encode;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use tokio::sync::mpsc;
+
+pub use config::OtlpConfig;
+
+use super::span::SpanData;
+use crate::error::{Error, Result};
+
+/// Spans waiting for export at most, per agent.
+pub const QUEUED_SPANS: usize = 2048;
+/// Spans sent in one export at most.
+pub const BATCH_SPANS: usize = 512;
+/// How long a batch waits for more spans after its first.
+pub const BATCH_DELAY: Duration = Duration::from_millis(500);
+
+/// An agent's exporter. Dropping it ends its task once the spans queued are sent.
+pub(crate) struct Exporter {
+    queue: mpsc::Sender<Arc<SpanData>>,
+    dropped: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for Exporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Exporter")
+    }
+}
+
+/// Where and how an exporter sends.
+struct Destination {
+    client: reqwest::Client,
+    url: reqwest::Url,
+    service: String,
+}
+
+impl Exporter {
+    /// Starts the exporter `config` describes (with the `OTEL_EXPORTER_OTLP_*`
+    /// variables for what it leaves out) on ferrule's runtime. `INVALID_ARG`
+    /// for an endpoint or header that cannot be one; `RESOURCE_EXHAUSTED`
+    /// when the runtime cannot start.
+    pub(crate) fn start(config: &OtlpConfig) -> Result<Exporter> {
+        let settings = config.settings()?;
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/x-protobuf"));
+        for (name, value) in &settings.headers {
+            let name = HeaderName::try_from(name.as_str())
+                .map_err(|_| Error::invalid_arg(format!("trace.otlp.headers: {name:?} is not a header name")))?;
+            let value = HeaderValue::try_from(value.as_str()).map_err(|_| {
+                Error::invalid_arg(format!("trace.otlp.headers: the value of {name} is not a header value"))
+            })?;
+            headers.insert(name, value);
+        }
+        let client = reqwest::Client::builder()
+            .default_headers(headers)
+            .timeout(settings.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| Error::invalid_arg(format!("trace.otlp: the HTTP client could not be made: {e}")))?;
+        let destination = Destination { client, url: settings.url, service: settings.service };
+        let runtime = crate::runtime::get()?;
+        let (queue, spans) = mpsc::channel(QUEUED_SPANS);
+        let dropped = Arc::new(AtomicU64::new(0));
+        runtime.spawn(export(spans, destination, Arc::clone(&dropped)));
+        Ok(Exporter { queue, dropped })
+    }
+
+    /// Queues a finished span; dropped (and counted) when the queue is full.
+    pub(crate) fn offer(&self, span: Arc<SpanData>) {
+        if self.queue.try_send(span).is_err() {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The exporter's task: batches until the exporter is dropped and its queue
+/// is empty.
+async fn export(mut spans: mpsc::Receiver<Arc<SpanData>>, to: Destination, dropped: Arc<AtomicU64>) {
+    let mut batch = Vec::with_capacity(BATCH_SPANS);
+    while let Some(first) = spans.recv().await {
+        batch.push(first);
+        let due = tokio::time::sleep(BATCH_DELAY);
+        tokio::pin!(due);
+        while batch.len() < BATCH_SPANS {
+            tokio::select! {
+                span = spans.recv() => match span {
+                    Some(span) => batch.push(span),
+                    None => break,
+                },
+                _ = &mut due => break,
+            }
+        }
+        send(&to, &batch).await;
+        batch.clear();
+        let lost = dropped.swap(0, Ordering::Relaxed);
+        if lost > 0 {
+            crate::log::log!(Warn, "ferrule::trace", format!("{lost} spans were dropped: the OTLP exporter fell behind"),
+                "dropped" => lost, "endpoint" => to.url.as_str());
+        }
+    }
+}
+
+/// Sends one batch; a failure is logged and the batch dropped.
+async fn send(to: &Destination, batch: &[Arc<SpanData>]) {
+    let body = encode::export_request(&to.service, batch);
+    let outcome = to.client.post(to.url.clone()).body(body).send().await;
+    let why = match outcome {
+        Ok(response) if response.status().is_success() => return,
+        Ok(response) => format!("the collector answered {}", response.status()),
+        Err(error) if error.is_timeout() => "the collector did not answer in time".to_owned(),
+        Err(error) => format!("the collector could not be reached: {}", without_url(&error)),
+    };
+    crate::log::log!(Warn, "ferrule::trace", format!("{} spans were not exported: {why}", batch.len()),
+        "endpoint" => to.url.as_str(), "spans" => batch.len() as u64);
+}
+
+/// An error of reqwest's, without the URL it repeats.
+fn without_url(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    if let Some(url) = error.url() {
+        text = text.replace(url.as_str(), "the endpoint");
+    }
+    let mut source = std::error::Error::source(error);
+    while let Some(inner) = source {
+        text.push_str(": ");
+        text.push_str(&inner.to_string());
+        source = inner.source();
+    }
+    text
+}
