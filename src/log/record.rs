@@ -44,7 +44,8 @@ pub struct LogRecord {
     pub level: LogLevel,
     /// The part of ferrule it comes from: `ferrule::provider` (model
     /// requests), `ferrule::mcp` (MCP servers), `ferrule::recording`
-    /// (cassettes) or `ferrule::log` (the logger itself).
+    /// (cassettes), `ferrule::trace` (spans) or `ferrule::log` (the logger
+    /// itself).
     pub target: String,
     /// What happened, in a sentence.
     pub message: String,
