@@ -1,6 +1,6 @@
 module github.com/ferrule-dev/ferrule/bench/go
 
-go 1.26
+go 1.26.0
 
 require github.com/ferrule-dev/ferrule/bindings/go v0.0.0
 
@@ -38,7 +38,7 @@ require (
 	github.com/yargevad/filepathx v1.0.0 // indirect
 	golang.org/x/arch v0.11.0 // indirect
 	golang.org/x/exp v0.0.0-20230713183714-613f0c0eb8a1 // indirect
-	golang.org/x/sys v0.26.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
 

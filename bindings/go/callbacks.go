@@ -41,6 +41,12 @@ func goLog(userData unsafe.Pointer, json *C.char, length C.size_t) {
 	dataHandle(userData).Value().(*logSink).handle(unsafe.Slice((*byte)(unsafe.Pointer(json)), length))
 }
 
+//export goSpan
+func goSpan(userData unsafe.Pointer, json *C.char, length C.size_t) {
+	// Borrowed for the call: the tracer copies what it keeps.
+	dataHandle(userData).Value().(*spanSink).handle(unsafe.Slice((*byte)(unsafe.Pointer(json)), length))
+}
+
 //export goCancel
 func goCancel(userData unsafe.Pointer) {
 	cancelCall(uintptr(userData))

@@ -596,7 +596,8 @@ type LogRecord struct {
 	// How much it matters.
 	Level LogLevel `json:"level"`
 	// The part of ferrule it comes from: `ferrule::provider` (model requests), `ferrule::mcp` (MCP
-	// servers), `ferrule::recording` (cassettes) or `ferrule::log` (the logger itself).
+	// servers), `ferrule::recording` (cassettes), `ferrule::trace` (spans) or `ferrule::log` (the
+	// logger itself).
 	Target string `json:"target"`
 	// What happened, in a sentence.
 	Message string `json:"message"`

@@ -11,6 +11,8 @@ void ferrule_go_event(void *user_data, const char *json, size_t len) { goEvent(u
 
 void ferrule_go_log(void *user_data, const char *json, size_t len) { goLog(user_data, (char *)json, len); }
 
+void ferrule_go_span(void *user_data, const char *json, size_t len) { goSpan(user_data, (char *)json, len); }
+
 void ferrule_go_free(void *user_data) { goFree(user_data); }
 
 void ferrule_go_cancel(void *user_data) { goCancel(user_data); }

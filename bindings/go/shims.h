@@ -12,6 +12,7 @@ void ferrule_go_hook(void *user_data, ferrule_hook *hook);
 void ferrule_go_model(void *user_data, ferrule_model_request *request);
 void ferrule_go_event(void *user_data, const char *json, size_t len);
 void ferrule_go_log(void *user_data, const char *json, size_t len);
+void ferrule_go_span(void *user_data, const char *json, size_t len);
 void ferrule_go_free(void *user_data);
 void ferrule_go_cancel(void *user_data);
 void *ferrule_go_handle_data(uintptr_t handle);

@@ -265,6 +265,18 @@ func (c *Call) Name() string { return c.name }
 // Arguments are the arguments as the model wrote them.
 func (c *Call) Arguments() json.RawMessage { return c.arguments }
 
+// Traceparent is the W3C traceparent of the call's execute_tool span, for the
+// tool's own spans to go under it (see the otel package's ContextOf); empty
+// when the run records no spans, or once the call is over.
+func (c *Call) Traceparent() string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.handle == nil {
+		return ""
+	}
+	return goStr(C.ferrule_tool_call_traceparent(c.handle))
+}
+
 // Update sends a provisional result (a string, a ToolResult or a RawResult) as
 // a tool_execution_update event; it never reaches the model. It may wait while
 // the run's events are slow to be read. After the call is over it returns an

@@ -1,6 +1,6 @@
 module github.com/ferrule-dev/ferrule/examples/go
 
-go 1.26
+go 1.26.0
 
 require github.com/ferrule-dev/ferrule/bindings/go v0.0.0
 

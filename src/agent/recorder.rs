@@ -187,7 +187,12 @@ impl<'a> Recorder<'a> {
 
     /// The outcome of a batch that stopped for decisions: before anything ran,
     /// or when an agent it called stopped for them (the results so far kept).
-    pub(crate) fn interrupted(self, interruptions: Vec<Interruption>) -> BatchOutcome {
+    pub(crate) fn interrupted(mut self, interruptions: Vec<Interruption>) -> BatchOutcome {
+        // A call still open waits for a decision: its span ends, not failed.
+        for mut span in self.spans.drain(..).flatten() {
+            span.set("ferrule.tool.interrupted", true);
+            span.end();
+        }
         BatchOutcome { interruptions, ..self.finish(BatchEnd::Done) }
     }
 

@@ -13,7 +13,8 @@ use crate::trace::SpanData;
 /// `end_time_unix_nano`, `attributes`, `events`, `status`), `len` bytes at
 /// `span_json` (NUL-terminated), borrowed for the duration of the call. Called
 /// on ferrule's tracer thread, one span at a time, in the order they ended
-/// (a span's children before it).
+/// (the spans under a span usually before it; not those of an operation the
+/// run abandoned).
 pub type ferrule_span_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, span_json: *const c_char, len: usize)>;
 
 /// Sets the process's tracer: from the next run on, every run records spans

@@ -46,12 +46,18 @@ pub fn set_logger(level: LogLevel, logger: impl Fn(LogRecord) + Send + Sync + 's
 /// Removes the process's logger, which receives what was made for it and is
 /// then dropped. Any thread.
 pub fn remove_logger() {
+    let _one_at_a_time = SETTING.lock().unwrap_or_else(|e| e.into_inner());
     LEVEL.store(0, Ordering::SeqCst);
     OUTLET.set(None);
 }
 
+/// Setting and removing the logger take turns, so the level passed is always
+/// the logger's.
+static SETTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Sets the logger `make` gives, made once nothing can fail.
 pub(crate) fn set_logger_made(level: LogLevel, make: impl FnOnce() -> Logger) -> Result<()> {
+    let _one_at_a_time = SETTING.lock().unwrap_or_else(|e| e.into_inner());
     OUTLET.open()?;
     // Records of a level no longer passed stop first; records of a newly
     // passed level only once the logger that wants them is set.

@@ -99,9 +99,12 @@ pub struct TraceContext {
 impl TraceContext {
     /// The host's span, checked as W3C Trace Context says: `INVALID_ARG` for a
     /// `traceparent` that is not one (any version's first four fields are
-    /// read; an all-zero id is invalid).
+    /// read; an all-zero id is invalid). A `tracestate` that is not a valid
+    /// list (at most 32 `key=value` members of printable ASCII, 512 bytes) is
+    /// left out, as the recommendation says.
     pub fn parent(&self) -> Result<SpanContext> {
-        let bad = |why: &str| Error::invalid_arg(format!("trace_context.traceparent: {why}: {:?}", self.traceparent));
+        let shown: String = self.traceparent.chars().take(64).collect();
+        let bad = |why: &str| Error::invalid_arg(format!("trace_context.traceparent: {why}: {shown:?}"));
         let fields: Vec<&str> = self.traceparent.split('-').collect();
         let [version, trace, span, flags, rest @ ..] = fields.as_slice() else {
             return Err(bad("not version-traceid-spanid-flags"));
@@ -120,16 +123,33 @@ impl TraceContext {
         if trace_id == 0 || span_id == 0 {
             return Err(bad("an all-zero id"));
         }
-        if self.tracestate.as_ref().is_some_and(|state| state.len() > 512 || state.contains(['\r', '\n'])) {
-            return Err(Error::invalid_arg("trace_context.tracestate: longer than 512 bytes or more than one line"));
-        }
         Ok(SpanContext {
             trace_id: TraceId(trace_id.to_be_bytes()),
             span_id: SpanId(span_id.to_be_bytes()),
             sampled: flags & 1 == 1,
-            tracestate: self.tracestate.clone(),
+            tracestate: self.tracestate.clone().filter(|state| valid_tracestate(state)),
         })
     }
+}
+
+/// Whether `state` is a W3C `tracestate` list ferrule passes on: at most 32
+/// members of `key=value`, printable ASCII without `,` in values or `=` in
+/// keys, 512 bytes in all (which also makes it a valid header value).
+fn valid_tracestate(state: &str) -> bool {
+    let members: Vec<&str> = state.split(',').map(|m| m.trim_matches([' ', '\t'])).filter(|m| !m.is_empty()).collect();
+    state.len() <= 512
+        && members.len() <= 32
+        && members.iter().all(|member| {
+            let Some((key, value)) = member.split_once('=') else { return false };
+            let printable = |c: char| (' '..='~').contains(&c);
+            !key.is_empty()
+                && key.len() <= 256
+                && key.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_-*/@".contains(c))
+                && !value.is_empty()
+                && value.len() <= 256
+                && value.chars().all(|c| printable(c) && c != ',' && c != '=')
+                && !value.ends_with(' ')
+        })
 }
 
 #[cfg(test)]
@@ -152,6 +172,25 @@ mod tests {
         assert!(!parse("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00").unwrap().sampled);
         // A later version may add fields.
         assert!(parse("01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-extra").is_ok());
+    }
+
+    #[test]
+    fn a_tracestate_that_is_not_a_valid_list_is_left_out() {
+        let with = |state: &str| {
+            let context = TraceContext {
+                traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into(),
+                tracestate: Some(state.into()),
+            };
+            context.parent().unwrap().tracestate
+        };
+        assert_eq!(
+            with("congo=t61rcWkgMzE,rojo=00f067aa0ba902b7").as_deref(),
+            Some("congo=t61rcWkgMzE,rojo=00f067aa0ba902b7")
+        );
+        for bad in ["v=café", "v=a\u{0}b", "novalue", "Upper=1", &"k=v,".repeat(40), &format!("k={}", "x".repeat(600))]
+        {
+            assert_eq!(with(bad), None, "{bad:?}");
+        }
     }
 
     #[test]

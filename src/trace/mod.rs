@@ -28,6 +28,6 @@ pub use context::{SpanContext, SpanId, TraceContext, TraceId};
 pub(crate) use run::RunTrace;
 pub use run::{CallTrace, ToolSource};
 pub(crate) use span::Span;
-pub use span::{AttributeValue, Attributes, SpanData, SpanEvent, SpanKind, SpanStatus, StatusCode};
+pub use span::{AttributeValue, Attributes, SpanData, SpanEvent, SpanKind, SpanStatus, StatusCode, MAX_EVENTS};
 pub use tracer::{remove_tracer, set_tracer, HostTracer, QUEUED_SPANS};
 pub(crate) use tracer::{set_tracer_made, Tracer};

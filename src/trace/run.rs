@@ -88,7 +88,8 @@ impl RunTrace {
         model: &ModelConfig,
     ) -> Option<Arc<RunTrace>> {
         let tracer = parent.map_or(tracer, |parent| &parent.tracer);
-        if !tracer.is_on() {
+        // The host's decision not to sample its trace holds for ferrule's part.
+        if !tracer.is_on() || parent.is_some_and(|parent| !parent.context.sampled) {
             return None;
         }
         let (context, parent_span, conversation) = match parent {

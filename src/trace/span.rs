@@ -181,7 +181,17 @@ pub struct SpanData {
     pub events: Vec<SpanEvent>,
     /// Whether it failed.
     pub status: SpanStatus,
+    /// Events past the first [`MAX_EVENTS`], left out.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub dropped_events: u32,
 }
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
+}
+
+/// Events a span keeps at most, as OpenTelemetry's SDKs do.
+pub const MAX_EVENTS: usize = 128;
 
 fn hex<S: Serializer, T: std::fmt::Display>(id: &T, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.collect_str(id)
@@ -224,6 +234,7 @@ impl Span {
             attributes: Attributes::default(),
             events: Vec::new(),
             status: SpanStatus { code: StatusCode::Unset, message: None },
+            dropped_events: 0,
         };
         Span { data: Some(data), context, tracer: Arc::clone(tracer) }
     }
@@ -243,6 +254,10 @@ impl Span {
     /// Adds an event, now.
     pub(crate) fn event(&mut self, name: &str, attributes: Vec<(&str, AttributeValue)>) {
         if let Some(data) = &mut self.data {
+            if data.events.len() >= MAX_EVENTS {
+                data.dropped_events += 1;
+                return;
+            }
             let attributes = Attributes(attributes.into_iter().map(|(k, v)| (k.to_owned(), v)).collect());
             let time_unix_nano = unix_nanos(SystemTime::now());
             data.events.push(SpanEvent { name: name.to_owned(), time_unix_nano, attributes });

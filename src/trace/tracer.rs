@@ -31,12 +31,18 @@ pub fn set_tracer(tracer: impl Fn(Arc<SpanData>) + Send + Sync + 'static) -> Res
 /// Removes the process's tracer. Runs started after this record no spans for
 /// it (an agent with its own exporter still records them). Any thread.
 pub fn remove_tracer() {
+    let _one_at_a_time = SETTING.lock().unwrap_or_else(|e| e.into_inner());
     HOST_SET.store(false, Ordering::SeqCst);
     HOST.set(None);
 }
 
+/// Setting and removing the tracer take turns, so `HOST_SET` says whether
+/// there is one.
+static SETTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Sets the tracer `make` gives, made once nothing can fail.
 pub(crate) fn set_tracer_made(make: impl FnOnce() -> HostTracer) -> Result<()> {
+    let _one_at_a_time = SETTING.lock().unwrap_or_else(|e| e.into_inner());
     HOST.open()?;
     let tracer: Arc<Receive<Arc<SpanData>>> = make();
     HOST.set(Some(tracer));

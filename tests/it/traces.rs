@@ -338,6 +338,23 @@ fn without_a_tracer_nothing_is_recorded() {
 }
 
 #[test]
+fn a_trace_the_host_does_not_sample_records_nothing() {
+    let received = Received::set();
+    let seen = Arc::default();
+    let agent = lookup_agent(json!({}), Arc::clone(&seen));
+    let mut input = RunInput::prompt("go");
+    let context = TraceContext { traceparent: format!("00-{HOST_TRACE}-{HOST_SPAN}-00"), tracestate: None };
+    input.trace_parent = Some(context.parent().unwrap());
+    let (_, events) = run_input(&agent, input);
+    // A run after it, sampled, shows the tracer was there all along.
+    let (_, later) = run(&agent, "go");
+    received.trace_of(&run_id(&later));
+    let unsampled = run_id(&events);
+    assert!(received.spans.lock().unwrap().iter().all(|s| string(s, "ferrule.run.id") != Some(unsampled.as_str())));
+    assert_eq!(seen.lock().unwrap()[0], None, "no span, no traceparent for the tool");
+}
+
+#[test]
 fn a_malformed_trace_context_is_refused() {
     for (input, why) in [
         (json!({"prompt": "x", "trace_context": {"traceparent": "00-xyz"}}), "trace_context.traceparent"),

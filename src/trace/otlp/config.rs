@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 /// `http://localhost:4318/v1/traces`; `OTEL_EXPORTER_OTLP_TRACES_HEADERS` or
 /// `OTEL_EXPORTER_OTLP_HEADERS`; `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` or
 /// `OTEL_EXPORTER_OTLP_TIMEOUT` (ms, default 10000); `OTEL_SERVICE_NAME`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[derive(Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OtlpConfig {
     /// The collector's traces URL, such as `http://127.0.0.1:4318/v1/traces`
@@ -34,6 +34,19 @@ pub struct OtlpConfig {
     /// else `ferrule`).
     #[serde(default)]
     pub service_name: Option<String>,
+}
+
+impl std::fmt::Debug for OtlpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = self.endpoint.as_deref().and_then(|endpoint| reqwest::Url::parse(endpoint).ok());
+        let names: Option<Vec<&String>> = self.headers.as_ref().map(|headers| headers.keys().collect());
+        f.debug_struct("OtlpConfig")
+            .field("endpoint", &url.as_ref().map(shown))
+            .field("headers", &names)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("service_name", &self.service_name)
+            .finish()
+    }
 }
 
 /// An exporter's settings, the configuration and the environment together.
@@ -59,7 +72,9 @@ impl OtlpConfig {
         let url = reqwest::Url::parse(&endpoint)
             .ok()
             .filter(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some())
-            .ok_or_else(|| Error::invalid_arg(format!("trace.otlp.endpoint: {endpoint:?} is not an http(s) URL")))?;
+            .ok_or_else(|| {
+                Error::invalid_arg("trace.otlp.endpoint: not an http(s) URL (not shown: it may hold a secret)")
+            })?;
         let headers = match &self.headers {
             Some(headers) => headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             None => variable("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
@@ -78,6 +93,13 @@ impl OtlpConfig {
         let service = self.service_name.clone().or_else(|| variable("OTEL_SERVICE_NAME")).unwrap_or("ferrule".into());
         Ok(Settings { url, headers, timeout: Duration::from_millis(timeout_ms.max(1)), service })
     }
+}
+
+/// `url` as logs show it: scheme, host, port and path, without user, password
+/// or query, which may hold secrets.
+pub(super) fn shown(url: &reqwest::Url) -> String {
+    let port = url.port().map(|port| format!(":{port}")).unwrap_or_default();
+    format!("{}://{}{port}{}", url.scheme(), url.host_str().unwrap_or_default(), url.path())
 }
 
 /// `OTEL_EXPORTER_OTLP_HEADERS`: `key=value` pairs joined by commas, values
@@ -105,6 +127,19 @@ mod tests {
         assert_eq!(headers, [("api-key".to_owned(), "secret value".to_owned()), ("x-team".into(), "ops".into())]);
         let error = parse_headers("broken").unwrap_err();
         assert!(!error.message.contains("broken"), "{}", error.message);
+    }
+
+    #[test]
+    fn credentials_in_the_endpoint_are_never_shown() {
+        let url = reqwest::Url::parse("https://user:TOKEN@otlp.example:4318/v1/traces?key=SECRET").unwrap();
+        assert_eq!(shown(&url), "https://otlp.example:4318/v1/traces");
+        let config = OtlpConfig {
+            endpoint: Some(url.to_string()),
+            headers: Some([("x-key".to_owned(), "HEADER-SECRET".to_owned())].into()),
+            ..OtlpConfig::default()
+        };
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("TOKEN") && !debug.contains("SECRET"), "{debug}");
     }
 
     #[test]

@@ -67,6 +67,7 @@ fn proto_span(data: &SpanData) -> Span {
                 dropped_attributes_count: 0,
             })
             .collect(),
+        dropped_events_count: data.dropped_events,
         status: Some(Status {
             message: data.status.message.clone().unwrap_or_default(),
             code: match data.status.code {

@@ -45,6 +45,8 @@ impl std::fmt::Debug for Exporter {
 struct Destination {
     client: reqwest::Client,
     url: reqwest::Url,
+    /// The URL as logs show it: without credentials or query.
+    shown: String,
     service: String,
 }
 
@@ -71,7 +73,8 @@ impl Exporter {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| Error::invalid_arg(format!("trace.otlp: the HTTP client could not be made: {e}")))?;
-        let destination = Destination { client, url: settings.url, service: settings.service };
+        let shown = config::shown(&settings.url);
+        let destination = Destination { client, url: settings.url, shown, service: settings.service };
         let runtime = crate::runtime::get()?;
         let (queue, spans) = mpsc::channel(QUEUED_SPANS);
         let dropped = Arc::new(AtomicU64::new(0));
@@ -109,14 +112,18 @@ async fn export(mut spans: mpsc::Receiver<Arc<SpanData>>, to: Destination, dropp
         let lost = dropped.swap(0, Ordering::Relaxed);
         if lost > 0 {
             crate::log::log!(Warn, "ferrule::trace", format!("{lost} spans were dropped: the OTLP exporter fell behind"),
-                "dropped" => lost, "endpoint" => to.url.as_str());
+                "dropped" => lost, "endpoint" => to.shown);
         }
     }
 }
 
 /// Sends one batch; a failure is logged and the batch dropped.
 async fn send(to: &Destination, batch: &[Arc<SpanData>]) {
-    let body = encode::export_request(&to.service, batch);
+    // Encoded on the blocking pool: a large batch would hold a worker runs share.
+    let (service, spans) = (to.service.clone(), batch.to_vec());
+    let Ok(body) = tokio::task::spawn_blocking(move || encode::export_request(&service, &spans)).await else {
+        return;
+    };
     let outcome = to.client.post(to.url.clone()).body(body).send().await;
     let why = match outcome {
         Ok(response) if response.status().is_success() => return,
@@ -125,14 +132,14 @@ async fn send(to: &Destination, batch: &[Arc<SpanData>]) {
         Err(error) => format!("the collector could not be reached: {}", without_url(&error)),
     };
     crate::log::log!(Warn, "ferrule::trace", format!("{} spans were not exported: {why}", batch.len()),
-        "endpoint" => to.url.as_str(), "spans" => batch.len() as u64);
+        "endpoint" => to.shown, "spans" => batch.len() as u64);
 }
 
 /// An error of reqwest's, without the URL it repeats.
 fn without_url(error: &reqwest::Error) -> String {
     let mut text = error.to_string();
     if let Some(url) = error.url() {
-        text = text.replace(url.as_str(), "the endpoint");
+        text = text.replace(url.as_str(), &config::shown(url));
     }
     let mut source = std::error::Error::source(error);
     while let Some(inner) = source {

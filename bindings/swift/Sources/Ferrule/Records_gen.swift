@@ -821,7 +821,8 @@ public struct LogRecord: Sendable, Hashable, Codable {
     /// How much it matters.
     public var level: LogLevel
     /// The part of ferrule it comes from: `ferrule::provider` (model requests), `ferrule::mcp` (MCP
-    /// servers), `ferrule::recording` (cassettes) or `ferrule::log` (the logger itself).
+    /// servers), `ferrule::recording` (cassettes), `ferrule::trace` (spans) or `ferrule::log` (the
+    /// logger itself).
     public var target: String
     /// What happened, in a sentence.
     public var message: String

@@ -265,7 +265,8 @@ data class LogRecord(
     val level: LogLevel,
     /**
      * The part of ferrule it comes from: `ferrule::provider` (model requests), `ferrule::mcp` (MCP
-     * servers), `ferrule::recording` (cassettes) or `ferrule::log` (the logger itself).
+     * servers), `ferrule::recording` (cassettes), `ferrule::trace` (spans) or `ferrule::log` (the
+     * logger itself).
      */
     val target: String,
     /** What happened, in a sentence. */

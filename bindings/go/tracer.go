@@ -1,0 +1,54 @@
+package ferrule
+
+/*
+#include "ferrule.h"
+#include "shims.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"runtime/cgo"
+)
+
+// SetTracer makes every run started from now on record spans after the
+// OpenTelemetry GenAI conventions (invoke_agent, chat, execute_tool;
+// docs/tracing.md) and hands each to handle when it ends, as JSON, on one
+// thread of ferrule's, one at a time, in the order they ended. handle must
+// copy what it keeps. A handler that falls behind loses spans (the logger
+// says how many); a run never waits for it. nil removes the tracer. The
+// tracer is the process's: a second call replaces the first. The otel
+// package bridges it to an OpenTelemetry SDK. Safe from any goroutine.
+func SetTracer(handle func(span []byte)) error {
+	if handle == nil {
+		return takeError(C.ferrule_runtime_set_tracer(nil, nil, nil))
+	}
+	h := cgo.NewHandle(&spanSink{take: handle})
+	err := takeError(C.ferrule_runtime_set_tracer(C.ferrule_span_fn(C.ferrule_go_span), handleData(h),
+		C.ferrule_free_fn(C.ferrule_go_free)))
+	if err != nil {
+		h.Delete()
+	}
+	return err
+}
+
+// spanSink hands spans to the host's function, on ferrule's tracer thread.
+type spanSink struct {
+	take func(span []byte)
+}
+
+func (s *spanSink) handle(span []byte) { s.take(span) }
+
+// WithTraceContext puts the run's spans under the host's span, given by its
+// W3C traceparent and tracestate (which may be empty); see the otel package's
+// Input for the span of a context.Context. A malformed traceparent makes
+// Start fail with INVALID_ARG.
+func (in Input) WithTraceContext(traceparent, tracestate string) Input {
+	context := map[string]string{"traceparent": traceparent}
+	if tracestate != "" {
+		context["tracestate"] = tracestate
+	}
+	value, _ := json.Marshal(context)
+	in.json = withField(in.json, "trace_context", value)
+	return in
+}
