@@ -65,6 +65,18 @@ public struct RunInput: Sendable {
         return input
     }
 
+    /// The input of a run whose spans go under the host's span, given by its W3C
+    /// `traceparent` (and `tracestate`), when spans are recorded
+    /// (`Library.setTracer`). A malformed `traceparent` makes `Agent.start`
+    /// throw `invalidArg`.
+    public func withTraceContext(traceparent: String, tracestate: String? = nil) -> RunInput {
+        var input = self
+        var context: [String: JSONValue] = ["traceparent": .string(traceparent)]
+        context["tracestate"] = tracestate.map(JSONValue.string)
+        input.fields["trace_context"] = .object(context)
+        return input
+    }
+
     /// The input of a run that delivers `run_end` alone (for a host that reads
     /// no events): the run then builds no other event.
     func endOnly() -> RunInput {

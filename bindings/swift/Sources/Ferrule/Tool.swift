@@ -111,6 +111,11 @@ public final class ToolCall: Sendable {
         }
     }
 
+    /// The W3C `traceparent` of the call's `execute_tool` span, for the tool's
+    /// own spans to go under it; empty when the run records no spans, and
+    /// once the body has returned.
+    public var traceparent: String { String(borrowed: ferrule_tool_call_traceparent(handle)) }
+
     /// Whether the call timed out or its run was cancelled (its task is cancelled too).
     public var isCancelled: Bool { ferrule_tool_call_is_cancelled(handle) }
 
