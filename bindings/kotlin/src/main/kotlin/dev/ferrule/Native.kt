@@ -24,6 +24,7 @@ import java.lang.reflect.Method
 internal class FerruleLibrary {
     external fun ferrule_runtime_configure(json: ByteArray, len: NativeLong): Pointer?
     external fun ferrule_runtime_set_logger(log: EventFn?, userData: Pointer?, free: FreeFn?, level: Int): Pointer?
+    external fun ferrule_runtime_set_tracer(onSpan: EventFn?, userData: Pointer?, free: FreeFn?): Pointer?
 
     external fun ferrule_agent_builder_new(json: ByteArray, len: NativeLong, out: PointerByReference): Pointer?
     external fun ferrule_agent_builder_add_tool(builder: Pointer, spec: ToolSpec): Pointer?
@@ -53,6 +54,7 @@ internal class FerruleLibrary {
     external fun ferrule_string_free(text: Pointer?)
 
     external fun ferrule_tool_call_strings(call: Pointer?, id: Pointer?, name: Pointer?, arguments: Pointer?)
+    external fun ferrule_tool_call_traceparent(call: Pointer?): FerruleStr.ByValue
     /** C's `bool` is one byte, of which JNA's `Boolean` would read four. */
     external fun ferrule_tool_call_is_cancelled(call: Pointer?): Byte
     external fun ferrule_tool_call_update(call: Pointer, json: ByteArray, len: NativeLong): Pointer?

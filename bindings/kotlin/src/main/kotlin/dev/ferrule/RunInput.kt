@@ -21,6 +21,18 @@ class RunInput private constructor(private val fields: Map<String, JsonElement>)
      */
     fun withoutMessages(): RunInput = with("result_messages", JsonPrimitive("none"))
 
+    /**
+     * The input of a run whose spans go under the host's span, given by its
+     * W3C [traceparent] and [tracestate], when spans are recorded
+     * (`Library.setTracer`, `FerruleOpenTelemetry`). A malformed traceparent
+     * makes the start fail with `INVALID_ARG`.
+     */
+    fun withTraceContext(traceparent: String, tracestate: String? = null): RunInput {
+        val context = mapOf("traceparent" to JsonPrimitive(traceparent)) +
+            (tracestate?.let { mapOf("tracestate" to JsonPrimitive(it)) } ?: emptyMap())
+        return with("trace_context", JsonObject(context))
+    }
+
     internal val json: String get() = JsonObject(fields).toString()
 
     /** The input with [key] set to [value]. */

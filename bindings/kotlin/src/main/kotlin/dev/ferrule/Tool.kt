@@ -90,6 +90,13 @@ class ToolCall internal constructor(internal val handle: Pointer) {
         arguments = strings.text(2)
     }
 
+    /**
+     * The W3C `traceparent` of the call's `execute_tool` span, for the tool's
+     * own spans to go under it; empty when the run records no spans, and once
+     * the call was answered.
+     */
+    val traceparent: String get() = Native.lib.ferrule_tool_call_traceparent(handle).text()
+
     /** Whether the call timed out or its run was cancelled (true as well once the call was answered). */
     val isCancelled: Boolean get() = Native.lib.ferrule_tool_call_is_cancelled(handle) != 0.toByte()
 

@@ -1,0 +1,87 @@
+package dev.ferrule
+
+import dev.ferrule.otel.FerruleOpenTelemetry
+import io.opentelemetry.api.common.AttributeKey
+import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter
+import io.opentelemetry.sdk.trace.SdkTracerProvider
+import io.opentelemetry.sdk.trace.data.SpanData
+import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor
+import kotlinx.coroutines.runBlocking
+import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.json.buildJsonObject
+import kotlinx.serialization.json.put
+import kotlinx.serialization.json.putJsonArray
+import kotlinx.serialization.json.putJsonObject
+import org.junit.jupiter.api.AfterEach
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertNotNull
+import org.junit.jupiter.api.Assertions.assertNull
+import org.junit.jupiter.api.Test
+
+class TracerTest {
+    @AfterEach
+    fun removeTracer() = Library.removeTracer()
+
+    private val script = arrayOf(
+        buildJsonObject {
+            putJsonArray("tool_calls") {
+                add(buildJsonObject { put("id", "c1"); put("name", "lookup"); putJsonObject("arguments") {} })
+            }
+        },
+        buildJsonObject { put("text", "done") },
+    )
+
+    /**
+     * A run under the host's current span shows in the host's SDK with
+     * ferrule's ids: invoke_agent under the host's span, execute_tool under it,
+     * and the span the tool started in its call's context under execute_tool.
+     */
+    @Test
+    fun spansReachTheHostsExporterUnderItsSpans() = runBlocking {
+        val exporter = InMemorySpanExporter.create()
+        val provider = SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(exporter)).build()
+        val tracer = provider.get("host")
+        FerruleOpenTelemetry.export(exporter)
+        val lookup = Tool("lookup", "Looks up a plan.", """{"type": "object"}""") { call ->
+            tracer.spanBuilder("db.query").setParent(FerruleOpenTelemetry.contextOf(call)).startSpan().end()
+            JsonPrimitive("Gold").toString()
+        }
+        val config = scripted(*script).copy(name = "support")
+        val request = tracer.spanBuilder("handle request").startSpan()
+        Agent(config, listOf(lookup)).use { agent ->
+            val input = request.makeCurrent().use { FerruleOpenTelemetry.input(RunInput.prompt("go")) }
+            assertEquals(Status.COMPLETED, agent.run(input).status)
+        }
+        request.end()
+        var byName: Map<String, SpanData> = emptyMap()
+        repeat(1000) {
+            byName = exporter.finishedSpanItems.associateBy { it.name }
+            if (byName.size == 5) return@repeat
+            Thread.sleep(10)
+        }
+        assertEquals(setOf("handle request", "invoke_agent support", "chat", "execute_tool lookup", "db.query"), byName.keys)
+        val host = byName.getValue("handle request")
+        val run = byName.getValue("invoke_agent support")
+        val call = byName.getValue("execute_tool lookup")
+        assertEquals(setOf(host.traceId), byName.values.map { it.traceId }.toSet())
+        assertEquals(host.spanId, run.parentSpanId)
+        assertEquals(run.spanId, call.parentSpanId)
+        assertEquals(call.spanId, byName.getValue("db.query").parentSpanId)
+        assertEquals("c1", call.attributes.get(AttributeKey.stringKey("gen_ai.tool.call.id")))
+        assertEquals("ferrule", call.instrumentationScopeInfo.name)
+    }
+
+    @Test
+    fun withoutATracerACallHasNoTraceparent() = runBlocking {
+        var seen: String? = null
+        val lookup = Tool("lookup", "Looks up a plan.", """{"type": "object"}""") { call ->
+            seen = call.traceparent
+            JsonPrimitive("Gold").toString()
+        }
+        Agent(scripted(*script), listOf(lookup)).use { agent -> agent.run(RunInput.prompt("go")) }
+        assertEquals("", seen)
+        assertNull(FerruleOpenTelemetry.parseTraceparent(""))
+        assertNotNull(FerruleOpenTelemetry.parseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"))
+        Unit
+    }
+}
