@@ -224,6 +224,13 @@ type OTLPExporter struct {
 	Endpoint string `json:"endpoint,omitempty"`
 	// Headers sent with every export (an API key, say); their values never appear in a log.
 	Headers map[string]string `json:"headers"`
+	// The collector's metrics URL: by default `endpoint` with `/v1/metrics` in place of
+	// `/v1/traces`, else `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT`
+	// with `/v1/metrics`.
+	MetricsEndpoint string `json:"metrics_endpoint,omitempty"`
+	// How often the metrics are exported, (default `OTEL_METRIC_EXPORT_INTERVAL`, else 60000); what
+	// is left is exported when the agent goes.
+	MetricsInterval time.Duration `json:"-"`
 	// The `service.name` of the spans' resource (default `OTEL_SERVICE_NAME`, else `ferrule`).
 	ServiceName string `json:"service_name,omitempty"`
 	// Bound on one export.
@@ -235,8 +242,9 @@ func (v OTLPExporter) MarshalJSON() ([]byte, error) {
 	type plain OTLPExporter
 	return json.Marshal(struct {
 		plain
-		TimeoutMS int64 `json:"timeout_ms,omitempty"`
-	}{plain(v), millis(v.Timeout)})
+		MetricsIntervalMS int64 `json:"metrics_interval_ms,omitempty"`
+		TimeoutMS         int64 `json:"timeout_ms,omitempty"`
+	}{plain(v), millis(v.MetricsInterval), millis(v.Timeout)})
 }
 
 // History is the `history` configuration.

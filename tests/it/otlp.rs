@@ -155,3 +155,48 @@ fn a_bad_otlp_configuration_is_refused_at_build() {
         assert!(error.message.contains(why), "{}", error.message);
     }
 }
+
+#[test]
+fn the_genai_client_metrics_reach_the_collector_when_the_agent_goes() {
+    use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+    use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+
+    let server = MockServer::start((0..8).map(|_| Reply::json(200, b"")).collect());
+    let script = json!([
+        {"tool_calls": [call("c1", "lookup", json!({}))], "usage": {"input_tokens": 100, "output_tokens": 7}},
+        {"text": "done", "usage": {"input_tokens": 120, "output_tokens": 3}}
+    ]);
+    let agent = agent(script, exporting(&server, json!({"metrics_interval_ms": 3_600_000})), vec![echo("lookup")]);
+    let (result, _) = run(&agent, "go");
+    assert_eq!(result.status, RunStatus::Completed);
+    drop(agent);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let metrics = loop {
+        let found = server.requests().into_iter().find(|r| r.path == "/v1/metrics");
+        if let Some(found) = found {
+            break ExportMetricsServiceRequest::decode(found.body.as_slice()).expect("an OTLP metrics body");
+        }
+        assert!(Instant::now() < deadline, "no metrics export");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let scope = &metrics.resource_metrics[0].scope_metrics[0];
+    let histogram = |name: &str| match scope.metrics.iter().find(|m| m.name == name).and_then(|m| m.data.clone()) {
+        Some(Data::Histogram(histogram)) => histogram,
+        other => panic!("{name}: {other:?}"),
+    };
+    let duration = histogram("gen_ai.client.operation.duration");
+    assert_eq!(duration.data_points.iter().map(|p| p.count).sum::<u64>(), 2, "two model requests");
+    let tokens = histogram("gen_ai.client.token.usage");
+    let sum_of = |kind: &str| -> f64 {
+        tokens
+            .data_points
+            .iter()
+            .filter(|p| text(&p.attributes, "gen_ai.token.type") == Some(kind))
+            .map(|p| p.sum.unwrap_or_default())
+            .sum()
+    };
+    assert_eq!((sum_of("input"), sum_of("output")), (220.0, 10.0));
+    let point = &tokens.data_points[0];
+    assert_eq!(text(&point.attributes, "gen_ai.operation.name"), Some("chat"));
+    assert_eq!(point.bucket_counts.len(), point.explicit_bounds.len() + 1);
+}

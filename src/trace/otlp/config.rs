@@ -34,6 +34,16 @@ pub struct OtlpConfig {
     /// else `ferrule`).
     #[serde(default)]
     pub service_name: Option<String>,
+    /// The collector's metrics URL: by default `endpoint` with `/v1/metrics`
+    /// in place of `/v1/traces`, else `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`,
+    /// else `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/metrics`.
+    #[serde(default)]
+    pub metrics_endpoint: Option<String>,
+    /// How often the metrics are exported, in milliseconds (default
+    /// `OTEL_METRIC_EXPORT_INTERVAL`, else 60000); what is left is exported
+    /// when the agent goes.
+    #[serde(default)]
+    pub metrics_interval_ms: Option<u64>,
 }
 
 impl std::fmt::Debug for OtlpConfig {
@@ -45,6 +55,11 @@ impl std::fmt::Debug for OtlpConfig {
             .field("headers", &names)
             .field("timeout_ms", &self.timeout_ms)
             .field("service_name", &self.service_name)
+            .field(
+                "metrics_endpoint",
+                &self.metrics_endpoint.as_deref().and_then(|e| reqwest::Url::parse(e).ok()).as_ref().map(shown),
+            )
+            .field("metrics_interval_ms", &self.metrics_interval_ms)
             .finish()
     }
 }
@@ -52,12 +67,24 @@ impl std::fmt::Debug for OtlpConfig {
 /// An exporter's settings, the configuration and the environment together.
 pub(super) struct Settings {
     pub(super) url: reqwest::Url,
+    pub(super) metrics_url: reqwest::Url,
+    pub(super) metrics_interval: Duration,
     pub(super) headers: Vec<(String, String)>,
     pub(super) timeout: Duration,
     pub(super) service: String,
 }
 
 const DEFAULT_TIMEOUT_MS: u64 = 10_000;
+const DEFAULT_METRICS_INTERVAL_MS: u64 = 60_000;
+
+/// `endpoint` as an http(s) URL; `INVALID_ARG` naming `field` (never the
+/// URL, which may hold a secret).
+fn http_url(endpoint: &str, field: &str) -> Result<reqwest::Url> {
+    reqwest::Url::parse(endpoint)
+        .ok()
+        .filter(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some())
+        .ok_or_else(|| Error::invalid_arg(format!("{field}: not an http(s) URL (not shown: it may hold a secret)")))
+}
 
 impl OtlpConfig {
     pub(super) fn settings(&self) -> Result<Settings> {
@@ -69,12 +96,22 @@ impl OtlpConfig {
                 format!("{}/v1/traces", base.trim_end_matches('/'))
             }),
         };
-        let url = reqwest::Url::parse(&endpoint)
-            .ok()
-            .filter(|url| matches!(url.scheme(), "http" | "https") && url.host().is_some())
-            .ok_or_else(|| {
-                Error::invalid_arg("trace.otlp.endpoint: not an http(s) URL (not shown: it may hold a secret)")
-            })?;
+        let metrics_endpoint = match (&self.metrics_endpoint, &self.endpoint) {
+            (Some(endpoint), _) => endpoint.clone(),
+            (None, Some(traces)) if traces.ends_with("/v1/traces") => {
+                format!("{}/v1/metrics", traces.trim_end_matches("/v1/traces"))
+            }
+            _ => variable("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").unwrap_or_else(|| {
+                let base = variable("OTEL_EXPORTER_OTLP_ENDPOINT").unwrap_or_else(|| "http://localhost:4318".into());
+                format!("{}/v1/metrics", base.trim_end_matches('/'))
+            }),
+        };
+        let url = http_url(&endpoint, "trace.otlp.endpoint")?;
+        let metrics_url = http_url(&metrics_endpoint, "trace.otlp.metrics_endpoint")?;
+        let interval_ms = self
+            .metrics_interval_ms
+            .or_else(|| variable("OTEL_METRIC_EXPORT_INTERVAL").and_then(|ms| ms.trim().parse().ok()))
+            .unwrap_or(DEFAULT_METRICS_INTERVAL_MS);
         let headers = match &self.headers {
             Some(headers) => headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
             None => variable("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
@@ -91,7 +128,14 @@ impl OtlpConfig {
                 .unwrap_or(DEFAULT_TIMEOUT_MS),
         };
         let service = self.service_name.clone().or_else(|| variable("OTEL_SERVICE_NAME")).unwrap_or("ferrule".into());
-        Ok(Settings { url, headers, timeout: Duration::from_millis(timeout_ms.max(1)), service })
+        Ok(Settings {
+            url,
+            metrics_url,
+            metrics_interval: Duration::from_millis(interval_ms.max(1)),
+            headers,
+            timeout: Duration::from_millis(timeout_ms.max(1)),
+            service,
+        })
     }
 }
 

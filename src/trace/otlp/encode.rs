@@ -13,25 +13,11 @@ pub(crate) const SCHEMA_URL: &str = "https://opentelemetry.io/schemas/1.38.0";
 
 /// The request body exporting `spans` from the service `service`.
 pub(crate) fn export_request(service: &str, spans: &[std::sync::Arc<SpanData>]) -> Vec<u8> {
-    let resource = Resource {
-        attributes: vec![
-            key_value("service.name", &AttributeValue::String(service.to_owned())),
-            key_value("telemetry.sdk.name", &AttributeValue::from("ferrule")),
-            key_value("telemetry.sdk.language", &AttributeValue::from("rust")),
-            key_value("telemetry.sdk.version", &AttributeValue::from(env!("CARGO_PKG_VERSION"))),
-        ],
-        ..Resource::default()
-    };
-    let scope = InstrumentationScope {
-        name: "ferrule".to_owned(),
-        version: env!("CARGO_PKG_VERSION").to_owned(),
-        ..InstrumentationScope::default()
-    };
     let request = ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
-            resource: Some(resource),
+            resource: Some(resource(service)),
             scope_spans: vec![ScopeSpans {
-                scope: Some(scope),
+                scope: Some(scope()),
                 spans: spans.iter().map(|span| proto_span(span)).collect(),
                 schema_url: SCHEMA_URL.to_owned(),
             }],
@@ -39,6 +25,28 @@ pub(crate) fn export_request(service: &str, spans: &[std::sync::Arc<SpanData>]) 
         }],
     };
     request.encode_to_vec()
+}
+
+/// The resource of the service `service`, as ferrule describes it.
+pub(super) fn resource(service: &str) -> Resource {
+    Resource {
+        attributes: vec![
+            key_value("service.name", &AttributeValue::String(service.to_owned())),
+            key_value("telemetry.sdk.name", &AttributeValue::from("ferrule")),
+            key_value("telemetry.sdk.language", &AttributeValue::from("rust")),
+            key_value("telemetry.sdk.version", &AttributeValue::from(env!("CARGO_PKG_VERSION"))),
+        ],
+        ..Resource::default()
+    }
+}
+
+/// The instrumentation scope `ferrule`.
+pub(super) fn scope() -> InstrumentationScope {
+    InstrumentationScope {
+        name: "ferrule".to_owned(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        ..InstrumentationScope::default()
+    }
 }
 
 fn proto_span(data: &SpanData) -> Span {
@@ -83,7 +91,7 @@ fn key_values(attributes: &Attributes) -> Vec<KeyValue> {
     attributes.0.iter().map(|(key, value)| key_value(key, value)).collect()
 }
 
-fn key_value(key: &str, value: &AttributeValue) -> KeyValue {
+pub(super) fn key_value(key: &str, value: &AttributeValue) -> KeyValue {
     KeyValue { key: key.to_owned(), value: Some(any(value)), ..KeyValue::default() }
 }
 

@@ -9,6 +9,7 @@
 
 mod config;
 mod encode;
+mod metrics;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -21,6 +22,7 @@ pub use config::OtlpConfig;
 
 use super::span::SpanData;
 use crate::error::{Error, Result};
+use metrics::Metrics;
 
 /// Spans waiting for export at most, per agent.
 pub const QUEUED_SPANS: usize = 2048;
@@ -33,6 +35,7 @@ pub const BATCH_DELAY: Duration = Duration::from_millis(500);
 pub(crate) struct Exporter {
     queue: mpsc::Sender<Arc<SpanData>>,
     dropped: Arc<AtomicU64>,
+    metrics: Arc<Metrics>,
 }
 
 impl std::fmt::Debug for Exporter {
@@ -47,6 +50,8 @@ struct Destination {
     url: reqwest::Url,
     /// The URL as logs show it: without credentials or query.
     shown: String,
+    metrics_url: reqwest::Url,
+    metrics_interval: Duration,
     service: String,
 }
 
@@ -74,27 +79,54 @@ impl Exporter {
             .build()
             .map_err(|e| Error::invalid_arg(format!("trace.otlp: the HTTP client could not be made: {e}")))?;
         let shown = config::shown(&settings.url);
-        let destination = Destination { client, url: settings.url, shown, service: settings.service };
+        let destination = Destination {
+            client,
+            url: settings.url,
+            shown,
+            metrics_url: settings.metrics_url,
+            metrics_interval: settings.metrics_interval,
+            service: settings.service,
+        };
         let runtime = crate::runtime::get()?;
         let (queue, spans) = mpsc::channel(QUEUED_SPANS);
         let dropped = Arc::new(AtomicU64::new(0));
-        runtime.spawn(export(spans, destination, Arc::clone(&dropped)));
-        Ok(Exporter { queue, dropped })
+        let metrics = Arc::new(Metrics::default());
+        runtime.spawn(export(spans, destination, Arc::clone(&dropped), Arc::clone(&metrics)));
+        Ok(Exporter { queue, dropped, metrics })
     }
 
-    /// Queues a finished span; dropped (and counted) when the queue is full.
+    /// Queues a finished span (dropped, and counted, when the queue is full)
+    /// and records what it measured.
     pub(crate) fn offer(&self, span: Arc<SpanData>) {
+        self.metrics.record(&span);
         if self.queue.try_send(span).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
 
-/// The exporter's task: batches until the exporter is dropped and its queue
-/// is empty.
-async fn export(mut spans: mpsc::Receiver<Arc<SpanData>>, to: Destination, dropped: Arc<AtomicU64>) {
+/// The exporter's task: batches spans, and sends the metrics at their
+/// interval, until the exporter is dropped and its queue is empty; then what
+/// was measured since the last time.
+async fn export(
+    mut spans: mpsc::Receiver<Arc<SpanData>>,
+    to: Destination,
+    dropped: Arc<AtomicU64>,
+    metrics: Arc<Metrics>,
+) {
     let mut batch = Vec::with_capacity(BATCH_SPANS);
-    while let Some(first) = spans.recv().await {
+    let start = tokio::time::Instant::now() + to.metrics_interval;
+    let mut interval = tokio::time::interval_at(start, to.metrics_interval);
+    interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let first = tokio::select! {
+            span = spans.recv() => span,
+            _ = interval.tick() => {
+                send_metrics(&to, &metrics).await;
+                continue;
+            }
+        };
+        let Some(first) = first else { break };
         batch.push(first);
         let due = tokio::time::sleep(BATCH_DELAY);
         tokio::pin!(due);
@@ -115,6 +147,20 @@ async fn export(mut spans: mpsc::Receiver<Arc<SpanData>>, to: Destination, dropp
                 "dropped" => lost, "endpoint" => to.shown);
         }
     }
+    send_metrics(&to, &metrics).await;
+}
+
+/// Sends what was measured since the last time, if anything was.
+async fn send_metrics(to: &Destination, metrics: &Metrics) {
+    let Some(body) = metrics.take(&to.service) else { return };
+    let outcome = to.client.post(to.metrics_url.clone()).body(body).send().await;
+    let why = match outcome {
+        Ok(response) if response.status().is_success() => return,
+        Ok(response) => format!("the collector answered {}", response.status()),
+        Err(error) => format!("the collector could not be reached: {}", without_url(&error)),
+    };
+    crate::log::log!(Warn, "ferrule::trace", format!("the metrics were not exported: {why}"),
+        "endpoint" => config::shown(&to.metrics_url));
 }
 
 /// Sends one batch; a failure is logged and the batch dropped.

@@ -334,6 +334,13 @@ public struct OTLPExporter: Sendable, Hashable, Codable {
     public var endpoint: String?
     /// Headers sent with every export (an API key, say); their values never appear in a log.
     public var headers: [String: String]?
+    /// The collector's metrics URL: by default `endpoint` with `/v1/metrics` in place of
+    /// `/v1/traces`, else `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT`
+    /// with `/v1/metrics`.
+    public var metricsEndpoint: String?
+    /// How often the metrics are exported, in milliseconds (default `OTEL_METRIC_EXPORT_INTERVAL`,
+    /// else 60000); what is left is exported when the agent goes.
+    public var metricsIntervalMs: Int?
     /// The `service.name` of the spans' resource (default `OTEL_SERVICE_NAME`, else `ferrule`).
     public var serviceName: String?
     /// Bound on one export in milliseconds.
@@ -342,11 +349,15 @@ public struct OTLPExporter: Sendable, Hashable, Codable {
     public init(
         endpoint: String? = nil,
         headers: [String: String]? = nil,
+        metricsEndpoint: String? = nil,
+        metricsIntervalMs: Int? = nil,
         serviceName: String? = nil,
         timeoutMs: Int? = nil
     ) {
         self.endpoint = endpoint
         self.headers = headers
+        self.metricsEndpoint = metricsEndpoint
+        self.metricsIntervalMs = metricsIntervalMs
         self.serviceName = serviceName
         self.timeoutMs = timeoutMs
     }
@@ -354,6 +365,8 @@ public struct OTLPExporter: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case endpoint
         case headers
+        case metricsEndpoint = "metrics_endpoint"
+        case metricsIntervalMs = "metrics_interval_ms"
         case serviceName = "service_name"
         case timeoutMs = "timeout_ms"
     }

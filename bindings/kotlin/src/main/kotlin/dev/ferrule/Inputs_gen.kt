@@ -216,6 +216,17 @@ data class OtlpExporter(
     val endpoint: String? = null,
     /** Headers sent with every export (an API key, say); their values never appear in a log. */
     val headers: Map<String, String>? = null,
+    /**
+     * The collector's metrics URL: by default `endpoint` with `/v1/metrics` in place of
+     * `/v1/traces`, else `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT`
+     * with `/v1/metrics`.
+     */
+    @SerialName("metrics_endpoint") val metricsEndpoint: String? = null,
+    /**
+     * How often the metrics are exported, in milliseconds (default `OTEL_METRIC_EXPORT_INTERVAL`,
+     * else 60000); what is left is exported when the agent goes.
+     */
+    @SerialName("metrics_interval_ms") val metricsIntervalMs: Long? = null,
     /** The `service.name` of the spans' resource (default `OTEL_SERVICE_NAME`, else `ferrule`). */
     @SerialName("service_name") val serviceName: String? = null,
     /** Bound on one export in milliseconds. */
