@@ -401,7 +401,7 @@ bench: setup lib
 	@mkdir -p $(BUILD)
 	$(CC) -std=c11 -O2 -Wall -Wextra -Werror -pedantic -Iinclude bench/ffi.c -o $(BUILD)/bench_ffi \
 		-L$(LIBDIR) -lferrule -lcjson -lpthread -Wl,-rpath,$(CURDIR)/$(LIBDIR)
-	$(CARGO) bench --bench loop --bench providers --bench http_rounds --bench builtins
+	$(CARGO) bench --bench loop --bench providers --bench http_rounds --bench builtins --bench tracing
 	./$(BUILD)/bench_ffi bench/workloads.json
 	$(MAKE) --no-print-directory bench-go
 	$(MAKE) --no-print-directory bench-swift

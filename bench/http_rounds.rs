@@ -38,7 +38,14 @@ fn main() {
         let number = |i: usize| args[at + i].parse::<u64>().expect("--serve ROUNDS DELAY_MS SETUP");
         return serve(number(1) as usize, number(2), Setup::parse(&args[at + 3]));
     }
-    println!("W4 HTTP rounds: an openai agent, one tool call per round, local server in another process");
+    // FERRULE_BENCH_TRACE=1: the same, with a no-op host tracer set, so every
+    // run records its spans (what tracing costs the HTTP path).
+    let traced = std::env::var("FERRULE_BENCH_TRACE").is_ok_and(|v| v == "1");
+    if traced {
+        ferrule::trace::set_tracer(|_| {}).expect("tracer");
+    }
+    let how = if traced { ", traced (a no-op host tracer)" } else { "" };
+    println!("W4 HTTP rounds: an openai agent, one tool call per round, local server in another process{how}");
     for setup in [Setup::KeepAlive, Setup::Closing, Setup::ServerHistory] {
         sequential(setup);
     }

@@ -26,8 +26,14 @@
 // Records waiting for the logger at most.
 #define QUEUED_RECORDS 4096
 
-// Finished spans waiting for the host's tracer at most.
-#define QUEUED_SPANS 4096
+// Spans waiting for export at most, per agent.
+#define QUEUED_SPANS 2048
+
+// Spans sent in one export at most.
+#define BATCH_SPANS 512
+
+// Events a span keeps at most, as OpenTelemetry's SDKs do.
+#define MAX_EVENTS 128
 
 // A stable error code. The numeric values are part of the C ABI
 // (`FERRULE_ERROR_*` in `ferrule.h`) and never change; JSON names each code
@@ -323,7 +329,8 @@ typedef struct ferrule_model_spec {
 // `end_time_unix_nano`, `attributes`, `events`, `status`), `len` bytes at
 // `span_json` (NUL-terminated), borrowed for the duration of the call. Called
 // on ferrule's tracer thread, one span at a time, in the order they ended
-// (a span's children before it).
+// (the spans under a span usually before it; not those of an operation the
+// run abandoned).
 typedef void (*ferrule_span_fn)(void *user_data,
                                 const char *span_json,
                                 size_t len);
