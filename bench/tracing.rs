@@ -36,7 +36,8 @@ fn main() {
             host_tracer: false,
         },
     ];
-    let agents: Vec<Agent> = setups.iter().map(|setup| agent(&w1["config"], &setup.trace, &workloads["open_schema"])).collect();
+    let agents: Vec<Agent> =
+        setups.iter().map(|setup| agent(&w1["config"], &setup.trace, &workloads["open_schema"])).collect();
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); setups.len()];
     for repeat in 0..=REPEATS {
         for (index, setup) in setups.iter().enumerate() {

@@ -23,18 +23,6 @@
 // `FERRULE_ABI_VERSION`.
 #define FERRULE_ABI_VERSION 0
 
-// Records waiting for the logger at most.
-#define QUEUED_RECORDS 4096
-
-// Spans waiting for export at most, per agent.
-#define QUEUED_SPANS 2048
-
-// Spans sent in one export at most.
-#define BATCH_SPANS 512
-
-// Events a span keeps at most, as OpenTelemetry's SDKs do.
-#define MAX_EVENTS 128
-
 // A stable error code. The numeric values are part of the C ABI
 // (`FERRULE_ERROR_*` in `ferrule.h`) and never change; JSON names each code
 // (`"INVALID_ARG"`), and the schema gives each name its number

@@ -8,7 +8,7 @@
 //! atomic load.
 //!
 //! Records are delivered on one thread of ferrule's (`ferrule-log`), in the
-//! order they were made, one at a time. At most [`QUEUED_RECORDS`] wait; past
+//! order they were made, one at a time. At most 4096 wait; past
 //! that they are dropped, and the next record delivered is a `warn` saying how
 //! many were.
 
@@ -26,7 +26,7 @@ use crate::error::Result;
 use crate::runtime::Outlet;
 
 /// Records waiting for the logger at most.
-pub const QUEUED_RECORDS: usize = 4096;
+pub(crate) const QUEUED_RECORDS: usize = 4096;
 
 /// The most detailed level passed on; 0 when there is no logger.
 static LEVEL: AtomicU32 = AtomicU32::new(0);

@@ -11,7 +11,7 @@
 //! `ferrule_runtime_set_tracer`): without one a run makes none, and the cost
 //! is one atomic load per run. Finished spans reach the tracer on one thread
 //! of ferrule's (`ferrule-trace`), in the order they ended; at most
-//! [`QUEUED_SPANS`] wait, and past that they are dropped (the logger says how
+//! 4096 wait, and past that they are dropped (the logger says how
 //! many).
 
 pub(crate) mod chat;
@@ -28,6 +28,6 @@ pub use context::{SpanContext, SpanId, TraceContext, TraceId};
 pub(crate) use run::RunTrace;
 pub use run::{CallTrace, ToolSource};
 pub(crate) use span::Span;
-pub use span::{AttributeValue, Attributes, SpanData, SpanEvent, SpanKind, SpanStatus, StatusCode, MAX_EVENTS};
-pub use tracer::{remove_tracer, set_tracer, HostTracer, QUEUED_SPANS};
+pub use span::{AttributeValue, Attributes, SpanData, SpanEvent, SpanKind, SpanStatus, StatusCode};
+pub use tracer::{remove_tracer, set_tracer, HostTracer};
 pub(crate) use tracer::{set_tracer_made, Tracer};

@@ -1,6 +1,7 @@
 //! A run's tracing: its `invoke_agent` span, and the `chat` and
 //! `execute_tool` spans started under it.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::context::SpanContext;
@@ -74,6 +75,8 @@ pub(crate) struct RunTrace {
     /// The top run's id, which its nested runs share.
     conversation: Arc<str>,
     model: ModelIdentity,
+    /// How many messages of the transcript earlier requests' spans recorded.
+    captured: AtomicUsize,
 }
 
 impl RunTrace {
@@ -115,6 +118,7 @@ impl RunTrace {
             context,
             conversation,
             model,
+            captured: AtomicUsize::new(0),
         }))
     }
 
@@ -170,7 +174,14 @@ impl RunTrace {
             if let Some(system) = request.system {
                 span.set("gen_ai.system_instructions", super::content::system(system));
             }
-            span.set("gen_ai.input.messages", super::content::messages(request.messages));
+            // What earlier requests' spans recorded is not repeated, so a long
+            // run's spans grow with it and not with its square.
+            let total = request.messages.len();
+            let earlier = Some(self.captured.swap(total, Ordering::Relaxed)).filter(|&n| n <= total).unwrap_or(0);
+            span.set("gen_ai.input.messages", super::content::messages(&request.messages[earlier..]));
+            if earlier > 0 {
+                span.set("ferrule.input.messages.earlier", earlier as u64);
+            }
         }
         span
     }

@@ -181,7 +181,7 @@ pub struct SpanData {
     pub events: Vec<SpanEvent>,
     /// Whether it failed.
     pub status: SpanStatus,
-    /// Events past the first [`MAX_EVENTS`], left out.
+    /// Events past the first 128, left out.
     #[serde(skip_serializing_if = "is_zero")]
     pub dropped_events: u32,
 }
@@ -191,7 +191,7 @@ fn is_zero(count: &u32) -> bool {
 }
 
 /// Events a span keeps at most, as OpenTelemetry's SDKs do.
-pub const MAX_EVENTS: usize = 128;
+pub(crate) const MAX_EVENTS: usize = 128;
 
 fn hex<S: Serializer, T: std::fmt::Display>(id: &T, serializer: S) -> Result<S::Ok, S::Error> {
     serializer.collect_str(id)

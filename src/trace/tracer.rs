@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::runtime::{Outlet, Receive};
 
 /// Finished spans waiting for the host's tracer at most.
-pub const QUEUED_SPANS: usize = 4096;
+pub(crate) const QUEUED_SPANS: usize = 4096;
 
 static HOST: Outlet<Arc<SpanData>> = Outlet::new("ferrule-trace", QUEUED_SPANS, dropped_spans);
 /// Whether the host set a tracer.

@@ -185,10 +185,12 @@ fn content_is_recorded_when_the_agent_asks_for_it() {
         output,
         json!([{"role": "assistant", "parts": [{"type": "text", "content": "C-100 is on Gold."}], "finish_reason": "stop"}])
     );
+    // The second request's span records what is new since the first's.
     let second: Value = serde_json::from_str(string(chats[1], "gen_ai.input.messages").unwrap()).unwrap();
-    assert_eq!(second[1]["parts"][0]["type"], "tool_call");
+    assert_eq!(int(chats[1], "ferrule.input.messages.earlier"), Some(1));
+    assert_eq!(second[0]["parts"][0]["type"], "tool_call");
     assert_eq!(
-        second[2],
+        second[1],
         json!({"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "Gold"}]})
     );
     let tool = named(&spans, "execute_tool")[0];

@@ -1,8 +1,8 @@
 //! The built-in OTLP/HTTP exporter (`trace.otlp`): an agent's finished spans,
 //! batched and sent as protobuf to a collector, on ferrule's runtime.
 //!
-//! Spans wait in a bounded queue ([`QUEUED_SPANS`]); a batch goes when it
-//! holds [`BATCH_SPANS`] or [`BATCH_DELAY`] after its first span, one batch at
+//! Spans wait in a bounded queue (2048 spans); a batch goes when it
+//! holds 512 spans or half a second after its first, one batch at
 //! a time. A collector that is down, slow or refusing costs only its own
 //! batches: what does not fit the queue is dropped and counted, a failed
 //! export is dropped, and each says so in the logs. A run never waits for it.
@@ -25,11 +25,11 @@ use crate::error::{Error, Result};
 use metrics::Metrics;
 
 /// Spans waiting for export at most, per agent.
-pub const QUEUED_SPANS: usize = 2048;
+pub(crate) const QUEUED_SPANS: usize = 2048;
 /// Spans sent in one export at most.
-pub const BATCH_SPANS: usize = 512;
+pub(crate) const BATCH_SPANS: usize = 512;
 /// How long a batch waits for more spans after its first.
-pub const BATCH_DELAY: Duration = Duration::from_millis(500);
+pub(crate) const BATCH_DELAY: Duration = Duration::from_millis(500);
 
 /// An agent's exporter. Dropping it ends its task once the spans queued are sent.
 pub(crate) struct Exporter {
