@@ -224,9 +224,11 @@ type OTLPExporter struct {
 	Endpoint string `json:"endpoint,omitempty"`
 	// Headers sent with every export (an API key, say); their values never appear in a log.
 	Headers map[string]string `json:"headers"`
-	// The collector's metrics URL: by default `endpoint` with `/v1/metrics` in place of
-	// `/v1/traces`, else `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT`
-	// with `/v1/metrics`.
+	// Whether the GenAI client metrics are exported too (default true).
+	Metrics *bool `json:"metrics,omitempty"`
+	// The collector's metrics URL (sent the same headers): by default the traces URL with
+	// `/v1/metrics` in place of `/v1/traces`; without one (a traces URL of another shape) no
+	// metrics are sent.
 	MetricsEndpoint string `json:"metrics_endpoint,omitempty"`
 	// How often the metrics are exported, (default `OTEL_METRIC_EXPORT_INTERVAL`, else 60000); what
 	// is left is exported when the agent goes.

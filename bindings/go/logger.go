@@ -70,8 +70,11 @@ type logSink struct {
 	handler slog.Handler
 }
 
-// handle decodes one record and gives it to the handler, if it enables its level.
+// handle decodes one record and gives it to the handler, if it enables its
+// level; a panic in the handler loses the record, never the process (it would
+// cross ferrule's C frames).
 func (s *logSink) handle(data []byte) {
+	defer func() { _ = recover() }()
 	var parser fastjson.Parser
 	value, err := parser.ParseBytes(data)
 	if err != nil {

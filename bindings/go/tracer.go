@@ -37,7 +37,12 @@ type spanSink struct {
 	take func(span []byte)
 }
 
-func (s *spanSink) handle(span []byte) { s.take(span) }
+// handle gives the span to the host's function; a panic there loses the
+// span, never the process (it would cross ferrule's C frames).
+func (s *spanSink) handle(span []byte) {
+	defer func() { _ = recover() }()
+	s.take(span)
+}
 
 // WithTraceContext puts the run's spans under the host's span, given by its
 // W3C traceparent and tracestate (which may be empty); see the otel package's

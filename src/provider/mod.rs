@@ -17,7 +17,7 @@ mod reference_bodies;
 mod response;
 mod scripted;
 mod select;
-mod tool_calls;
+pub(crate) mod tool_calls;
 
 use std::time::Duration;
 

@@ -11,6 +11,11 @@ pub(crate) fn messages(messages: &[Message]) -> String {
     Value::Array(messages.iter().map(message).collect()).to_string()
 }
 
+/// What tells `message` from another: a hash of its JSON.
+pub(crate) fn identity(message: &Message) -> u64 {
+    crate::provider::tool_calls::stable_hash(&serde_json::to_vec(message).unwrap_or_default())
+}
+
 /// An answer in the conventions' form (with its finish reason), as JSON text.
 pub(crate) fn output(answer: &AssistantMessage) -> String {
     let mut message = assistant(answer);

@@ -1,9 +1,9 @@
 //! A run's tracing: its `invoke_agent` span, and the `chat` and
 //! `execute_tool` spans started under it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::content;
 use super::context::SpanContext;
 use super::span::{AttributeValue, Span, SpanKind};
 use super::tracer::Tracer;
@@ -75,8 +75,9 @@ pub(crate) struct RunTrace {
     /// The top run's id, which its nested runs share.
     conversation: Arc<str>,
     model: ModelIdentity,
-    /// How many messages of the transcript earlier requests' spans recorded.
-    captured: AtomicUsize,
+    /// How many messages the previous request's span recorded, and the
+    /// identity of the last of them.
+    captured: Mutex<Option<(usize, u64)>>,
 }
 
 impl RunTrace {
@@ -118,7 +119,7 @@ impl RunTrace {
             context,
             conversation,
             model,
-            captured: AtomicUsize::new(0),
+            captured: Mutex::new(None),
         }))
     }
 
@@ -172,16 +173,26 @@ impl RunTrace {
         span.set("ferrule.turn", turn);
         if self.captures_content() {
             if let Some(system) = request.system {
-                span.set("gen_ai.system_instructions", super::content::system(system));
+                span.set("gen_ai.system_instructions", content::system(system));
             }
-            // What earlier requests' spans recorded is not repeated, so a long
-            // run's spans grow with it and not with its square.
-            let total = request.messages.len();
-            let earlier = Some(self.captured.swap(total, Ordering::Relaxed)).filter(|&n| n <= total).unwrap_or(0);
-            span.set("gen_ai.input.messages", super::content::messages(&request.messages[earlier..]));
+            // What the previous request's span recorded is not repeated, so a
+            // long run's spans grow with it and not with its square: when this
+            // request begins with the previous one's messages (its last one in
+            // the same place), only those after them are recorded. A history
+            // compacted or replaced since is recorded whole.
+            let messages = request.messages;
+            let mut captured = self.captured.lock().unwrap_or_else(|e| e.into_inner());
+            let earlier = match *captured {
+                Some((count, last)) if count <= messages.len() && content::identity(&messages[count - 1]) == last => {
+                    count
+                }
+                _ => 0,
+            };
+            span.set("gen_ai.input.messages", content::messages(&messages[earlier..]));
             if earlier > 0 {
                 span.set("ferrule.input.messages.earlier", earlier as u64);
             }
+            *captured = messages.last().map(|last| (messages.len(), content::identity(last)));
         }
         span
     }

@@ -84,6 +84,7 @@ fn a_runs_spans_reach_the_collector_as_otlp_protobuf() {
     assert_eq!(request.header("x-collector-key"), Some("collector-secret-123"));
     let resource = requests[0].resource_spans[0].resource.as_ref().unwrap();
     assert_eq!(text(&resource.attributes, "service.name"), Some("support-desk"));
+    assert_eq!(text(&resource.attributes, "service.instance.id").map(str::len), Some(32));
     let scope = &requests[0].resource_spans[0].scope_spans[0];
     assert_eq!(scope.scope.as_ref().map(|s| s.name.as_str()), Some("ferrule"));
     assert!(scope.schema_url.starts_with("https://opentelemetry.io/schemas/"));

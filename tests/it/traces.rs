@@ -199,6 +199,31 @@ fn content_is_recorded_when_the_agent_asks_for_it() {
 }
 
 #[test]
+fn with_a_compacted_history_every_message_is_still_recorded() {
+    let received = Received::set();
+    // A budget so small that each request keeps only the newest messages: the
+    // requests' windows move instead of growing.
+    let calls: Vec<Value> =
+        (1..=6).map(|i| json!({"tool_calls": [call(&format!("c{i}"), "lookup", json!({}))]})).collect();
+    let mut script = calls;
+    script.push(json!({"text": "done"}));
+    let extra = json!({"trace": {"capture_content": true}, "history": {"max_input_tokens": 60}});
+    let agent = agent(json!(script), extra, vec![echo("lookup")]);
+    let (result, events) = run(&agent, "go");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    assert!(!of_type(&events, "history_compacted").is_empty(), "the history was compacted");
+    let spans = received.trace_of(&run_id(&events));
+    let recorded: String = named(&spans, "chat")
+        .iter()
+        .map(|chat| string(chat, "gen_ai.input.messages").unwrap_or_default().to_owned())
+        .collect();
+    for i in 1..=6 {
+        let response = format!(r#"{{"id":"c{i}","response":"ok","type":"tool_call_response"}}"#);
+        assert!(recorded.contains(&response), "the result of c{i} is in no request's span: {recorded}");
+    }
+}
+
+#[test]
 fn a_run_of_an_agent_called_as_a_tool_goes_under_its_call() {
     let received = Received::set();
     let researcher = agent(json!([{"text": "the facts"}]), json!({}), vec![]);

@@ -151,8 +151,10 @@ func decode(data []byte) (tracetest.SpanStub, error) {
 	}
 	if s.ParentSpanID != nil {
 		if pid, err := trace.SpanIDFromHex(*s.ParentSpanID); err == nil {
+			// In this process, as every span of ferrule's and the host's span
+			// its run goes under are: not remote.
 			parent := config
-			parent.SpanID, parent.Remote = pid, true
+			parent.SpanID = pid
 			stub.Parent = trace.NewSpanContext(parent)
 		}
 	}

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 /// `http://localhost:4318/v1/traces`; `OTEL_EXPORTER_OTLP_TRACES_HEADERS` or
 /// `OTEL_EXPORTER_OTLP_HEADERS`; `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT` or
 /// `OTEL_EXPORTER_OTLP_TIMEOUT` (ms, default 10000); `OTEL_SERVICE_NAME`.
-#[derive(Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[derive(Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OtlpConfig {
     /// The collector's traces URL, such as `http://127.0.0.1:4318/v1/traces`
@@ -34,9 +34,12 @@ pub struct OtlpConfig {
     /// else `ferrule`).
     #[serde(default)]
     pub service_name: Option<String>,
-    /// The collector's metrics URL: by default `endpoint` with `/v1/metrics`
-    /// in place of `/v1/traces`, else `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`,
-    /// else `OTEL_EXPORTER_OTLP_ENDPOINT` with `/v1/metrics`.
+    /// Whether the GenAI client metrics are exported too (default true).
+    #[serde(default = "exported")]
+    pub metrics: bool,
+    /// The collector's metrics URL (sent the same headers): by default the
+    /// traces URL with `/v1/metrics` in place of `/v1/traces`; without one
+    /// (a traces URL of another shape) no metrics are sent.
     #[serde(default)]
     pub metrics_endpoint: Option<String>,
     /// How often the metrics are exported, in milliseconds (default
@@ -44,6 +47,20 @@ pub struct OtlpConfig {
     /// when the agent goes.
     #[serde(default)]
     pub metrics_interval_ms: Option<u64>,
+}
+
+impl Default for OtlpConfig {
+    fn default() -> Self {
+        OtlpConfig {
+            endpoint: None,
+            headers: None,
+            timeout_ms: None,
+            service_name: None,
+            metrics: true,
+            metrics_endpoint: None,
+            metrics_interval_ms: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for OtlpConfig {
@@ -67,7 +84,7 @@ impl std::fmt::Debug for OtlpConfig {
 /// An exporter's settings, the configuration and the environment together.
 pub(super) struct Settings {
     pub(super) url: reqwest::Url,
-    pub(super) metrics_url: reqwest::Url,
+    pub(super) metrics_url: Option<reqwest::Url>,
     pub(super) metrics_interval: Duration,
     pub(super) headers: Vec<(String, String)>,
     pub(super) timeout: Duration,
@@ -76,6 +93,10 @@ pub(super) struct Settings {
 
 const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 const DEFAULT_METRICS_INTERVAL_MS: u64 = 60_000;
+
+fn exported() -> bool {
+    true
+}
 
 /// `endpoint` as an http(s) URL; `INVALID_ARG` naming `field` (never the
 /// URL, which may hold a secret).
@@ -96,18 +117,18 @@ impl OtlpConfig {
                 format!("{}/v1/traces", base.trim_end_matches('/'))
             }),
         };
-        let metrics_endpoint = match (&self.metrics_endpoint, &self.endpoint) {
-            (Some(endpoint), _) => endpoint.clone(),
-            (None, Some(traces)) if traces.ends_with("/v1/traces") => {
-                format!("{}/v1/metrics", traces.trim_end_matches("/v1/traces"))
-            }
-            _ => variable("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT").unwrap_or_else(|| {
-                let base = variable("OTEL_EXPORTER_OTLP_ENDPOINT").unwrap_or_else(|| "http://localhost:4318".into());
-                format!("{}/v1/metrics", base.trim_end_matches('/'))
+        let url = http_url(&endpoint, "trace.otlp.endpoint")?;
+        // The metrics go to the same collector, with the same headers: never
+        // to another host the trace headers were not meant for.
+        let metrics_url = match &self.metrics_endpoint {
+            Some(endpoint) => Some(http_url(endpoint, "trace.otlp.metrics_endpoint")?),
+            None => url.path().strip_suffix("/v1/traces").map(|base| {
+                let mut metrics = url.clone();
+                metrics.set_path(&format!("{base}/v1/metrics"));
+                metrics
             }),
         };
-        let url = http_url(&endpoint, "trace.otlp.endpoint")?;
-        let metrics_url = http_url(&metrics_endpoint, "trace.otlp.metrics_endpoint")?;
+        let metrics_url = metrics_url.filter(|_| self.metrics);
         let interval_ms = self
             .metrics_interval_ms
             .or_else(|| variable("OTEL_METRIC_EXPORT_INTERVAL").and_then(|ms| ms.trim().parse().ok()))
@@ -184,6 +205,18 @@ mod tests {
         };
         let debug = format!("{config:?}");
         assert!(!debug.contains("TOKEN") && !debug.contains("SECRET"), "{debug}");
+    }
+
+    #[test]
+    fn metrics_go_to_the_traces_collector_or_nowhere() {
+        let metrics = |config: OtlpConfig| config.settings().unwrap().metrics_url.map(|url| url.to_string());
+        let traces = |endpoint: &str| OtlpConfig { endpoint: Some(endpoint.into()), ..OtlpConfig::default() };
+        assert_eq!(metrics(traces("http://c:4318/v1/traces")).as_deref(), Some("http://c:4318/v1/metrics"));
+        assert_eq!(metrics(traces("http://c:4318/otlp/v1/traces")).as_deref(), Some("http://c:4318/otlp/v1/metrics"));
+        assert_eq!(metrics(traces("http://c:4318/ingest")), None, "no guess at another path");
+        assert_eq!(metrics(OtlpConfig { metrics: false, ..traces("http://c:4318/v1/traces") }), None);
+        let explicit = OtlpConfig { metrics_endpoint: Some("http://c:4318/m".into()), ..traces("http://c:4318/t") };
+        assert_eq!(metrics(explicit).as_deref(), Some("http://c:4318/m"));
     }
 
     #[test]

@@ -12,10 +12,10 @@ use crate::trace::span::{AttributeValue, Attributes, SpanData, SpanKind, StatusC
 pub(crate) const SCHEMA_URL: &str = "https://opentelemetry.io/schemas/1.38.0";
 
 /// The request body exporting `spans` from the service `service`.
-pub(crate) fn export_request(service: &str, spans: &[std::sync::Arc<SpanData>]) -> Vec<u8> {
+pub(crate) fn export_request(service: &str, instance: &str, spans: &[std::sync::Arc<SpanData>]) -> Vec<u8> {
     let request = ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
-            resource: Some(resource(service)),
+            resource: Some(resource(service, instance)),
             scope_spans: vec![ScopeSpans {
                 scope: Some(scope()),
                 spans: spans.iter().map(|span| proto_span(span)).collect(),
@@ -27,11 +27,13 @@ pub(crate) fn export_request(service: &str, spans: &[std::sync::Arc<SpanData>]) 
     request.encode_to_vec()
 }
 
-/// The resource of the service `service`, as ferrule describes it.
-pub(super) fn resource(service: &str) -> Resource {
+/// The resource of the service `service` (this instance of it, `instance`),
+/// as ferrule describes it.
+pub(super) fn resource(service: &str, instance: &str) -> Resource {
     Resource {
         attributes: vec![
             key_value("service.name", &AttributeValue::String(service.to_owned())),
+            key_value("service.instance.id", &AttributeValue::String(instance.to_owned())),
             key_value("telemetry.sdk.name", &AttributeValue::from("ferrule")),
             key_value("telemetry.sdk.language", &AttributeValue::from("rust")),
             key_value("telemetry.sdk.version", &AttributeValue::from(env!("CARGO_PKG_VERSION"))),

@@ -47,12 +47,16 @@ struct Window {
 }
 
 /// An exporter's metrics. Recorded from any thread; taken by its task.
-#[derive(Default)]
 pub(super) struct Metrics {
     window: Mutex<Window>,
 }
 
 impl Metrics {
+    /// Metrics measured from now on.
+    pub(super) fn new() -> Metrics {
+        Metrics { window: Mutex::new(Window { start: unix_nanos(SystemTime::now()), ..Window::default() }) }
+    }
+
     /// Records what a finished span measured, if it is a model request's.
     pub(super) fn record(&self, span: &SpanData) {
         let operation = span.attributes.get("gen_ai.operation.name");
@@ -76,9 +80,6 @@ impl Metrics {
         }
         let seconds = span.end_time_unix_nano.saturating_sub(span.start_time_unix_nano) as f64 / 1e9;
         let Ok(mut window) = self.window.lock() else { return };
-        if window.start == 0 {
-            window.start = span.start_time_unix_nano;
-        }
         add(&mut window.duration, attributes.clone(), seconds, &DURATION_BOUNDS);
         if failed {
             return;
@@ -92,14 +93,16 @@ impl Metrics {
         }
     }
 
-    /// The request body exporting what was measured since the last time, and
-    /// a new window; `None` when nothing was.
-    pub(super) fn take(&self, service: &str) -> Option<Vec<u8>> {
-        let window = std::mem::take(&mut *self.window.lock().ok()?);
+    /// The request body exporting what was measured since the last time (by
+    /// the instance `instance` of `service`), and a new window from now;
+    /// `None` when nothing was.
+    pub(super) fn take(&self, service: &str, instance: &str) -> Option<Vec<u8>> {
+        let now = unix_nanos(SystemTime::now());
+        let fresh = Window { start: now, ..Window::default() };
+        let window = std::mem::replace(&mut *self.window.lock().ok()?, fresh);
         if window.duration.is_empty() && window.tokens.is_empty() {
             return None;
         }
-        let now = unix_nanos(SystemTime::now());
         let histogram = |name: &str, description: &str, unit: &str, series: HashMap<String, Series>, bounds: &[f64]| {
             let points = series
                 .into_values()
@@ -145,7 +148,7 @@ impl Metrics {
         ];
         let request = ExportMetricsServiceRequest {
             resource_metrics: vec![ResourceMetrics {
-                resource: Some(resource(service)),
+                resource: Some(resource(service, instance)),
                 scope_metrics: vec![ScopeMetrics {
                     scope: Some(scope()),
                     metrics: metrics.into_iter().filter(has_points).collect(),

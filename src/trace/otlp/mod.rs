@@ -36,6 +36,8 @@ pub(crate) struct Exporter {
     queue: mpsc::Sender<Arc<SpanData>>,
     dropped: Arc<AtomicU64>,
     metrics: Arc<Metrics>,
+    /// Whether the metrics are exported (and so recorded).
+    measures: bool,
 }
 
 impl std::fmt::Debug for Exporter {
@@ -50,9 +52,12 @@ struct Destination {
     url: reqwest::Url,
     /// The URL as logs show it: without credentials or query.
     shown: String,
-    metrics_url: reqwest::Url,
+    /// Where the metrics go; none when they are not exported.
+    metrics_url: Option<reqwest::Url>,
     metrics_interval: Duration,
     service: String,
+    /// This exporter's `service.instance.id`: the series it writes are its own.
+    instance: String,
 }
 
 impl Exporter {
@@ -86,19 +91,23 @@ impl Exporter {
             metrics_url: settings.metrics_url,
             metrics_interval: settings.metrics_interval,
             service: settings.service,
+            instance: format!("{:032x}", fastrand::u128(..)),
         };
         let runtime = crate::runtime::get()?;
         let (queue, spans) = mpsc::channel(QUEUED_SPANS);
         let dropped = Arc::new(AtomicU64::new(0));
-        let metrics = Arc::new(Metrics::default());
+        let metrics = Arc::new(Metrics::new());
+        let measures = destination.metrics_url.is_some();
         runtime.spawn(export(spans, destination, Arc::clone(&dropped), Arc::clone(&metrics)));
-        Ok(Exporter { queue, dropped, metrics })
+        Ok(Exporter { queue, dropped, metrics, measures })
     }
 
     /// Queues a finished span (dropped, and counted, when the queue is full)
     /// and records what it measured.
     pub(crate) fn offer(&self, span: Arc<SpanData>) {
-        self.metrics.record(&span);
+        if self.measures {
+            self.metrics.record(&span);
+        }
         if self.queue.try_send(span).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }
@@ -152,22 +161,24 @@ async fn export(
 
 /// Sends what was measured since the last time, if anything was.
 async fn send_metrics(to: &Destination, metrics: &Metrics) {
-    let Some(body) = metrics.take(&to.service) else { return };
-    let outcome = to.client.post(to.metrics_url.clone()).body(body).send().await;
+    let Some(url) = &to.metrics_url else { return };
+    let Some(body) = metrics.take(&to.service, &to.instance) else { return };
+    let outcome = to.client.post(url.clone()).body(body).send().await;
     let why = match outcome {
         Ok(response) if response.status().is_success() => return,
         Ok(response) => format!("the collector answered {}", response.status()),
         Err(error) => format!("the collector could not be reached: {}", without_url(&error)),
     };
     crate::log::log!(Warn, "ferrule::trace", format!("the metrics were not exported: {why}"),
-        "endpoint" => config::shown(&to.metrics_url));
+        "endpoint" => config::shown(url));
 }
 
 /// Sends one batch; a failure is logged and the batch dropped.
 async fn send(to: &Destination, batch: &[Arc<SpanData>]) {
     // Encoded on the blocking pool: a large batch would hold a worker runs share.
-    let (service, spans) = (to.service.clone(), batch.to_vec());
-    let Ok(body) = tokio::task::spawn_blocking(move || encode::export_request(&service, &spans)).await else {
+    let (service, instance, spans) = (to.service.clone(), to.instance.clone(), batch.to_vec());
+    let encoding = move || encode::export_request(&service, &instance, &spans);
+    let Ok(body) = tokio::task::spawn_blocking(encoding).await else {
         return;
     };
     let outcome = to.client.post(to.url.clone()).body(body).send().await;

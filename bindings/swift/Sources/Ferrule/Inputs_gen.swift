@@ -334,9 +334,11 @@ public struct OTLPExporter: Sendable, Hashable, Codable {
     public var endpoint: String?
     /// Headers sent with every export (an API key, say); their values never appear in a log.
     public var headers: [String: String]?
-    /// The collector's metrics URL: by default `endpoint` with `/v1/metrics` in place of
-    /// `/v1/traces`, else `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT`
-    /// with `/v1/metrics`.
+    /// Whether the GenAI client metrics are exported too (default true).
+    public var metrics: Bool?
+    /// The collector's metrics URL (sent the same headers): by default the traces URL with
+    /// `/v1/metrics` in place of `/v1/traces`; without one (a traces URL of another shape) no
+    /// metrics are sent.
     public var metricsEndpoint: String?
     /// How often the metrics are exported, in milliseconds (default `OTEL_METRIC_EXPORT_INTERVAL`,
     /// else 60000); what is left is exported when the agent goes.
@@ -349,6 +351,7 @@ public struct OTLPExporter: Sendable, Hashable, Codable {
     public init(
         endpoint: String? = nil,
         headers: [String: String]? = nil,
+        metrics: Bool? = nil,
         metricsEndpoint: String? = nil,
         metricsIntervalMs: Int? = nil,
         serviceName: String? = nil,
@@ -356,6 +359,7 @@ public struct OTLPExporter: Sendable, Hashable, Codable {
     ) {
         self.endpoint = endpoint
         self.headers = headers
+        self.metrics = metrics
         self.metricsEndpoint = metricsEndpoint
         self.metricsIntervalMs = metricsIntervalMs
         self.serviceName = serviceName
@@ -365,6 +369,7 @@ public struct OTLPExporter: Sendable, Hashable, Codable {
     enum CodingKeys: String, CodingKey {
         case endpoint
         case headers
+        case metrics
         case metricsEndpoint = "metrics_endpoint"
         case metricsIntervalMs = "metrics_interval_ms"
         case serviceName = "service_name"

@@ -216,10 +216,12 @@ data class OtlpExporter(
     val endpoint: String? = null,
     /** Headers sent with every export (an API key, say); their values never appear in a log. */
     val headers: Map<String, String>? = null,
+    /** Whether the GenAI client metrics are exported too (default true). */
+    val metrics: Boolean? = null,
     /**
-     * The collector's metrics URL: by default `endpoint` with `/v1/metrics` in place of
-     * `/v1/traces`, else `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`, else `OTEL_EXPORTER_OTLP_ENDPOINT`
-     * with `/v1/metrics`.
+     * The collector's metrics URL (sent the same headers): by default the traces URL with
+     * `/v1/metrics` in place of `/v1/traces`; without one (a traces URL of another shape) no
+     * metrics are sent.
      */
     @SerialName("metrics_endpoint") val metricsEndpoint: String? = null,
     /**

@@ -28,16 +28,19 @@ fun Library.setLogger(level: LogLevel, logger: (LogRecord) -> Unit) {
  * Sends ferrule's log records to a `java.util.logging` logger (and through it
  * to SLF4J or Log4j, with their bridges), at the most detailed level it takes
  * now: error as SEVERE, warn as WARNING, info as INFO, debug as FINE and trace
- * as FINEST, with the record's target as the logger name and its fields as
- * the one parameter. Removes the logger when it takes none of them.
+ * as FINEST, with the record's target as the logger name and its fields (JSON)
+ * after its message. Removes the logger when it takes none of them.
  */
 fun Library.logTo(logger: java.util.logging.Logger) {
     val level = LogLevel.entries.lastOrNull { logger.isLoggable(it.julLevel) } ?: return removeLogger()
     setLogger(level) { record ->
-        val out = java.util.logging.LogRecord(record.level.julLevel, record.message)
+        // The fields go in the text, not as parameters: with parameters, JUL
+        // and its bridges read the message as a MessageFormat pattern, which
+        // garbles quotes and braces of servers' and providers' words.
+        val text = if (record.fields.isEmpty()) record.message else "${record.message} ${record.fields}"
+        val out = java.util.logging.LogRecord(record.level.julLevel, text)
         out.loggerName = record.target
         out.instant = java.time.Instant.ofEpochSecond(0, record.timeUnixNano)
-        out.parameters = arrayOf(record.fields)
         logger.log(out)
     }
 }

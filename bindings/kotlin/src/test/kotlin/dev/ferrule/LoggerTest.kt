@@ -65,12 +65,13 @@ class LoggerTest {
         }
         Library.logTo(logger)
         val runId = failedRun()
-        val ofRun = waitFor(published) { (it.parameters?.single() as? Map<*, *>)?.get("run_id") == JsonPrimitive(runId) }
+        val ofRun = waitFor(published) { it.message.contains("\"run_id\":\"$runId\"") }
         assertEquals(1, ofRun.size)
         val record = ofRun.single()
         assertEquals(Level.WARNING, record.level)
         assertEquals("ferrule::provider", record.loggerName)
         assertTrue(record.message.contains("tried again"), record.message)
+        assertEquals(null, record.parameters, "the text is not a MessageFormat pattern")
         assertTrue(System.currentTimeMillis() - record.instant.toEpochMilli() in 0..60_000)
         assertEquals(
             listOf(Level.SEVERE, Level.WARNING, Level.INFO, Level.FINE, Level.FINEST),

@@ -41,7 +41,7 @@ class TracerTest {
         val exporter = InMemorySpanExporter.create()
         val provider = SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(exporter)).build()
         val tracer = provider.get("host")
-        FerruleOpenTelemetry.export(exporter)
+        FerruleOpenTelemetry.export(SimpleSpanProcessor.create(exporter))
         val lookup = Tool("lookup", "Looks up a plan.", """{"type": "object"}""") { call ->
             tracer.spanBuilder("db.query").setParent(FerruleOpenTelemetry.contextOf(call)).startSpan().end()
             JsonPrimitive("Gold").toString()

@@ -16,11 +16,12 @@ import io.opentelemetry.api.trace.TraceState
 import io.opentelemetry.context.Context
 import io.opentelemetry.sdk.common.InstrumentationScopeInfo
 import io.opentelemetry.sdk.resources.Resource
+import io.opentelemetry.sdk.trace.ReadableSpan
+import io.opentelemetry.sdk.trace.SpanProcessor
 import io.opentelemetry.sdk.trace.data.EventData
 import io.opentelemetry.sdk.trace.data.LinkData
 import io.opentelemetry.sdk.trace.data.SpanData
 import io.opentelemetry.sdk.trace.data.StatusData
-import io.opentelemetry.sdk.trace.export.SpanExporter
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonObject
@@ -45,14 +46,16 @@ object FerruleOpenTelemetry {
     const val SCHEMA_URL = "https://opentelemetry.io/schemas/1.38.0"
 
     /**
-     * Makes every run record spans and hands each, when it ends, to [exporter]
-     * (the host's, as its span processor also uses it), as a span of
-     * [resource] and of the instrumentation scope `ferrule`. Sets the process's
-     * tracer (`Library.setTracer`).
+     * Makes every run record spans and hands each, when it ends, to
+     * [processor] (the span processor of the host's `SdkTracerProvider`, which
+     * batches and exports them with the host's own), as a span of [resource]
+     * (pass the provider's, so ferrule's spans name the host's service) and of
+     * the instrumentation scope `ferrule`. Sets the process's tracer
+     * (`Library.setTracer`).
      */
-    fun export(exporter: SpanExporter, resource: Resource = Resource.getDefault()) {
+    fun export(processor: SpanProcessor, resource: Resource = Resource.getDefault()) {
         val scope = InstrumentationScopeInfo.builder("ferrule").setVersion(Library.version).setSchemaUrl(SCHEMA_URL).build()
-        Library.setTracer { json -> exporter.export(listOf(decode(json, resource, scope))) }
+        Library.setTracer { json -> processor.onEnd(EndedSpan(decode(json, resource, scope))) }
     }
 
     /** [input] with the span of [context] as the run's parent; [input] as it is without a valid span. */
@@ -85,8 +88,10 @@ object FerruleOpenTelemetry {
         val span = FerruleJson.parseToJsonElement(json).jsonObject
         val text = { key: String -> span[key]?.jsonPrimitive?.contentOrNull }
         val context = SpanContext.create(text("trace_id")!!, text("span_id")!!, TraceFlags.getSampled(), TraceState.getDefault())
+        // In this process, as every span of ferrule's and the host's span its
+        // run goes under are: not remote.
         val parent = text("parent_span_id")?.let {
-            SpanContext.createFromRemoteParent(text("trace_id")!!, it, TraceFlags.getSampled(), TraceState.getDefault())
+            SpanContext.create(text("trace_id")!!, it, TraceFlags.getSampled(), TraceState.getDefault())
         } ?: SpanContext.getInvalid()
         val status = span["status"]?.jsonObject
         val failed = status?.get("code")?.jsonPrimitive?.contentOrNull == "error"
@@ -132,6 +137,24 @@ object FerruleOpenTelemetry {
         }
         return builder.build()
     }
+}
+
+/** A finished span of ferrule's, as the SDK's span processors take it. */
+private class EndedSpan(private val data: SpanData) : ReadableSpan {
+    override fun getSpanContext(): SpanContext = data.spanContext
+    override fun getParentSpanContext(): SpanContext = data.parentSpanContext
+    override fun getName(): String = data.name
+    override fun toSpanData(): SpanData = data
+    @Deprecated("use getInstrumentationScopeInfo", ReplaceWith("getInstrumentationScopeInfo()"))
+    @Suppress("DEPRECATION", "OVERRIDE_DEPRECATION")
+    override fun getInstrumentationLibraryInfo(): io.opentelemetry.sdk.common.InstrumentationLibraryInfo =
+        data.instrumentationLibraryInfo
+    override fun getInstrumentationScopeInfo(): InstrumentationScopeInfo = data.instrumentationScopeInfo
+    override fun hasEnded() = true
+    override fun getLatencyNanos() = data.endEpochNanos - data.startEpochNanos
+    override fun getKind(): SpanKind = data.kind
+    override fun <T : Any> getAttribute(key: AttributeKey<T>): T? = data.attributes.get(key)
+    override fun getAttributes(): Attributes = data.attributes
 }
 
 /** A finished span of ferrule's, as the SDK's exporters take it. */
