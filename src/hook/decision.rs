@@ -44,16 +44,7 @@ impl HookDecision {
     pub fn kind(&self) -> &'static str {
         match self {
             HookDecision::Continue => "continue",
-            HookDecision::Abort(_) => "abort",
-            HookDecision::Messages(_) => "messages",
-            HookDecision::Tools(_) => "tools",
-            HookDecision::Inject(_) => "inject",
-            HookDecision::Deny(_) => "deny",
-            HookDecision::Arguments(_) => "arguments",
-            HookDecision::Approve => "approve",
-            HookDecision::Interrupt => "interrupt",
-            HookDecision::Result(_) => "result",
-            HookDecision::Retry(_) => "retry",
+            decision => decision.key(),
         }
     }
 
