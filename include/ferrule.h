@@ -163,7 +163,9 @@ typedef struct ferrule_tool_call ferrule_tool_call;
 
 // A host tool's function. It must eventually call exactly one of
 // `ferrule_tool_call_complete` or `ferrule_tool_call_fail` on `call`, before it
-// returns or later from any thread. It runs on one of ferrule's tool callback
+// returns or later from any thread. The run goes on as soon as the call is
+// answered; a function that answers and goes on running holds up only the
+// run's end (its `ferrule_run_wait`) until it returns. It runs on one of ferrule's tool callback
 // threads, where it may block (a blocked tool slows only its own run), unless
 // the tool's options say `"nonblocking": true`: then it runs on ferrule's runtime
 // and must return at once, handing the work to a thread, goroutine or task of
@@ -263,7 +265,8 @@ typedef struct ferrule_str {
 // `nonblocking`: then it runs on ferrule's runtime and must return at once,
 // handing the work to a thread of the host's. A nonblocking callback that blocks
 // stalls other runs too, and neither the timeout nor a cancel can reach it until
-// it returns.
+// it returns. A blocking callback that responds and goes on running holds up
+// only the run's end (its `ferrule_run_wait`) until it returns.
 typedef void (*ferrule_hook_fn)(void *user_data,
                                 struct ferrule_hook *hook);
 
@@ -285,7 +288,9 @@ typedef void (*ferrule_log_fn)(void *user_data,
 // answer with the `_delta` functions (from any thread). It runs on one of
 // ferrule's tool callback threads, where it may block, unless the spec says
 // `nonblocking`: then it runs on ferrule's runtime and must return at once,
-// handing the work to a thread of the host's.
+// handing the work to a thread of the host's. A blocking function that answers
+// and goes on running holds up only the run's end (its `ferrule_run_wait`)
+// until it returns.
 typedef void (*ferrule_model_fn)(void *user_data,
                                  struct ferrule_model_request *request);
 
@@ -367,9 +372,11 @@ struct ferrule_agent *ferrule_agent_clone(const struct ferrule_agent *agent);
 // freed when the last handle and the last run are gone and no callback of the
 // tool is still running: inside this call when it frees the last handle and
 // nothing else holds the agent, otherwise on a ferrule callback thread after the
-// last run's `run_end`, before that run's `ferrule_run_wait` returns. A callback
-// still running then (its call timed out or was cancelled) keeps its tool's user
-// data until it returns. Called on a runtime thread (inside a `nonblocking`
+// last run's `run_end`, before that run's `ferrule_run_wait` returns. A run
+// ends only once the callbacks that answered its requests have returned, so
+// after its wait nothing of it holds the user data. A callback that had not
+// answered when its run stopped waiting (its call timed out or was cancelled)
+// keeps its tool's user data until it returns. Called on a runtime thread (inside a `nonblocking`
 // tool's callback), the frees run on a callback thread instead, soon after. NULL
 // is a no-op. Any thread.
 void ferrule_agent_free(struct ferrule_agent *agent);
@@ -657,8 +664,10 @@ struct ferrule_error *ferrule_model_request_on_cancel(struct ferrule_model_reque
 // that handle is freed. Empty for NULL.
 struct ferrule_str ferrule_run_id(const struct ferrule_run *run);
 
-// Blocks until the run has ended, every event was delivered and the run let go
-// of the host's user data (the event callback's, and the tools' when the run held
+// Blocks until the run has ended, every event was delivered, every callback
+// that answered one of the run's tool calls, hook consultations or model
+// requests and went on running has returned, and the run let go of the
+// host's user data (the event callback's, and the tools' when the run held
 // the agent last), then writes the run result JSON (`status`, `final`,
 // `messages`, `usage`, `rounds`, `error`) to `*result_json` / `*len`, owned by the
 // host (free with `ferrule_string_free`). Succeeds for every status; a failed run

@@ -24,7 +24,7 @@ use super::request_caches::RequestCaches;
 use super::run_loop::RunLoop;
 use super::run_tools::RunTools;
 use crate::error::{Error, ErrorCode, Result};
-use crate::runtime::{CallbackKind, CallbackScope, Threads};
+use crate::runtime::{callback_returns, CallbackKind, CallbackScope, Threads};
 use crate::trace::{CallTrace, RunTrace};
 
 /// Run serial numbers start at 1 (0 means "no run" to the callback scope).
@@ -161,7 +161,8 @@ fn next_run() -> (u64, Arc<str>) {
 /// Runs the loop with its panics caught, so a panic still ends the run with one
 /// `failed` run_end (keeping the transcript so far). Then, in this order: the
 /// runs nested in it end (and their tokens are counted); run_end is delivered
-/// and the sink dropped; the run lets go of its agent and of
+/// and the sink dropped; the host's callbacks that answered one of the run's
+/// requests and went on running return; the run lets go of its agent and of
 /// those that handed it on (where that was the last hold, the tools' user data
 /// is released on a callback thread, inside this run's scope); the result is published, which wakes every
 /// waiter; the run lets go of the run it is nested in. So when a wait returns,
@@ -210,6 +211,7 @@ async fn supervise(mut run: Box<RunLoop>, sink_gone: Option<oneshot::Receiver<()
     if let Some(sink_gone) = sink_gone {
         let _ = sink_gone.await;
     }
+    callback_returns::all_returned(serial).await;
     agents.push(agent);
     let last: Vec<_> = agents.into_iter().filter_map(Agent::into_last).collect();
     if !last.is_empty() {

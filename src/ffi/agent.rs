@@ -134,9 +134,11 @@ pub unsafe extern "C" fn ferrule_agent_clone(agent: *const ferrule_agent) -> *mu
 /// freed when the last handle and the last run are gone and no callback of the
 /// tool is still running: inside this call when it frees the last handle and
 /// nothing else holds the agent, otherwise on a ferrule callback thread after the
-/// last run's `run_end`, before that run's `ferrule_run_wait` returns. A callback
-/// still running then (its call timed out or was cancelled) keeps its tool's user
-/// data until it returns. Called on a runtime thread (inside a `nonblocking`
+/// last run's `run_end`, before that run's `ferrule_run_wait` returns. A run
+/// ends only once the callbacks that answered its requests have returned, so
+/// after its wait nothing of it holds the user data. A callback that had not
+/// answered when its run stopped waiting (its call timed out or was cancelled)
+/// keeps its tool's user data until it returns. Called on a runtime thread (inside a `nonblocking`
 /// tool's callback), the frees run on a callback thread instead, soon after. NULL
 /// is a no-op. Any thread.
 #[no_mangle]

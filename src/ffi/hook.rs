@@ -11,7 +11,7 @@ use super::boundary::{arg_mut, arg_str, guard, null_arg};
 use super::error::ferrule_error;
 use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::handle_table::{HandleKind, HandleTable};
-use super::host_request::{self, ferrule_cancel_fn, Answerable, Handle, HostRequest, Ticket};
+use super::host_request::{self, ferrule_cancel_fn, Answerable, Handle, HostRequest};
 use super::string::{ferrule_str, NulTerminated};
 use crate::error::{Error, ErrorCode, Result};
 use crate::hook::{Hook, HookDecision, HookFunction, HookOptions, HookRequest, HookStage};
@@ -30,7 +30,8 @@ pub struct ferrule_hook {
 /// `nonblocking`: then it runs on ferrule's runtime and must return at once,
 /// handing the work to a thread of the host's. A nonblocking callback that blocks
 /// stalls other runs too, and neither the timeout nor a cancel can reach it until
-/// it returns.
+/// it returns. A blocking callback that responds and goes on running holds up
+/// only the run's end (its `ferrule_run_wait`) until it returns.
 pub type ferrule_hook_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, hook: *mut ferrule_hook)>;
 
 /// Every consultation whose host has not responded yet.
@@ -73,9 +74,9 @@ struct HookCallback {
 }
 
 impl HookCallback {
-    fn call(&self, ticket: Ticket<ForeignConsultation>) {
+    fn deliver(&self, hook: HookHandle) {
         // SAFETY: the host's function gets its own user data and a live handle.
-        ticket.hand_over(|hook| unsafe { (self.decide)(self.user_data.data, hook.as_ptr()) });
+        unsafe { (self.decide)(self.user_data.data, hook.as_ptr()) }
     }
 }
 
@@ -98,7 +99,7 @@ impl HookFunction for ForeignHook {
             Err(error) => return Box::pin(std::future::ready(Err(error))),
         };
         if self.nonblocking {
-            self.callback.call(ticket);
+            ticket.hand_over(|hook| self.callback.deliver(hook));
             // A decision given inside the callback (an inline hook's) made the
             // run wait for nothing: taken now, it does not count against the
             // run's cooperative budget, so hooks do not make the run yield
@@ -107,8 +108,7 @@ impl HookFunction for ForeignHook {
                 return Box::pin(std::future::ready(answer));
             }
         } else {
-            let callback = self.callback.clone();
-            threads.tool_callbacks.submit(Box::new(move || callback.call(ticket)));
+            host_request::run_on_pool(threads.tool_callbacks, self.callback.clone(), ticket, HookCallback::deliver);
         }
         Box::pin(pending.map(|answer| {
             answer.unwrap_or_else(|| Err(Error::invalid_arg("the hook's consultation went away without a response")))

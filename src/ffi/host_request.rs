@@ -22,7 +22,7 @@ use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::handle_table::HandleTable;
 use super::string::ferrule_str;
 use crate::error::{Error, ErrorCode, Result};
-use crate::runtime::{CallbackKind, CallbackScope};
+use crate::runtime::{callback_returns, CallbackKind, CallbackPool, CallbackScope};
 
 /// Runs when a request is cancelled before the host answers it; see
 /// `ferrule_tool_call_on_cancel` and `ferrule_hook_on_cancel`.
@@ -61,6 +61,12 @@ struct RequestState<A> {
     cancel_handler: Option<Arc<CancelHandler>>,
     /// The handler was started; it runs once.
     handler_fired: bool,
+    /// The host's callback runs on the callback pool with the request's
+    /// handle, and has not returned.
+    pooled_callback_running: bool,
+    /// That callback answered before it returned: its run's end waits for
+    /// the return (see `runtime::callback_returns`).
+    answered_before_return: bool,
 }
 
 struct CancelHandler {
@@ -89,7 +95,13 @@ impl<A> HostRequest<A> {
     /// gets the answer.
     pub(crate) fn new(cancel: CancellationToken, run_serial: u64) -> (Self, oneshot::Receiver<A>) {
         let (answer, receiver) = oneshot::channel();
-        let state = Mutex::new(RequestState { answer: Some(answer), cancel_handler: None, handler_fired: false });
+        let state = Mutex::new(RequestState {
+            answer: Some(answer),
+            cancel_handler: None,
+            handler_fired: false,
+            pooled_callback_running: false,
+            answered_before_return: false,
+        });
         (HostRequest { cancel, run_cancel: None, state, run_serial }, receiver)
     }
 
@@ -111,9 +123,15 @@ impl<A> HostRequest<A> {
     /// Answers with `answer` (discarded if the runner gave up), letting go of the
     /// cancel handler (unrun, or once it has returned) first, so a handler that
     /// never ran is freed before the run can go on.
+    /// An answer given by a pooled callback before it returned is counted
+    /// first, so the run cannot end before that callback returns.
     pub(crate) fn finish(&self, answer: A) {
         let (sender, handler) = {
             let mut state = self.state();
+            if state.pooled_callback_running && !state.answered_before_return {
+                state.answered_before_return = true;
+                callback_returns::answered_before_return(self.run_serial);
+            }
             (state.answer.take(), state.cancel_handler.take())
         };
         drop(handler);
@@ -300,6 +318,58 @@ impl<T: Answerable> Ticket<T> {
         self.handed_over = true;
         let _scope = CallbackScope::enter(request.run_serial(), CallbackKind::Tool);
         deliver(self.handle);
+    }
+
+    /// [`hand_over`](Self::hand_over) on a callback thread, where the
+    /// callback may answer and go on running. The returned mark is dropped
+    /// once the callback returned and its holds were dropped.
+    fn hand_over_pooled(self, deliver: impl FnOnce(Handle<T>)) -> CallbackReturned<T> {
+        let entry = self.entry.clone();
+        let request = entry.request();
+        request.state().pooled_callback_running = true;
+        self.hand_over(deliver);
+        CallbackReturned { entry: Some(entry) }
+    }
+}
+
+/// Runs the host's callback `call` with the request's handle on the callback
+/// pool. Once it returned, the pool thread drops `callback` (the callback's
+/// user data) and then tells the run, which ends only after callbacks that
+/// answered have returned.
+pub(crate) fn run_on_pool<T: Answerable, C: Send + Sync + 'static>(
+    pool: &'static CallbackPool,
+    callback: Arc<C>,
+    ticket: Ticket<T>,
+    call: fn(&C, Handle<T>),
+) {
+    pool.submit(Box::new(move || {
+        let returned = ticket.hand_over_pooled(|handle| call(&callback, handle));
+        drop(callback);
+        drop(returned);
+    }));
+}
+
+/// A pooled callback's return, marked when dropped.
+struct CallbackReturned<T: Answerable> {
+    entry: Option<Arc<T>>,
+}
+
+impl<T: Answerable> Drop for CallbackReturned<T> {
+    fn drop(&mut self) {
+        let Some(entry) = self.entry.take() else { return };
+        let request = entry.request();
+        let counted = {
+            let mut state = request.state();
+            state.pooled_callback_running = false;
+            std::mem::take(&mut state.answered_before_return)
+        };
+        let run_serial = request.run_serial;
+        // The request may hold what the callback needs (a host model's
+        // request holds the model): it goes before the run is told.
+        drop(entry);
+        if counted {
+            callback_returns::returned(run_serial);
+        }
     }
 }
 

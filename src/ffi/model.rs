@@ -8,7 +8,8 @@ use super::agent::ferrule_agent_builder;
 use super::boundary::{arg_mut, arg_ref, arg_str, check_struct_size, guard, null_arg};
 use super::error::ferrule_error;
 use super::foreign_data::{ferrule_free_fn, ForeignData};
-use super::model_request::{self, ferrule_model_request, RequestStrings, RequestTicket};
+use super::host_request::{self, Handle};
+use super::model_request::{self, ferrule_model_request, ForeignModelRequest, RequestStrings};
 use crate::error::{Error, ErrorCode};
 use crate::message::AssistantMessage;
 use crate::provider::host::{self, HostReply, HostSettings};
@@ -22,7 +23,9 @@ use crate::BoxFuture;
 /// answer with the `_delta` functions (from any thread). It runs on one of
 /// ferrule's tool callback threads, where it may block, unless the spec says
 /// `nonblocking`: then it runs on ferrule's runtime and must return at once,
-/// handing the work to a thread of the host's.
+/// handing the work to a thread of the host's. A blocking function that answers
+/// and goes on running holds up only the run's end (its `ferrule_run_wait`)
+/// until it returns.
 pub type ferrule_model_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, request: *mut ferrule_model_request)>;
 
 /// Describes a host model to `ferrule_agent_builder_set_model`. Strings are
@@ -94,9 +97,9 @@ struct ForeignModelCallback {
 }
 
 impl ForeignModelCallback {
-    fn call(&self, ticket: RequestTicket) {
+    fn deliver(&self, request: Handle<ForeignModelRequest>) {
         // SAFETY: the host's function gets its own user data and a live request handle.
-        ticket.hand_over(|request| unsafe { (self.generate)(self.user_data.data, request.as_ptr()) });
+        unsafe { (self.generate)(self.user_data.data, request.as_ptr()) }
     }
 }
 
@@ -116,12 +119,12 @@ impl ForeignModel {
             return (Err(host::HostFailure { error, retryable: false }), false);
         };
         if self.nonblocking {
-            self.callback.call(ticket);
+            ticket.hand_over(|request| self.callback.deliver(request));
         } else {
             match crate::runtime::threads() {
                 Ok(threads) => {
-                    let callback = self.callback.clone();
-                    threads.tool_callbacks.submit(Box::new(move || callback.call(ticket)));
+                    let (pool, callback) = (threads.tool_callbacks, self.callback.clone());
+                    host_request::run_on_pool(pool, callback, ticket, ForeignModelCallback::deliver);
                 }
                 Err(error) => return (Err(host::HostFailure { error, retryable: false }), false),
             }

@@ -99,8 +99,10 @@ pub unsafe extern "C" fn ferrule_run_id(run: *const ferrule_run) -> ferrule_str 
     })
 }
 
-/// Blocks until the run has ended, every event was delivered and the run let go
-/// of the host's user data (the event callback's, and the tools' when the run held
+/// Blocks until the run has ended, every event was delivered, every callback
+/// that answered one of the run's tool calls, hook consultations or model
+/// requests and went on running has returned, and the run let go of the
+/// host's user data (the event callback's, and the tools' when the run held
 /// the agent last), then writes the run result JSON (`status`, `final`,
 /// `messages`, `usage`, `rounds`, `error`) to `*result_json` / `*len`, owned by the
 /// host (free with `ferrule_string_free`). Succeeds for every status; a failed run

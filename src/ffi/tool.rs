@@ -5,14 +5,17 @@ use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 
 use super::foreign_data::{ferrule_free_fn, ForeignData};
-use super::tool_call::{self, ferrule_tool_call, CallTicket};
+use super::host_request::{self, Handle};
+use super::tool_call::{self, ferrule_tool_call, ForeignCall};
 use crate::tool::{Invocation, ToolFunction, ToolOutcome};
 use crate::BoxFuture;
 use futures_util::FutureExt;
 
 /// A host tool's function. It must eventually call exactly one of
 /// `ferrule_tool_call_complete` or `ferrule_tool_call_fail` on `call`, before it
-/// returns or later from any thread. It runs on one of ferrule's tool callback
+/// returns or later from any thread. The run goes on as soon as the call is
+/// answered; a function that answers and goes on running holds up only the
+/// run's end (its `ferrule_run_wait`) until it returns. It runs on one of ferrule's tool callback
 /// threads, where it may block (a blocked tool slows only its own run), unless
 /// the tool's options say `"nonblocking": true`: then it runs on ferrule's runtime
 /// and must return at once, handing the work to a thread, goroutine or task of
@@ -65,9 +68,9 @@ struct ForeignCallback {
 }
 
 impl ForeignCallback {
-    fn call(&self, ticket: CallTicket) {
+    fn deliver(&self, call: Handle<ForeignCall>) {
         // SAFETY: the host's function gets its own user data and a live call handle.
-        ticket.hand_over(|call| unsafe { (self.execute)(self.user_data.data, call.as_ptr()) });
+        unsafe { (self.execute)(self.user_data.data, call.as_ptr()) }
     }
 }
 
@@ -90,15 +93,14 @@ impl ToolFunction for ForeignTool {
         };
         let pending = pending.map(|outcome| outcome.unwrap_or_else(tool_call::unanswered));
         if self.nonblocking {
-            self.callback.call(ticket);
+            ticket.hand_over(|call| self.callback.deliver(call));
             return Box::pin(pending);
         }
         let threads = match crate::runtime::threads() {
             Ok(threads) => threads,
             Err(error) => return Box::pin(std::future::ready(ToolOutcome::Failed(error.message))),
         };
-        let callback = self.callback.clone();
-        threads.tool_callbacks.submit(Box::new(move || callback.call(ticket)));
+        host_request::run_on_pool(threads.tool_callbacks, self.callback.clone(), ticket, ForeignCallback::deliver);
         Box::pin(pending)
     }
 }

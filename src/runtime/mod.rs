@@ -16,6 +16,7 @@
 //! refuses with `FORKED` there.
 
 mod callback_pool;
+pub(crate) mod callback_returns;
 mod callback_scope;
 mod outlet;
 mod spin;

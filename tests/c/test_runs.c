@@ -205,6 +205,38 @@ static void freeing_the_agent_while_its_run_is_live(void) {
     CHECK(atomic_load(&tool_data.frees) == 1);
 }
 
+/* Answers, then goes on for a while before it returns. */
+typedef struct {
+    atomic_int returned;
+    atomic_int frees;
+} lingering;
+
+static void complete_then_linger(void *user_data, ferrule_tool_call *call) {
+    CHECK_OK(ferrule_tool_call_complete(call, STR("\"answered\"")));
+    harness_sleep_ms(100);
+    atomic_fetch_add(&((lingering *)user_data)->returned, 1);
+}
+
+static void lingering_free(void *user_data) {
+    atomic_fetch_add(&((lingering *)user_data)->frees, 1);
+}
+
+/* A wait returns only once the callbacks that answered the run's calls have
+ * returned: freeing the agent then frees the tool's data at once, on this thread. */
+static void a_tool_that_answers_and_goes_on_holds_the_runs_end(void) {
+    lingering tool_data = {0};
+    ferrule_tool_spec spec = harness_spec("lookup", "", complete_then_linger, &tool_data, lingering_free);
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "lookup") "]}, {\"text\": \"done\"}"), &spec, 1);
+    CHECK(agent != NULL);
+    char *result = harness_run(agent, NULL);
+    CHECK(result && strstr(result, "\"status\":\"completed\"") && strstr(result, "answered"));
+    CHECK(atomic_load(&tool_data.returned) == 1);
+    ferrule_string_free(result);
+    CHECK(atomic_load(&tool_data.frees) == 0);
+    ferrule_agent_free(agent);
+    CHECK(atomic_load(&tool_data.frees) == 1);
+}
+
 typedef struct {
     event_log log;
     _Atomic(ferrule_run *) run;
@@ -532,6 +564,7 @@ int main(int argc, char **argv) {
         {"a_tool_completes_later_from_another_thread", a_tool_completes_later_from_another_thread},
         {"events_in_bursts_or_run_end_alone", events_in_bursts_or_run_end_alone},
         {"freeing_the_agent_while_its_run_is_live", freeing_the_agent_while_its_run_is_live},
+        {"a_tool_that_answers_and_goes_on_holds_the_runs_end", a_tool_that_answers_and_goes_on_holds_the_runs_end},
         {"cancelling_from_inside_an_event_callback", cancelling_from_inside_an_event_callback},
         {"waiting_inside_the_runs_own_callback_would_deadlock", waiting_inside_the_runs_own_callback_would_deadlock},
         {"waiting_inside_the_runs_own_tool_would_deadlock", waiting_inside_the_runs_own_tool_would_deadlock},
