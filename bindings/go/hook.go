@@ -164,7 +164,7 @@ func (h *Hook) decideAndRespond(ctx context.Context, handle *C.ferrule_hook) {
 			respond(handle, nil, errors.New("the hook exited without deciding"))
 		}
 	}()
-	decision, err := decideSafely(ctx, h, payload)
+	decision, err := decideSafely(withHookTraceparent(ctx, handle), h, payload)
 	respond(handle, decision, err)
 	responded = true
 }

@@ -7,6 +7,7 @@ package ferrule
 import "C"
 
 import (
+	"context"
 	"encoding/json"
 	"runtime/cgo"
 )
@@ -56,4 +57,26 @@ func (in Input) WithTraceContext(traceparent, tracestate string) Input {
 	value, _ := json.Marshal(context)
 	in.json = withField(in.json, "trace_context", value)
 	return in
+}
+
+// traceparentKey is the key of the traceparent a hook's ctx carries.
+type traceparentKey struct{}
+
+// Traceparent is the W3C traceparent a hook's ctx carries: that of the run's
+// invoke_agent span the hook is consulted in, for the hook's own spans to go
+// under it (see the otel package's HookContext). Empty when the run records
+// no spans, and for any other ctx.
+func Traceparent(ctx context.Context) string {
+	traceparent, _ := ctx.Value(traceparentKey{}).(string)
+	return traceparent
+}
+
+// withHookTraceparent is ctx carrying the traceparent of the consultation
+// handle, when the run records spans (ctx itself otherwise: no allocation).
+func withHookTraceparent(ctx context.Context, handle *C.ferrule_hook) context.Context {
+	traceparent := C.ferrule_hook_traceparent(handle)
+	if traceparent.len == 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, traceparentKey{}, goStr(traceparent))
 }

@@ -76,6 +76,17 @@ func ContextOf(ctx context.Context, call *ferrule.Call) context.Context {
 	return trace.ContextWithRemoteSpanContext(ctx, sc)
 }
 
+// HookContext is a hook's ctx with the span the hook is consulted in (the
+// run's invoke_agent span) as its (remote) parent span, so the spans the hook
+// starts from it go under the run; ctx as it is when the run records no spans.
+func HookContext(ctx context.Context) context.Context {
+	sc, ok := parseTraceparent(ferrule.Traceparent(ctx))
+	if !ok {
+		return ctx
+	}
+	return trace.ContextWithRemoteSpanContext(ctx, sc)
+}
+
 func traceparent(sc trace.SpanContext) string {
 	return fmt.Sprintf("00-%s-%s-%s", sc.TraceID(), sc.SpanID(), sc.TraceFlags())
 }

@@ -15,7 +15,8 @@ import (
 
 // A run started under the host's span shows in the host's SDK with ferrule's
 // ids: invoke_agent under the host's span, chat and execute_tool under it,
-// and the span the tool started from its call's context under execute_tool.
+// the span the tool started from its call's context under execute_tool, and
+// the span a hook started from its context under invoke_agent.
 func TestSpansReachTheHostsSDKUnderItsSpans(t *testing.T) {
 	exporter := tracetest.NewInMemoryExporter()
 	processor := sdktrace.NewSimpleSpanProcessor(exporter)
@@ -34,7 +35,12 @@ func TestSpansReachTheHostsSDKUnderItsSpans(t *testing.T) {
 		})
 	config := json.RawMessage(`{"name": "support", "model": {"provider": "scripted", "script": [
 		{"tool_calls": [{"id": "c1", "name": "lookup", "arguments": {}}]}, {"text": "done"}]}}`)
-	agent, err := ferrule.NewAgentFromJSON(config, lookup)
+	policy := ferrule.OnToolCall(func(ctx context.Context, _ ferrule.ToolCallPayload) (ferrule.ToolCallDecision, error) {
+		_, span := tracer.Start(HookContext(ctx), "policy.check")
+		span.End()
+		return ferrule.ToolCallDecision{}, nil
+	})
+	agent, err := ferrule.NewAgentFromJSONWithHooks(config, []ferrule.Hook{policy}, lookup)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +54,7 @@ func TestSpansReachTheHostsSDKUnderItsSpans(t *testing.T) {
 	request.End()
 
 	byName := map[string]tracetest.SpanStub{}
-	for wait := 0; wait < 1000 && len(byName) < 5; wait++ {
+	for wait := 0; wait < 1000 && len(byName) < 6; wait++ {
 		time.Sleep(10 * time.Millisecond)
 		byName = map[string]tracetest.SpanStub{}
 		for _, s := range exporter.GetSpans() {
@@ -57,7 +63,7 @@ func TestSpansReachTheHostsSDKUnderItsSpans(t *testing.T) {
 	}
 	host, run, tool, query := byName["handle request"], byName["invoke_agent support"],
 		byName["execute_tool lookup"], byName["db.query"]
-	if len(byName) != 5 {
+	if len(byName) != 6 {
 		t.Fatalf("spans: %v", byName)
 	}
 	traceID := host.SpanContext.TraceID()
@@ -74,6 +80,9 @@ func TestSpansReachTheHostsSDKUnderItsSpans(t *testing.T) {
 	}
 	if query.Parent.SpanID() != tool.SpanContext.SpanID() {
 		t.Fatalf("the tool's own span goes under its call: %v, not %v", query.Parent.SpanID(), tool.SpanContext.SpanID())
+	}
+	if check := byName["policy.check"]; check.Parent.SpanID() != run.SpanContext.SpanID() {
+		t.Fatalf("the hook's own span goes under the run: %v, not %v", check.Parent.SpanID(), run.SpanContext.SpanID())
 	}
 	found := false
 	for _, kv := range tool.Attributes {

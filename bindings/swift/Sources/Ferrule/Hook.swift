@@ -75,6 +75,14 @@ public struct Hook: Sendable {
     }
 }
 
+extension Hook {
+    /// Inside a hook's body: the W3C `traceparent` of the span the
+    /// consultation is in (the run's `invoke_agent` span), for the hook's own
+    /// spans to go under it; nil when the run records no spans, and outside a
+    /// hook. A task-local value.
+    @TaskLocal public static var traceparent: String?
+}
+
 /// How a hook is consulted.
 public struct HookOptions: Sendable {
     /// Leaves the history out of the hook's `run_start` and `turn_start`
@@ -99,13 +107,21 @@ final class HookBox: Sendable {
         case .inline(let decideHere):
             // Borrowed until the response.
             let payload = UnsafeRawBufferPointer(borrowed: ferrule_hook_payload(handle))
-            respond(handle, with: Result { try decideHere(payload) })
+            Hook.$traceparent.withValue(traceparent(of: handle)) {
+                respond(handle, with: Result { try decideHere(payload) })
+            }
         case .task(let decideInTask):
             let consultation = Consultation(handle: handle)
             let task = Task.detached { await consultation.respond(using: decideInTask) }
             // An error means the hook was responded to already: nothing is left to cancel.
             _ = handOver(TaskCanceller(task)) { ferrule_hook_on_cancel(handle, TaskCanceller.onCancel, $0, releaseBox) }
         }
+    }
+
+    /// The consultation's `traceparent`, copied; nil when the run records no spans.
+    static func traceparent(of handle: OpaquePointer) -> String? {
+        let traceparent = ferrule_hook_traceparent(handle)
+        return traceparent.len == 0 ? nil : String(borrowed: traceparent)
     }
 
     /// Adds the hook to a builder; the builder owns the box from then on.
@@ -130,16 +146,19 @@ final class HookBox: Sendable {
 private final class Consultation: Sendable {
     nonisolated(unsafe) private let handle: OpaquePointer
     let payload: Data
+    let traceparent: String?
 
     init(handle: OpaquePointer) {
         self.handle = handle
         payload = Data(UnsafeRawBufferPointer(borrowed: ferrule_hook_payload(handle)))
+        traceparent = HookBox.traceparent(of: handle)
     }
 
     /// Decides and responds, exactly once whatever the hook does.
     func respond(using decide: @Sendable (Data) async throws -> String) async {
         do {
-            respond(with: .success(try await decide(payload)))
+            let decision = try await Hook.$traceparent.withValue(traceparent) { try await decide(payload) }
+            respond(with: .success(decision))
         } catch {
             respond(with: .failure(error))
         }

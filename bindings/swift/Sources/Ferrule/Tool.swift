@@ -90,6 +90,9 @@ public final class ToolCall: Sendable {
     public let name: String
     /// The arguments as the model wrote them: a JSON object that satisfied the schema.
     public let argumentsJSON: String
+    /// The W3C `traceparent` of the call's `execute_tool` span, for the tool's
+    /// own spans to go under it; empty when the run records no spans.
+    public let traceparent: String
     nonisolated(unsafe) private let handle: OpaquePointer
 
     init(handle: OpaquePointer) {
@@ -97,6 +100,8 @@ public final class ToolCall: Sendable {
         id = String(borrowed: ferrule_tool_call_id(handle))
         name = String(borrowed: ferrule_tool_call_name(handle))
         argumentsJSON = String(borrowed: ferrule_tool_call_arguments(handle))
+        // Copied now: borrowed, it would go with an answer given meanwhile.
+        traceparent = String(borrowed: ferrule_tool_call_traceparent(handle))
     }
 
     /// The arguments, parsed.
@@ -110,11 +115,6 @@ public final class ToolCall: Sendable {
             throw FerruleError(code: .invalidArg, message: "the arguments do not fit \(type): \(error)")
         }
     }
-
-    /// The W3C `traceparent` of the call's `execute_tool` span, for the tool's
-    /// own spans to go under it; empty when the run records no spans, and
-    /// once the body has returned.
-    public var traceparent: String { String(borrowed: ferrule_tool_call_traceparent(handle)) }
 
     /// Whether the call timed out or its run was cancelled (its task is cancelled too).
     public var isCancelled: Bool { ferrule_tool_call_is_cancelled(handle) }

@@ -4,8 +4,8 @@ import XCTest
 @testable import Ferrule
 
 final class TracerTests: XCTestCase {
-    /// A run under the host's span reaches the tracer as spans under it, and
-    /// the tool is given its call's span.
+    /// A run under the host's span reaches the tracer as spans under it, the
+    /// tool is given its call's span and the hook the run's.
     func testSpansReachTheTracerUnderTheHostsSpan() async throws {
         let spans = Locked<[JSONValue]>([])
         try Library.setTracer { data in
@@ -24,7 +24,17 @@ final class TracerTests: XCTestCase {
             script: [
                 ["tool_calls": [["id": "c1", "name": "lookup", "arguments": [:]]]], ["text": "done"],
             ])
-        let agent = try Agent(config: AgentConfig(model: model, name: "support"), tools: [lookup])
+        let consulted = Locked<[String?]>([])
+        let policy = Hook.onToolCall { _ in
+            consulted.withLock { $0.append(Hook.traceparent) }
+            return .proceed
+        }
+        let inline = Hook.onToolCallInline { _ in
+            consulted.withLock { $0.append(Hook.traceparent) }
+            return .proceed
+        }
+        let agent = try Agent(
+            config: AgentConfig(model: model, name: "support"), tools: [lookup], hooks: [policy, inline])
         let input = RunInput.prompt("go").withTraceContext(
             traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
         let result = try await agent.run(input)
@@ -44,5 +54,9 @@ final class TracerTests: XCTestCase {
         XCTAssertEqual(tool["parent_span_id"], run["span_id"])
         let toolSpan = tool["span_id"]?.stringValue ?? ""
         XCTAssertEqual(seen.withLock { $0 }, "00-0af7651916cd43dd8448eb211c80319c-\(toolSpan)-01")
+        let runSpan = run["span_id"]?.stringValue ?? ""
+        let underRun = "00-0af7651916cd43dd8448eb211c80319c-\(runSpan)-01"
+        XCTAssertEqual(consulted.withLock { $0 }, [underRun, underRun])
+        XCTAssertNil(Hook.traceparent, "outside a hook")
     }
 }

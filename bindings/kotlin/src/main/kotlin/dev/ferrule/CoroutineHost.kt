@@ -10,6 +10,7 @@ import kotlinx.coroutines.SupervisorJob
 import kotlinx.coroutines.launch
 import kotlin.coroutines.ContinuationInterceptor
 import kotlin.coroutines.CoroutineContext
+import kotlin.coroutines.EmptyCoroutineContext
 
 /**
  * Where an agent's tool and hook coroutines run: the context the host gave the
@@ -46,13 +47,14 @@ internal class CoroutineHost(context: CoroutineContext) {
         registerCanceller: (CancelFn, Pointer, FreeFn) -> Pointer?,
         fallback: () -> Unit,
         inline: Boolean = false,
+        context: CoroutineContext = EmptyCoroutineContext,
         work: suspend () -> Unit,
     ) {
         // ATOMIC and UNDISPATCHED: a coroutine cancelled before it starts still
         // runs, so the request is answered whatever happens.
         val start = if (inline) CoroutineStart.UNDISPATCHED else CoroutineStart.ATOMIC
         val job = try {
-            scope.launch(start = start) {
+            scope.launch(context, start = start) {
                 try {
                     work()
                 } catch (failure: Throwable) {

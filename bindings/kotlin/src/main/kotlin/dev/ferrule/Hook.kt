@@ -4,6 +4,8 @@ import com.sun.jna.Pointer
 import kotlinx.serialization.KSerializer
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
+import kotlin.coroutines.AbstractCoroutineContextElement
+import kotlin.coroutines.CoroutineContext
 
 /**
  * How a hook is consulted. [inline] starts its coroutine on ferrule's runtime
@@ -44,14 +46,18 @@ class Hook(
 
     private fun consult(handle: Pointer, host: CoroutineHost) {
         val payload = StrSlots.get().let { Native.lib.ferrule_hook_strings(handle, null, it.slots[0]); it.text(0) }
+        val consultation = HookConsultation(handle)
         host.answer({ onCancel, key, free -> Native.lib.ferrule_hook_on_cancel(handle, onCancel, key, free) },
-            fallback = { respond(handle, abort("the hook failed")) }, inline = options.inline) {
-            respond(handle, runCatching { decide(payload) }.getOrElse { abort(it.reason("the hook")) })
+            fallback = { respond(consultation, abort("the hook failed")) }, inline = options.inline,
+            context = consultation) {
+            respond(consultation, runCatching { decide(payload) }.getOrElse { abort(it.reason("the hook")) })
         }
     }
 
     /** Responds with [decision]; one with no UTF-8 form aborts the run instead. */
-    private fun respond(handle: Pointer, decision: String) {
+    private fun respond(consultation: HookConsultation, decision: String) {
+        consultation.lent.answering()
+        val handle = consultation.handle
         if (decision == PROCEED_JSON) {
             FerruleException.take(Native.lib.ferrule_hook_respond(handle, proceed, proceedLength))
             return
@@ -73,6 +79,23 @@ class Hook(
         val proceed = proceedBytes.memory()!!
         val proceedLength = proceedBytes.length
     }
+}
+
+/**
+ * The consultation a hook's coroutine decides, in its coroutine context:
+ * `coroutineContext[HookConsultation]?.traceparent` is the W3C `traceparent` of
+ * the span the hook is consulted in (the run's `invoke_agent` span), for the
+ * hook's own spans to go under it (see `FerruleOpenTelemetry.hookContext`);
+ * empty when the run records no spans, and once the hook decided.
+ */
+class HookConsultation internal constructor(internal val handle: Pointer) :
+    AbstractCoroutineContextElement(HookConsultation) {
+    internal val lent = LentStrings(handle)
+
+    val traceparent: String get() = lent.copy(Native.lib::ferrule_hook_traceparent)
+
+    /** The key of the consultation in a coroutine context. */
+    companion object Key : CoroutineContext.Key<HookConsultation>
 }
 
 /**

@@ -80,6 +80,7 @@ internal class FerruleLibrary {
     external fun ferrule_model_request_on_cancel(request: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
 
     external fun ferrule_hook_strings(hook: Pointer?, stage: Pointer?, payload: Pointer?)
+    external fun ferrule_hook_traceparent(hook: Pointer?): FerruleStr.ByValue
     external fun ferrule_hook_respond(hook: Pointer, json: ByteArray, len: NativeLong): Pointer?
     /** The same with the decision in native memory: JNA lends it as it is, where it copies an array in and out. */
     external fun ferrule_hook_respond(hook: Pointer, json: Pointer, len: NativeLong): Pointer?

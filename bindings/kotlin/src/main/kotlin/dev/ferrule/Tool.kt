@@ -95,7 +95,9 @@ class ToolCall internal constructor(internal val handle: Pointer) {
      * own spans to go under it; empty when the run records no spans, and once
      * the call was answered.
      */
-    val traceparent: String get() = Native.lib.ferrule_tool_call_traceparent(handle).text()
+    val traceparent: String get() = lent.copy(Native.lib::ferrule_tool_call_traceparent)
+
+    private val lent = LentStrings(handle)
 
     /** Whether the call timed out or its run was cancelled (true as well once the call was answered). */
     val isCancelled: Boolean get() = Native.lib.ferrule_tool_call_is_cancelled(handle) != 0.toByte()
@@ -116,11 +118,13 @@ class ToolCall internal constructor(internal val handle: Pointer) {
         } catch (invalid: FerruleException) {
             return fail("the tool's result is not valid Unicode: ${invalid.detail}")
         }
+        lent.answering()
         FerruleException.take(Native.lib.ferrule_tool_call_complete(handle, bytes, bytes.length))
     }
 
     internal fun fail(message: String) {
         val bytes = message.utf8Or { "the tool failed with a message that is not valid Unicode (${it.detail})" }
+        lent.answering()
         FerruleException.take(Native.lib.ferrule_tool_call_fail(handle, bytes, bytes.length))
     }
 }

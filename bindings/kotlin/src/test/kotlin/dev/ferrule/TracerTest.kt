@@ -34,7 +34,8 @@ class TracerTest {
     /**
      * A run under the host's current span shows in the host's SDK with
      * ferrule's ids: invoke_agent under the host's span, execute_tool under it,
-     * and the span the tool started in its call's context under execute_tool.
+     * the span the tool started in its call's context under execute_tool, and
+     * the spans hooks (inline or not) started in their context under invoke_agent.
      */
     @Test
     fun spansReachTheHostsExporterUnderItsSpans() = runBlocking {
@@ -46,9 +47,16 @@ class TracerTest {
             tracer.spanBuilder("db.query").setParent(FerruleOpenTelemetry.contextOf(call)).startSpan().end()
             JsonPrimitive("Gold").toString()
         }
+        val policy = { name: String, options: HookOptions ->
+            onToolCall(options) {
+                tracer.spanBuilder(name).setParent(FerruleOpenTelemetry.hookContext()).startSpan().end()
+                HookDecision.Proceed
+            }
+        }
+        val hooks = listOf(policy("policy.check", HookOptions()), policy("policy.inline", HookOptions(inline = true)))
         val config = scripted(*script).copy(name = "support")
         val request = tracer.spanBuilder("handle request").startSpan()
-        Agent(config, listOf(lookup)).use { agent ->
+        Agent(config, listOf(lookup), hooks).use { agent ->
             val input = request.makeCurrent().use { FerruleOpenTelemetry.input(RunInput.prompt("go")) }
             assertEquals(Status.COMPLETED, agent.run(input).status)
         }
@@ -56,10 +64,13 @@ class TracerTest {
         var byName: Map<String, SpanData> = emptyMap()
         repeat(1000) {
             byName = exporter.finishedSpanItems.associateBy { it.name }
-            if (byName.size == 5) return@repeat
+            if (byName.size == 7) return@repeat
             Thread.sleep(10)
         }
-        assertEquals(setOf("handle request", "invoke_agent support", "chat", "execute_tool lookup", "db.query"), byName.keys)
+        assertEquals(
+            setOf("handle request", "invoke_agent support", "chat", "execute_tool lookup", "db.query", "policy.check", "policy.inline"),
+            byName.keys,
+        )
         val host = byName.getValue("handle request")
         val run = byName.getValue("invoke_agent support")
         val call = byName.getValue("execute_tool lookup")
@@ -67,6 +78,8 @@ class TracerTest {
         assertEquals(host.spanId, run.parentSpanId)
         assertEquals(run.spanId, call.parentSpanId)
         assertEquals(call.spanId, byName.getValue("db.query").parentSpanId)
+        assertEquals(run.spanId, byName.getValue("policy.check").parentSpanId)
+        assertEquals(run.spanId, byName.getValue("policy.inline").parentSpanId)
         assertEquals("c1", call.attributes.get(AttributeKey.stringKey("gen_ai.tool.call.id")))
         assertEquals("ferrule", call.instrumentationScopeInfo.name)
     }

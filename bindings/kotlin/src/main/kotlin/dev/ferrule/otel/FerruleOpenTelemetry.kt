@@ -1,6 +1,7 @@
 package dev.ferrule.otel
 
 import dev.ferrule.FerruleJson
+import dev.ferrule.HookConsultation
 import dev.ferrule.Library
 import dev.ferrule.RunInput
 import dev.ferrule.ToolCall
@@ -22,6 +23,7 @@ import io.opentelemetry.sdk.trace.data.EventData
 import io.opentelemetry.sdk.trace.data.LinkData
 import io.opentelemetry.sdk.trace.data.SpanData
 import io.opentelemetry.sdk.trace.data.StatusData
+import kotlinx.coroutines.currentCoroutineContext
 import kotlinx.serialization.json.JsonArray
 import kotlinx.serialization.json.JsonElement
 import kotlinx.serialization.json.JsonObject
@@ -36,7 +38,8 @@ import kotlinx.serialization.json.longOrNull
 /**
  * ferrule's traces in OpenTelemetry's Java SDK: spans reach the host's
  * exporter with ferrule's own trace and span ids, a run goes under the host's
- * current span, and a tool's spans go under its call's `execute_tool` span.
+ * current span, and a tool's spans go under its call's `execute_tool` span
+ * and a hook's under the run's.
  * The spans follow the GenAI semantic conventions v1.38.0 (docs/tracing.md).
  * Needs `io.opentelemetry:opentelemetry-sdk-trace` (an optional dependency of
  * this package).
@@ -74,6 +77,18 @@ object FerruleOpenTelemetry {
      */
     fun contextOf(call: ToolCall, context: Context = Context.current()): Context {
         val parent = parseTraceparent(call.traceparent) ?: return context
+        return context.with(Span.wrap(parent))
+    }
+
+    /**
+     * Inside a hook's coroutine: [context] with the span the hook is consulted
+     * in (the run's `invoke_agent` span) as its (remote) parent span, so spans
+     * the hook starts in it go under the run; [context] as it is when the run
+     * records no spans, and outside a hook.
+     */
+    suspend fun hookContext(context: Context = Context.current()): Context {
+        val consultation = currentCoroutineContext()[HookConsultation] ?: return context
+        val parent = parseTraceparent(consultation.traceparent) ?: return context
         return context.with(Span.wrap(parent))
     }
 
