@@ -1,6 +1,7 @@
 package ferrule
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,7 +31,9 @@ type scenario struct {
 		Async        bool              `json:"async"`
 		NeverRespond bool              `json:"never_respond"`
 	} `json:"hooks"`
-	Agents  []scenarioAgent `json:"agents"`
+	Agents []scenarioAgent `json:"agents"`
+	// Trace: the scenario holds the process's tracer while it runs.
+	Trace   bool            `json:"trace"`
 	Input   json.RawMessage `json:"input"`
 	Expect  expectation     `json:"expect"`
 	Resumes []struct {
@@ -80,6 +83,7 @@ type behaviour struct {
 	Fail             *string           `json:"fail"`
 	NeverComplete    bool              `json:"never_complete"`
 	CompleteOnCancel bool              `json:"complete_on_cancel"`
+	Traceparent      bool              `json:"traceparent"`
 }
 
 // options turns a scenario's tool options into ToolOptions; every Go tool is
@@ -131,6 +135,45 @@ type scenarioRun struct {
 	mu      sync.Mutex
 	// hookCalls is every consultation of the current run: {"stage", "payload"}.
 	hookCalls []map[string]any
+	// traceparents is what each call of the current run was given, by call id.
+	traceparents map[string]string
+	// traced: the scenario holds the tracer, which keeps every span in spans.
+	traced bool
+	spans  [][]byte
+}
+
+// traceOf is the spans of the trace of the run runID, once its invoke_agent
+// span came (the last of a trace to end; up to 10 s), in the order they ended.
+func (s *scenarioRun) traceOf(runID string) []json.RawMessage {
+	type span struct {
+		TraceID    string `json:"trace_id"`
+		Attributes struct {
+			Run string `json:"ferrule.run.id"`
+		} `json:"attributes"`
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		parsed := make([]span, len(s.spans))
+		for i, data := range s.spans {
+			_ = json.Unmarshal(data, &parsed[i])
+		}
+		var trace []json.RawMessage
+		for _, root := range parsed {
+			if root.Attributes.Run != runID {
+				continue
+			}
+			for i, other := range parsed {
+				if other.TraceID == root.TraceID {
+					trace = append(trace, s.spans[i])
+				}
+			}
+		}
+		s.mu.Unlock()
+		if trace != nil {
+			return trace
+		}
+	}
+	return []json.RawMessage{}
 }
 
 // inject injects msg into the current run, waiting for the runner to have it.
@@ -173,6 +216,11 @@ func (sc *scenario) hooks(s *scenarioRun) []Hook {
 // perform is a behaviour as a tool function.
 func perform(b behaviour, s *scenarioRun) func(context.Context, *Call, json.RawMessage) (any, error) {
 	return func(ctx context.Context, call *Call, args json.RawMessage) (any, error) {
+		if b.Traceparent {
+			s.mu.Lock()
+			s.traceparents[call.ID()] = call.Traceparent()
+			s.mu.Unlock()
+		}
 		if b.Inject != nil {
 			if err := s.inject(*b.Inject); err != nil {
 				return nil, err
@@ -282,7 +330,18 @@ func runScenario(t *testing.T, path, name string, hostModel bool) observation {
 	if err := json.Unmarshal(data, &sc); err != nil {
 		t.Fatalf("%s: %v", path, err)
 	}
-	shared := &scenarioRun{}
+	shared := &scenarioRun{traced: sc.Trace}
+	if sc.Trace {
+		err := SetTracer(func(span []byte) {
+			shared.mu.Lock()
+			shared.spans = append(shared.spans, bytes.Clone(span))
+			shared.mu.Unlock()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = SetTracer(nil) }()
+	}
 	build := func(specs []scenarioTool) (*Agent, error) {
 		return buildAgent(t, sc.Config, specs, sc.hooks(shared), sc.Agents, shared, hostModel)
 	}
@@ -443,6 +502,8 @@ func runStep(t *testing.T, agent *Agent, input Input, expect expectation, s *sce
 	s.cancelHandlers.Store(0)
 	s.mu.Lock()
 	s.hookCalls = nil
+	s.traceparents = map[string]string{}
+	traced := s.traced
 	s.mu.Unlock()
 	run, err := agent.Start(context.Background(), input)
 	if err != nil {
@@ -470,6 +531,10 @@ func runStep(t *testing.T, agent *Agent, input Input, expect expectation, s *sce
 			time.Sleep(time.Millisecond)
 		}
 	}
+	var spans []json.RawMessage
+	if traced {
+		spans = s.traceOf(run.ID())
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	hookCalls := append([]map[string]any{}, s.hookCalls...)
@@ -478,6 +543,10 @@ func runStep(t *testing.T, agent *Agent, input Input, expect expectation, s *sce
 		"result":          result,
 		"hook_calls":      hookCalls,
 		"cancel_handlers": s.cancelHandlers.Load(),
+	}
+	if traced {
+		step["spans"] = spans
+		step["traceparents"] = s.traceparents
 	}
 	if expect.UnusedRecordings != nil {
 		unused, err := agent.UnusedRecordings()

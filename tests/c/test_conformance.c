@@ -95,8 +95,62 @@ static void *work_thread(void *arg) {
     return NULL;
 }
 
+/* ---- traces ------------------------------------------------------------------- */
+
+/* Every span the tracer received while a traced scenario runs, and the
+ * traceparent each call of the current step was given. */
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+static cJSON *span_log;
+static cJSON *traceparents;
+
+static void keep_span(void *user_data, const char *json, size_t len) {
+    (void)user_data;
+    pthread_mutex_lock(&trace_lock);
+    /* A span may come after the tracer was removed: it is not kept. */
+    if (span_log) cJSON_AddItemToArray(span_log, cJSON_ParseWithLength(json, len));
+    pthread_mutex_unlock(&trace_lock);
+}
+
+static void note_traceparent(ferrule_tool_call *call) {
+    ferrule_str id = ferrule_tool_call_id(call), traceparent = ferrule_tool_call_traceparent(call);
+    char key[256], text[256];
+    snprintf(key, sizeof key, "%.*s", (int)id.len, id.ptr);
+    snprintf(text, sizeof text, "%.*s", (int)traceparent.len, traceparent.ptr ? traceparent.ptr : "");
+    pthread_mutex_lock(&trace_lock);
+    cJSON_DeleteItemFromObject(traceparents, key);
+    cJSON_AddStringToObject(traceparents, key, text);
+    pthread_mutex_unlock(&trace_lock);
+}
+
+/* The spans of the trace of the run `run_id`, once its invoke_agent span came
+ * (the last of a trace to end; up to 10 s), in the order they ended. */
+static cJSON *trace_of(const char *run_id) {
+    for (int waited = 0; waited < 10000; waited++) {
+        pthread_mutex_lock(&trace_lock);
+        const cJSON *span, *root = NULL;
+        cJSON_ArrayForEach(span, span_log) {
+            const cJSON *run = cJSON_GetObjectItem(cJSON_GetObjectItem(span, "attributes"), "ferrule.run.id");
+            if (cJSON_IsString(run) && strcmp(run->valuestring, run_id) == 0) root = span;
+        }
+        cJSON *spans = NULL;
+        if (root) {
+            const char *trace_id = cJSON_GetObjectItem(root, "trace_id")->valuestring;
+            spans = cJSON_CreateArray();
+            cJSON_ArrayForEach(span, span_log) {
+                if (strcmp(cJSON_GetObjectItem(span, "trace_id")->valuestring, trace_id) == 0)
+                    cJSON_AddItemToArray(spans, cJSON_Duplicate(span, 1));
+            }
+        }
+        pthread_mutex_unlock(&trace_lock);
+        if (spans) return spans;
+        harness_sleep_ms(1);
+    }
+    return cJSON_CreateArray();
+}
+
 static void execute(void *user_data, ferrule_tool_call *call) {
     cJSON *behaviour = user_data;
+    if (cJSON_IsTrue(cJSON_GetObjectItem(behaviour, "traceparent"))) note_traceparent(call);
     if (cJSON_IsTrue(cJSON_GetObjectItem(behaviour, "complete_on_cancel"))) {
         ferrule_error_free(ferrule_tool_call_on_cancel(call, complete_when_cancelled, call, NULL));
         return;
@@ -474,6 +528,10 @@ static cJSON *run_step(ferrule_agent *agent, const cJSON *input, const cJSON *ex
     cJSON_Delete(hook_log);
     hook_log = cJSON_CreateArray();
     pthread_mutex_unlock(&hook_log_lock);
+    pthread_mutex_lock(&trace_lock);
+    cJSON_Delete(traceparents);
+    traceparents = cJSON_CreateObject();
+    pthread_mutex_unlock(&trace_lock);
     char *input_text = print_json(input);
     ferrule_run *run = NULL;
     ferrule_error *err = ferrule_agent_start(agent, STR(input_text), event_log_on_event, &log, event_log_free, &run);
@@ -490,6 +548,15 @@ static cJSON *run_step(ferrule_agent *agent, const cJSON *input, const cJSON *ex
         atomic_store(&current_run, run);
         char *result_text = harness_wait(run);
         atomic_store(&current_run, NULL);
+        if (span_log) { /* set and unset on this thread */
+            ferrule_str id = ferrule_run_id(run);
+            char run_id[64];
+            snprintf(run_id, sizeof run_id, "%.*s", (int)id.len, id.ptr);
+            cJSON_AddItemToObject(step, "spans", trace_of(run_id));
+            pthread_mutex_lock(&trace_lock);
+            cJSON_AddItemToObject(step, "traceparents", cJSON_Duplicate(traceparents, 1));
+            pthread_mutex_unlock(&trace_lock);
+        }
         cJSON_AddItemToObject(step, "result", cJSON_Parse(result_text));
         ferrule_string_free(result_text);
         ferrule_run_free(run);
@@ -549,6 +616,19 @@ static cJSON *run_scenario(const char *name, const cJSON *doc) {
         cJSON_AddItemToArray(steps, problem);
         return observation;
     }
+    /* A traced scenario holds the process's tracer while it runs. */
+    if (cJSON_IsTrue(cJSON_GetObjectItem(doc, "trace"))) {
+        pthread_mutex_lock(&trace_lock);
+        span_log = cJSON_CreateArray();
+        pthread_mutex_unlock(&trace_lock);
+        ferrule_error *refused = ferrule_runtime_set_tracer(keep_span, NULL, NULL);
+        if (refused) {
+            cJSON_AddItemToArray(steps, runner_error("the tracer was refused", refused));
+            ferrule_error_free(refused);
+            ferrule_agent_free(agent);
+            return observation;
+        }
+    }
     cJSON *last = run_step(agent, cJSON_GetObjectItem(doc, "input"), cJSON_GetObjectItem(doc, "expect"));
     cJSON_AddItemToArray(steps, last);
     const cJSON *state = cJSON_GetObjectItem(cJSON_GetObjectItem(last, "result"), "state");
@@ -570,6 +650,13 @@ static cJSON *run_scenario(const char *name, const cJSON *doc) {
         if (next) state = next;
     }
     ferrule_agent_free(agent);
+    if (cJSON_IsTrue(cJSON_GetObjectItem(doc, "trace"))) {
+        harness_expect_ok(ferrule_runtime_set_tracer(NULL, NULL, NULL), __FILE__, __LINE__);
+        pthread_mutex_lock(&trace_lock);
+        cJSON_Delete(span_log);
+        span_log = NULL;
+        pthread_mutex_unlock(&trace_lock);
+    }
     return observation;
 }
 

@@ -15,6 +15,8 @@ use ferrule::hook::{Hook, HookDecision, HookOptions, HookRequest};
 use ferrule::provider::{ScriptTurn, ScriptedGenerator};
 use ferrule::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
 use ferrule_conformance::{Judge, Scenario};
+
+use crate::common::tracer::Received;
 use serde_json::{json, Value};
 
 /// What the tools and hooks of one scenario share with its runner.
@@ -26,6 +28,8 @@ struct Shared {
     cancel_handlers: AtomicUsize,
     /// Every hook consultation of the current step: `{"stage", "payload"}`.
     hook_calls: Mutex<Vec<Value>>,
+    /// The `traceparent` each call of the current step was given, by call id.
+    traceparents: Mutex<serde_json::Map<String, Value>>,
 }
 
 fn scenarios_dir() -> PathBuf {
@@ -53,6 +57,10 @@ fn on_cancel(token: tokio_util::sync::CancellationToken, shared: &Arc<Shared>) {
 
 /// Does what `behaviour` says with one call.
 async fn behave(behaviour: Value, call: Invocation, shared: Arc<Shared>) -> ToolOutcome {
+    if behaviour["traceparent"] == true {
+        let traceparent = call.trace().map(|trace| trace.traceparent()).unwrap_or_default();
+        shared.traceparents.lock().unwrap().insert(call.id().to_owned(), traceparent.into());
+    }
     if let Some(message) = behaviour.get("inject") {
         let run = loop {
             if let Some(run) = shared.run.lock().unwrap().clone() {
@@ -228,9 +236,10 @@ fn agent(document: &Value, tools: &Value, shared: &Arc<Shared>, mode: ModelMode)
 }
 
 /// Starts `input` and observes the run, or its refusal.
-fn observe(agent: &Agent, input: &Value, expect: &Value, shared: &Arc<Shared>) -> Value {
+fn observe(agent: &Agent, input: &Value, expect: &Value, shared: &Arc<Shared>, tracer: Option<&Received>) -> Value {
     shared.cancel_handlers.store(0, Ordering::SeqCst);
     shared.hook_calls.lock().unwrap().clear();
+    shared.traceparents.lock().unwrap().clear();
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
     let on_event = move |event: &Event| sink.lock().unwrap().push(serde_json::to_value(event).unwrap());
@@ -260,6 +269,11 @@ fn observe(agent: &Agent, input: &Value, expect: &Value, shared: &Arc<Shared>) -
     if expect.get("unused_recordings").is_some() {
         step["unused_recordings"] = serde_json::to_value(agent.unused_recordings()).unwrap();
     }
+    if let Some(tracer) = tracer {
+        let spans = tracer.trace_of(run.id());
+        step["spans"] = spans.iter().map(|span| serde_json::to_value(&**span).unwrap()).collect();
+        step["traceparents"] = Value::Object(shared.traceparents.lock().unwrap().clone());
+    }
     step
 }
 
@@ -272,7 +286,10 @@ fn run_scenario(scenario: &Scenario, mode: ModelMode) -> Value {
         Ok(agent) => agent,
         Err(error) => return json!({"runner": "rust", "scenario": scenario.name(), "steps": [{"runner_error": error}]}),
     };
-    let first = observe(&agent, &document["input"], &document["expect"], &shared);
+    // A traced scenario holds the process's tracer while it runs.
+    let tracer = (document["trace"] == true).then(Received::set);
+    let tracer = tracer.as_ref();
+    let first = observe(&agent, &document["input"], &document["expect"], &shared, tracer);
     let mut state = first.pointer("/result/state").cloned();
     steps.push(first);
     for resume in document["resumes"].as_array().into_iter().flatten() {
@@ -284,11 +301,11 @@ fn run_scenario(scenario: &Scenario, mode: ModelMode) -> Value {
         let step = if resume["new_agent"] == true {
             let tools = resume.get("tools").unwrap_or(&document["tools"]);
             match self::agent(document, tools, &shared, mode) {
-                Ok(other) => observe(&other, &input, &resume["expect"], &shared),
+                Ok(other) => observe(&other, &input, &resume["expect"], &shared, tracer),
                 Err(error) => json!({"runner_error": error}),
             }
         } else {
-            observe(&agent, &input, &resume["expect"], &shared)
+            observe(&agent, &input, &resume["expect"], &shared, tracer)
         };
         if let Some(next) = step.pointer("/result/state") {
             state = Some(next.clone());

@@ -5,58 +5,17 @@
 //! nothing at all without a tracer. The tracer is the process's, so these
 //! tests take turns and pick their own spans out by trace id.
 
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
 
 use crate::common::agents::*;
 use crate::common::server::{MockServer, Reply};
+use crate::common::tracer::{Received, TURN};
 use crate::common::*;
 use ferrule::agent::{AgentBuilder, RunInput, RunStatus};
 use ferrule::hook::{Hook, HookDecision, HookRequest, HookStage};
 use ferrule::tool::{Invocation, ToolOutcome, ToolResult};
 use ferrule::trace::{AttributeValue, SpanData, SpanKind, StatusCode, TraceContext};
 use serde_json::{json, Value};
-
-/// One tracer at a time.
-static TURN: Mutex<()> = Mutex::new(());
-
-/// The spans a tracer received; the tracer is removed, and the turn passed
-/// on, when it goes.
-struct Received {
-    spans: Arc<Mutex<Vec<Arc<SpanData>>>>,
-    _turn: MutexGuard<'static, ()>,
-}
-
-impl Received {
-    fn set() -> Received {
-        let turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-        let spans: Arc<Mutex<Vec<Arc<SpanData>>>> = Arc::default();
-        let kept = Arc::clone(&spans);
-        ferrule::trace::set_tracer(move |span| kept.lock().unwrap().push(span)).unwrap();
-        Received { spans, _turn: turn }
-    }
-
-    /// The spans of the trace of `run_id`'s run, once its `invoke_agent` span
-    /// came (the last of a trace to end), in the order they ended.
-    fn trace_of(&self, run_id: &str) -> Vec<Arc<SpanData>> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let spans = self.spans.lock().unwrap().clone();
-            let root = spans.iter().find(|s| string(s, "ferrule.run.id") == Some(run_id)).cloned();
-            if let Some(root) = root {
-                return spans.into_iter().filter(|s| s.trace_id == root.trace_id).collect();
-            }
-            assert!(Instant::now() < deadline, "no span of {run_id}");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-impl Drop for Received {
-    fn drop(&mut self) {
-        ferrule::trace::remove_tracer();
-    }
-}
 
 fn string<'a>(span: &'a SpanData, key: &str) -> Option<&'a str> {
     match span.attributes.get(key) {

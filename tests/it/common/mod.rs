@@ -193,6 +193,7 @@ pub mod gemini_spec;
 pub mod mcp;
 pub mod openai_spec;
 pub mod server;
+pub mod tracer;
 
 /// The API key every provider test uses, set in the environment variable
 /// `TEST_KEY_ENV`; tests grep what ferrule emits for it.

@@ -72,6 +72,10 @@ private final class Scenario: Sendable {
         var cancelHandlers = 0
         var hookCalls: [JSONValue] = []
         var current: Run?
+        /// What each call of the current run was given, by call id.
+        var traceparents: [String: JSONValue] = [:]
+        /// Every span the tracer received, when the scenario is traced.
+        var spans: [JSONValue] = []
     }
 
     /// A problem of the runner itself (the binding refused a tool), which fails the step.
@@ -103,6 +107,14 @@ private final class Scenario: Sendable {
             throw RunnerError(why: "AgentConfig loses fields: \(JSONValue(encoding: config).json)")
         }
         let agent = try build(config, tools: spec["tools"], agents: spec["agents"], hooks: hooks())
+        // A traced scenario holds the process's tracer while it runs.
+        if spec["trace"] == true {
+            try Library.setTracer { span in
+                let parsed = (try? JSONCoding.decode(JSONValue.self, from: span)) ?? .null
+                self.shared.withLock { $0.spans.append(parsed) }
+            }
+        }
+        defer { if spec["trace"] == true { Library.removeTracer() } }
         var (step, result) = try await self.step(agent, input: try input(spec["input"] ?? [:]), expect: spec["expect"])
         var steps = [step]
         // Each resume step goes on from the last state a run gave.
@@ -197,6 +209,10 @@ private final class Scenario: Sendable {
     /// A behaviour as a tool body.
     private func behaviour(_ behaviour: JSONValue) -> @Sendable (ToolCall) async throws -> ToolResult {
         { call in
+            if behaviour["traceparent"] == true {
+                let traceparent = call.traceparent
+                self.shared.withLock { $0.traceparents[call.id] = .string(traceparent) }
+            }
             if let message = behaviour["inject"] {
                 try await self.currentRun().inject(
                     try JSONCoding.decode(Message.self, from: JSONCoding.encode(message)))
@@ -236,7 +252,11 @@ private final class Scenario: Sendable {
     /// The scenario's input as a `RunInput` (its `"result_messages": "none"` as
     /// `withoutMessages()`).
     private func input(_ input: JSONValue) throws -> RunInput {
-        let base = try sourceInput(input)
+        var base = try sourceInput(input)
+        if let traceparent = input["trace_context"]?["traceparent"]?.stringValue {
+            base = base.withTraceContext(
+                traceparent: traceparent, tracestate: input["trace_context"]?["tracestate"]?.stringValue)
+        }
         switch input["result_messages"] {
         case nil: return base
         case .string("none"): return base.withoutMessages()
@@ -265,6 +285,7 @@ private final class Scenario: Sendable {
         shared.withLock {
             $0.cancelHandlers = 0
             $0.hookCalls = []
+            $0.traceparents = [:]
         }
         let run: Run
         do {
@@ -293,7 +314,24 @@ private final class Scenario: Sendable {
         if expect?["unused_recordings"] != nil {
             step["unused_recordings"] = JSONValue(encoding: try agent.unusedRecordings())
         }
+        if spec["trace"] == true {
+            step["spans"] = .array(try await trace(of: run.id))
+            step["traceparents"] = .object(shared.withLock { $0.traceparents })
+        }
         return (.object(step), result)
+    }
+
+    /// The spans of the trace of the run `runID`, once its invoke_agent span
+    /// came (the last of a trace to end; up to 10 s), in the order they ended.
+    private func trace(of runID: String) async throws -> [JSONValue] {
+        for _ in 0..<10_000 {
+            let spans = shared.withLock { $0.spans }
+            if let root = spans.first(where: { $0["attributes"]?["ferrule.run.id"]?.stringValue == runID }) {
+                return spans.filter { $0["trace_id"] == root["trace_id"] }
+            }
+            try await Task.sleep(nanoseconds: 1_000_000)
+        }
+        return []
     }
 }
 

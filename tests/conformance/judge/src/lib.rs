@@ -26,6 +26,7 @@
 
 pub mod matching;
 mod scenario;
+mod spans;
 
 use std::collections::HashMap;
 

@@ -342,6 +342,7 @@ pub(crate) fn check_expectations(expect: &Value, result: &Value, events: &[Value
             problems.push(format!("{got} cancel handlers ran, expected {want}"));
         }
     }
+    problems.extend(crate::spans::check_spans(expect, step));
     if let Some(want) = expect.get("unused_recordings") {
         let got = step.get("unused_recordings").unwrap_or(&Value::Null);
         if !equal(want, got) {

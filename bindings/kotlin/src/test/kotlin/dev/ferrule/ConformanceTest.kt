@@ -78,6 +78,13 @@ private class Scenario(val name: String, val spec: JsonObject, val hostModel: Bo
     val cancelHandlers = AtomicInteger()
     val hookCalls = java.util.Collections.synchronizedList(mutableListOf<JsonElement>())
     val current = AtomicReference<Run?>()
+
+    /** What each call of the current run was given, by call id. */
+    val traceparents = java.util.concurrent.ConcurrentHashMap<String, JsonElement>()
+
+    /** Every span the tracer received, when the scenario is traced. */
+    val spans = java.util.Collections.synchronizedList(mutableListOf<JsonElement>())
+    val traced = spec["trace"].isTrue
     val config = FerruleJson.decodeFromJsonElement(AgentConfig.serializer(), spec["config"]!!)
 
     /** The observation: one step per run, the first and then each resume. */
@@ -98,8 +105,19 @@ private class Scenario(val name: String, val spec: JsonObject, val hostModel: Bo
         // AgentConfig mirrors the configuration JSON: nothing is lost on the way.
         val again = FerruleJson.encodeToJsonElement(AgentConfig.serializer(), config)
         if (again != spec["config"]) return runnerError("AgentConfig loses fields: $again")
-        val steps = mutableListOf<JsonElement>()
         val agent = build(config, spec["tools"], spec["agents"], hooks())
+        // A traced scenario holds the process's tracer while it runs.
+        if (traced) Library.setTracer { span -> spans += FerruleJson.parseToJsonElement(span) }
+        try {
+            return runs(agent)
+        } finally {
+            if (traced) Library.removeTracer()
+        }
+    }
+
+    /** The first run on [agent], then each resume from the last state a run gave. */
+    private suspend fun runs(agent: Agent): List<JsonElement> {
+        val steps = mutableListOf<JsonElement>()
         var (step, result) = step(agent, input(spec["input"]!!.jsonObject), spec["expect"]?.jsonObject)
         steps += step
         for (resume in spec["resumes"]?.jsonArray ?: JsonArray(emptyList())) {
@@ -179,6 +197,7 @@ private class Scenario(val name: String, val spec: JsonObject, val hostModel: Bo
 
     /** A behaviour as a tool body. */
     private fun behaviour(behaviour: JsonObject): suspend (ToolCall) -> String = { call ->
+        if (behaviour["traceparent"].isTrue) traceparents[call.id] = JsonPrimitive(call.traceparent)
         behaviour["inject"]?.let { message ->
             while (current.get() == null) delay(1)
             current.get()!!.inject(FerruleJson.decodeFromJsonElement(Message.serializer(), message))
@@ -217,7 +236,9 @@ private class Scenario(val name: String, val spec: JsonObject, val hostModel: Bo
                 JsonObject(input["execute"]!!.jsonObject + ("role" to JsonPrimitive("assistant")))), messages)
             else -> RunInput.messages(messages)
         }
-        val limited = base.limitedTo(tools)
+        val context = input["trace_context"]?.jsonObject
+        val traced = context?.let { base.withTraceContext(it["traceparent"].text!!, it["tracestate"].text) } ?: base
+        val limited = traced.limitedTo(tools)
         return when (val messages = input["result_messages"]) {
             null -> limited
             JsonPrimitive("none") -> limited.withoutMessages()
@@ -230,6 +251,7 @@ private class Scenario(val name: String, val spec: JsonObject, val hostModel: Bo
     private suspend fun step(agent: Agent, input: RunInput, expect: JsonObject?): Pair<JsonElement, RunResult?> {
         cancelHandlers.set(0)
         hookCalls.clear()
+        traceparents.clear()
         val run = try {
             agent.start(input)
         } catch (error: FerruleException) {
@@ -255,8 +277,24 @@ private class Scenario(val name: String, val spec: JsonObject, val hostModel: Bo
             step["unused_recordings"] =
                 FerruleJson.encodeToJsonElement(ListSerializer(UnusedExchange.serializer()), agent.unusedRecordings())
         }
+        if (traced) {
+            step["spans"] = JsonArray(traceOf(run.id))
+            step["traceparents"] = JsonObject(traceparents.toMap())
+        }
         return JsonObject(step) to result
     }
+
+    /** The spans of the trace of the run [runId], once its invoke_agent span came (the last of a trace to end; up to
+     *  10 s), in the order they ended. */
+    private suspend fun traceOf(runId: String): List<JsonElement> = withTimeoutOrNull(10_000) {
+        while (isActive) {
+            val all = synchronized(spans) { spans.toList() }
+            val root = all.firstOrNull { it.jsonObject["attributes"]?.jsonObject?.get("ferrule.run.id").text == runId }
+            if (root != null) return@withTimeoutOrNull all.filter { it.jsonObject["trace_id"] == root.jsonObject["trace_id"] }
+            delay(1)
+        }
+        null
+    } ?: emptyList()
 }
 
 /** An event as this package writes it, with its type; one it does not know (at any depth of nesting), marked as such. */
