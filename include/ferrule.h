@@ -666,9 +666,9 @@ struct ferrule_str ferrule_run_id(const struct ferrule_run *run);
 
 // Blocks until the run has ended, every event was delivered, every callback
 // that answered one of the run's tool calls, hook consultations or model
-// requests and went on running has returned, and the run let go of the
-// host's user data (the event callback's, and the tools' when the run held
-// the agent last), then writes the run result JSON (`status`, `final`,
+// requests while the run waited for it has returned, and the run let go of
+// the host's user data (the event callback's, and the tools' when the run
+// held the agent last), then writes the run result JSON (`status`, `final`,
 // `messages`, `usage`, `rounds`, `error`) to `*result_json` / `*len`, owned by the
 // host (free with `ferrule_string_free`). Succeeds for every status; a failed run
 // has its error inside the result. With `result_json` and `len` both NULL it
@@ -677,7 +677,10 @@ struct ferrule_str ferrule_run_id(const struct ferrule_run *run);
 // NULL is `FERRULE_ERROR_NULL_ARG`. May be called any number of times, from any
 // thread. Returns `FERRULE_ERROR_WOULD_DEADLOCK` instead of hanging inside one of
 // this run's own callbacks or `free_user_data` functions, and inside a
-// `nonblocking` tool's callback (which runs on ferrule's runtime).
+// `nonblocking` tool's callback (which runs on ferrule's runtime). As with
+// joining a thread, a callback that answered and then waits for what the
+// host does only after this wait returns (a lock held across the wait, a
+// signal given after it) never returns, and neither does the wait.
 struct ferrule_error *ferrule_run_wait(struct ferrule_run *run,
                                        char **result_json,
                                        size_t *len);

@@ -269,8 +269,10 @@ func (c *Call) Arguments() json.RawMessage { return c.arguments }
 // tool's own spans to go under it (see the otel package's ContextOf); empty
 // when the run records no spans, or once the call is over.
 func (c *Call) Traceparent() string {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	// Exclusive: an update ferrule finds invalid ends the call, which frees
+	// the string this borrows.
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.handle == nil {
 		return ""
 	}

@@ -62,11 +62,11 @@ func (in Input) WithTraceContext(traceparent, tracestate string) Input {
 // traceparentKey is the key of the traceparent a hook's ctx carries.
 type traceparentKey struct{}
 
-// Traceparent is the W3C traceparent a hook's ctx carries: that of the run's
+// HookTraceparent is the W3C traceparent a hook's ctx carries: that of the run's
 // invoke_agent span the hook is consulted in, for the hook's own spans to go
 // under it (see the otel package's HookContext). Empty when the run records
 // no spans, and for any other ctx.
-func Traceparent(ctx context.Context) string {
+func HookTraceparent(ctx context.Context) string {
 	traceparent, _ := ctx.Value(traceparentKey{}).(string)
 	return traceparent
 }

@@ -123,12 +123,14 @@ impl<A> HostRequest<A> {
     /// Answers with `answer` (discarded if the runner gave up), letting go of the
     /// cancel handler (unrun, or once it has returned) first, so a handler that
     /// never ran is freed before the run can go on.
-    /// An answer given by a pooled callback before it returned is counted
-    /// first, so the run cannot end before that callback returns.
+    /// An answer the runner still waits for, given by a pooled callback
+    /// before it returned, is counted first, so the run cannot end before
+    /// that callback returns; a late one (a timeout, a cancelled run) is not.
     pub(crate) fn finish(&self, answer: A) {
         let (sender, handler) = {
             let mut state = self.state();
-            if state.pooled_callback_running && !state.answered_before_return {
+            let awaited = state.answer.as_ref().is_some_and(|sender| !sender.is_closed()) && !self.is_cancelled();
+            if awaited && state.pooled_callback_running && !state.answered_before_return {
                 state.answered_before_return = true;
                 callback_returns::answered_before_return(self.run_serial);
             }
@@ -325,10 +327,11 @@ impl<T: Answerable> Ticket<T> {
     /// once the callback returned and its holds were dropped.
     fn hand_over_pooled(self, deliver: impl FnOnce(Handle<T>)) -> CallbackReturned<T> {
         let entry = self.entry.clone();
-        let request = entry.request();
-        request.state().pooled_callback_running = true;
+        entry.request().state().pooled_callback_running = true;
+        // Made first, so even an unwinding callback is marked returned.
+        let returned = CallbackReturned { entry: Some(entry) };
         self.hand_over(deliver);
-        CallbackReturned { entry: Some(entry) }
+        returned
     }
 }
 

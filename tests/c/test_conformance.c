@@ -133,12 +133,12 @@ static cJSON *trace_of(const char *run_id) {
             if (cJSON_IsString(run) && strcmp(run->valuestring, run_id) == 0) root = span;
         }
         cJSON *spans = NULL;
-        if (root) {
-            const char *trace_id = cJSON_GetObjectItem(root, "trace_id")->valuestring;
+        const char *trace_id = root ? cJSON_GetStringValue(cJSON_GetObjectItem(root, "trace_id")) : NULL;
+        if (trace_id) {
             spans = cJSON_CreateArray();
             cJSON_ArrayForEach(span, span_log) {
-                if (strcmp(cJSON_GetObjectItem(span, "trace_id")->valuestring, trace_id) == 0)
-                    cJSON_AddItemToArray(spans, cJSON_Duplicate(span, 1));
+                const char *of = cJSON_GetStringValue(cJSON_GetObjectItem(span, "trace_id"));
+                if (of && strcmp(of, trace_id) == 0) cJSON_AddItemToArray(spans, cJSON_Duplicate(span, 1));
             }
         }
         pthread_mutex_unlock(&trace_lock);

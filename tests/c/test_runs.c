@@ -237,6 +237,31 @@ static void a_tool_that_answers_and_goes_on_holds_the_runs_end(void) {
     CHECK(atomic_load(&tool_data.frees) == 1);
 }
 
+/* Answers only after its call timed out, then goes on for a while. */
+static void complete_late_then_linger(void *user_data, ferrule_tool_call *call) {
+    harness_sleep_ms(150);
+    ferrule_error_free(ferrule_tool_call_complete(call, STR("\"too late\"")));
+    harness_sleep_ms(1000);
+    atomic_fetch_add(&((lingering *)user_data)->returned, 1);
+}
+
+/* A callback that answers after the run stopped waiting for it does not hold
+ * up the run's end. */
+static void a_late_answer_does_not_hold_the_runs_end(void) {
+    static lingering tool_data;
+    ferrule_tool_spec spec =
+        harness_spec("lookup", "{\"timeout_ms\": 50}", complete_late_then_linger, &tool_data, lingering_free);
+    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "lookup") "]}, {\"text\": \"done\"}"), &spec, 1);
+    CHECK(agent != NULL);
+    char *result = harness_run(agent, NULL);
+    CHECK(result && strstr(result, "\"status\":\"completed\"") && strstr(result, "timed out"));
+    CHECK(atomic_load(&tool_data.returned) == 0);
+    ferrule_string_free(result);
+    ferrule_agent_free(agent);
+    CHECK(atomic_load(&tool_data.frees) == 0); /* the callback still runs: it holds the data */
+    CHECK(wait_for_count(&tool_data.frees, 1, 10000) && atomic_load(&tool_data.returned) == 1);
+}
+
 typedef struct {
     event_log log;
     _Atomic(ferrule_run *) run;
@@ -565,6 +590,7 @@ int main(int argc, char **argv) {
         {"events_in_bursts_or_run_end_alone", events_in_bursts_or_run_end_alone},
         {"freeing_the_agent_while_its_run_is_live", freeing_the_agent_while_its_run_is_live},
         {"a_tool_that_answers_and_goes_on_holds_the_runs_end", a_tool_that_answers_and_goes_on_holds_the_runs_end},
+        {"a_late_answer_does_not_hold_the_runs_end", a_late_answer_does_not_hold_the_runs_end},
         {"cancelling_from_inside_an_event_callback", cancelling_from_inside_an_event_callback},
         {"waiting_inside_the_runs_own_callback_would_deadlock", waiting_inside_the_runs_own_callback_would_deadlock},
         {"waiting_inside_the_runs_own_tool_would_deadlock", waiting_inside_the_runs_own_tool_would_deadlock},

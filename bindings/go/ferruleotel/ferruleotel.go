@@ -80,7 +80,7 @@ func ContextOf(ctx context.Context, call *ferrule.Call) context.Context {
 // run's invoke_agent span) as its (remote) parent span, so the spans the hook
 // starts from it go under the run; ctx as it is when the run records no spans.
 func HookContext(ctx context.Context) context.Context {
-	sc, ok := parseTraceparent(ferrule.Traceparent(ctx))
+	sc, ok := parseTraceparent(ferrule.HookTraceparent(ctx))
 	if !ok {
 		return ctx
 	}

@@ -17,4 +17,7 @@ internal class LentStrings(private val handle: Pointer) {
 
     /** Marks the request answered, before the answer is given: later reads are empty. */
     fun answering() = synchronized(this) { answered = true }
+
+    /** Runs [call], which may answer the request (an update ferrule finds invalid ends the call), between reads. */
+    fun <R> mayAnswer(call: () -> R): R = synchronized(this) { call() }
 }

@@ -108,7 +108,7 @@ class ToolCall internal constructor(internal val handle: Pointer) {
     /** Sends a provisional result given as result JSON (a JSON string, or a result object). */
     fun update(resultJson: String) {
         val bytes = resultJson.utf8()
-        FerruleException.check(Native.lib.ferrule_tool_call_update(handle, bytes, bytes.length))
+        FerruleException.check(lent.mayAnswer { Native.lib.ferrule_tool_call_update(handle, bytes, bytes.length) })
     }
 
     /** Completes the call; a result with no UTF-8 form fails it instead. */
