@@ -84,6 +84,30 @@ class TracerTest {
         assertEquals("ferrule", call.instrumentationScopeInfo.name)
     }
 
+    /** The run's `tracestate` reaches the host's SDK with every span of the run, in its order. */
+    @Test
+    fun theTracestateReachesTheHostsSpans() = runBlocking {
+        val exporter = InMemorySpanExporter.create()
+        FerruleOpenTelemetry.export(SimpleSpanProcessor.create(exporter))
+        val input = RunInput.prompt("go")
+            .withTraceContext("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "vendor=abc,other=1")
+        Agent(scripted(buildJsonObject { put("text", "done") }).copy(name = "support")).use { agent ->
+            assertEquals(Status.COMPLETED, agent.run(input).status)
+        }
+        var spans: List<SpanData> = emptyList()
+        repeat(1000) {
+            spans = exporter.finishedSpanItems
+            if (spans.size < 2) Thread.sleep(10)
+        }
+        assertEquals(2, spans.size)
+        for (span in spans) {
+            val members = mutableListOf<Pair<String, String>>()
+            span.spanContext.traceState.forEach { key, value -> members += key to value }
+            assertEquals(listOf("vendor" to "abc", "other" to "1"), members)
+            assertEquals("abc", span.parentSpanContext.traceState.get("vendor"))
+        }
+    }
+
     @Test
     fun withoutATracerACallHasNoTraceparent() = runBlocking {
         var seen: String? = null

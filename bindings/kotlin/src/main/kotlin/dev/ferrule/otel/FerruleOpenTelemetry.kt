@@ -92,6 +92,18 @@ object FerruleOpenTelemetry {
         return context.with(Span.wrap(parent))
     }
 
+    /** The W3C `tracestate` list [text] as the SDK's `TraceState`, in its order; empty when there is none. */
+    internal fun traceState(text: String?): TraceState {
+        if (text.isNullOrEmpty()) return TraceState.getDefault()
+        val builder = TraceState.builder()
+        // The builder puts each entry first: the last member goes in first.
+        for (member in text.split(',').map { it.trim() }.filter { it.isNotEmpty() }.asReversed()) {
+            val at = member.indexOf('=')
+            if (at > 0) builder.put(member.substring(0, at), member.substring(at + 1))
+        }
+        return builder.build()
+    }
+
     internal fun parseTraceparent(text: String): SpanContext? {
         val parts = text.split('-')
         if (parts.size != 4 || parts[0] != "00") return null
@@ -102,11 +114,12 @@ object FerruleOpenTelemetry {
     private fun decode(json: String, resource: Resource, scope: InstrumentationScopeInfo): SpanData {
         val span = FerruleJson.parseToJsonElement(json).jsonObject
         val text = { key: String -> span[key]?.jsonPrimitive?.contentOrNull }
-        val context = SpanContext.create(text("trace_id")!!, text("span_id")!!, TraceFlags.getSampled(), TraceState.getDefault())
+        val state = traceState(text("tracestate"))
+        val context = SpanContext.create(text("trace_id")!!, text("span_id")!!, TraceFlags.getSampled(), state)
         // In this process, as every span of ferrule's and the host's span its
         // run goes under are: not remote.
         val parent = text("parent_span_id")?.let {
-            SpanContext.create(text("trace_id")!!, it, TraceFlags.getSampled(), TraceState.getDefault())
+            SpanContext.create(text("trace_id")!!, it, TraceFlags.getSampled(), state)
         } ?: SpanContext.getInvalid()
         val status = span["status"]?.jsonObject
         val failed = status?.get("code")?.jsonPrimitive?.contentOrNull == "error"
