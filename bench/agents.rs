@@ -15,10 +15,12 @@
 use std::time::{Duration, Instant};
 
 use ferrule::agent::{Agent, AgentBuilder, AgentToolMode, AgentToolOptions, AgentToolSpec, Event, RunInput, RunStatus};
-use ferrule::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
+use ferrule::tool::Tool;
 use serde_json::{json, Value};
 
-const REPEATS: usize = 7;
+mod common;
+use common::{median, noop_tool, peak_rss_kib, timed_run, REPEATS};
+
 const ROUNDS: u64 = 50;
 const CALLERS: usize = 1000;
 
@@ -93,34 +95,11 @@ fn build(config: Value, tool: Option<Tool>, agent: Option<&Agent>) -> Agent {
 
 /// A no-op tool taking the same arguments as an agent.
 fn noop() -> Tool {
-    let schema = json!({"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]});
-    Tool::new("noop", "Does nothing.", schema, ToolOptions::default(), |_: Invocation| async {
-        ToolOutcome::Completed(ToolResult::text("ok"))
-    })
-    .expect("tool")
+    noop_tool(json!({"type": "object", "properties": {"input": {"type": "string"}}, "required": ["input"]}))
 }
 
 fn run(agent: &Agent, events: bool) -> Duration {
-    let sink = events.then(|| Box::new(|_: &Event| {}) as Box<dyn ferrule::agent::EventSink>);
-    let started = Instant::now();
-    let result = agent.start(RunInput::prompt("go"), sink).expect("start").wait_blocking().expect("wait");
-    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
-    started.elapsed()
-}
-
-fn median(mut measure: impl FnMut() -> Duration) -> Duration {
-    measure(); // warm-up
-    let mut times: Vec<Duration> = (0..REPEATS).map(|_| measure()).collect();
-    times.sort_unstable();
-    times[REPEATS / 2]
-}
-
-/// The process's peak resident set (VmHWM), in KiB.
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
+    timed_run(agent, events.then(|| Box::new(|_: &Event| {}) as Box<dyn ferrule::agent::EventSink>))
 }
 
 /// The CPU time this process used so far (user and system).

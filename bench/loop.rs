@@ -8,14 +8,14 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use ferrule::agent::{Agent, AgentBuilder, Event, EventSink, RunInput, RunStatus};
+use ferrule::agent::{Agent, Event, RunInput, RunStatus};
 use ferrule::hook::{Hook, HookDecision, HookHistory, HookRequest, HookStage};
-use ferrule::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
 use serde_json::Value;
 
-const REPEATS: usize = 7;
+mod common;
+use common::{builder_with_noop as builder, median, peak_rss_kib, timed_run as run};
 
 fn main() {
     let workloads: Value = serde_json::from_str(include_str!("workloads.json")).expect("bench/workloads.json");
@@ -98,41 +98,6 @@ fn concurrency(runs: usize) {
     );
 }
 
-/// The process's peak resident set (VmHWM), in KiB.
-fn peak_rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
-}
-
 fn build(config: &Value, schema: Value) -> Agent {
     builder(config, schema).build().expect("build")
-}
-
-/// A builder from `config` with the no-op tool.
-fn builder(config: &Value, schema: Value) -> AgentBuilder {
-    let mut builder = AgentBuilder::from_json(&config.to_string()).expect("config");
-    let noop = Tool::new("noop", "Does nothing.", schema, ToolOptions::default(), |_: Invocation| async {
-        ToolOutcome::Completed(ToolResult::text("ok"))
-    })
-    .expect("tool");
-    builder.add_tool(noop).expect("add");
-    builder
-}
-
-fn run(agent: &Agent, sink: Option<Box<dyn EventSink>>) -> Duration {
-    let started = Instant::now();
-    let run = agent.start(RunInput::prompt("go"), sink).expect("start");
-    let result = run.wait_blocking().expect("wait");
-    let elapsed = started.elapsed();
-    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
-    elapsed
-}
-
-fn median(mut measure: impl FnMut() -> Duration) -> Duration {
-    measure(); // warm-up
-    let mut times: Vec<Duration> = (0..REPEATS).map(|_| measure()).collect();
-    times.sort_unstable();
-    times[REPEATS / 2]
 }

@@ -5,11 +5,13 @@
 //! machine's drift falls on all alike; each prints the median of its runs and
 //! its ratio to the untraced run. Run with `make bench`; nothing is asserted.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use ferrule::agent::{Agent, AgentBuilder, RunInput, RunStatus};
-use ferrule::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
+use ferrule::agent::Agent;
 use serde_json::{json, Value};
+
+mod common;
+use common::{builder_with_noop, timed_run};
 
 const REPEATS: usize = 31;
 
@@ -45,7 +47,7 @@ fn main() {
                 true => ferrule::trace::set_tracer(|_| {}).expect("tracer"),
                 false => ferrule::trace::remove_tracer(),
             }
-            let time = run(&agents[index]);
+            let time = timed_run(&agents[index], None);
             // The first repetition warms up.
             if repeat > 0 {
                 times[index].push(time);
@@ -69,22 +71,7 @@ fn main() {
 fn agent(config: &Value, trace: &Value, schema: &Value) -> Agent {
     let mut config = config.clone();
     config["trace"] = trace.clone();
-    let mut builder = AgentBuilder::from_json(&config.to_string()).expect("config");
-    let noop = Tool::new("noop", "Does nothing.", schema.clone(), ToolOptions::default(), |_: Invocation| async {
-        ToolOutcome::Completed(ToolResult::text("ok"))
-    })
-    .expect("tool");
-    builder.add_tool(noop).expect("add");
-    builder.build().expect("build")
-}
-
-fn run(agent: &Agent) -> Duration {
-    let started = Instant::now();
-    let run = agent.start(RunInput::prompt("go"), None).expect("start");
-    let result = run.wait_blocking().expect("wait");
-    let elapsed = started.elapsed();
-    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
-    elapsed
+    builder_with_noop(&config, schema.clone()).build().expect("build")
 }
 
 fn median(times: &mut [Duration]) -> Duration {
