@@ -221,12 +221,17 @@ static void lingering_free(void *user_data) {
     atomic_fetch_add(&((lingering *)user_data)->frees, 1);
 }
 
+/* An agent whose one call goes to `execute`, a lingering tool with `options`. */
+static ferrule_agent *lingering_agent(const char *options, ferrule_tool_fn execute, lingering *tool_data) {
+    ferrule_tool_spec spec = harness_spec("lookup", options, execute, tool_data, lingering_free);
+    return harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "lookup") "]}, {\"text\": \"done\"}"), &spec, 1);
+}
+
 /* A wait returns only once the callbacks that answered the run's calls have
  * returned: freeing the agent then frees the tool's data at once, on this thread. */
 static void a_tool_that_answers_and_goes_on_holds_the_runs_end(void) {
     lingering tool_data = {0};
-    ferrule_tool_spec spec = harness_spec("lookup", "", complete_then_linger, &tool_data, lingering_free);
-    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "lookup") "]}, {\"text\": \"done\"}"), &spec, 1);
+    ferrule_agent *agent = lingering_agent("", complete_then_linger, &tool_data);
     CHECK(agent != NULL);
     char *result = harness_run(agent, NULL);
     CHECK(result && strstr(result, "\"status\":\"completed\"") && strstr(result, "answered"));
@@ -249,9 +254,7 @@ static void complete_late_then_linger(void *user_data, ferrule_tool_call *call) 
  * up the run's end. */
 static void a_late_answer_does_not_hold_the_runs_end(void) {
     static lingering tool_data;
-    ferrule_tool_spec spec =
-        harness_spec("lookup", "{\"timeout_ms\": 50}", complete_late_then_linger, &tool_data, lingering_free);
-    ferrule_agent *agent = harness_agent(SCRIPT("{\"tool_calls\": [" CALL("c1", "lookup") "]}, {\"text\": \"done\"}"), &spec, 1);
+    ferrule_agent *agent = lingering_agent("{\"timeout_ms\": 50}", complete_late_then_linger, &tool_data);
     CHECK(agent != NULL);
     char *result = harness_run(agent, NULL);
     CHECK(result && strstr(result, "\"status\":\"completed\"") && strstr(result, "timed out"));
