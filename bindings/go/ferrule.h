@@ -511,6 +511,27 @@ struct ferrule_error *ferrule_hook_respond(struct ferrule_hook *hook,
                                            const char *decision_json,
                                            size_t len);
 
+// The value this hook keeps for the consultation's run
+// (`ferrule_hook_set_run_state`), shared by the hook's consultations in that
+// run; NULL when none was set, for NULL and for a hook already responded to.
+// Borrowed: the host's own value, valid until it is replaced or freed. Any
+// thread.
+void *ferrule_hook_run_state(const struct ferrule_hook *hook);
+
+// Keeps `state` for this hook and the consultation's run: the hook's later
+// consultations in that run get it from `ferrule_hook_run_state` (for
+// instance the history a hook registered with `"history": "new"` has been
+// given so far). `free_state(state)` runs once, when the value is replaced
+// (by a later call; NULL clears it) or when the run has ended and no
+// consultation of it is still held, before `ferrule_run_wait` returns unless
+// a late consultation holds it (on a ferrule callback thread or the caller's).
+// Call before responding. On error the host still owns `state`:
+// `FERRULE_ERROR_NULL_ARG` for a NULL hook, `FERRULE_ERROR_ALREADY_COMPLETED`
+// once the hook was responded to. Any thread.
+struct ferrule_error *ferrule_hook_set_run_state(struct ferrule_hook *hook,
+                                                 void *state,
+                                                 ferrule_free_fn free_state);
+
 // Registers a one-shot cancel handler: `on_cancel(user_data)` runs when the run
 // stops waiting for the hook (it was cancelled, or the hook timed out) before the
 // hook was responded to, or at once if that already happened, on a ferrule

@@ -12,6 +12,7 @@ use super::event_queue::EventEmitter;
 use super::handle::RunShared;
 use super::hook_caller::HookCaller;
 use super::nesting::RunNesting;
+use crate::hook::HookRunState;
 use crate::message::Message;
 use crate::trace::RunTrace;
 
@@ -35,6 +36,8 @@ pub(crate) struct RunContext {
     pub(crate) nesting: Arc<RunNesting>,
     /// The run's tracing, when spans are recorded.
     pub(crate) trace: Option<Arc<RunTrace>>,
+    /// What each of the agent's hooks keeps for the run, in the hooks' order.
+    pub(crate) hook_states: Box<[Arc<HookRunState>]>,
 }
 
 impl RunContext {
@@ -53,6 +56,7 @@ impl RunContext {
             cancel: &self.cancel,
             timeout_ms: agent.config.hook_timeout_ms,
             trace: self.trace.as_deref(),
+            states: &self.hook_states,
         }
     }
 

@@ -2,6 +2,7 @@
 //! previous one's effect, each bounded by `hook_timeout_ms` and by the run's
 //! cancellation.
 
+use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
@@ -9,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::next_step::Ending;
 use crate::error::{Error, ErrorCode};
-use crate::hook::{Hook, HookDecision, HookHistory, HookRequest, HookStage};
+use crate::hook::{Hook, HookDecision, HookHistory, HookRequest, HookRunState, HookStage};
 use crate::trace::RunTrace;
 use crate::BoxFuture;
 
@@ -22,6 +23,16 @@ pub(crate) struct HookCaller<'a> {
     pub(crate) timeout_ms: u64,
     /// The run's tracing: each decision is an event of the run's span.
     pub(crate) trace: Option<&'a RunTrace>,
+    /// What each hook keeps for the run, in the order of `hooks`.
+    pub(crate) states: &'a [Arc<HookRunState>],
+}
+
+/// How much of the history one hook's payload carries, and what the hook's
+/// payloads carried before in the run.
+#[derive(Clone, Copy)]
+pub(crate) struct Carry<'a> {
+    pub(crate) history: HookHistory,
+    pub(crate) state: &'a HookRunState,
 }
 
 /// How consulting the hooks ended the run.
@@ -45,9 +56,9 @@ impl HookCaller<'_> {
         self.hooks.iter().any(|hook| hook.at(stage))
     }
 
-    /// Whether any hook consulted at `stage` takes the whole history.
+    /// Whether any hook consulted at `stage` takes messages of the history.
     pub(crate) fn wants_history(&self, stage: HookStage) -> bool {
-        self.hooks.iter().any(|hook| hook.at(stage) && hook.history() == HookHistory::Full)
+        self.hooks.iter().any(|hook| hook.at(stage) && hook.history() != HookHistory::None)
     }
 
     /// Consults the hooks of `stage` about `subject`, in order: `payload` writes
@@ -60,14 +71,15 @@ impl HookCaller<'_> {
         &self,
         stage: HookStage,
         subject: &mut S,
-        payload: impl Fn(&S, &str, HookHistory) -> serde_json::Result<String>,
+        payload: impl Fn(&S, &str, Carry<'_>) -> serde_json::Result<String>,
         mut apply: impl FnMut(&mut S, HookDecision) -> Result<Flow, Error>,
     ) -> Result<(), HookStop> {
-        for hook in self.hooks.iter().filter(|hook| hook.at(stage)) {
-            let payload = payload(subject, self.run_id, hook.history()).map_err(|e| {
+        for (hook, state) in self.hooks.iter().zip(self.states).filter(|(hook, _)| hook.at(stage)) {
+            let carry = Carry { history: hook.history(), state };
+            let payload = payload(subject, self.run_id, carry).map_err(|e| {
                 HookStop::Failed(Error::invalid_arg(format!("the {} payload could not be written: {e}", stage.name())))
             })?;
-            match self.ask(hook, stage, payload).await? {
+            match self.ask(hook, state, stage, payload).await? {
                 HookDecision::Continue => {}
                 decision => {
                     if let Flow::Stop = apply(subject, decision).map_err(HookStop::Failed)? {
@@ -80,7 +92,13 @@ impl HookCaller<'_> {
     }
 
     /// One hook's decision, checked for its stage; an abort is a stop.
-    async fn ask(&self, hook: &Hook, stage: HookStage, payload: String) -> Result<HookDecision, HookStop> {
+    async fn ask(
+        &self,
+        hook: &Hook,
+        state: &Arc<HookRunState>,
+        stage: HookStage,
+        payload: String,
+    ) -> Result<HookDecision, HookStop> {
         // A run cancelled by now consults no one.
         if self.cancel.is_cancelled() {
             return Err(HookStop::Cancelled);
@@ -91,7 +109,7 @@ impl HookCaller<'_> {
         // the run's cancel at once, through the run's token it is given too.
         let token = CancellationToken::new();
         let _stop_waiting = token.clone().drop_guard();
-        let request = HookRequest::new(stage, payload, token, self.cancel.clone(), self.run_serial)
+        let request = HookRequest::new(stage, payload, token, self.cancel.clone(), self.run_serial, state.clone())
             .with_trace(self.trace.map(RunTrace::run_call));
         let mut decided = hook.function().decide(request);
         // A hook that decided while it was asked (an inline one usually does)

@@ -5,7 +5,7 @@
 use std::collections::{BTreeSet, HashSet};
 
 use super::approval::{Approvals, Verdict};
-use super::hook_caller::{Flow, HookCaller, HookStop};
+use super::hook_caller::{Carry, Flow, HookCaller, HookStop};
 use super::injection::mark_injected;
 use super::recorder::CallEnd;
 use super::tool_set::ToolSet;
@@ -25,10 +25,13 @@ pub(crate) async fn run_start(hooks: &HookCaller<'_>, messages: &mut Vec<Message
     if !hooks.wants(HookStage::RunStart) {
         return Ok(());
     }
-    let payload = |messages: &Vec<Message>, run_id: &str, history: HookHistory| {
+    let payload = |messages: &Vec<Message>, run_id: &str, carry: Carry<'_>| {
         let message_count = messages.len();
-        let messages = carried(messages, history);
-        serde_json::to_string(&RunStartPayload { run_id, messages, message_count })
+        // A later hook of the stage may replace the input: the first
+        // `turn_start` payload carries the history whole.
+        carry.state.forget_carried();
+        let (messages, messages_from) = carry.messages(messages, || 0);
+        serde_json::to_string(&RunStartPayload { run_id, messages, message_count, messages_from })
     };
     let apply = |messages: &mut Vec<Message>, decision: HookDecision| {
         if let HookDecision::Messages(replacement) = decision {
@@ -39,11 +42,18 @@ pub(crate) async fn run_start(hooks: &HookCaller<'_>, messages: &mut Vec<Message
     hooks.consult(HookStage::RunStart, messages, payload, apply).await
 }
 
-/// The part of `messages` a hook's payload carries.
-fn carried<T>(messages: &[T], history: HookHistory) -> &[T] {
-    match history {
-        HookHistory::Full => messages,
-        HookHistory::None => &[],
+impl Carry<'_> {
+    /// The part of `messages` (the whole history) a hook's payload carries,
+    /// and for `"history": "new"` the index it starts at, which `from` gives.
+    fn messages<T>(self, messages: &[T], from: impl FnOnce() -> usize) -> (&[T], Option<usize>) {
+        match self.history {
+            HookHistory::Full => (messages, None),
+            HookHistory::None => (&[], None),
+            HookHistory::New => {
+                let from = from().min(messages.len());
+                (&messages[from..], Some(from))
+            }
+        }
     }
 }
 
@@ -99,12 +109,16 @@ pub(crate) async fn turn_start(
     let with_history = hooks.wants_history(HookStage::TurnStart);
     let mut state = TurnStart { messages, json, with_history, tools: offered, effect };
     state.sync_json_when_taken();
-    let payload = |state: &TurnStart<'_>, run_id: &str, history: HookHistory| {
+    let payload = |state: &TurnStart<'_>, run_id: &str, carry: Carry<'_>| {
+        let history = state.json.messages();
+        let from = || carry.state.carry_from(state.json.revision(), history.len());
+        let (messages, messages_from) = carry.messages(history, from);
         serde_json::to_string(&TurnStartPayload {
             run_id,
             turn,
-            messages: carried(state.json.messages(), history),
+            messages,
             message_count: state.messages.len(),
+            messages_from,
             tools: &state.tools,
         })
     };
@@ -167,7 +181,7 @@ pub(crate) async fn tool_call(
         if check.is_err() {
             continue;
         }
-        let payload = |check: &Result<ValidCall<'_>, String>, run_id: &str, _: HookHistory| {
+        let payload = |check: &Result<ValidCall<'_>, String>, run_id: &str, _: Carry<'_>| {
             let Ok(valid) = check else { return Ok(String::new()) };
             // Whether the batch would stop for it: no decision covers it yet.
             let needs_approval = matches!(approvals.verdict(call, valid), Verdict::Ask);
@@ -209,7 +223,7 @@ pub(crate) async fn tool_result(
         return (end, None);
     }
     let mut end = end;
-    let payload = |end: &CallEnd, run_id: &str, _: HookHistory| {
+    let payload = |end: &CallEnd, run_id: &str, _: Carry<'_>| {
         let (call_id, name, result) = (&call.id, &call.name, &end.result);
         serde_json::to_string(&ToolResultPayload { run_id, turn, call_id, name, result, is_error: result.is_error })
     };
@@ -237,7 +251,7 @@ pub(crate) async fn final_answer(
         return Ok(None);
     }
     let mut feedback = None;
-    let payload = |_: &Option<String>, run_id: &str, _: HookHistory| {
+    let payload = |_: &Option<String>, run_id: &str, _: Carry<'_>| {
         serde_json::to_string(&FinalAnswerPayload { run_id, turn, message: answer })
     };
     let apply = |feedback: &mut Option<String>, decision: HookDecision| {

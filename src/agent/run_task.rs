@@ -100,6 +100,7 @@ impl RunOrigin {
         let shared = Arc::new(RunShared::new(id.clone(), serial, cancel, injections));
         let caches = RequestCaches::new(agent.config().history);
         let tools = RunTools::new(agent.parts());
+        let hook_states = agent.parts().hooks.iter().map(|_| Arc::default()).collect();
         let run = RunContext {
             agent,
             id,
@@ -110,6 +111,7 @@ impl RunOrigin {
             timed_out: Arc::default(),
             nesting,
             trace,
+            hook_states,
         };
         let answer = FinalAnswer::default();
         let handed_from = Vec::new();
@@ -201,7 +203,8 @@ async fn supervise(mut run: Box<RunLoop>, sink_gone: Option<oneshot::Receiver<()
         // Nothing is lost: they end the transcript.
         Stop::Ended(_) => run.run.admit(late_injections, &mut run.progress.messages).await,
     }
-    let (result, RunContext { agent, events, shared, serial, trace, .. }, mut agents) = (*run).finish(stop);
+    let (result, RunContext { agent, events, shared, serial, trace, hook_states, .. }, mut agents) =
+        (*run).finish(stop);
     let result = Arc::new(result);
     if let Some(trace) = trace {
         trace.end(&result);
@@ -214,9 +217,12 @@ async fn supervise(mut run: Box<RunLoop>, sink_gone: Option<oneshot::Receiver<()
     callback_returns::all_returned(serial).await;
     agents.push(agent);
     let last: Vec<_> = agents.into_iter().filter_map(Agent::into_last).collect();
-    if !last.is_empty() {
+    // The hooks' values for the run are the host's too: let go of before the
+    // run's end is published, unless a consultation still holds one.
+    if !last.is_empty() || !hook_states.is_empty() {
         let release = move || {
             let _scope = CallbackScope::enter(serial, CallbackKind::Tool);
+            drop(hook_states);
             drop(last);
         };
         threads.tool_callbacks.run_urgent(release).await;

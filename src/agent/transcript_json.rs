@@ -11,6 +11,8 @@ use crate::message::Message;
 #[derive(Default)]
 pub(crate) struct TranscriptJson {
     items: Vec<Box<RawValue>>,
+    /// How many times the transcript was replaced.
+    revision: u64,
 }
 
 impl TranscriptJson {
@@ -25,6 +27,13 @@ impl TranscriptJson {
     /// Forgets everything: the transcript was replaced.
     pub(crate) fn reset(&mut self) {
         self.items.clear();
+        self.revision += 1;
+    }
+
+    /// Changes whenever the transcript is replaced: two lengths of one
+    /// revision are of one transcript that grew.
+    pub(crate) fn revision(&self) -> u64 {
+        self.revision
     }
 
     /// The JSON size of message `index` (synced).

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use futures_util::FutureExt;
 
 use super::agent::ferrule_agent_builder;
-use super::boundary::{arg_mut, arg_str, guard, null_arg};
+use super::boundary::{arg_mut, arg_str, guard, guard_or, null_arg};
 use super::error::ferrule_error;
 use super::foreign_data::{ferrule_free_fn, ForeignData};
 use super::handle_table::{HandleKind, HandleTable};
 use super::host_request::{self, ferrule_cancel_fn, Answerable, Handle, HostRequest};
 use super::string::{ferrule_str, NulTerminated};
 use crate::error::{Error, ErrorCode, Result};
-use crate::hook::{Hook, HookDecision, HookFunction, HookOptions, HookRequest, HookStage};
+use crate::hook::{Hook, HookDecision, HookFunction, HookOptions, HookRequest, HookRunState, HookStage};
 use crate::BoxFuture;
 
 /// One consultation of a host hook: an opaque handle. See `ferrule_hook_respond`
@@ -44,6 +44,8 @@ struct ForeignConsultation {
     /// The `traceparent` of the run's span, when the run is traced.
     traceparent: Option<NulTerminated>,
     request: HostRequest<Result<HookDecision>>,
+    /// What the hook keeps for the consultation's run.
+    run_state: Arc<HookRunState>,
 }
 
 impl Answerable for ForeignConsultation {
@@ -83,11 +85,11 @@ impl HookCallback {
 impl HookFunction for ForeignHook {
     fn decide(&self, request: HookRequest) -> BoxFuture<'static, Result<HookDecision>> {
         let traceparent = request.trace().map(|trace| NulTerminated::from_string(trace.traceparent()));
-        let (stage, payload, cancel, run_cancel, run_serial) = request.into_parts();
+        let (stage, payload, cancel, run_cancel, run_serial, run_state) = request.into_parts();
         let (request, answer) = HostRequest::new(cancel, run_serial);
         let request = request.with_run_cancel(run_cancel);
         let payload = NulTerminated::from_string(payload);
-        let consultation = ForeignConsultation { stage, payload, traceparent, request };
+        let consultation = ForeignConsultation { stage, payload, traceparent, request, run_state };
         let Some((ticket, mut pending)) = host_request::begin(consultation, answer) else {
             return Box::pin(std::future::ready(Err(Error::new(
                 ErrorCode::ResourceExhausted,
@@ -122,7 +124,11 @@ impl HookFunction for ForeignHook {
 /// "history": "none"}`: with `nonblocking`, `decide` runs on ferrule's runtime
 /// and must return at once, responding later from a thread of the host's (as a
 /// `nonblocking` tool); with `"history": "none"` the `run_start` and
-/// `turn_start` payloads carry `message_count` but no `messages` (empty). Hooks of one stage
+/// `turn_start` payloads carry `message_count` but no `messages` (empty), with
+/// `"history": "new"` only the messages added since the hook's last
+/// `turn_start` payload in the run, from index `messages_from` (all of them
+/// the first time and after the history was replaced; a hook keeps the rest
+/// itself, for instance with `ferrule_hook_set_run_state`). Hooks of one stage
 /// are consulted in the order they were added. `free_user_data(user_data)` runs once, when the agent, every
 /// run of it and every running callback of the hook are gone. On error the host
 /// still owns `user_data`: `FERRULE_ERROR_NULL_ARG` for a NULL builder or `decide`,
@@ -232,6 +238,48 @@ pub unsafe extern "C" fn ferrule_hook_respond(
     })
 }
 
+/// The value this hook keeps for the consultation's run
+/// (`ferrule_hook_set_run_state`), shared by the hook's consultations in that
+/// run; NULL when none was set, for NULL and for a hook already responded to.
+/// Borrowed: the host's own value, valid until it is replaced or freed. Any
+/// thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_hook_run_state(hook: *const ferrule_hook) -> *mut c_void {
+    guard_or(std::ptr::null_mut(), || {
+        let Ok(consultation) = HookHandle::from_ptr(hook, "hook").and_then(Handle::live) else {
+            return std::ptr::null_mut();
+        };
+        consultation.run_state.with_value(|value| {
+            value.and_then(|value| value.downcast_ref::<ForeignData>()).map_or(std::ptr::null_mut(), |data| data.data)
+        })
+    })
+}
+
+/// Keeps `state` for this hook and the consultation's run: the hook's later
+/// consultations in that run get it from `ferrule_hook_run_state` (for
+/// instance the history a hook registered with `"history": "new"` has been
+/// given so far). `free_state(state)` runs once, when the value is replaced
+/// (by a later call; NULL clears it) or when the run has ended and no
+/// consultation of it is still held, before `ferrule_run_wait` returns unless
+/// a late consultation holds it (on a ferrule callback thread or the caller's).
+/// Call before responding. On error the host still owns `state`:
+/// `FERRULE_ERROR_NULL_ARG` for a NULL hook, `FERRULE_ERROR_ALREADY_COMPLETED`
+/// once the hook was responded to. Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_hook_set_run_state(
+    hook: *mut ferrule_hook,
+    state: *mut c_void,
+    free_state: ferrule_free_fn,
+) -> *mut ferrule_error {
+    guard(|| {
+        let consultation = HookHandle::from_ptr(hook, "hook")?.live()?;
+        let value = (!state.is_null()).then(|| Box::new(ForeignData::new(state, free_state)) as _);
+        // The value replaced is freed here, outside the state's lock.
+        drop(consultation.run_state.replace_value(value));
+        Ok(())
+    })
+}
+
 /// Registers a one-shot cancel handler: `on_cancel(user_data)` runs when the run
 /// stops waiting for the hook (it was cancelled, or the hook timed out) before the
 /// hook was responded to, or at once if that already happened, on a ferrule
@@ -281,7 +329,7 @@ mod tests {
             let mut consulting = pin!(async {
                 for _ in 0..1_000 {
                     let (cancel, run_cancel) = (CancellationToken::new(), CancellationToken::new());
-                    let request = HookRequest::new(HookStage::ToolCall, "{}".into(), cancel, run_cancel, 1);
+                    let request = HookRequest::new(HookStage::ToolCall, "{}".into(), cancel, run_cancel, 1, Arc::default());
                     assert!(matches!(hook.decide(request).await, Ok(HookDecision::Continue)));
                 }
             });

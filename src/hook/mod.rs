@@ -5,6 +5,7 @@
 mod decision;
 mod payload;
 mod registration;
+mod run_state;
 mod stage_decision;
 
 use std::ffi::CStr;
@@ -20,6 +21,7 @@ pub use payload::{
     FinalAnswerPayload, HookToolCall, RunStartPayload, ToolCallPayload, ToolResultPayload, TurnStartPayload,
 };
 pub use registration::{HookHistory, HookOptions, HookStages};
+pub use run_state::HookRunState;
 pub use stage_decision::{
     Arguments, FinalAnswerDecision, History, Reason, RunStartDecision, ToolCallDecision, ToolResultDecision,
     TurnStartDecision, Yes,
@@ -87,11 +89,13 @@ pub struct HookRequest {
     run_cancel: CancellationToken,
     run_serial: u64,
     trace: Option<CallTrace>,
+    run_state: Arc<HookRunState>,
 }
 
 /// What a host hook's consultation is made of: the stage, the payload, the
-/// consultation's token, the run's token and the run's serial.
-pub(crate) type HookRequestParts = (HookStage, String, CancellationToken, CancellationToken, u64);
+/// consultation's token, the run's token, the run's serial and the hook's
+/// state for the run.
+pub(crate) type HookRequestParts = (HookStage, String, CancellationToken, CancellationToken, u64, Arc<HookRunState>);
 
 impl HookRequest {
     pub(crate) fn new(
@@ -100,8 +104,9 @@ impl HookRequest {
         cancel: CancellationToken,
         run_cancel: CancellationToken,
         run_serial: u64,
+        run_state: Arc<HookRunState>,
     ) -> Self {
-        HookRequest { stage, payload, cancel, run_cancel, run_serial, trace: None }
+        HookRequest { stage, payload, cancel, run_cancel, run_serial, trace: None, run_state }
     }
 
     /// The span the consultation is made in, when its run is traced.
@@ -134,8 +139,14 @@ impl HookRequest {
         &self.cancel
     }
 
+    /// What the hook keeps for the consultation's run: a value its
+    /// consultations in the run share.
+    pub fn run_state(&self) -> &Arc<HookRunState> {
+        &self.run_state
+    }
+
     pub(crate) fn into_parts(self) -> HookRequestParts {
-        (self.stage, self.payload, self.cancel, self.run_cancel, self.run_serial)
+        (self.stage, self.payload, self.cancel, self.run_cancel, self.run_serial, self.run_state)
     }
 }
 

@@ -21,6 +21,11 @@ pub struct RunStartPayload<'a> {
     pub messages: &'a [Message],
     /// How many messages the run starts from.
     pub message_count: usize,
+    /// The index of the first of `messages` in the history, for a hook
+    /// registered with `"history": "new"` (always 0 here); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub messages_from: Option<usize>,
 }
 
 /// What a `turn_start` hook sees before each model request: the history and the
@@ -32,11 +37,18 @@ pub struct TurnStartPayload<'a> {
     /// The round about to start, from 1.
     pub turn: u32,
     /// The whole history, each message as JSON (kept serialized between
-    /// turns); empty for a hook registered with `"history": "none"`.
+    /// turns); empty for a hook registered with `"history": "none"`, the
+    /// messages from `messages_from` on for one registered with `"history":
+    /// "new"`.
     #[schemars(with = "Vec<Message>")]
     pub messages: &'a [Box<RawValue>],
     /// How many messages the history holds.
     pub message_count: usize,
+    /// The index of the first of `messages` in the history, for a hook
+    /// registered with `"history": "new"`; absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub messages_from: Option<usize>,
     /// The names of the tools visible this turn.
     pub tools: &'a [String],
 }

@@ -9,7 +9,8 @@ use super::HookStage;
 use crate::error::{Error, Result};
 
 /// The stages JSON of `ferrule_agent_builder_add_hook`: `["tool_call"]`, or
-/// `{"stages": ["tool_call"], "nonblocking": true, "history": "none"}`.
+/// `{"stages": ["tool_call"], "nonblocking": true, "history": "none"}`
+/// (or `"new"`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum HookStages {
@@ -46,6 +47,13 @@ pub enum HookHistory {
     /// thousandth turn as at the first, where the whole history costs in
     /// proportion to its length.
     None,
+    /// The messages added since the hook's last `turn_start` payload in the
+    /// run, from index `messages_from`: all of them (from 0) in a `run_start`
+    /// payload, in the hook's first `turn_start` payload and in the first after
+    /// the history was replaced. A host that keeps what it was given (for
+    /// instance with `ferrule_hook_set_run_state`) has the whole history at
+    /// each turn for what the new messages cost.
+    New,
 }
 
 impl HookOptions {

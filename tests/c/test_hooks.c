@@ -5,6 +5,8 @@
  */
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include "harness.h"
 
 /* ---- a tool that answers at once ----------------------------------------------- */
@@ -327,6 +329,145 @@ static void an_accepted_injection_is_never_lost(void) {
     CHECK_ERROR(ferrule_run_inject(NULL, STR("{}")), FERRULE_ERROR_NULL_ARG, NULL);
 }
 
+/* ---- history carried as it grows ----------------------------------------------- */
+
+/* The history as the "whole history" hook saw it last, for the "new" hook to
+ * compare what it kept with. */
+static char *whole_history;
+static atomic_int kept_histories_freed, turns_checked, histories_restarted;
+
+static void free_kept_history(void *state) {
+    cJSON_Delete(state);
+    atomic_fetch_add(&kept_histories_freed, 1);
+}
+
+static cJSON *payload_of(ferrule_hook *hook) {
+    ferrule_str payload = ferrule_hook_payload(hook);
+    return cJSON_ParseWithLength(payload.ptr, payload.len);
+}
+
+/* Notes the whole history of each turn. */
+static void note_whole_history(void *user_data, ferrule_hook *hook) {
+    (void)user_data;
+    cJSON *payload = payload_of(hook);
+    free(whole_history);
+    whole_history = cJSON_PrintUnformatted(cJSON_GetObjectItem(payload, "messages"));
+    cJSON_Delete(payload);
+    ferrule_error_free(ferrule_hook_respond(hook, STR("{}")));
+}
+
+/* At the third turn, replaces the history with one user message. */
+static void replace_at_turn_three(void *user_data, ferrule_hook *hook) {
+    (void)user_data;
+    cJSON *payload = payload_of(hook);
+    int turn = cJSON_GetObjectItem(payload, "turn")->valueint;
+    cJSON_Delete(payload);
+    const char *decision = turn == 3 ? "{\"messages\": [{\"role\": \"user\", \"content\": \"again\"}]}" : "{}";
+    ferrule_error_free(ferrule_hook_respond(hook, STR(decision)));
+}
+
+/* Keeps the history in its run state from the new messages of each payload,
+ * checks them against the whole history, and answers whether all held. */
+static void keep_new_history(void *user_data, ferrule_hook *hook) {
+    (void)user_data;
+    cJSON *payload = payload_of(hook);
+    int from = cJSON_GetObjectItem(payload, "messages_from")->valueint;
+    int count = cJSON_GetObjectItem(payload, "message_count")->valueint;
+    cJSON *kept = ferrule_hook_run_state(hook);
+    if (kept == NULL) {
+        kept = cJSON_CreateArray();
+        if (!harness_expect_ok(ferrule_hook_set_run_state(hook, kept, free_kept_history), __FILE__, __LINE__)) {
+            cJSON_Delete(kept);
+            kept = NULL;
+        }
+    }
+    int held = kept != NULL && from <= cJSON_GetArraySize(kept);
+    if (held && from == 0 && cJSON_GetArraySize(kept) > 0) atomic_fetch_add(&histories_restarted, 1);
+    while (held && cJSON_GetArraySize(kept) > from) cJSON_DeleteItemFromArray(kept, from);
+    cJSON *message;
+    cJSON_ArrayForEach(message, cJSON_GetObjectItem(payload, "messages")) {
+        if (held) cJSON_AddItemToArray(kept, cJSON_Duplicate(message, 1));
+    }
+    held = held && cJSON_GetArraySize(kept) == count;
+    ferrule_str stage = ferrule_hook_stage(hook);
+    if (held && stage.len == strlen("turn_start")) {
+        char *printed = cJSON_PrintUnformatted(kept);
+        held = whole_history != NULL && strcmp(printed, whole_history) == 0;
+        free(printed);
+        atomic_fetch_add(&turns_checked, 1);
+    }
+    cJSON_Delete(payload);
+    ferrule_error_free(ferrule_hook_respond(hook, STR(held ? "{}" : "{\"abort\": \"the kept history differs\"}")));
+}
+
+/* A hook registered with "history": "new" is given each message once, and
+ * the whole history again after a hook replaced it; what it kept for the run is
+ * freed once, before the wait returns. */
+static void a_hook_taking_new_messages_keeps_the_whole_history(void) {
+    const char *config = "{\"model\": {\"provider\": \"scripted\", \"script\": [{\"tool_calls\": [{\"id\": \"c1\", "
+                         "\"name\": \"t\", \"arguments\": {}}], \"repeat\": 5}, {\"text\": \"done\"}]}, "
+                         "\"max_rounds\": 10}";
+    ferrule_agent_builder *builder = NULL;
+    CHECK_OK(ferrule_agent_builder_new(STR(config), &builder));
+    ferrule_tool_spec spec = harness_spec("t", "{\"nonblocking\": true}", answer, NULL, NULL);
+    CHECK_OK(ferrule_agent_builder_add_tool(builder, &spec));
+    CHECK_OK(ferrule_agent_builder_add_hook(builder, STR("[\"turn_start\"]"), replace_at_turn_three, NULL, NULL));
+    CHECK_OK(ferrule_agent_builder_add_hook(builder, STR("[\"turn_start\"]"), note_whole_history, NULL, NULL));
+    CHECK_ERROR(ferrule_agent_builder_add_hook(builder, STR("{\"stages\": [\"turn_start\"], \"history\": \"newest\"}"),
+                                               keep_new_history, NULL, NULL),
+                FERRULE_ERROR_INVALID_ARG, "newest");
+    CHECK_OK(ferrule_agent_builder_add_hook(builder,
+                                            STR("{\"stages\": [\"run_start\", \"turn_start\"], \"history\": \"new\"}"),
+                                            keep_new_history, NULL, NULL));
+    ferrule_agent *agent = NULL;
+    CHECK_OK(ferrule_agent_build(builder, &agent));
+    for (int i = 0; i < 2; i++) {
+        atomic_store(&turns_checked, 0);
+        atomic_store(&histories_restarted, 0);
+        ferrule_run *run = NULL;
+        CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+        char *result = harness_wait(run);
+        CHECK(atomic_load(&kept_histories_freed) == i + 1);
+        CHECK(result != NULL && strstr(result, "\"status\":\"completed\"") != NULL);
+        ferrule_string_free(result);
+        ferrule_run_free(run);
+        CHECK(atomic_load(&turns_checked) == 6);
+        /* The first turn_start after run_start, and the one after the replacement. */
+        CHECK(atomic_load(&histories_restarted) == 2);
+    }
+    ferrule_agent_free(agent);
+    free(whole_history);
+    whole_history = NULL;
+}
+
+static atomic_int late_state_refused;
+
+/* Responds, then tries to keep a state for the run. */
+static void respond_then_keep(void *user_data, ferrule_hook *hook) {
+    (void)user_data;
+    ferrule_error_free(ferrule_hook_respond(hook, STR("{}")));
+    static int state;
+    ferrule_error *error = ferrule_hook_set_run_state(hook, &state, NULL);
+    if (ferrule_error_code(error) == FERRULE_ERROR_ALREADY_COMPLETED && ferrule_hook_run_state(hook) == NULL) {
+        atomic_fetch_add(&late_state_refused, 1);
+    }
+    ferrule_error_free(error);
+}
+
+/* A run state is kept through a live consultation only; NULL is refused. */
+static void a_run_state_is_refused_once_responded(void) {
+    CHECK_ERROR(ferrule_hook_set_run_state(NULL, NULL, NULL), FERRULE_ERROR_NULL_ARG, NULL);
+    CHECK(ferrule_hook_run_state(NULL) == NULL);
+    ferrule_agent *agent = hooked_agent(1, 2, "", "[\"turn_start\"]", respond_then_keep, NULL, NULL);
+    if (agent == NULL) return;
+    ferrule_run *run = NULL;
+    CHECK_OK(ferrule_agent_start(agent, STR("{\"prompt\": \"go\"}"), NULL, NULL, NULL, &run));
+    ferrule_string_free(harness_wait(run));
+    ferrule_run_free(run);
+    ferrule_agent_free(agent);
+    CHECK(atomic_load(&late_state_refused) == 3);
+}
+
 int main(int argc, char **argv) {
     srand(11);
     static const harness_case cases[] = {
@@ -340,6 +481,8 @@ int main(int argc, char **argv) {
          a_decision_that_is_not_json_fails_the_run_with_invalid_json},
         {"a_waiting_hook_sees_its_runs_cancel_at_once",
          a_waiting_hook_sees_its_runs_cancel_at_once},
+        {"a_hook_taking_new_messages_keeps_the_whole_history", a_hook_taking_new_messages_keeps_the_whole_history},
+        {"a_run_state_is_refused_once_responded", a_run_state_is_refused_once_responded},
     };
     return harness_main(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
