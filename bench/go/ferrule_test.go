@@ -161,6 +161,12 @@ func BenchmarkFerruleW1HooksButTurnStart(b *testing.B) { benchmarkFerruleHooks(b
 func BenchmarkFerruleW1RawHooksInline(b *testing.B) {
 	benchmarkRawHooks(b)
 }
+
+// The same inline, with the whole history in each payload (kept across the
+// run's turns, each message decoded once).
+func BenchmarkFerruleW1HooksInline(b *testing.B) {
+	benchmarkFerruleHooks(b, true, []ferrule.ToolOption{ferrule.Inline()}, ferrule.InlineHook())
+}
 func BenchmarkFerruleW1HooksInlineWithoutHistory(b *testing.B) {
 	benchmarkFerruleHooks(b, true, []ferrule.ToolOption{ferrule.Inline()}, ferrule.InlineHook(), ferrule.WithoutHistory())
 }

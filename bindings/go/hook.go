@@ -25,14 +25,20 @@ import (
 // seeing the previous one's effect. A hook's error aborts the run: it ends
 // failed with code HOOK_ABORTED and the error's text. Its ctx is cancelled when
 // the run stops waiting for it (the run was cancelled, or Config.HookTimeout
-// passed). Hooks run on goroutines, one consultation at a time per run.
+// passed). Hooks run on goroutines, one consultation at a time per run. The
+// Messages of a run_start or turn_start payload are shared with the hook's
+// later payloads in the run (each message is decoded once, when it is new):
+// read them, and copy what is to be changed.
 type Hook struct {
 	stage string
-	// decide reads the payload, borrowed from ferrule until the hook is
-	// responded to (a function that keeps it copies it), and gives the
-	// decision's JSON.
-	decide  func(ctx context.Context, payload []byte) ([]byte, error)
+	// decide reads the payload of the consultation, borrowed from ferrule
+	// until the hook is responded to (a function that keeps it copies it),
+	// and gives the decision's JSON.
+	decide  func(ctx context.Context, consultation *C.ferrule_hook, payload []byte) ([]byte, error)
 	options hookOptions
+	// keepsHistory: the hook is given the new messages of each payload and
+	// keeps the rest (kept_history.go).
+	keepsHistory bool
 }
 
 // HookOption changes how a hook is consulted.
@@ -79,16 +85,23 @@ func (d ToolResultDecision) MarshalJSON() ([]byte, error) {
 // JSON, as the C ABI does (for decisions the typed forms do not cover).
 func RawHook(stage string, fn func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error),
 	opts ...HookOption) Hook {
-	return newHook(stage, func(ctx context.Context, payload []byte) ([]byte, error) {
+	return newHook(stage, func(ctx context.Context, _ *C.ferrule_hook, payload []byte) ([]byte, error) {
 		return fn(ctx, bytes.Clone(payload))
 	}, opts)
 }
 
 func typedHook[P, D any](stage string, fn func(context.Context, P) (D, error), opts []HookOption) Hook {
-	return newHook(stage, func(ctx context.Context, raw []byte) ([]byte, error) {
+	var zero P
+	_, keepsHistory := any(&zero).(historyPayload)
+	hook := newHook(stage, func(ctx context.Context, consultation *C.ferrule_hook, raw []byte) ([]byte, error) {
 		var payload P
 		if err := decodeAny(raw, &payload); err != nil {
 			return nil, fmt.Errorf("the %s payload did not decode: %w", stage, err)
+		}
+		if keepsHistory {
+			if err := completeHistory(consultation, raw, any(&payload).(historyPayload)); err != nil {
+				return nil, fmt.Errorf("the %s payload's history: %w", stage, err)
+			}
 		}
 		decision, err := fn(ctx, payload)
 		if err != nil {
@@ -99,12 +112,14 @@ func typedHook[P, D any](stage string, fn func(context.Context, P) (D, error), o
 		}
 		return json.Marshal(decision)
 	}, opts)
+	hook.keepsHistory = keepsHistory
+	return hook
 }
 
 // goOn is the decision of most consultations.
 var goOn = []byte("{}")
 
-func newHook(stage string, decide func(context.Context, []byte) ([]byte, error), opts []HookOption) Hook {
+func newHook(stage string, decide func(context.Context, *C.ferrule_hook, []byte) ([]byte, error), opts []HookOption) Hook {
 	hook := Hook{stage: stage, decide: decide}
 	for _, opt := range opts {
 		opt(&hook.options)
@@ -120,8 +135,11 @@ func (h Hook) register(builder *C.ferrule_agent_builder) error {
 	// Nonblocking: the callback hands the consultation to a goroutine, which
 	// responds (as Go tools complete their calls), or decides inline.
 	options := map[string]any{"stages": []string{h.stage}, "nonblocking": true}
-	if h.options.withoutHistory {
+	switch {
+	case h.options.withoutHistory:
 		options["history"] = "none"
+	case h.keepsHistory:
+		options["history"] = "new"
 	}
 	stages, _ := json.Marshal(options)
 	text, length, free := cBytes(stages)
@@ -164,19 +182,19 @@ func (h *Hook) decideAndRespond(ctx context.Context, handle *C.ferrule_hook) {
 			respond(handle, nil, errors.New("the hook exited without deciding"))
 		}
 	}()
-	decision, err := decideSafely(withHookTraceparent(ctx, handle), h, payload)
+	decision, err := decideSafely(withHookTraceparent(ctx, handle), h, handle, payload)
 	respond(handle, decision, err)
 	responded = true
 }
 
 // decideSafely runs the hook; a panic becomes an error.
-func decideSafely(ctx context.Context, h *Hook, payload []byte) (data []byte, err error) {
+func decideSafely(ctx context.Context, h *Hook, consultation *C.ferrule_hook, payload []byte) (data []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			data, err = nil, fmt.Errorf("the hook panicked: %v", p)
 		}
 	}()
-	decision, err := h.decide(ctx, payload)
+	decision, err := h.decide(ctx, consultation, payload)
 	if err != nil {
 		return nil, errors.New(err.Error())
 	}

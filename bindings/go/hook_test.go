@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -281,6 +282,92 @@ func TestInlineHooksWithoutHistorySeeTheCountAndDecide(t *testing.T) {
 	}
 	if res.Messages[1].Text() != "note" {
 		t.Fatalf("the injected message is missing: %+v", res.Messages)
+	}
+}
+
+// A typed turn_start hook sees the whole history at every turn, as a raw hook
+// given the whole history does, though each payload carries the new messages
+// alone; after another hook replaced the history it sees the replacement, and
+// what an earlier payload gave it stays as it was. Inline and on goroutines.
+func TestTypedHooksSeeTheWholeHistoryFromTheNewMessages(t *testing.T) {
+	for _, inline := range []bool{false, true} {
+		var opts []HookOption
+		if inline {
+			opts = append(opts, InlineHook())
+		}
+		var whole []string
+		var typed [][]Message
+		var starts []int
+		turns := []map[string]any{}
+		for i := range 5 {
+			turns = append(turns, map[string]any{"tool_calls": []any{call("c"+string(rune('1'+i)), "echo", echoArgs{"x"})}})
+		}
+		cfg := Config{
+			Model: Model{Provider: "scripted", Script: scriptOf(append(turns, map[string]any{"text": "Done."})...)},
+			Hooks: []Hook{
+				RawHook("turn_start", func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+					var p struct {
+						Turn int `json:"turn"`
+					}
+					_ = json.Unmarshal(payload, &p)
+					if p.Turn == 4 {
+						return json.RawMessage(`{"messages": [{"role": "user", "content": "again"}]}`), nil
+					}
+					return json.RawMessage("{}"), nil
+				}, opts...),
+				RawHook("turn_start", func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+					var p struct {
+						Messages json.RawMessage `json:"messages"`
+					}
+					_ = json.Unmarshal(payload, &p)
+					whole = append(whole, string(p.Messages))
+					return json.RawMessage("{}"), nil
+				}, opts...),
+				OnRunStart(func(ctx context.Context, p RunStartPayload) (RunStartDecision, error) {
+					starts = append(starts, len(p.Messages))
+					return RunStartDecision{}, nil
+				}, opts...),
+				OnTurnStart(func(ctx context.Context, p TurnStartPayload) (TurnStartDecision, error) {
+					typed = append(typed, p.Messages)
+					return TurnStartDecision{}, nil
+				}, opts...),
+			},
+		}
+		agent, err := NewAgent(cfg, echoTool("echo"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			whole, typed, starts = nil, nil, nil
+			res, err := agent.Run(context.Background(), Prompt("go"))
+			if err != nil || res.Status != StatusCompleted {
+				t.Fatalf("%+v %v", res, err)
+			}
+			if len(typed) != 6 || len(whole) != 6 || !slices.Equal(starts, []int{1}) {
+				t.Fatalf("inline %v: %d typed, %d whole, run_start %v", inline, len(typed), len(whole), starts)
+			}
+			for turn := range typed {
+				var want []Message
+				if err := json.Unmarshal([]byte(whole[turn]), &want); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(want, typed[turn]) {
+					t.Fatalf("inline %v, turn %d: the typed hook saw\n%+v\nthe raw one\n%s", inline, turn+1, typed[turn], whole[turn])
+				}
+			}
+			// Each message was decoded once: the turns share the history kept,
+			// until the replacement at turn 4.
+			first := func(turn int) *Part { return &typed[turn][0].Content[0] }
+			if first(1) != first(0) || first(2) != first(0) || first(3) == first(0) || first(5) != first(3) {
+				t.Fatalf("inline %v: the turns' histories were decoded again", inline)
+			}
+			// Turn 3 had the prompt and two calls with their results; the
+			// replacement at turn 4 left it so.
+			if len(typed[2]) != 5 || len(typed[3]) != 1 || typed[3][0].Text() != "again" || typed[2][0].Text() != "go" {
+				t.Fatalf("inline %v: turn 3 %+v, turn 4 %+v", inline, typed[2], typed[3])
+			}
+		}
+		agent.Close()
 	}
 }
 
