@@ -329,7 +329,8 @@ mod tests {
             let mut consulting = pin!(async {
                 for _ in 0..1_000 {
                     let (cancel, run_cancel) = (CancellationToken::new(), CancellationToken::new());
-                    let request = HookRequest::new(HookStage::ToolCall, "{}".into(), cancel, run_cancel, 1, Arc::default());
+                    let request =
+                        HookRequest::new(HookStage::ToolCall, "{}".into(), cancel, run_cancel, 1, Arc::default());
                     assert!(matches!(hook.decide(request).await, Ok(HookDecision::Continue)));
                 }
             });
