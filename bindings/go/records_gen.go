@@ -370,7 +370,9 @@ type TurnStartPayload struct {
 	// The round about to start, from 1.
 	Turn int `json:"turn"`
 	// The whole history, each message as JSON (kept serialized between turns); empty for a hook
-	// registered with `"history": "none"`.
+	// registered with `"history": "none"`, the messages from `messages_from` on for one registered
+	// with `"history": "new"` (a binding's typed hook is handed the whole history, kept for the
+	// run).
 	Messages []Message `json:"messages"`
 	// How many messages the history holds.
 	MessageCount int `json:"message_count"`

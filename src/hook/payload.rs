@@ -39,7 +39,8 @@ pub struct TurnStartPayload<'a> {
     /// The whole history, each message as JSON (kept serialized between
     /// turns); empty for a hook registered with `"history": "none"`, the
     /// messages from `messages_from` on for one registered with `"history":
-    /// "new"`.
+    /// "new"` (a binding's typed hook is handed the whole history, kept for
+    /// the run).
     #[schemars(with = "Vec<Message>")]
     pub messages: &'a [Box<RawValue>],
     /// How many messages the history holds.

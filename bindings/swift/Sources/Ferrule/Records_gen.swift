@@ -511,7 +511,9 @@ public struct TurnStartPayload: Sendable, Hashable, Codable {
     /// The round about to start, from 1.
     public var turn: Int
     /// The whole history, each message as JSON (kept serialized between turns); empty for a hook
-    /// registered with `"history": "none"`.
+    /// registered with `"history": "none"`, the messages from `messages_from` on for one registered
+    /// with `"history": "new"` (a binding's typed hook is handed the whole history, kept for the
+    /// run).
     public var messages: [Message]
     /// How many messages the history holds.
     public var messageCount: Int

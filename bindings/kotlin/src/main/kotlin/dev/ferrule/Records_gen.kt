@@ -182,7 +182,9 @@ data class TurnStartPayload(
     val turn: Int,
     /**
      * The whole history, each message as JSON (kept serialized between turns); empty for a hook
-     * registered with `"history": "none"`.
+     * registered with `"history": "none"`, the messages from `messages_from` on for one registered
+     * with `"history": "new"` (a binding's typed hook is handed the whole history, kept for the
+     * run).
      */
     val messages: List<Message>,
     /** How many messages the history holds. */
