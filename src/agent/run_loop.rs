@@ -20,6 +20,7 @@ use super::run_tools::RunTools;
 use super::state::{CarriedOver, RunState};
 use super::turn::turn;
 use crate::error::Error;
+use crate::hook::HookRunState;
 use crate::message::{AssistantMessage, Message};
 
 /// One run as it goes.
@@ -149,6 +150,9 @@ impl RunLoop {
         progress.disclosed.clear();
         progress.standing.clear();
         self.handed_from.push(std::mem::replace(&mut self.run.agent, agent));
+        // The hooks are the other agent's: each starts with nothing carried
+        // and no value (the old values are freed with their states).
+        self.run.hook_states = HookRunState::for_hooks(&self.run.agent().hooks);
         self.caches = RequestCaches::new(self.run.agent().config.history);
         self.tools = RunTools::new(self.run.agent());
         if let Some(trace) = &self.run.trace {

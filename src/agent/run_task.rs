@@ -24,6 +24,7 @@ use super::request_caches::RequestCaches;
 use super::run_loop::RunLoop;
 use super::run_tools::RunTools;
 use crate::error::{Error, ErrorCode, Result};
+use crate::hook::HookRunState;
 use crate::runtime::{callback_returns, CallbackKind, CallbackScope, Threads};
 use crate::trace::{CallTrace, RunTrace};
 
@@ -100,7 +101,7 @@ impl RunOrigin {
         let shared = Arc::new(RunShared::new(id.clone(), serial, cancel, injections));
         let caches = RequestCaches::new(agent.config().history);
         let tools = RunTools::new(agent.parts());
-        let hook_states = agent.parts().hooks.iter().map(|_| Arc::default()).collect();
+        let hook_states = HookRunState::for_hooks(&agent.parts().hooks);
         let run = RunContext {
             agent,
             id,
@@ -219,7 +220,9 @@ async fn supervise(mut run: Box<RunLoop>, sink_gone: Option<oneshot::Receiver<()
     let last: Vec<_> = agents.into_iter().filter_map(Agent::into_last).collect();
     // The hooks' values for the run are the host's too: let go of before the
     // run's end is published, unless a consultation still holds one.
-    if !last.is_empty() || !hook_states.is_empty() {
+    let hook_values = hook_states.iter().any(|state| state.has_value());
+    let hook_states = if hook_values { Some(hook_states) } else { None };
+    if !last.is_empty() || hook_values {
         let release = move || {
             let _scope = CallbackScope::enter(serial, CallbackKind::Tool);
             drop(hook_states);

@@ -3,7 +3,7 @@
 //! that its consultations in the run share (`ferrule_hook_set_run_state`).
 
 use std::any::Any;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// One hook's state for one run. Made when the run starts, one per hook of
 /// the agent; the value is dropped when the run has ended and no consultation
@@ -24,6 +24,16 @@ struct Carried {
 }
 
 impl HookRunState {
+    /// A state for each of `hooks`, in their order.
+    pub(crate) fn for_hooks(hooks: &[super::Hook]) -> Box<[Arc<HookRunState>]> {
+        hooks.iter().map(|_| Arc::default()).collect()
+    }
+
+    /// Whether the host has set a value.
+    pub(crate) fn has_value(&self) -> bool {
+        self.value.lock().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
     /// Where a payload of the hook's starts the history's messages, for a
     /// history of `count` messages at `revision` (which changes whenever the
     /// history is replaced): after those it carried last time when the history

@@ -642,3 +642,40 @@ fn no_model_request_leaves_a_called_agent_after_its_caller_is_cancelled() {
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert_eq!(server.requests().len(), 1, "a request left after the cancel");
 }
+
+/// After a handoff the run consults the hooks of the agent it was handed to,
+/// all of them, each from a fresh state: a hook taking the new messages is
+/// given the whole history at its first turn, though the agent handing off had
+/// no hooks.
+#[test]
+fn a_handoff_consults_every_hook_of_the_agent_handed_to_each_from_the_start() {
+    let (calls, turns) = (Arc::default(), Arc::default());
+    let mut builder = AgentBuilder::from_json(
+        &json!({"model": {"provider": "scripted", "script": [
+            {}, {"tool_calls": [call("b1", "invoice", json!({"text": "invoice #7"}))]}, {"text": "billing done"}]}})
+        .to_string(),
+    )
+    .unwrap();
+    builder.add_tool(echo("invoice")).unwrap();
+    builder.add_hook(watching(vec![HookStage::TurnStart], &turns).with_history(ferrule::hook::HookHistory::New));
+    builder.add_hook(watching(vec![HookStage::ToolCall], &calls));
+    let billing = builder.build().unwrap();
+    let front = parent_of(
+        json!([{"tool_calls": [call("h1", "transfer_to_billing", json!({}))]}]),
+        json!({}),
+        vec![handoff("billing", &billing, HandoffMessages::All)],
+    );
+    let (result, _) = run(&front, "my bill");
+    assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
+    let calls = calls.lock().unwrap();
+    assert_eq!(calls.len(), 1, "{calls:?}");
+    assert_eq!(calls[0]["call"]["id"], "b1");
+    let turns = turns.lock().unwrap();
+    assert_eq!(turns.len(), 2, "{turns:?}");
+    // Turn 2: the prompt, the handoff's call and result, all new to the hook.
+    assert_eq!(turns[0]["messages_from"], 0);
+    assert_eq!(turns[0]["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(turns[1]["messages_from"], 3);
+    assert_eq!(turns[1]["messages"].as_array().unwrap().len(), 2);
+    assert_eq!(turns[1]["message_count"], 5);
+}
