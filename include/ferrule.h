@@ -454,7 +454,11 @@ void ferrule_error_free(struct ferrule_error *error);
 // "history": "none"}`: with `nonblocking`, `decide` runs on ferrule's runtime
 // and must return at once, responding later from a thread of the host's (as a
 // `nonblocking` tool); with `"history": "none"` the `run_start` and
-// `turn_start` payloads carry `message_count` but no `messages` (empty). Hooks of one stage
+// `turn_start` payloads carry `message_count` but no `messages` (empty), with
+// `"history": "new"` only the messages added since the hook's last
+// `turn_start` payload in the run, from index `messages_from` (all of them
+// the first time and after the history was replaced; a hook keeps the rest
+// itself, for instance with `ferrule_hook_set_run_state`). Hooks of one stage
 // are consulted in the order they were added. `free_user_data(user_data)` runs once, when the agent, every
 // run of it and every running callback of the hook are gone. On error the host
 // still owns `user_data`: `FERRULE_ERROR_NULL_ARG` for a NULL builder or `decide`,
@@ -524,7 +528,8 @@ void *ferrule_hook_run_state(const struct ferrule_hook *hook);
 // given so far). `free_state(state)` runs once, when the value is replaced
 // (by a later call; NULL clears it) or when the run has ended and no
 // consultation of it is still held, before `ferrule_run_wait` returns unless
-// a late consultation holds it (on a ferrule callback thread or the caller's).
+// a late consultation holds it (on a ferrule callback thread or the caller's),
+// and when the run hands off to another agent, whose hooks start afresh.
 // Call before responding. On error the host still owns `state`:
 // `FERRULE_ERROR_NULL_ARG` for a NULL hook, `FERRULE_ERROR_ALREADY_COMPLETED`
 // once the hook was responded to. Any thread.

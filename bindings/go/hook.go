@@ -26,9 +26,9 @@ import (
 // failed with code HOOK_ABORTED and the error's text. Its ctx is cancelled when
 // the run stops waiting for it (the run was cancelled, or Config.HookTimeout
 // passed). Hooks run on goroutines, one consultation at a time per run. The
-// Messages of a run_start or turn_start payload are shared with the hook's
-// later payloads in the run (each message is decoded once, when it is new):
-// read them, and copy what is to be changed.
+// Messages of a turn_start payload are shared with the hook's later payloads
+// in the run (each message is decoded once, when it is new): read them, and
+// copy what is to be changed.
 type Hook struct {
 	stage string
 	// decide reads the payload of the consultation, borrowed from ferrule
@@ -92,14 +92,14 @@ func RawHook(stage string, fn func(ctx context.Context, payload json.RawMessage)
 
 func typedHook[P, D any](stage string, fn func(context.Context, P) (D, error), opts []HookOption) Hook {
 	var zero P
-	_, keepsHistory := any(&zero).(historyPayload)
+	_, keepsHistory := any(&zero).(*TurnStartPayload)
 	hook := newHook(stage, func(ctx context.Context, consultation *C.ferrule_hook, raw []byte) ([]byte, error) {
 		var payload P
 		if err := decodeAny(raw, &payload); err != nil {
 			return nil, fmt.Errorf("the %s payload did not decode: %w", stage, err)
 		}
 		if keepsHistory {
-			if err := completeHistory(consultation, raw, any(&payload).(historyPayload)); err != nil {
+			if err := completeHistory(consultation, raw, any(&payload).(*TurnStartPayload)); err != nil {
 				return nil, fmt.Errorf("the %s payload's history: %w", stage, err)
 			}
 		}

@@ -15,23 +15,14 @@ import (
 	"github.com/buger/jsonparser"
 )
 
-// A typed run_start or turn_start hook is registered for the new messages
-// alone ("history": "new"): each payload carries the messages added since the
+// A typed turn_start hook is registered for the new messages alone
+// ("history": "new"): each payload carries the messages added since the
 // hook's last turn_start payload in the run, from index messages_from, and the
 // hook keeps the history it was given for the run (in the consultation's run
 // state, which ferrule frees when the run ends). Its payload's Messages is the
 // whole history all the same, decoded once per message instead of once per
 // message per turn, so a consultation costs the same at the thousandth turn as
 // at the first.
-
-// historyPayload is a payload that carries the history: where its messages
-// are and how many the history holds.
-type historyPayload interface {
-	history() (messages *[]Message, count int)
-}
-
-func (p *RunStartPayload) history() (*[]Message, int)  { return &p.Messages, p.MessageCount }
-func (p *TurnStartPayload) history() (*[]Message, int) { return &p.Messages, p.MessageCount }
 
 // keptHistory is the history one hook has been given in one run.
 type keptHistory struct {
@@ -42,8 +33,8 @@ type keptHistory struct {
 // completeHistory puts the whole history in payload, from the new messages it
 // carries (raw is its JSON) and those kept from the hook's earlier payloads in
 // the run; a payload without messages_from (a hook registered WithoutHistory)
-// is left as it is.
-func completeHistory(consultation *C.ferrule_hook, raw []byte, payload historyPayload) error {
+// is left as it is. (A run_start payload carries the whole input in any case.)
+func completeHistory(consultation *C.ferrule_hook, raw []byte, payload *TurnStartPayload) error {
 	from, err := jsonparser.GetInt(raw, "messages_from")
 	if err == jsonparser.KeyPathNotFoundError {
 		return nil
@@ -55,12 +46,11 @@ func completeHistory(consultation *C.ferrule_hook, raw []byte, payload historyPa
 	if err != nil {
 		return err
 	}
-	messages, count := payload.history()
-	whole, err := kept.merge(int(from), *messages, count)
+	whole, err := kept.merge(int(from), payload.Messages, payload.MessageCount)
 	if err != nil {
 		return err
 	}
-	*messages = whole
+	payload.Messages = whole
 	return nil
 }
 
