@@ -14,18 +14,23 @@ public struct Hook: Sendable {
     public let options: HookOptions
     /// Decides from the payload JSON, giving the decision JSON.
     let body: Body
+    /// The hook is given the new messages of each payload and keeps the rest
+    /// for the run (KeptHistory.swift).
+    let keepsHistory: Bool
 
     /// How a hook decides: in a task, or inside ferrule's callback (with the
-    /// payload borrowed from ferrule for the call).
+    /// payload borrowed from ferrule for the call); either with the
+    /// consultation, live until the response.
     enum Body: Sendable {
-        case task(@Sendable (Data) async throws -> String)
-        case inline(@Sendable (UnsafeRawBufferPointer) throws -> String)
+        case task(@Sendable (Data, Consulted) async throws -> String)
+        case inline(@Sendable (UnsafeRawBufferPointer, Consulted) throws -> String)
     }
 
-    private init(stage: String, options: HookOptions, body: Body) {
+    private init(stage: String, options: HookOptions, body: Body, keepsHistory: Bool = false) {
         self.stage = stage
         self.options = options
         self.body = body
+        self.keepsHistory = keepsHistory
     }
 
     /// Consulted at `stage` with the payload JSON, answering with decision JSON
@@ -33,7 +38,9 @@ public struct Hook: Sendable {
     public static func raw(
         stage: String, options: HookOptions = HookOptions(), _ body: @escaping @Sendable (String) async throws -> String
     ) -> Hook {
-        Hook(stage: stage, options: options, body: .task { try await body(String(decoding: $0, as: UTF8.self)) })
+        Hook(
+            stage: stage, options: options,
+            body: .task { data, _ in try await body(String(decoding: data, as: UTF8.self)) })
     }
 
     /// The same with a synchronous body, run inside ferrule's callback, as the
@@ -41,7 +48,9 @@ public struct Hook: Sendable {
     public static func rawInline(
         stage: String, options: HookOptions = HookOptions(), _ body: @escaping @Sendable (String) throws -> String
     ) -> Hook {
-        Hook(stage: stage, options: options, body: .inline { try body(String(decoding: $0, as: UTF8.self)) })
+        Hook(
+            stage: stage, options: options,
+            body: .inline { bytes, _ in try body(String(decoding: bytes, as: UTF8.self)) })
     }
 
     /// The hook of `stage` whose body takes its payload and gives its
@@ -51,27 +60,35 @@ public struct Hook: Sendable {
     ) -> Hook {
         Hook(
             stage: stage, options: options,
-            body: .task { data in
-                try await body(data.withUnsafeBytes { try payload(stage, $0) }).decisionJSON()
-            })
+            body: .task { data, consulted in
+                try await body(data.withUnsafeBytes { try payload(stage, $0, consulted) }).decisionJSON()
+            }, keepsHistory: Payload.self == TurnStartPayload.self)
     }
 
     /// The same with a synchronous body, run inside ferrule's callback.
     static func typedInline<Payload: JSONReadable, Decision: HookDecisionJSON>(
         _ stage: String, _ options: HookOptions, _ body: @escaping @Sendable (Payload) throws -> Decision
     ) -> Hook {
-        Hook(stage: stage, options: options, body: .inline { try body(payload(stage, $0)).decisionJSON() })
+        Hook(
+            stage: stage, options: options,
+            body: .inline { bytes, consulted in try body(payload(stage, bytes, consulted)).decisionJSON() },
+            keepsHistory: Payload.self == TurnStartPayload.self)
     }
 
-    /// The payload of `stage` decoded from its JSON, which it does not keep.
-    private static func payload<Payload: JSONReadable>(_ stage: String, _ bytes: UnsafeRawBufferPointer) throws
-        -> Payload
-    {
+    /// The payload of `stage` decoded from its JSON, which it does not keep; a
+    /// `turn_start` payload with the whole history, kept for the run.
+    private static func payload<Payload: JSONReadable>(
+        _ stage: String, _ bytes: UnsafeRawBufferPointer, _ consulted: Consulted
+    ) throws -> Payload {
+        let decoded: Payload
         do {
-            return try JSONReader.decode(Payload.self, from: bytes)
+            decoded = try JSONReader.decode(Payload.self, from: bytes)
         } catch {
             throw FerruleError(code: .invalidJSON, message: "the \(stage) payload did not decode: \(error)")
         }
+        guard var turn = decoded as? TurnStartPayload else { return decoded }
+        try KeptHistory.complete(&turn, from: bytes, consulted)
+        return turn as! Payload
     }
 }
 
@@ -108,7 +125,7 @@ final class HookBox: Sendable {
             // Borrowed until the response.
             let payload = UnsafeRawBufferPointer(borrowed: ferrule_hook_payload(handle))
             Hook.$traceparent.withValue(traceparent(of: handle)) {
-                respond(handle, with: Result { try decideHere(payload) })
+                respond(handle, with: Result { try decideHere(payload, Consulted(handle: handle)) })
             }
         case .task(let decideInTask):
             let consultation = Consultation(handle: handle)
@@ -127,7 +144,11 @@ final class HookBox: Sendable {
     /// Adds the hook to a builder; the builder owns the box from then on.
     func register(with builder: OpaquePointer) throws {
         var options: [String: JSONValue] = ["stages": [.string(hook.stage)], "nonblocking": true]
-        if hook.options.withoutHistory { options["history"] = "none" }
+        if hook.options.withoutHistory {
+            options["history"] = "none"
+        } else if hook.keepsHistory {
+            options["history"] = "new"
+        }
         let stages = JSONValue.object(options)
         if let error = withUTF8Arg(
             stages.json,
@@ -155,9 +176,11 @@ private final class Consultation: Sendable {
     }
 
     /// Decides and responds, exactly once whatever the hook does.
-    func respond(using decide: @Sendable (Data) async throws -> String) async {
+    func respond(using decide: @Sendable (Data, Consulted) async throws -> String) async {
         do {
-            let decision = try await Hook.$traceparent.withValue(traceparent) { try await decide(payload) }
+            let decision = try await Hook.$traceparent.withValue(traceparent) {
+                try await decide(payload, Consulted(handle: handle))
+            }
             respond(with: .success(decision))
         } catch {
             respond(with: .failure(error))

@@ -60,6 +60,47 @@ final class HookTests: XCTestCase {
 
     struct Veto: Error, CustomStringConvertible { var description: String { "vetoed by policy" } }
 
+    /// A typed `turn_start` hook is registered for the new messages and sees the
+    /// whole history at every turn, as a raw hook given the whole history does;
+    /// after another hook replaced the history it sees the replacement. Inline
+    /// and in tasks.
+    func testTypedTurnStartHooksSeeTheWholeHistoryFromTheNewMessages() async throws {
+        XCTAssertTrue(Hook.onTurnStart { _ in .proceed }.keepsHistory)
+        XCTAssertFalse(Hook.onRunStart { _ in .proceed }.keepsHistory)
+        for inline in [false, true] {
+            let whole = Locked<[[Message]]>([])
+            let typed = Locked<[[Message]]>([])
+            let replaceAtTurnFour = Hook.rawInline(stage: "turn_start") { payload in
+                payload.contains(#""turn":4"#) ? #"{"messages": [{"role": "user", "content": "again"}]}"# : "{}"
+            }
+            let noteWhole = Hook.rawInline(stage: "turn_start") { payload in
+                struct Whole: Decodable { let messages: [Message] }
+                let messages = try JSONReader.decode(Whole.self, from: Data(payload.utf8)).messages
+                whole.withLock { $0.append(messages) }
+                return "{}"
+            }
+            let keep: @Sendable (TurnStartPayload) -> TurnStartDecision = { payload in
+                typed.withLock { $0.append(payload.messages) }
+                return .proceed
+            }
+            let hook = inline ? Hook.onTurnStartInline(keep) : Hook.onTurnStart(keep)
+            let turns = (1...5).map { callTurn([("c\($0)", "echo", ["text": "x"])]) }
+            let agent = try Agent(
+                config: scripted(turns + [answerTurn("Done.")]), tools: [echoTool()],
+                hooks: [replaceAtTurnFour, noteWhole, hook])
+            for _ in 0..<2 {
+                whole.withLock { $0 = [] }
+                typed.withLock { $0 = [] }
+                let result = try await agent.run(.prompt("go"))
+                XCTAssertEqual(result.status, .completed)
+                let (wholes, typeds) = (whole.withLock { $0 }, typed.withLock { $0 })
+                XCTAssertEqual(typeds.count, 6)
+                XCTAssertEqual(typeds, wholes, "inline \(inline)")
+                XCTAssertEqual(typeds.map(\.count), [1, 3, 5, 1, 3, 5])
+            }
+        }
+    }
+
     func testAThrowingOrAbortingHookAbortsTheRun() async throws {
         let hooks: [Hook] = [.onToolCall { _ in throw Veto() }, .onToolCall { _ in .abort("vetoed by policy") }]
         for hook in hooks {
