@@ -6,6 +6,7 @@ import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import kotlin.coroutines.AbstractCoroutineContextElement
 import kotlin.coroutines.CoroutineContext
+import kotlin.coroutines.coroutineContext
 
 /**
  * How a hook is consulted. [inline] starts its coroutine on ferrule's runtime
@@ -25,17 +26,27 @@ data class HookOptions(val inline: Boolean = false, val withoutHistory: Boolean 
  * go on). An exception it throws aborts the run (`HOOK_ABORTED`, with its
  * message). The coroutine is cancelled when the run stops waiting for it.
  */
-class Hook(
+class Hook internal constructor(
     val stage: String,
     val options: HookOptions,
+    /** The hook is given the new messages of each payload and keeps the rest for the run (KeptHistory.kt). */
+    internal val keepsHistory: Boolean,
     internal val decide: suspend (payloadJson: String) -> String,
 ) {
+    /** A hook consulted with [options]. */
+    constructor(stage: String, options: HookOptions, decide: suspend (payloadJson: String) -> String) :
+        this(stage, options, false, decide)
+
     /** A hook consulted with the default [HookOptions]. */
     constructor(stage: String, decide: suspend (payloadJson: String) -> String) : this(stage, HookOptions(), decide)
 
     /** Adds the hook to a builder, registered `nonblocking`; its consultations run on [host]. */
     internal fun register(builder: Pointer, host: CoroutineHost) {
-        val history = if (options.withoutHistory) """, "history": "none"""" else ""
+        val history = when {
+            options.withoutHistory -> """, "history": "none""""
+            keepsHistory -> """, "history": "new""""
+            else -> ""
+        }
         val stages = """{"stages": [${JsonPrimitive(stage)}], "nonblocking": true$history}""".utf8()
         val consult: (Pointer) -> Unit = { handle -> consult(handle, host) }
         Handles.handOver(consult) { key ->
@@ -103,4 +114,9 @@ class HookConsultation internal constructor(internal val handle: Pointer) :
  * (each stage's is generated, in HookStages_gen.kt).
  */
 internal fun <P> typedHook(stage: String, payload: KSerializer<P>, options: HookOptions, body: suspend (P) -> HookDecision) =
-    Hook(stage, options) { json -> body(FerruleJson.decodeFromString(payload, json)).json }
+    Hook(stage, options, keepsHistory = payload == TurnStartPayload.serializer()) { json ->
+        val decoded = FerruleJson.decodeFromString(payload, json)
+        @Suppress("UNCHECKED_CAST")
+        val complete = if (decoded is TurnStartPayload) KeptHistory.complete(decoded, json, coroutineContext) as P else decoded
+        body(complete).json
+    }

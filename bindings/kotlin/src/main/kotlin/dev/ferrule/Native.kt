@@ -85,6 +85,8 @@ internal class FerruleLibrary {
     /** The same with the decision in native memory: JNA lends it as it is, where it copies an array in and out. */
     external fun ferrule_hook_respond(hook: Pointer, json: Pointer, len: NativeLong): Pointer?
     external fun ferrule_hook_on_cancel(hook: Pointer, onCancel: CancelFn, userData: Pointer?, free: FreeFn?): Pointer?
+    external fun ferrule_hook_run_state(hook: Pointer): Pointer?
+    external fun ferrule_hook_set_run_state(hook: Pointer, state: Pointer?, free: FreeFn?): Pointer?
 }
 
 /**

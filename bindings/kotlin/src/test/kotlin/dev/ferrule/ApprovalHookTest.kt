@@ -5,6 +5,7 @@ import kotlinx.serialization.Serializable
 import kotlinx.serialization.json.buildJsonObject
 import kotlinx.serialization.json.put
 import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
@@ -95,6 +96,40 @@ class ApprovalHookTest {
             "tool: changed from kotlin", "tool: redacted", "assistant: First.", "user: Say it again.", "assistant: Second."),
             result.messages.map { "${it.role}: ${it.text}" })
         assertEquals("injection", result.messages[1].origin)
+    }
+
+    @Test
+    fun typedTurnStartHooksSeeTheWholeHistoryFromTheNewMessages() = runBlocking {
+        assertTrue(onTurnStart { HookDecision.Proceed }.keepsHistory)
+        assertFalse(onRunStart { HookDecision.Proceed }.keepsHistory)
+        for (inline in listOf(false, true)) {
+            val whole = Collections.synchronizedList(mutableListOf<List<Message>>())
+            val typed = Collections.synchronizedList(mutableListOf<List<Message>>())
+            val replaceAtTurnFour = Hook("turn_start", HookOptions(inline = inline)) { payload ->
+                if (payload.contains(""""turn":4""")) """{"messages": [{"role": "user", "content": "again"}]}""" else "{}"
+            }
+            val noteWhole = Hook("turn_start", HookOptions(inline = inline)) { payload ->
+                whole += FerruleJson.decodeFromString(TurnStartPayload.serializer(), payload).messages
+                "{}"
+            }
+            val keep = onTurnStart(HookOptions(inline = inline)) { payload ->
+                typed += payload.messages
+                HookDecision.Proceed
+            }
+            val turns = (1..5).map { callTurn("c$it", "echo", """{"text": "x"}""") } + answerTurn("Done.")
+            Agent(scripted(*turns.toTypedArray()), listOf(echo), listOf(replaceAtTurnFour, noteWhole, keep)).use { agent ->
+                repeat(2) {
+                    whole.clear()
+                    typed.clear()
+                    val result = agent.run(RunInput.prompt("go"))
+                    assertEquals(Status.COMPLETED, result.status, "${result.error}")
+                    assertEquals(whole.toList(), typed.toList(), "inline $inline")
+                    assertEquals(listOf(1, 3, 5, 1, 3, 5), typed.map { it.size })
+                    // What an earlier turn was given stays as it was.
+                    assertEquals("go", typed[2][0].text)
+                }
+            }
+        }
     }
 
     @Test
