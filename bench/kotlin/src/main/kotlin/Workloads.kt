@@ -118,28 +118,36 @@ fun main() = runBlocking {
 /**
  * W1 with a no-op hook on every stage (inline, without the history) and an
  * inline tool: typed hooks, whose payloads are decoded, then raw ones, which
- * answer `{}` to the payload's JSON.
+ * answer `{}` to the payload's JSON; last the typed ones with the history (given
+ * the new messages, the rest kept for the run).
  */
 suspend fun hooks(config: String, schema: String, runs: Int) {
     val turns = mutableListOf<Long>()
     val options = HookOptions(inline = true, withoutHistory = true)
-    val typed = listOf(
-        onRunStart(options) { HookDecision.Proceed },
-        onTurnStart(options) { turns += System.nanoTime(); HookDecision.Proceed },
-        onToolCall(options) { HookDecision.Proceed },
-        onToolResult(options) { HookDecision.Proceed },
-        onFinalAnswer(options) { HookDecision.Proceed },
-    )
     val raw = listOf("run_start", "turn_start", "tool_call", "tool_result", "final_answer").map { stage ->
         Hook(stage, options) {
             if (stage == "turn_start") turns += System.nanoTime()
             "{}"
         }
     }
-    for ((label, hooks) in listOf("inline hooks" to typed, "inline raw hooks" to raw)) {
+    val variants = listOf(
+        "inline hooks without history" to typedHooks(options, turns),
+        "inline raw hooks without history" to raw,
+        "inline hooks with the history" to typedHooks(HookOptions(inline = true), turns),
+    )
+    for ((label, hooks) in variants) {
         hooksOf(label, hooks, turns, config, schema, runs)
     }
 }
+
+/** A typed no-op hook on every stage, with [options]; the turn_start one notes each turn's start in [turns]. */
+fun typedHooks(options: HookOptions, turns: MutableList<Long>) = listOf(
+    onRunStart(options) { HookDecision.Proceed },
+    onTurnStart(options) { turns += System.nanoTime(); HookDecision.Proceed },
+    onToolCall(options) { HookDecision.Proceed },
+    onToolResult(options) { HookDecision.Proceed },
+    onFinalAnswer(options) { HookDecision.Proceed },
+)
 
 /** W1 with [hooks], which note each turn's start in [turns]. */
 suspend fun hooksOf(label: String, hooks: List<Hook>, turns: MutableList<Long>, config: String, schema: String, runs: Int) {
@@ -160,7 +168,7 @@ suspend fun hooksOf(label: String, hooks: List<Hook>, turns: MutableList<Long>, 
             elapsed / 2000.0 / 1e3
         }.sorted()
         fun median(values: List<Long>) = values.sorted()[values.size / 2] / 1e3
-        println(("W1 with $label without history on Dispatchers.Default: median %.1f µs/round, " +
+        println(("W1 with $label on Dispatchers.Default: median %.1f µs/round, " +
             "of which the rounds %.1f; ").format(whole[whole.size / 2], rounds.sorted()[rounds.size / 2]) +
             "round 10: %.1f µs, round 2000: %.1f µs".format(median(early), median(late)))
     }

@@ -3,7 +3,7 @@
 // "ok" at once (in a task, and inline), plain (`agent.run`) and with every event
 // read, then W1 with the model in Swift too (a host model answering each request
 // at once), then W1 with an inline no-op hook on every stage (without the
-// history), and prints the cost per round and per call of one whole run (the
+// history, then typed hooks with it), and prints the cost per round and per call of one whole run (the
 // best and the median of the runs; for hooks, the rounds' share of that, from
 // the first turn_start to the last, and the median round near round 10 and near
 // round 2,000).
@@ -89,11 +89,25 @@ final class TurnTimes: @unchecked Sendable {
 }
 
 /// W1 with an inline tool and an inline no-op hook, without the history, on every stage:
-/// typed hooks, whose payloads are decoded, then raw ones, which answer `{}` to the payload's JSON.
+/// typed hooks, whose payloads are decoded, then raw ones, which answer `{}` to the payload's JSON;
+/// last the typed ones with the history (given the new messages, the rest kept for the run).
 func measureHooks() async throws {
     let turns = TurnTimes()
     let options = HookOptions(withoutHistory: true)
-    let typed: [Hook] = [
+    let raw = ["run_start", "turn_start", "tool_call", "tool_result", "final_answer"].map { stage in
+        Hook.rawInline(stage: stage, options: options) { _ in
+            if stage == "turn_start" { turns.record() }
+            return "{}"
+        }
+    }
+    try await measureHooks("inline hooks without history", typedHooks(options, turns), turns)
+    try await measureHooks("inline raw hooks without history", raw, turns)
+    try await measureHooks("inline hooks with the history", typedHooks(HookOptions(), turns), turns)
+}
+
+/// A typed inline no-op hook on every stage, with `options`; the `turn_start` one notes each turn's start.
+func typedHooks(_ options: HookOptions, _ turns: TurnTimes) -> [Hook] {
+    [
         .onRunStartInline(options: options) { _ in .proceed },
         .onTurnStartInline(options: options) { _ in
             turns.record()
@@ -103,14 +117,6 @@ func measureHooks() async throws {
         .onToolResultInline(options: options) { _ in .proceed },
         .onFinalAnswerInline(options: options) { _ in .accept },
     ]
-    let raw = ["run_start", "turn_start", "tool_call", "tool_result", "final_answer"].map { stage in
-        Hook.rawInline(stage: stage, options: options) { _ in
-            if stage == "turn_start" { turns.record() }
-            return "{}"
-        }
-    }
-    try await measureHooks("inline hooks", typed, turns)
-    try await measureHooks("inline raw hooks", raw, turns)
 }
 
 /// W1 with `hooks`, which note each turn's start in `turns`.
@@ -136,7 +142,7 @@ func measureHooks(_ label: String, _ hooks: [Hook], _ turns: TurnTimes) async th
         format: "round 10: %.1f µs, round 2000: %.1f µs", Double(median(early)) / 1e3, Double(median(late)) / 1e3)
     let figure = String(
         format: "median %.1f µs/round, of which the rounds %.1f; ", median(whole), median(mean))
-    print("W1 with \(label) without history: " + figure + rounds)
+    print("W1 with \(label): " + figure + rounds)
 }
 
 try await measureHooks()
