@@ -23,12 +23,20 @@ final class KeptHistory: @unchecked Sendable {
     private var messages: [Message] = []
 
     /// Where a payload's messages start: absent for a hook registered
-    /// without the history.
-    private struct Start: Decodable {
+    /// without the history. Read by `JSONReader` itself, which skips the rest.
+    private struct Start: ObjectReadable {
         let messagesFrom: Int?
 
         enum CodingKeys: String, CodingKey {
             case messagesFrom = "messages_from"
+        }
+
+        init(from decoder: Decoder) throws {
+            try self.init(fields: decoder.container(keyedBy: CodingKeys.self))
+        }
+
+        init<Fields: FieldReader>(fields container: Fields) throws where Fields.Key == CodingKeys {
+            messagesFrom = try container.decodeIfPresent(Int.self, forKey: .messagesFrom)
         }
     }
 
@@ -38,16 +46,20 @@ final class KeptHistory: @unchecked Sendable {
     static func complete(_ payload: inout TurnStartPayload, from bytes: UnsafeRawBufferPointer, _ consulted: Consulted)
         throws
     {
-        guard let from = try JSONReader.decode(Start.self, from: bytes).messagesFrom else { return }
+        let start: Start
+        do {
+            start = try JSONReader.decode(Start.self, from: bytes)
+        } catch {
+            throw FerruleError(code: .invalidJSON, message: "the turn_start payload did not decode: \(error)")
+        }
+        guard let from = start.messagesFrom else { return }
         payload.messages = try of(consulted).merge(from: from, payload.messages, count: payload.messageCount)
     }
 
     /// The history the consultation's hook keeps for its run, made on its
     /// first consultation in the run.
     private static func of(_ consulted: Consulted) throws -> KeptHistory {
-        if let state = ferrule_hook_run_state(consulted.handle) {
-            return Unmanaged<KeptHistory>.fromOpaque(state).takeUnretainedValue()
-        }
+        if let kept = unbox(ferrule_hook_run_state(consulted.handle), as: KeptHistory.self) { return kept }
         let kept = KeptHistory()
         if let error = handOver(kept, { ferrule_hook_set_run_state(consulted.handle, $0, releaseBox) }) {
             throw error

@@ -84,7 +84,7 @@ final class HookTests: XCTestCase {
                 return .proceed
             }
             let hook = inline ? Hook.onTurnStartInline(keep) : Hook.onTurnStart(keep)
-            let turns = (1...5).map { callTurn([("c\($0)", "echo", ["text": "x"])]) }
+            let turns = (1...12).map { callTurn([("c\($0)", "echo", ["text": "x"])]) }
             let agent = try Agent(
                 config: scripted(turns + [answerTurn("Done.")]), tools: [echoTool()],
                 hooks: [replaceAtTurnFour, noteWhole, hook])
@@ -94,9 +94,9 @@ final class HookTests: XCTestCase {
                 let result = try await agent.run(.prompt("go"))
                 XCTAssertEqual(result.status, .completed)
                 let (wholes, typeds) = (whole.withLock { $0 }, typed.withLock { $0 })
-                XCTAssertEqual(typeds.count, 6)
+                XCTAssertEqual(typeds.count, 13)
                 XCTAssertEqual(typeds, wholes, "inline \(inline)")
-                XCTAssertEqual(typeds.map(\.count), [1, 3, 5, 1, 3, 5])
+                XCTAssertEqual(typeds.map(\.count), [1, 3, 5, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19])
             }
         }
     }

@@ -116,7 +116,7 @@ class ApprovalHookTest {
                 typed += payload.messages
                 HookDecision.Proceed
             }
-            val turns = (1..5).map { callTurn("c$it", "echo", """{"text": "x"}""") } + answerTurn("Done.")
+            val turns = (1..12).map { callTurn("c$it", "echo", """{"text": "x"}""") } + answerTurn("Done.")
             Agent(scripted(*turns.toTypedArray()), listOf(echo), listOf(replaceAtTurnFour, noteWhole, keep)).use { agent ->
                 repeat(2) {
                     whole.clear()
@@ -124,9 +124,11 @@ class ApprovalHookTest {
                     val result = agent.run(RunInput.prompt("go"))
                     assertEquals(Status.COMPLETED, result.status, "${result.error}")
                     assertEquals(whole.toList(), typed.toList(), "inline $inline")
-                    assertEquals(listOf(1, 3, 5, 1, 3, 5), typed.map { it.size })
+                    assertEquals(listOf(1, 3, 5, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19), typed.map { it.size })
                     // What an earlier turn was given stays as it was.
                     assertEquals("go", typed[2][0].text)
+                    // Each message was decoded once: the turns share what was kept.
+                    assertTrue(typed[1][0] === typed[0][0] && typed[12][4] === typed[6][4] && typed[3][0] !== typed[0][0])
                 }
             }
         }
