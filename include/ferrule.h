@@ -528,8 +528,9 @@ void *ferrule_hook_run_state(const struct ferrule_hook *hook);
 // given so far). `free_state(state)` runs once, when the value is replaced
 // (by a later call; NULL clears it) or when the run has ended and no
 // consultation of it is still held, before `ferrule_run_wait` returns unless
-// a late consultation holds it (on a ferrule callback thread or the caller's),
-// and when the run hands off to another agent, whose hooks start afresh.
+// a late consultation holds it (on a ferrule callback thread or the caller's).
+// After a handoff the other agent's hooks start without a value; those of the
+// agent handed off from are freed when the run ends.
 // Call before responding. On error the host still owns `state`:
 // `FERRULE_ERROR_NULL_ARG` for a NULL hook, `FERRULE_ERROR_ALREADY_COMPLETED`
 // once the hook was responded to. Any thread.

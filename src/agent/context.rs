@@ -38,6 +38,9 @@ pub(crate) struct RunContext {
     pub(crate) trace: Option<Arc<RunTrace>>,
     /// What each of the agent's hooks keeps for the run, in the hooks' order.
     pub(crate) hook_states: Box<[Arc<HookRunState>]>,
+    /// What the hooks of the agents the run handed off from kept: let go of
+    /// with the others when the run ends.
+    pub(crate) retired_hook_states: Vec<Arc<HookRunState>>,
 }
 
 impl RunContext {

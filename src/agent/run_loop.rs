@@ -151,8 +151,10 @@ impl RunLoop {
         progress.standing.clear();
         self.handed_from.push(std::mem::replace(&mut self.run.agent, agent));
         // The hooks are the other agent's: each starts with nothing carried
-        // and no value (the old values are freed with their states).
-        self.run.hook_states = HookRunState::for_hooks(&self.run.agent().hooks);
+        // and no value; the old states go when the run ends.
+        let states = HookRunState::for_hooks(&self.run.agent().hooks);
+        let retired = std::mem::replace(&mut self.run.hook_states, states);
+        self.run.retired_hook_states.extend(retired.into_vec());
         self.caches = RequestCaches::new(self.run.agent().config.history);
         self.tools = RunTools::new(self.run.agent());
         if let Some(trace) = &self.run.trace {

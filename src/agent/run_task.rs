@@ -113,6 +113,7 @@ impl RunOrigin {
             nesting,
             trace,
             hook_states,
+            retired_hook_states: Vec::new(),
         };
         let answer = FinalAnswer::default();
         let handed_from = Vec::new();
@@ -204,7 +205,7 @@ async fn supervise(mut run: Box<RunLoop>, sink_gone: Option<oneshot::Receiver<()
         // Nothing is lost: they end the transcript.
         Stop::Ended(_) => run.run.admit(late_injections, &mut run.progress.messages).await,
     }
-    let (result, RunContext { agent, events, shared, serial, trace, hook_states, .. }, mut agents) =
+    let (result, RunContext { agent, events, shared, serial, trace, hook_states, retired_hook_states, .. }, mut agents) =
         (*run).finish(stop);
     let result = Arc::new(result);
     if let Some(trace) = trace {
@@ -220,8 +221,8 @@ async fn supervise(mut run: Box<RunLoop>, sink_gone: Option<oneshot::Receiver<()
     let last: Vec<_> = agents.into_iter().filter_map(Agent::into_last).collect();
     // The hooks' values for the run are the host's too: let go of before the
     // run's end is published, unless a consultation still holds one.
-    let hook_values = hook_states.iter().any(|state| state.has_value());
-    let hook_states = if hook_values { Some(hook_states) } else { None };
+    let hook_values = hook_states.iter().chain(&retired_hook_states).any(|state| state.has_value());
+    let hook_states = if hook_values { Some((hook_states, retired_hook_states)) } else { None };
     if !last.is_empty() || hook_values {
         let release = move || {
             let _scope = CallbackScope::enter(serial, CallbackKind::Tool);

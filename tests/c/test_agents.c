@@ -117,6 +117,64 @@ static void a_handoff_hands_the_run_on(void) {
     ferrule_agent_free(front);
 }
 
+/* ---- hook states across a handoff ------------------------------------------- */
+
+/* A hook's state for the run: whose hook made it. */
+typedef struct {
+    char agent;
+} hook_state;
+
+static atomic_int states_freed[2], foreign_states_seen, fresh_states_seen;
+
+static void free_hook_state(void *state) {
+    atomic_fetch_add(&states_freed[((hook_state *)state)->agent == 'b'], 1);
+    free(state);
+}
+
+/* Keeps a state for the run on the first turn it is consulted at, noting
+ * whether it found one already and whether it was its own agent's. */
+static void keep_state(void *user_data, ferrule_hook *hook) {
+    char agent = *(const char *)user_data;
+    hook_state *state = ferrule_hook_run_state(hook);
+    if (state == NULL) {
+        atomic_fetch_add(&fresh_states_seen, 1);
+        state = malloc(sizeof *state);
+        state->agent = agent;
+        ferrule_error *error = ferrule_hook_set_run_state(hook, state, free_hook_state);
+        if (error != NULL) free(state);
+        ferrule_error_free(error);
+    } else if (state->agent != agent) {
+        atomic_fetch_add(&foreign_states_seen, 1);
+    }
+    ferrule_error_free(ferrule_hook_respond(hook, STR("{}")));
+}
+
+/* After a handoff the other agent's hook starts without a state, never sees
+ * the first agent's, and each state is freed once by the time the wait returns. */
+static void a_handoff_starts_the_other_agents_hooks_afresh(void) {
+    static const char a = 'a', b = 'b';
+    ferrule_agent_builder *builder = builder_of(SCRIPT("{}, {\"text\": \"billing here\"}"));
+    CHECK(builder != NULL);
+    CHECK_OK(ferrule_agent_builder_add_hook(builder, STR("[\"turn_start\"]"), keep_state, (void *)&b, NULL));
+    ferrule_agent *billing = NULL;
+    CHECK_OK(ferrule_agent_build(builder, &billing));
+    builder = builder_of(SCRIPT("{\"tool_calls\": [{\"id\": \"h1\", \"name\": \"transfer_to_billing\", \"arguments\": {}}]}"));
+    CHECK(builder != NULL);
+    CHECK_OK(ferrule_agent_builder_add_hook(builder, STR("[\"turn_start\"]"), keep_state, (void *)&a, NULL));
+    ferrule_agent_tool_spec spec = agent_spec("billing", billing, "handoff", "{}");
+    CHECK_OK(ferrule_agent_builder_add_agent(builder, &spec));
+    ferrule_agent_free(billing);
+    ferrule_agent *front = NULL;
+    CHECK_OK(ferrule_agent_build(builder, &front));
+    char *result = harness_run(front, NULL);
+    CHECK(result && strstr(result, "\"agent\":\"billing\""));
+    ferrule_string_free(result);
+    CHECK(atomic_load(&fresh_states_seen) == 2);
+    CHECK(atomic_load(&foreign_states_seen) == 0);
+    CHECK(atomic_load(&states_freed[0]) == 1 && atomic_load(&states_freed[1]) == 1);
+    ferrule_agent_free(front);
+}
+
 static void a_wrong_spec_is_refused_and_changes_nothing(void) {
     ferrule_agent *child = harness_agent(SCRIPT("{\"text\": \"x\"}"), NULL, 0);
     CHECK(child != NULL);
@@ -173,6 +231,7 @@ int main(int argc, char **argv) {
         {"an_agent_called_as_a_tool_runs_nested_and_is_counted_once",
          an_agent_called_as_a_tool_runs_nested_and_is_counted_once},
         {"a_handoff_hands_the_run_on", a_handoff_hands_the_run_on},
+        {"a_handoff_starts_the_other_agents_hooks_afresh", a_handoff_starts_the_other_agents_hooks_afresh},
         {"a_wrong_spec_is_refused_and_changes_nothing", a_wrong_spec_is_refused_and_changes_nothing},
     };
     return harness_main(cases, sizeof cases / sizeof cases[0], argc, argv);

@@ -44,7 +44,9 @@ internal class KeptHistory {
     }
 
     /** The first [size] of [slots]. */
-    private class HistoryView(private val slots: Array<Message?>, override val size: Int) : AbstractList<Message>() {
+    private class HistoryView(private val slots: Array<Message?>, override val size: Int) :
+        AbstractList<Message>(),
+        RandomAccess {
         override fun get(index: Int): Message {
             if (index !in 0 until size) throw IndexOutOfBoundsException("index $index of $size")
             return slots[index]!!
