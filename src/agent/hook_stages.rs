@@ -27,9 +27,9 @@ pub(crate) async fn run_start(hooks: &HookCaller<'_>, messages: &mut Vec<Message
     }
     let payload = |messages: &Vec<Message>, run_id: &str, carry: Carry<'_>| {
         let message_count = messages.len();
-        // A later hook of the stage may replace the input: the first
-        // `turn_start` payload carries the history whole.
-        carry.state.forget_carried();
+        // The whole input, and nothing noted: a later hook of the stage may
+        // replace it, so the first `turn_start` payload carries the history
+        // whole.
         let (messages, messages_from) = carry.messages(messages, || 0);
         serde_json::to_string(&RunStartPayload { run_id, messages, message_count, messages_from })
     };

@@ -16,16 +16,16 @@ use crate::tool::ToolResult;
 pub struct RunStartPayload<'a> {
     /// The run's id, as in its events.
     pub run_id: &'a str,
-    /// The messages the run starts from; empty for a hook registered with
-    /// `"history": "none"`.
-    pub messages: &'a [Message],
-    /// How many messages the run starts from.
-    pub message_count: usize,
     /// The index of the first of `messages` in the history, for a hook
     /// registered with `"history": "new"` (always 0 here); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(skip)]
     pub messages_from: Option<usize>,
+    /// The messages the run starts from; empty for a hook registered with
+    /// `"history": "none"`.
+    pub messages: &'a [Message],
+    /// How many messages the run starts from.
+    pub message_count: usize,
 }
 
 /// What a `turn_start` hook sees before each model request: the history and the
@@ -36,6 +36,12 @@ pub struct TurnStartPayload<'a> {
     pub run_id: &'a str,
     /// The round about to start, from 1.
     pub turn: u32,
+    /// The index of the first of `messages` in the history, for a hook
+    /// registered with `"history": "new"`; absent otherwise. Written before
+    /// `messages`, so that a reader looking for it need not step over them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
+    pub messages_from: Option<usize>,
     /// The whole history, each message as JSON (kept serialized between
     /// turns); empty for a hook registered with `"history": "none"`, the
     /// messages from `messages_from` on for one registered with `"history":
@@ -45,11 +51,6 @@ pub struct TurnStartPayload<'a> {
     pub messages: &'a [Box<RawValue>],
     /// How many messages the history holds.
     pub message_count: usize,
-    /// The index of the first of `messages` in the history, for a hook
-    /// registered with `"history": "new"`; absent otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(skip)]
-    pub messages_from: Option<usize>,
     /// The names of the tools visible this turn.
     pub tools: &'a [String],
 }

@@ -49,13 +49,6 @@ impl HookRunState {
         from
     }
 
-    /// Forgets what the hook's payloads carried: the next carries the whole
-    /// history (a `run_start` payload carries the input, which a later hook
-    /// of the stage may replace).
-    pub(crate) fn forget_carried(&self) {
-        *self.carried.lock().unwrap_or_else(|e| e.into_inner()) = None;
-    }
-
     /// Runs `body` with the host's value for the run (`None` until one is
     /// set), under a lock that the run's other consultations of the hook
     /// wait on.
@@ -88,8 +81,6 @@ mod tests {
         let state = HookRunState::default();
         state.carry_from(0, 4);
         assert_eq!(state.carry_from(1, 6), 0);
-        assert_eq!(state.carry_from(1, 2), 0);
-        state.forget_carried();
         assert_eq!(state.carry_from(1, 2), 0);
     }
 
