@@ -282,6 +282,9 @@ type BuiltinTools struct {
 	// Built-ins whose calls run only once the host approved them (as the tool option
 	// `needs_approval`).
 	NeedsApproval []string `json:"needs_approval,omitempty"`
+	// The sandbox bash commands run in. Absent: `workspace_write` without network when `confine` is
+	// on, none otherwise.
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
 	// Where relative paths resolve and commands run; captured when the agent is built. Empty or
 	// absent: the process directory.
 	WorkingDirectory string `json:"working_directory,omitempty"`
@@ -294,6 +297,27 @@ func (v BuiltinTools) MarshalJSON() ([]byte, error) {
 		plain
 		BashTimeoutS int64 `json:"bash_timeout_s,omitempty"`
 	}{plain(v), seconds(v.BashTimeout)})
+}
+
+// Sandbox is the `builtin_tools.sandbox` configuration. Unknown fields are rejected.
+//
+// A zero field is left out of the JSON, so ferrule's default applies (a
+// setting whose zero differs from its default is a pointer); a duration is
+// sent as the JSON's whole count of milliseconds (or seconds), rounded up.
+type Sandbox struct {
+	// What bash may change: `workspace_write` (the working directory, the writable roots and a
+	// private temporary directory), `read_only` (only the private temporary directory) or `off`
+	// (bash runs with the host's permissions). Absent: `workspace_write` when `confine` is on, else
+	// `off`.
+	Mode string `json:"mode,omitempty"`
+	// Whether commands may open network sockets (default false).
+	Network bool `json:"network,omitempty"`
+	// More directories (or files) commands may read and run; relative paths are taken from the
+	// working directory. Each must exist.
+	ReadableRoots []string `json:"readable_roots,omitempty"`
+	// More directories (or files) commands may write, in `workspace_write` mode; relative paths are
+	// taken from the working directory. Each must exist.
+	WritableRoots []string `json:"writable_roots,omitempty"`
 }
 
 // MCPServer is one MCP server: a command ferrule starts and speaks to over its stdin and stdout, or

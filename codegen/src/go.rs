@@ -25,6 +25,8 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ModelConfig", "Model"),
     ("HistoryConfig", "History"),
     ("BuiltinToolsConfig", "BuiltinTools"),
+    ("SandboxConfig", "Sandbox"),
+    ("SandboxMode", "string"),
     ("NamedTool", "ToolChoiceName"),
     ("ToolChoice", "any"),
     ("Execution", "string"),

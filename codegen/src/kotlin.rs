@@ -23,6 +23,8 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ModelConfig", "ModelConfig"),
     ("HistoryConfig", "History"),
     ("BuiltinToolsConfig", "BuiltinTools"),
+    ("SandboxConfig", "Sandbox"),
+    ("SandboxMode", "String"),
     ("ToolChoice", "JsonElement"),
     ("Execution", "String"),
     ("ProviderKind", "String"),

@@ -85,6 +85,7 @@ const INPUTS: Concept = Concept::Inputs(&[
     "OtlpConfig",
     "HistoryConfig",
     "BuiltinToolsConfig",
+    "SandboxConfig",
     "McpServerConfig",
 ]);
 
@@ -100,6 +101,7 @@ const INPUTS_AND_TOOL_OPTIONS: Concept = Concept::Inputs(&[
     "OtlpConfig",
     "HistoryConfig",
     "BuiltinToolsConfig",
+    "SandboxConfig",
     "McpServerConfig",
     "ToolOptions",
     "AgentToolOptions",

@@ -22,6 +22,8 @@ const REFERENCES: &[(&str, &str)] = &[
     ("ModelConfig", "ModelConfig"),
     ("HistoryConfig", "History"),
     ("BuiltinToolsConfig", "BuiltinTools"),
+    ("SandboxConfig", "Sandbox"),
+    ("SandboxMode", "String"),
     ("ToolChoice", "ToolChoice"),
     ("Execution", "String"),
     ("ProviderKind", "String"),

@@ -15,6 +15,13 @@
 //! are created exclusively, readable by the process's user only, in a private
 //! directory (mode 0700, random name) under the temporary directory, which is
 //! removed when the agent is dropped. Progress updates show the tail as it grows.
+//!
+//! With a sandbox (sandbox/), each command starts confined, with `TMPDIR` (and
+//! `TMP`, `TEMP`) a private directory of the agent's, removed with it, and
+//! `HOME` too unless the sandbox may read the host's home; the
+//! tool's description tells the model the sandbox's rules. A command the
+//! sandbox cannot confine does not run: the call is an error result saying
+//! what the system lacks.
 
 use std::fs::File;
 use std::io::Write;
@@ -30,6 +37,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
 use super::object_schema;
+use super::sandbox::{Confinement, Sandbox};
 use super::workspace::Workspace;
 use crate::error::Result;
 use crate::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
@@ -54,18 +62,26 @@ pub(crate) struct BashSettings {
     pub(crate) default_timeout_s: Option<u64>,
     /// Environment variables removed from every command.
     pub(crate) hidden_variables: Vec<String>,
+    /// The sandbox every command starts in, if any.
+    pub(crate) sandbox: Option<Sandbox>,
 }
 
 impl BashSettings {
-    /// Hides the provider key variables and `model_key_variable`, except those in `passed`.
-    pub(crate) fn new(default_timeout_s: Option<u64>, model_key_variable: Option<&str>, passed: &[String]) -> Self {
+    /// Hides the provider key variables and `model_key_variable`, except those
+    /// in `passed`; confines every command in `sandbox`.
+    pub(crate) fn new(
+        default_timeout_s: Option<u64>,
+        model_key_variable: Option<&str>,
+        passed: &[String],
+        sandbox: Option<Sandbox>,
+    ) -> Self {
         let hidden_variables = PROVIDER_KEY_VARIABLES
             .into_iter()
             .chain(model_key_variable)
             .filter(|name| !passed.iter().any(|p| p == name))
             .map(str::to_owned)
             .collect();
-        BashSettings { default_timeout_s, hidden_variables }
+        BashSettings { default_timeout_s, hidden_variables, sandbox }
     }
 }
 
@@ -75,12 +91,16 @@ pub(crate) fn tool(workspace: Arc<Workspace>, settings: BashSettings, options: T
                "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds before the command and everything it started are killed."}}),
         &["command"],
     );
+    let description = match &settings.sandbox {
+        Some(sandbox) => format!("{DESCRIPTION} {}", sandbox.rules()),
+        None => DESCRIPTION.to_owned(),
+    };
     let settings = Arc::new(settings);
-    let spills = Arc::new(SpillDirectory::default());
-    Tool::new("bash", DESCRIPTION, schema, options, move |call: Invocation| {
-        let (workspace, settings, spills) = (workspace.clone(), settings.clone(), spills.clone());
+    let directories = Arc::new(Directories::default());
+    Tool::new("bash", &description, schema, options, move |call: Invocation| {
+        let (workspace, settings, directories) = (workspace.clone(), settings.clone(), directories.clone());
         async move {
-            match run(&workspace, &settings, &spills, &call).await {
+            match run(&workspace, &settings, &directories, &call).await {
                 Ok(result) => ToolOutcome::Completed(result),
                 Err(message) => ToolOutcome::Failed(message),
             }
@@ -97,7 +117,7 @@ enum Ending {
 async fn run(
     workspace: &Workspace,
     settings: &BashSettings,
-    spills: &SpillDirectory,
+    directories: &Directories,
     call: &Invocation,
 ) -> Result<ToolResult, String> {
     let command = call.arguments()["command"].as_str().unwrap_or_default();
@@ -120,13 +140,24 @@ async fn run(
         for name in &settings.hidden_variables {
             bash.env_remove(name);
         }
-        bash.spawn().map_err(|e| format!("Could not start bash: {e}"))?
-        // `bash` goes here, closing ferrule's copies of the pipe's write end.
+        let failed_step = match &settings.sandbox {
+            Some(sandbox) => Some(confine(&mut bash, sandbox, directories)?),
+            None => None,
+        };
+        let spawned = bash.spawn();
+        // `bash` goes here, closing ferrule's copies of the pipe's write end
+        // (and of the confinement's).
+        drop(bash);
+        match (spawned, failed_step) {
+            (Ok(child), _) => child,
+            (Err(e), Some(failed_step)) => return Err(failed_step.explain(&e)),
+            (Err(e), None) => return Err(format!("Could not start bash: {e}")),
+        }
     };
     let group = ProcessGroup(child.id().map(|pid| pid as i32));
     let mut pipe = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
         .map_err(|e| format!("Could not read bash's output: {e}"))?;
-    let mut output = Output::new(spills);
+    let mut output = Output::new(&directories.spills);
     let mut buffer = vec![0u8; 16 * 1024];
     let mut open = true;
     let mut ticker = tokio::time::interval(UPDATE_EVERY);
@@ -165,6 +196,29 @@ async fn run(
     Ok(output.result(&ending))
 }
 
+/// Makes `bash` start in `sandbox`, its temporary directory the agent's
+/// private one; what to tell the model when the sandbox cannot be made.
+fn confine(
+    bash: &mut tokio::process::Command,
+    sandbox: &Sandbox,
+    directories: &Directories,
+) -> Result<super::sandbox::FailedStep, String> {
+    let temporary =
+        directories.temporary.path().map_err(|e| format!("Could not make the sandbox's temporary directory: {e}"))?;
+    let spills = directories.spills.existing();
+    let confinement = Confinement::prepare(sandbox, temporary, spills.as_slice())?;
+    for name in ["TMPDIR", "TMP", "TEMP"] {
+        bash.env(name, temporary);
+    }
+    // A home the sandbox cannot read would fail every program that reads its
+    // settings there (git, for one): the temporary directory stands in.
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    if !home.is_some_and(|home| home.canonicalize().is_ok_and(|home| sandbox.may_read(&home))) {
+        bash.env("HOME", temporary);
+    }
+    Ok(confinement.install(bash))
+}
+
 /// Sleeps until `deadline`, or for ever.
 async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     match deadline {
@@ -199,27 +253,54 @@ impl Drop for ProcessGroup {
     }
 }
 
-/// The agent's private directory of spill files, made when first needed and
-/// removed (with the files) when the agent's bash tool is dropped.
-#[derive(Default)]
-struct SpillDirectory(OnceLock<tempfile::TempDir>);
+/// The agent's private directories: the spill files', and the sandbox's
+/// temporary directory.
+struct Directories {
+    spills: PrivateDirectory,
+    temporary: PrivateDirectory,
+}
 
-impl SpillDirectory {
-    /// A new spill file: created exclusively, mode 0600, random name.
-    fn create(&self) -> Option<(PathBuf, File)> {
-        let directory = match self.0.get() {
-            Some(directory) => directory,
-            None => {
-                let private = std::fs::Permissions::from_mode(0o700);
-                let made = tempfile::Builder::new().prefix("ferrule-bash-").permissions(private).tempdir().ok()?;
-                self.0.get_or_init(|| made)
-            }
-        };
+impl Default for Directories {
+    fn default() -> Self {
+        Directories { spills: PrivateDirectory::new("ferrule-bash-"), temporary: PrivateDirectory::new("ferrule-tmp-") }
+    }
+}
+
+/// A directory of the agent's own under the temporary directory (mode 0700,
+/// random name), made when first needed and removed, with what it holds, when
+/// the agent's bash tool is dropped.
+struct PrivateDirectory {
+    prefix: &'static str,
+    directory: OnceLock<tempfile::TempDir>,
+}
+
+impl PrivateDirectory {
+    fn new(prefix: &'static str) -> Self {
+        PrivateDirectory { prefix, directory: OnceLock::new() }
+    }
+
+    /// The directory, made now if it was not yet.
+    fn path(&self) -> std::io::Result<&std::path::Path> {
+        if let Some(directory) = self.directory.get() {
+            return Ok(directory.path());
+        }
+        let private = std::fs::Permissions::from_mode(0o700);
+        let made = tempfile::Builder::new().prefix(self.prefix).permissions(private).tempdir()?;
+        Ok(self.directory.get_or_init(|| made).path())
+    }
+
+    /// The directory, if it was made.
+    fn existing(&self) -> Option<&std::path::Path> {
+        self.directory.get().map(tempfile::TempDir::path)
+    }
+
+    /// A new spill file in the directory: created exclusively, mode 0600, random name.
+    fn create_file(&self) -> Option<(PathBuf, File)> {
         let file = tempfile::Builder::new()
             .prefix("output-")
             .suffix(".log")
             .permissions(std::fs::Permissions::from_mode(0o600))
-            .tempfile_in(directory.path())
+            .tempfile_in(self.path().ok()?)
             .ok()?;
         let (file, path) = file.keep().ok()?;
         Some((path, file))
@@ -229,7 +310,7 @@ impl SpillDirectory {
 /// The output so far: a bounded tail in memory, and the first
 /// [`MAX_SPILL_BYTES`] in a spill file once it outgrows the tail.
 struct Output<'a> {
-    spills: &'a SpillDirectory,
+    spills: &'a PrivateDirectory,
     tail: Vec<u8>,
     total: u64,
     lines: usize,
@@ -238,7 +319,7 @@ struct Output<'a> {
 }
 
 impl<'a> Output<'a> {
-    fn new(spills: &'a SpillDirectory) -> Self {
+    fn new(spills: &'a PrivateDirectory) -> Self {
         Output { spills, tail: Vec::new(), total: 0, lines: 0, spill: None, spill_tried: false }
     }
 
@@ -248,7 +329,7 @@ impl<'a> Output<'a> {
         self.lines += bytes.iter().filter(|&&b| b == b'\n').count();
         if !self.spill_tried && (self.total as usize > MAX_BYTES || self.lines > MAX_LINES) {
             self.spill_tried = true;
-            self.spill = self.spills.create().map(|(path, mut file)| {
+            self.spill = self.spills.create_file().map(|(path, mut file)| {
                 let _ = file.write_all(&self.tail);
                 (path, file)
             });

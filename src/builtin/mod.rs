@@ -1,9 +1,9 @@
 //! The built-in tools: read, bash, edit, write (the default set, in that order),
 //! apply_patch and list_files (when `allowed` names them).
 //!
-//! They are not a sandbox: they run with the host process's file, process,
-//! environment and network permissions. `confine: true` keeps paths inside the
-//! working directory; anything stronger needs process isolation.
+//! The file tools run with the host process's permissions; `confine: true`
+//! keeps their paths inside the working directory. Bash runs in the sandbox
+//! `sandbox` describes (sandbox/), on by default when `confine` is.
 
 mod apply_patch;
 mod bash;
@@ -13,6 +13,7 @@ mod list_files;
 mod matching;
 mod read;
 mod read_image;
+mod sandbox;
 mod workspace;
 mod write;
 
@@ -26,6 +27,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
 use crate::tool::{Execution, Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
+use sandbox::Sandbox;
+pub use sandbox::{SandboxConfig, SandboxMode};
 use workspace::Workspace;
 
 /// The `builtin_tools` configuration. Unknown fields are rejected.
@@ -61,6 +64,10 @@ pub struct BuiltinToolsConfig {
     /// option `needs_approval`).
     #[serde(default)]
     pub needs_approval: Vec<String>,
+    /// The sandbox bash commands run in. Absent: `workspace_write` without
+    /// network when `confine` is on, none otherwise.
+    #[serde(default)]
+    pub sandbox: Option<SandboxConfig>,
 }
 
 /// Every built-in, in the order they are offered.
@@ -95,11 +102,12 @@ pub(crate) fn select(
         !excluded.contains(name) && allowed.as_ref().map_or(by_default, |a| a.contains(name))
     };
     let workspace = Arc::new(Workspace::new(config.working_directory.as_deref(), config.confine)?);
+    let sandbox = Sandbox::from_config(config.sandbox.as_ref(), config.confine, workspace.root())?;
     let mut tools = Vec::new();
     if !config.disable {
         for name in BUILTINS {
             if wanted(name, DEFAULTS.contains(&name)) {
-                tools.push(builtin(name, &workspace, config, model_key_variable)?);
+                tools.push(builtin(name, &workspace, config, &sandbox, model_key_variable)?);
             }
         }
     }
@@ -111,6 +119,7 @@ fn builtin(
     name: &str,
     workspace: &Arc<Workspace>,
     config: &BuiltinToolsConfig,
+    sandbox: &Option<Sandbox>,
     model_key_variable: Option<&str>,
 ) -> Result<Tool> {
     let needs_approval = config.needs_approval.iter().any(|n| n == name);
@@ -128,7 +137,7 @@ fn builtin(
         }
         "bash" => bash::tool(
             workspace.clone(),
-            bash::BashSettings::new(config.bash_timeout_s, model_key_variable, &config.bash_pass_env),
+            bash::BashSettings::new(config.bash_timeout_s, model_key_variable, &config.bash_pass_env, sandbox.clone()),
             parallel,
         ),
         other => unreachable!("unknown built-in {other}"),
@@ -215,5 +224,33 @@ fn positive(arguments: &Value, name: &str) -> Result<Option<usize>, String> {
             Some(n) if n >= 1 => Ok(Some(n as usize)),
             _ => Err(format!("{name} must be a whole number of at least 1.")),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bash tool's description, for the builtin_tools configuration `config`.
+    fn bash_description(config: Value) -> String {
+        let config: BuiltinToolsConfig = serde_json::from_value(config).unwrap();
+        let tools = select(&config, Vec::new(), None).unwrap();
+        tools.iter().find(|tool| tool.name() == "bash").unwrap().description().to_owned()
+    }
+
+    #[test]
+    fn the_bash_description_tells_the_model_the_sandbox_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap().display().to_string();
+        let with = |sandbox: Value| bash_description(json!({"working_directory": dir.path(), "sandbox": sandbox}));
+        let confined = with(json!({"mode": "workspace_write"}));
+        assert!(confined.starts_with(bash::DESCRIPTION), "{confined}");
+        assert!(confined.contains(&format!("write only in {root} and $TMPDIR")), "{confined}");
+        assert!(confined.contains("There is no network"), "{confined}");
+        let read_only = with(json!({"mode": "read_only", "network": true}));
+        assert!(read_only.contains("write only in $TMPDIR") && read_only.contains("Network access is allowed"));
+        assert_eq!(with(json!({"mode": "off"})), bash::DESCRIPTION);
+        assert_eq!(bash_description(json!({"working_directory": dir.path()})), bash::DESCRIPTION);
+        assert_ne!(bash_description(json!({"working_directory": dir.path(), "confine": true})), bash::DESCRIPTION);
     }
 }

@@ -12,6 +12,7 @@ mod approval;
 mod builtin_bash;
 mod builtin_bash_env;
 mod builtin_hostile;
+mod builtin_sandbox;
 mod builtin_tools;
 mod conformance;
 mod events;

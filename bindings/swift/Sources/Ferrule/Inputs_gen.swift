@@ -412,6 +412,9 @@ public struct BuiltinTools: Sendable, Hashable, Codable {
     /// Built-ins whose calls run only once the host approved them (as the tool option
     /// `needs_approval`).
     public var needsApproval: [String]?
+    /// The sandbox bash commands run in. Absent: `workspace_write` without network when `confine`
+    /// is on, none otherwise.
+    public var sandbox: Sandbox?
     /// Where relative paths resolve and commands run; captured when the agent is built. Empty or
     /// absent: the process directory.
     public var workingDirectory: String?
@@ -424,6 +427,7 @@ public struct BuiltinTools: Sendable, Hashable, Codable {
         disable: Bool? = nil,
         excluded: [String]? = nil,
         needsApproval: [String]? = nil,
+        sandbox: Sandbox? = nil,
         workingDirectory: String? = nil
     ) {
         self.allowed = allowed
@@ -433,6 +437,7 @@ public struct BuiltinTools: Sendable, Hashable, Codable {
         self.disable = disable
         self.excluded = excluded
         self.needsApproval = needsApproval
+        self.sandbox = sandbox
         self.workingDirectory = workingDirectory
     }
 
@@ -444,7 +449,44 @@ public struct BuiltinTools: Sendable, Hashable, Codable {
         case disable
         case excluded
         case needsApproval = "needs_approval"
+        case sandbox
         case workingDirectory = "working_directory"
+    }
+}
+
+/// The `builtin_tools.sandbox` configuration. Unknown fields are rejected.
+public struct Sandbox: Sendable, Hashable, Codable {
+    /// What bash may change: `workspace_write` (the working directory, the writable roots and a
+    /// private temporary directory), `read_only` (only the private temporary directory) or `off`
+    /// (bash runs with the host's permissions). Absent: `workspace_write` when `confine` is on,
+    /// else `off`.
+    public var mode: String?
+    /// Whether commands may open network sockets (default false).
+    public var network: Bool?
+    /// More directories (or files) commands may read and run; relative paths are taken from the
+    /// working directory. Each must exist.
+    public var readableRoots: [String]?
+    /// More directories (or files) commands may write, in `workspace_write` mode; relative paths
+    /// are taken from the working directory. Each must exist.
+    public var writableRoots: [String]?
+
+    public init(
+        mode: String? = nil,
+        network: Bool? = nil,
+        readableRoots: [String]? = nil,
+        writableRoots: [String]? = nil
+    ) {
+        self.mode = mode
+        self.network = network
+        self.readableRoots = readableRoots
+        self.writableRoots = writableRoots
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case mode
+        case network
+        case readableRoots = "readable_roots"
+        case writableRoots = "writable_roots"
     }
 }
 

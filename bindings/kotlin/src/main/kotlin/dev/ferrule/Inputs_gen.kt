@@ -269,10 +269,39 @@ data class BuiltinTools(
      */
     @SerialName("needs_approval") val needsApproval: List<String>? = null,
     /**
+     * The sandbox bash commands run in. Absent: `workspace_write` without network when `confine` is
+     * on, none otherwise.
+     */
+    val sandbox: Sandbox? = null,
+    /**
      * Where relative paths resolve and commands run; captured when the agent is built. Empty or
      * absent: the process directory.
      */
     @SerialName("working_directory") val workingDirectory: String? = null,
+)
+
+/** The `builtin_tools.sandbox` configuration. Unknown fields are rejected. */
+@Serializable
+data class Sandbox(
+    /**
+     * What bash may change: `workspace_write` (the working directory, the writable roots and a
+     * private temporary directory), `read_only` (only the private temporary directory) or `off`
+     * (bash runs with the host's permissions). Absent: `workspace_write` when `confine` is on, else
+     * `off`.
+     */
+    val mode: String? = null,
+    /** Whether commands may open network sockets (default false). */
+    val network: Boolean? = null,
+    /**
+     * More directories (or files) commands may read and run; relative paths are taken from the
+     * working directory. Each must exist.
+     */
+    @SerialName("readable_roots") val readableRoots: List<String>? = null,
+    /**
+     * More directories (or files) commands may write, in `workspace_write` mode; relative paths are
+     * taken from the working directory. Each must exist.
+     */
+    @SerialName("writable_roots") val writableRoots: List<String>? = null,
 )
 
 /**

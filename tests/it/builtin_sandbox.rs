@@ -1,0 +1,352 @@
+//! The bash sandbox (Linux): what a confined command cannot do (write outside
+//! the workspace by any path, reach the network, see the host's processes,
+//! gain privileges, outlive its call), what it still can (build, commit, run
+//! python, pipe and redirect), and the configuration's checks. Each hostile
+//! case also runs unconfined where that is safe, to show the test can fail.
+
+use std::io::Read;
+use std::net::{TcpListener, UdpSocket};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::common::*;
+use ferrule::agent::AgentBuilder;
+use serde_json::{json, Value};
+
+/// Runs `command` with bash in `dir` under `sandbox` (the `builtin_tools.sandbox`
+/// value; null leaves it out), returning the output and whether it failed.
+fn bash_in(dir: &Path, command: &str, sandbox: Value) -> (String, bool) {
+    let mut builtins = json!({"working_directory": dir.to_str().unwrap(), "allowed": ["bash"]});
+    if !sandbox.is_null() {
+        builtins["sandbox"] = sandbox;
+    }
+    let script =
+        json!([{"tool_calls": [call("b", "bash", json!({"command": command, "timeout": 60}))]}, {"text": "done"}]);
+    let agent = agent(script, json!({"builtin_tools": builtins}), vec![]);
+    let (result, _) = run(&agent, "go");
+    let message = &tool_results(&result)[0];
+    (text(message), message["is_error"].as_bool().unwrap())
+}
+
+/// The default sandbox: the workspace writable, no network.
+fn confined(dir: &Path, command: &str) -> (String, bool) {
+    bash_in(dir, command, json!({"mode": "workspace_write"}))
+}
+
+fn unconfined(dir: &Path, command: &str) -> (String, bool) {
+    bash_in(dir, command, json!({"mode": "off"}))
+}
+
+/// A directory outside the workspace, and a file in it.
+fn outside() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("precious.txt");
+    std::fs::write(&file, "precious").unwrap();
+    (dir, file)
+}
+
+#[test]
+fn writes_outside_the_workspace_are_refused_by_every_path() {
+    let workspace = tempfile::tempdir().unwrap();
+    let (out, precious) = outside();
+    let out = out.path().display().to_string();
+    let precious = precious.display().to_string();
+    let attempts = [
+        ("directly", format!("echo x > {out}/direct.txt")),
+        ("by appending", format!("echo x >> {precious}")),
+        ("by removing", format!("rm -f {precious}")),
+        ("through a symlink", format!("ln -s {out} link && echo x > link/through-link.txt")),
+        ("through a hard link", format!("ln {precious} hard && echo x >> hard")),
+        ("by renaming into it", format!("echo x > mine && mv mine {out}/moved.txt")),
+        ("in /tmp", "echo x > /tmp/ferrule-sandbox-escape-$$ && echo wrote".to_owned()),
+        ("in /dev/shm", "echo x > /dev/shm/ferrule-sandbox-escape-$$ && echo wrote".to_owned()),
+    ];
+    for (how, command) in &attempts {
+        let (text, is_error) = confined(workspace.path(), command);
+        assert!(is_error, "{how}: {text}");
+        assert!(
+            text.contains("Permission denied")
+                || text.contains("Operation not permitted")
+                || text.contains("Invalid cross-device link"),
+            "{how}: {text}"
+        );
+        assert!(!text.contains("wrote"), "{how}: {text}");
+    }
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "precious");
+    let left: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(left, ["precious.txt"], "nothing was written outside");
+    let escaped = |dir: &str| {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries.flatten().any(|e| e.file_name().to_string_lossy().starts_with("ferrule-sandbox-escape-"))
+            })
+            .unwrap_or(false)
+    };
+    assert!(!escaped("/tmp") && !escaped("/dev/shm"));
+
+    // Unconfined, the same command writes: the test can fail.
+    let (text, is_error) = unconfined(workspace.path(), &format!("echo x > {out}/direct.txt"));
+    assert!(!is_error, "{text}");
+    assert!(Path::new(&out).join("direct.txt").exists());
+}
+
+#[test]
+fn the_host_process_and_its_environment_are_out_of_sight() {
+    let workspace = tempfile::tempdir().unwrap();
+    let host = std::process::id();
+    let command = format!("cat /proc/{host}/environ; ls /proc | grep -c '^[0-9]'");
+    let (text, _) = confined(workspace.path(), &command);
+    assert!(text.contains("No such file or directory"), "{text}");
+    let processes: usize = text.lines().rev().nth(1).unwrap().trim().parse().unwrap();
+    assert!(processes <= 4, "the sandbox sees {processes} processes: {text}");
+
+    let (text, is_error) = unconfined(workspace.path(), &format!("test -r /proc/{host}/environ && echo readable"));
+    assert!(!is_error && text.starts_with("readable"), "{text}");
+}
+
+#[test]
+fn without_network_connections_and_lookups_fail_and_with_it_they_reach_the_server() {
+    let workspace = tempfile::tempdir().unwrap();
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    let udp = UdpSocket::bind("127.0.0.1:0").unwrap();
+    udp.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    let (tcp_port, udp_port) = (tcp.local_addr().unwrap().port(), udp.local_addr().unwrap().port());
+    let connect = format!("exec 3<>/dev/tcp/127.0.0.1/{tcp_port} && echo hello >&3 && echo connected");
+    // A name lookup is a UDP datagram to the resolver: here, to a resolver the test plays.
+    let lookup = format!("exec 4<>/dev/udp/127.0.0.1/{udp_port} && printf lookup >&4 && echo sent");
+
+    for command in [&connect, &lookup] {
+        let (text, is_error) = confined(workspace.path(), command);
+        assert!(is_error && !text.contains("connected") && !text.contains("sent"), "{text}");
+        assert!(text.contains("Operation not permitted") || text.contains("Permission denied"), "{text}");
+    }
+    assert!(tcp.accept().is_err(), "a connection arrived");
+    assert!(udp.recv_from(&mut [0u8; 64]).is_err(), "a datagram arrived");
+
+    let sandbox = json!({"mode": "workspace_write", "network": true});
+    let (text, is_error) = bash_in(workspace.path(), &connect, sandbox.clone());
+    assert!(!is_error && text.contains("connected"), "{text}");
+    let (mut stream, _) = tcp.accept().unwrap();
+    stream.set_nonblocking(false).unwrap();
+    let mut received = String::new();
+    stream.read_to_string(&mut received).unwrap();
+    assert_eq!(received, "hello\n");
+    let (text, is_error) = bash_in(workspace.path(), &lookup, sandbox);
+    assert!(!is_error && text.contains("sent"), "{text}");
+    let mut datagram = [0u8; 64];
+    let (n, _) = udp.recv_from(&mut datagram).unwrap();
+    assert_eq!(&datagram[..n], b"lookup");
+}
+
+#[test]
+fn a_setuid_binary_gains_nothing() {
+    let workspace = tempfile::tempdir().unwrap();
+    let id = workspace.path().join("id-as-nobody");
+    std::fs::copy("/usr/bin/id", &id).unwrap();
+    std::os::unix::fs::chown(&id, Some(65534), None).unwrap();
+    std::fs::set_permissions(&id, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let me = unsafe { libc::geteuid() };
+    let (text, is_error) = confined(workspace.path(), "./id-as-nobody -u; grep NoNewPrivs /proc/self/status");
+    assert!(!is_error, "{text}");
+    assert!(text.starts_with(&format!("{me}\n")), "the setuid bit took effect: {text}");
+    assert!(text.contains("NoNewPrivs:\t1"), "{text}");
+
+    let (text, _) = unconfined(workspace.path(), "./id-as-nobody -u");
+    assert!(text.starts_with("65534\n"), "{text}");
+}
+
+/// Whether a process of the host runs with `marker` in its command line.
+fn running(marker: &str) -> bool {
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        std::fs::read(entry.path().join("cmdline")).is_ok_and(|line| {
+            String::from_utf8_lossy(&line).contains(marker)
+                && std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| !stat.contains(") Z "))
+        })
+    })
+}
+
+/// Whether `condition` holds within 5 s.
+fn eventually(condition: impl Fn() -> bool) -> bool {
+    (0..500).any(|_| {
+        condition() || {
+            std::thread::sleep(Duration::from_millis(10));
+            false
+        }
+    })
+}
+
+#[test]
+fn background_processes_end_with_the_call_even_in_a_session_of_their_own() {
+    let workspace = tempfile::tempdir().unwrap();
+    let seconds = 7000 + std::process::id() % 1000;
+    let command = format!("setsid sleep {seconds}.5 > /dev/null 2>&1 < /dev/null & echo started");
+    let (text, is_error) = confined(workspace.path(), &command);
+    assert!(!is_error && text.starts_with("started"), "{text}");
+    assert!(eventually(|| !running(&format!("{seconds}.5"))), "the background process outlived the call");
+
+    let (text, _) = unconfined(workspace.path(), &command.replace(".5", ".25"));
+    assert!(text.starts_with("started"), "{text}");
+    let marker = format!("{seconds}.25");
+    assert!(running(&marker), "unconfined, the background process lives on");
+    let _ = std::process::Command::new("pkill").args(["-f", &format!("sleep {marker}")]).status();
+}
+
+#[test]
+fn ordinary_work_succeeds_inside() {
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::write(
+        workspace.path().join("hello.c"),
+        "#include <stdio.h>\nint main(void) { puts(\"built\"); return 0; }\n",
+    )
+    .unwrap();
+    let steps = [
+        ("compile and run C", "cc -o hello hello.c && ./hello", "built"),
+        (
+            "git init and commit",
+            "git init -q repo && cd repo && echo a > a.txt && git add a.txt && git -c user.name=t -c user.email=t@example.com commit -qm first && git log --format=%s",
+            "first",
+        ),
+        ("python", "/usr/bin/python3 -c 'import tempfile, os; f = tempfile.NamedTemporaryFile(); print(\"py\", os.path.dirname(f.name) == os.environ[\"TMPDIR\"])'", "py True"),
+        ("pipes and redirects", "printf 'b\\na\\n' | sort > sorted.txt && tr a-z A-Z < sorted.txt 2>/dev/null | head -1", "A"),
+        ("temporary files", "t=$(mktemp) && echo kept > $t && cat $t && rm $t", "kept"),
+    ];
+    for (what, command, expected) in steps {
+        let (text, is_error) = confined(workspace.path(), command);
+        assert!(!is_error, "{what}: {text}");
+        assert!(text.lines().any(|line| line == expected), "{what}: {text}");
+    }
+}
+
+#[test]
+fn the_configuration_is_checked_when_the_agent_is_built() {
+    let workspace = tempfile::tempdir().unwrap();
+    let build = |builtins: Value| {
+        let mut builtins = builtins;
+        builtins["working_directory"] = json!(workspace.path().to_str().unwrap());
+        let config = json!({"model": {"provider": "scripted", "script": []}, "builtin_tools": builtins});
+        AgentBuilder::from_json(&config.to_string()).and_then(|b| b.build()).map(|_| ()).map_err(|e| e.to_string())
+    };
+    for (sandbox, expected) in [
+        (json!({"mode": "jail"}), "unknown variant"),
+        (json!({"mode": "workspace_write", "netwrok": true}), "unknown field"),
+        (json!({"writable_roots": ["/does/not/exist"]}), "writable_roots: /does/not/exist"),
+        (json!({"readable_roots": ["missing"]}), "readable_roots: missing"),
+        (json!({"mode": "read_only", "writable_roots": ["."]}), "read_only writes nowhere"),
+    ] {
+        let error = build(json!({"sandbox": sandbox})).unwrap_err();
+        assert!(error.contains(expected), "{sandbox}: {error}");
+    }
+    build(json!({"confine": true, "sandbox": {"writable_roots": ["."], "readable_roots": ["/usr"]}})).unwrap();
+}
+
+#[test]
+fn confine_turns_the_sandbox_on_unless_it_is_off() {
+    let workspace = tempfile::tempdir().unwrap();
+    let (out, _) = outside();
+    let command = format!("echo x > {}/direct.txt", out.path().display());
+    let with = |builtins: Value| {
+        let mut builtins = builtins;
+        builtins["working_directory"] = json!(workspace.path().to_str().unwrap());
+        builtins["allowed"] = json!(["bash"]);
+        let script = json!([{"tool_calls": [call("b", "bash", json!({"command": command}))]}, {"text": "done"}]);
+        let (result, _) = run(&agent(script, json!({"builtin_tools": builtins}), vec![]), "go");
+        tool_results(&result)[0]["is_error"].as_bool().unwrap()
+    };
+    assert!(with(json!({"confine": true})), "confine alone sandboxes bash");
+    assert!(!with(json!({"confine": true, "sandbox": {"mode": "off"}})), "mode off runs unconfined");
+    assert!(!with(json!({})), "neither: unconfined as before");
+}
+
+#[test]
+fn read_only_writes_nowhere_but_its_temporary_directory() {
+    let workspace = tempfile::tempdir().unwrap();
+    let (text, is_error) = bash_in(
+        workspace.path(),
+        "echo x > $TMPDIR/scratch && cat $TMPDIR/scratch && echo y > here.txt",
+        json!({"mode": "read_only"}),
+    );
+    assert!(is_error && text.starts_with("x\n") && text.contains("Permission denied"), "{text}");
+    assert!(!workspace.path().join("here.txt").exists());
+}
+
+/// Set in a copy of this test binary run where the kernel refuses what the
+/// sandbox needs.
+const INNER: &str = "FERRULE_SANDBOX_TEST_INNER";
+
+/// Runs the test `name` of this binary again, as `wrapper` (a command line
+/// taking the program to run as `$0` and its arguments after) starts it, with
+/// INNER set; its output.
+fn run_inner(name: &str, wrapper: &str) -> std::process::Output {
+    let this = std::env::current_exe().unwrap();
+    std::process::Command::new("sh")
+        .args(["-c", wrapper, this.to_str().unwrap(), "--exact", name, "--nocapture", "--test-threads=1"])
+        .env(INNER, "1")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn without_user_namespaces_the_command_does_not_run_and_the_model_is_told_why() {
+    let workspace = tempfile::tempdir().unwrap();
+    if std::env::var_os(INNER).is_some() {
+        let (text, is_error) = confined(workspace.path(), "echo ran > ran.txt");
+        assert!(is_error, "{text}");
+        assert!(text.contains("does not give new user, PID and mount namespaces"), "{text}");
+        assert!(!workspace.path().join("ran.txt").exists(), "the command ran unconfined");
+        let (text, is_error) = unconfined(workspace.path(), "echo ran");
+        assert!(!is_error && text.starts_with("ran"), "mode off still runs: {text}");
+        println!("inner test ran");
+        return;
+    }
+    // In a user namespace of its own that may make no more of them.
+    let output = run_inner(
+        "builtin_sandbox::without_user_namespaces_the_command_does_not_run_and_the_model_is_told_why",
+        r#"exec unshare --user --map-root-user sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$0" "$@"' "$0" "$@""#,
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("inner test ran"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn a_fork_bomb_is_bounded_for_a_host_that_is_not_root() {
+    if std::env::var_os(INNER).is_some() {
+        let workspace = tempfile::tempdir().unwrap();
+        let bomb = "bomb() { bomb | bomb & }; bomb; sleep 30";
+        let script =
+            json!([{"tool_calls": [call("b", "bash", json!({"command": bomb, "timeout": 3}))]}, {"text": "done"}]);
+        let builtins =
+            json!({"working_directory": workspace.path().to_str().unwrap(), "allowed": ["bash"], "confine": true});
+        let (result, _) = run(&agent(script, json!({"builtin_tools": builtins}), vec![]), "go");
+        let text = text(&tool_results(&result)[0]);
+        assert!(text.contains("Resource temporarily unavailable"), "{}", &text[text.len().saturating_sub(500)..]);
+        assert!(text.contains("[timed out after 3 s"), "{}", &text[text.len().saturating_sub(500)..]);
+        println!("inner test ran");
+        return;
+    }
+    // The kernel bounds no process count of root's: the host here is nobody.
+    let output = run_inner(
+        "builtin_sandbox::a_fork_bomb_is_bounded_for_a_host_that_is_not_root",
+        r#"exec setpriv --reuid 65534 --regid 65534 --clear-groups "$0" "$@""#,
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("inner test ran"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The kernel kills the namespace's processes when its first one dies; they
+    // go within moments of the call's end.
+    let left = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+            std::fs::metadata(entry.path()).is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 65534)
+                && std::fs::read_to_string(entry.path().join("stat")).is_ok_and(|stat| !stat.contains(") Z "))
+        })
+    };
+    assert!(eventually(|| !left()), "the bomb outlived the call");
+}
