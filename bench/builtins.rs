@@ -4,8 +4,9 @@
 //! it occurs (overlapping) at almost every byte, and the many-searches cases that
 //! the work budget refuses (1,000 Update File sections of one 20,000-line file;
 //! 4,000 edits of a 280 KB file), and 10,000 one-line Add File sections. Prints the median time of a whole call through a
-//! scripted run, file I/O included, and how the call ended. Run with `make bench`;
-//! nothing here is asserted.
+//! scripted run, file I/O included, and how the call ended. Then the cost of
+//! bash's sandbox: a bash call of `true`, unconfined and confined (per call, over
+//! runs of 40 calls). Run with `make bench`; nothing here is asserted.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -61,6 +62,14 @@ fn main() {
         std::fs::write(dir.path().join("w.txt"), &words).unwrap();
         call(dir.path(), "edit", json!({"path": "w.txt", "edits": edits}))
     });
+
+    for (sandbox, what) in [
+        (json!({"mode": "off"}), "bash: `true`, without the sandbox"),
+        (json!({"mode": "workspace_write"}), "bash: `true`, in the sandbox"),
+        (json!({"mode": "workspace_write", "network": true}), "bash: `true`, in the sandbox with network"),
+    ] {
+        report(what, || bash_calls(dir.path(), &sandbox, 40));
+    }
 }
 
 /// Prints the median time of `measure` and how its last call ended.
@@ -81,13 +90,29 @@ fn report(what: &str, mut measure: impl FnMut() -> (Duration, String)) {
 /// One run of one call of `tool` in `dir`: its wall time and the result's text.
 fn call(dir: &Path, tool: &str, arguments: Value) -> (Duration, String) {
     let script = json!([{"tool_calls": [{"id": "c", "name": tool, "arguments": arguments}]}, {"text": "done"}]);
-    let config = json!({"model": {"provider": "scripted", "script": script},
-                        "builtin_tools": {"working_directory": dir.to_str().unwrap(), "allowed": [tool]}});
+    let (elapsed, messages) = timed_run(script, json!({"working_directory": dir.to_str().unwrap(), "allowed": [tool]}));
+    (elapsed, messages[2]["content"][0]["text"].as_str().unwrap_or_default().to_owned())
+}
+
+/// One run of `calls` rounds of one bash call of `true` in `dir`, bash's
+/// sandbox as `sandbox` says: the wall time per call and the last result's text.
+fn bash_calls(dir: &Path, sandbox: &Value, calls: u32) -> (Duration, String) {
+    let round = json!({"tool_calls": [{"id": "c", "name": "bash", "arguments": {"command": "true"}}]});
+    let script: Vec<Value> = (0..calls).map(|_| round.clone()).chain([json!({"text": "done"})]).collect();
+    let builtins = json!({"working_directory": dir.to_str().unwrap(), "allowed": ["bash"], "sandbox": sandbox});
+    let (elapsed, messages) = timed_run(json!(script), builtins);
+    let last = &messages[messages.as_array().map_or(0, Vec::len).saturating_sub(2)];
+    (elapsed / calls, last["content"][0]["text"].as_str().unwrap_or_default().to_owned())
+}
+
+/// The wall time of one run of the scripted model `script` with the built-ins
+/// `builtins`, and its transcript.
+fn timed_run(script: Value, builtins: Value) -> (Duration, Value) {
+    let config = json!({"model": {"provider": "scripted", "script": script}, "builtin_tools": builtins});
     let agent = AgentBuilder::from_json(&config.to_string()).expect("config").build().expect("build");
     let started = Instant::now();
     let result = agent.start(RunInput::prompt("go"), None).expect("start").wait_blocking().expect("wait");
     let elapsed = started.elapsed();
     assert_eq!(result.status, RunStatus::Completed, "{:?}", result.error);
-    let messages = serde_json::to_value(&result.messages).expect("transcript");
-    (elapsed, messages[2]["content"][0]["text"].as_str().unwrap_or_default().to_owned())
+    (elapsed, serde_json::to_value(&result.messages).expect("transcript"))
 }

@@ -63,10 +63,10 @@ exec 9>"$ROOT.lock"
 flock 9
 inside=/ferrule
 mkdir -p "$ROOT$inside"
-# The command runs in a PID namespace of its own, with its own /proc: when the
-# script ends (a timeout or ^C included), unshare's child, the namespace's first
-# process, is killed, and the kernel ends every process left in the namespace
-# with it (SwiftPM starts test binaries in process groups of their own, which a
+# The command runs in PID and mount namespaces of its own, with its own /proc
+# and the root as the mount namespace's root: when the script ends (a timeout
+# or ^C included), unshare's child, the namespace's first process, is killed,
+# and the kernel ends every process left in the namespace with it (SwiftPM starts test binaries in process groups of their own, which a
 # signal to one group would miss).
 child=
 cleanup() {
@@ -95,7 +95,14 @@ for name in OPENAI_API_KEY ANTHROPIC_API_KEY FERRULE_MODEL FERRULE_BENCH_RUNS; d
     [ -n "${!name:-}" ] && passed+=("$name=${!name}")
 done
 # target/release is on PATH for the MCP test server the conformance scenarios start.
-unshare --pid --fork --kill-child --mount-proc="$ROOT/proc" chroot "$ROOT" /usr/bin/env -i HOME=/root \
+# The root becomes the mount namespace's own (pivot_root, not chroot): the
+# kernel refuses user namespaces, which the bash sandbox makes, to a chrooted
+# process.
+unshare --pid --fork --kill-child --mount --propagation private /bin/sh -c '
+    root=$1; shift
+    mount --rbind "$root" "$root" && mount -t proc proc "$root/proc" && cd "$root" &&
+        mkdir -p .old-root && pivot_root . .old-root && umount -l /.old-root && exec "$@"' \
+    sh "$ROOT" /usr/bin/env -i HOME=/root \
     PATH="$inside/target/release:/usr/bin:/bin" LANG=C.UTF-8 \
     PKG_CONFIG_PATH="${FERRULE_SWIFT_PKG_CONFIG_PATH:-$checkout_pc}" \
     LD_LIBRARY_PATH="${FERRULE_SWIFT_LIBRARY_PATH:-$inside/target/release}" "${passed[@]}" \
