@@ -350,3 +350,36 @@ fn a_fork_bomb_is_bounded_for_a_host_that_is_not_root() {
     };
     assert!(eventually(|| !left()), "the bomb outlived the call");
 }
+
+/// Text only the host's memory holds (this binary's).
+const HOST_MARKER: &str = "ferrule-host-memory-9f1c27d4";
+
+#[test]
+fn a_crashing_shell_leaves_no_core_of_the_host() {
+    if std::env::var_os(INNER).is_some() {
+        let workspace = tempfile::tempdir().unwrap();
+        let crash = "exec /usr/bin/python3 -c 'import ctypes; ctypes.string_at(0)'";
+        let (text, is_error) = confined(workspace.path(), crash);
+        assert!(is_error && text.ends_with("[killed by signal 11]"), "{text}");
+        // The crashing program may leave its own core; none holds the host's memory.
+        for entry in std::fs::read_dir(workspace.path()).unwrap().flatten() {
+            let core = std::fs::read(entry.path()).unwrap();
+            let holds_host = core.windows(HOST_MARKER.len()).any(|w| w == HOST_MARKER.as_bytes());
+            assert!(!holds_host, "{:?} is a core of the host's memory", entry.file_name());
+        }
+        println!("inner test ran");
+        return;
+    }
+    // Core dumps on, written where the crashing process stands (core_pattern "core").
+    let pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap_or_default();
+    let output = run_inner(
+        "builtin_sandbox::a_crashing_shell_leaves_no_core_of_the_host",
+        r#"ulimit -c unlimited && exec "$0" "$@""#,
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("inner test ran"),
+        "core_pattern {pattern}: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -155,6 +155,9 @@ impl Confinement {
             .and_then(|()| write_file(c"/proc/self/uid_map", &self.uid_map))
             .and_then(|()| write_file(c"/proc/self/gid_map", &self.gid_map))
             .map_err(|e| failed(Step::UserMap, e))?;
+        // This process and the shell's until its exec hold a copy of the
+        // host's memory: never in a core dump (exec makes the shell dumpable).
+        nix::sys::prctl::set_dumpable(false).map_err(|e| failed(Step::Fork, e.into()))?;
         // SAFETY: the child is single-threaded; both sides go on with system calls only.
         match unsafe { fork() }.map_err(|e| failed(Step::Fork, e.into()))? {
             ForkResult::Parent { child } => wait_for_shell(child),
@@ -217,6 +220,8 @@ fn wait_for_shell(shell: Pid) -> ! {
     // and the command's output; this process keeps nothing open.
     // SAFETY: close_range has no memory effects.
     unsafe { libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) };
+    // Ending by the shell's signal must never dump this copy of the host's memory.
+    let _ = setrlimit(Resource::RLIMIT_CORE, 0, 0);
     let code = loop {
         match waitpid(shell, None) {
             Ok(WaitStatus::Exited(_, code)) => break code,

@@ -176,6 +176,27 @@ final class RunTests: XCTestCase {
         XCTAssertNoThrow(try Agent(config: config, tools: [echoTool()]))
     }
 
+    /// The Swift configuration reaches bash's sandbox: read_only refuses a
+    /// write in the working directory that workspace_write allows.
+    func testTheBashSandboxIsConfiguredFromSwift() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("ferrule-sandbox-\(UUID())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        func bash(_ command: String, _ sandbox: Sandbox) async throws -> Message? {
+            var config = scripted([callTurn([("b", "bash", ["command": .string(command)])]), answerTurn("done")])
+            config.builtinTools = BuiltinTools(
+                allowed: ["bash"], sandbox: sandbox, workingDirectory: dir.path)
+            return try await Agent(config: config).run(.prompt("go")).messages.first { $0.role == .tool }
+        }
+        let refused = try await bash("echo x > inside.txt", Sandbox(mode: "read_only"))
+        XCTAssertEqual(refused?.isError, true)
+        XCTAssertTrue(refused?.text.contains("Permission denied") ?? false, refused?.text ?? "no result")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("inside.txt").path))
+        let written = try await bash("echo x > inside.txt && cat inside.txt", Sandbox(mode: "workspace_write"))
+        XCTAssertEqual(written?.isError, false)
+        XCTAssertTrue(written?.text.hasPrefix("x\n") ?? false, written?.text ?? "no result")
+    }
+
     struct Plan: Decodable, Equatable { let customer: String; let plan: String }
 
     func testStructuredOutputDecodesIntoASwiftType() async throws {

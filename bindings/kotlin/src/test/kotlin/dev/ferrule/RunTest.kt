@@ -138,6 +138,27 @@ class RunTest {
         assertEquals(0, Handles.count, "refused tools' and runs' keys were released")
     }
 
+    /** The Kotlin configuration reaches bash's sandbox: read_only refuses a write workspace_write allows. */
+    @Test
+    fun theBashSandboxIsConfiguredFromKotlin() = runBlocking {
+        val dir = kotlin.io.path.createTempDirectory("ferrule-sandbox-").toFile()
+        try {
+            suspend fun bash(command: String, sandbox: Sandbox): Message {
+                val config = scripted(callTurn("b", "bash", FerruleJson.encodeToString(mapOf("command" to command))),
+                    answerTurn("done")).copy(builtinTools = BuiltinTools(allowed = listOf("bash"), sandbox = sandbox,
+                    workingDirectory = dir.path))
+                return Agent(config).use { agent -> agent.run(RunInput.prompt("go")).messages[2] }
+            }
+            val refused = bash("echo x > inside.txt", Sandbox(mode = "read_only"))
+            assertTrue(refused.isError && "Permission denied" in refused.text, refused.text)
+            assertTrue(!dir.resolve("inside.txt").exists(), "read_only let the command write")
+            val written = bash("echo x > inside.txt && cat inside.txt", Sandbox(mode = "workspace_write"))
+            assertTrue(!written.isError && written.text.startsWith("x\n"), written.text)
+        } finally {
+            dir.deleteRecursively()
+        }
+    }
+
     @Test
     fun theConfigEncodesToTheConfigurationJson() {
         val config = AgentConfig(ModelConfig("openai", name = "gpt-4.1-mini", timeouts = Timeouts(connectMs = 100)),
