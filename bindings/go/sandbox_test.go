@@ -34,7 +34,7 @@ func bashIn(t *testing.T, dir, command string, sandbox *Sandbox) Message {
 func TestTheBashSandboxIsConfiguredFromGo(t *testing.T) {
 	dir := t.TempDir()
 	refused := bashIn(t, dir, "echo x > inside.txt", &Sandbox{Mode: "read_only"})
-	if !refused.IsError || !strings.Contains(refused.Text(), "Permission denied") {
+	if !refused.IsError || !strings.Contains(refused.Text(), "Read-only file system") {
 		t.Fatalf("read_only: %+v", refused)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "inside.txt")); !errors.Is(err, os.ErrNotExist) {

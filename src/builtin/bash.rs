@@ -37,7 +37,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
 use super::object_schema;
-use super::sandbox::{Confinement, Sandbox};
+use super::sandbox::{Confinement, Root, Sandbox};
 use super::workspace::Workspace;
 use crate::error::Result;
 use crate::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
@@ -204,17 +204,17 @@ fn confine(
     directories: &Directories,
 ) -> Result<super::sandbox::FailedStep, String> {
     let temporary =
-        directories.temporary.path().map_err(|e| format!("Could not make the sandbox's temporary directory: {e}"))?;
+        directories.temporary.root().map_err(|e| format!("Could not make the sandbox's temporary directory: {e}"))?;
     let spills = directories.spills.existing();
     let confinement = Confinement::prepare(sandbox, temporary, spills.as_slice())?;
     for name in ["TMPDIR", "TMP", "TEMP"] {
-        bash.env(name, temporary);
+        bash.env(name, &temporary.path);
     }
     // A home the sandbox cannot read would fail every program that reads its
     // settings there (git, for one): the temporary directory stands in.
     let home = std::env::var_os("HOME").map(PathBuf::from);
     if !home.is_some_and(|home| home.canonicalize().is_ok_and(|home| sandbox.may_read(&home))) {
-        bash.env("HOME", temporary);
+        bash.env("HOME", &temporary.path);
     }
     Ok(confinement.install(bash))
 }
@@ -268,10 +268,10 @@ impl Default for Directories {
 
 /// A directory of the agent's own under the temporary directory (mode 0700,
 /// random name), made when first needed and removed, with what it holds, when
-/// the agent's bash tool is dropped.
+/// the agent's bash tool is dropped; held open from when it was made.
 struct PrivateDirectory {
     prefix: &'static str,
-    directory: OnceLock<tempfile::TempDir>,
+    directory: OnceLock<(tempfile::TempDir, Root)>,
 }
 
 impl PrivateDirectory {
@@ -280,18 +280,19 @@ impl PrivateDirectory {
     }
 
     /// The directory, made now if it was not yet.
-    fn path(&self) -> std::io::Result<&std::path::Path> {
-        if let Some(directory) = self.directory.get() {
-            return Ok(directory.path());
+    fn root(&self) -> std::io::Result<&Root> {
+        if let Some((_, root)) = self.directory.get() {
+            return Ok(root);
         }
         let private = std::fs::Permissions::from_mode(0o700);
         let made = tempfile::Builder::new().prefix(self.prefix).permissions(private).tempdir()?;
-        Ok(self.directory.get_or_init(|| made).path())
+        let root = Root::open(made.path().to_path_buf())?;
+        Ok(&self.directory.get_or_init(|| (made, root)).1)
     }
 
     /// The directory, if it was made.
     fn existing(&self) -> Option<&std::path::Path> {
-        self.directory.get().map(tempfile::TempDir::path)
+        self.directory.get().map(|(directory, _)| directory.path())
     }
 
     /// A new spill file in the directory: created exclusively, mode 0600, random name.
@@ -300,7 +301,7 @@ impl PrivateDirectory {
             .prefix("output-")
             .suffix(".log")
             .permissions(std::fs::Permissions::from_mode(0o600))
-            .tempfile_in(self.path().ok()?)
+            .tempfile_in(&self.root().ok()?.path)
             .ok()?;
         let (file, path) = file.keep().ok()?;
         Some((path, file))

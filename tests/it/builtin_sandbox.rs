@@ -67,6 +67,7 @@ fn writes_outside_the_workspace_are_refused_by_every_path() {
         assert!(is_error, "{how}: {text}");
         assert!(
             text.contains("Permission denied")
+                || text.contains("Read-only file system")
                 || text.contains("Operation not permitted")
                 || text.contains("Invalid cross-device link"),
             "{how}: {text}"
@@ -234,6 +235,8 @@ fn the_configuration_is_checked_when_the_agent_is_built() {
         (json!({"writable_roots": ["/does/not/exist"]}), "writable_roots: /does/not/exist"),
         (json!({"readable_roots": ["missing"]}), "readable_roots: missing"),
         (json!({"mode": "read_only", "writable_roots": ["."]}), "read_only writes nowhere"),
+        (json!({"mode": "off", "network": true}), "mode off takes no network or roots"),
+        (json!({"mode": "off", "readable_roots": ["."]}), "mode off takes no network or roots"),
     ] {
         let error = build(json!({"sandbox": sandbox})).unwrap_err();
         assert!(error.contains(expected), "{sandbox}: {error}");
@@ -256,6 +259,7 @@ fn confine_turns_the_sandbox_on_unless_it_is_off() {
     };
     assert!(with(json!({"confine": true})), "confine alone sandboxes bash");
     assert!(!with(json!({"confine": true, "sandbox": {"mode": "off"}})), "mode off runs unconfined");
+    assert!(with(json!({"sandbox": {"network": false}})), "a sandbox without a mode is workspace_write");
     assert!(!with(json!({})), "neither: unconfined as before");
 }
 
@@ -267,7 +271,7 @@ fn read_only_writes_nowhere_but_its_temporary_directory() {
         "echo x > $TMPDIR/scratch && cat $TMPDIR/scratch && echo y > here.txt",
         json!({"mode": "read_only"}),
     );
-    assert!(is_error && text.starts_with("x\n") && text.contains("Permission denied"), "{text}");
+    assert!(is_error && text.starts_with("x\n") && text.contains("Read-only file system"), "{text}");
     assert!(!workspace.path().join("here.txt").exists());
 }
 
@@ -382,4 +386,93 @@ fn a_crashing_shell_leaves_no_core_of_the_host() {
         "core_pattern {pattern}: {stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+#[test]
+fn host_services_behind_unix_sockets_are_out_of_reach_without_network() {
+    let workspace = tempfile::tempdir().unwrap();
+    let (out, _) = outside();
+    let path = out.path().join("service.sock");
+    let service = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    service.set_nonblocking(true).unwrap();
+    let command = format!(
+        "/usr/bin/python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}'); print('connected')\"",
+        path.display()
+    );
+    let (text, is_error) = confined(workspace.path(), &command);
+    assert!(is_error && !text.contains("connected") && text.contains("Operation not permitted"), "{text}");
+    let datagram = format!(
+        "/usr/bin/python3 -c \"import socket; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b'x', '{}')\"",
+        path.display()
+    );
+    let (text, is_error) = confined(workspace.path(), &datagram);
+    assert!(is_error && text.contains("Operation not permitted"), "{text}");
+    assert!(service.accept().is_err(), "the service was reached");
+
+    let (text, _) = unconfined(workspace.path(), &command);
+    assert!(text.starts_with("connected"), "{text}");
+}
+
+#[test]
+fn nothing_outside_changes_mode_times_or_attributes_and_no_set_id_bit_is_set() {
+    let workspace = tempfile::tempdir().unwrap();
+    let (_out, precious) = outside();
+    let before = std::fs::metadata(&precious).unwrap();
+    let file = precious.display();
+    for command in [
+        format!("chmod 4777 {file}"),
+        format!("touch -d 2001-01-01 {file}"),
+        format!("/usr/bin/python3 -c \"import os; os.setxattr('{file}', 'user.x', b'1')\""),
+    ] {
+        let (text, is_error) = confined(workspace.path(), &command);
+        assert!(is_error, "{command}: {text}");
+    }
+    let after = std::fs::metadata(&precious).unwrap();
+    assert_eq!(before.permissions(), after.permissions());
+    assert_eq!(before.modified().unwrap(), after.modified().unwrap());
+
+    // In the workspace too, no file gets a set-id bit or attributes (file capabilities).
+    let (text, _) = confined(workspace.path(), "cp /usr/bin/id mine && chmod 755 mine && chmod u+s mine; chmod g+s mine; /usr/bin/python3 -c \"import os; os.setxattr('mine', 'user.x', b'1')\"");
+    assert_eq!(text.matches("Operation not permitted").count(), 3, "{text}");
+    let mode = std::fs::metadata(workspace.path().join("mine")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o755);
+
+    let (text, is_error) = unconfined(workspace.path(), &format!("chmod 600 {file}"));
+    assert!(!is_error, "{text}");
+    assert_eq!(std::fs::metadata(&precious).unwrap().permissions().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn a_root_swapped_for_a_link_leads_nowhere_new() {
+    let workspace = tempfile::tempdir().unwrap();
+    let (out, _) = outside();
+    std::fs::create_dir_all(workspace.path().join("sub/inner")).unwrap();
+    std::fs::create_dir(out.path().join("inner")).unwrap();
+    // One agent, two calls: the first swaps a directory on the way to a
+    // writable root for a link outside, where the same name leads elsewhere.
+    let script = json!([
+        {"tool_calls": [call("a", "bash", json!({"command": format!("mv sub sub.old && ln -s {} sub && echo swapped", out.path().display())}))]},
+        {"tool_calls": [call("b", "bash", json!({"command": "echo x > sub/inner/escaped.txt && echo wrote"}))]},
+        {"text": "done"}
+    ]);
+    let config = json!({"builtin_tools": {"working_directory": workspace.path().to_str().unwrap(), "allowed": ["bash"],
+                                          "sandbox": {"writable_roots": ["sub/inner"]}}});
+    let (result, _) = run(&agent(script, config, vec![]), "go");
+    let results = tool_results(&result);
+    assert!(text(&results[0]).starts_with("swapped"), "{}", text(&results[0]));
+    let second = text(&results[1]);
+    assert!(results[1]["is_error"].as_bool().unwrap() && !second.contains("wrote"), "{second}");
+    assert!(second.contains("moved or replaced"), "{second}");
+    assert!(!out.path().join("inner/escaped.txt").exists(), "the write went through the link");
+}
+
+#[test]
+fn no_terminal_no_devices_and_no_secrets_of_the_system() {
+    let workspace = tempfile::tempdir().unwrap();
+    let (text, _) = confined(
+        workspace.path(),
+        "exec 3</dev/tty || echo no-tty; ls /dev/pts > /dev/null || echo no-pts; echo shadow $(wc -c < /etc/shadow); head -c 4 /dev/urandom | wc -c; echo err > /dev/stderr",
+    );
+    assert!(text.contains("no-tty") && text.contains("no-pts"), "{text}");
+    assert!(text.contains("shadow 0\n") && text.contains("\n4\n") && text.contains("err\n"), "{text}");
 }

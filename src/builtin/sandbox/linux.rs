@@ -1,32 +1,40 @@
 //! Confining one bash command on Linux.
 //!
 //! Everything that allocates is made before the fork ([`Confinement::prepare`]):
-//! the Landlock ruleset (a file descriptor holding the rules), the seccomp
-//! program, the user namespace's maps. Between fork and exec, in a child of a
-//! process with many threads, only system calls are made
-//! ([`Confinement::enter`]):
+//! the Landlock ruleset (a file descriptor holding the rules, made from the
+//! trees the agent holds open), the seccomp program, the user namespace's maps,
+//! the paths the child mounts. Between fork and exec, in a child of a process
+//! with many threads, the child makes system calls only
+//! ([`Confinement::enter`]; `fork` is the C library's):
 //!
 //! 1. `unshare` user, mount and PID namespaces (and a network namespace when
-//!    the network is off), the user namespace mapping the host's user to itself;
+//!    the network is off), the user namespace mapping the host's user to
+//!    itself; this process dies with the thread of ferrule's that started it;
 //! 2. fork again: the new child is the first process of the new PID namespace
 //!    and becomes the shell; the process between stays outside it, waits for
 //!    the shell and ends as it ended (it is what ferrule waits for and kills,
 //!    and when it dies the shell is killed with it, and with the shell every
-//!    process of the namespace);
-//! 3. in the shell's process: mount propagation made private and a `/proc` of
-//!    the new namespace mounted (so `/proc` shows the sandbox's processes
-//!    alone, never the host's environment), file descriptors other than the
-//!    standard three closed at exec, `RLIMIT_NPROC` bounded for a user other
-//!    than root (counted in the user namespace: the sandbox's processes only),
-//!    then Landlock's rules, `no_new_privs` and the seccomp filter.
+//!    process of the namespace); neither dumps core before the exec;
+//! 3. in the shell's process: a session of its own (no controlling terminal),
+//!    mount propagation made private, a `/proc` of the new namespace (so
+//!    `/proc` shows the sandbox's processes alone, never the host's
+//!    environment), the system's secret files covered by `/dev/null`, every
+//!    mount made read-only but the writable trees (so no file outside them
+//!    changes mode, owner, times or attributes either), file descriptors other
+//!    than the standard three closed at exec, `RLIMIT_NPROC` bounded for a user
+//!    other than root (counted in the user namespace: the sandbox's processes
+//!    only), then Landlock's rules, `no_new_privs` and the seccomp filter.
 //!
 //! When a step fails, the child writes which into a pipe of its own before the
 //! spawn reports the error, so the model is told what is missing.
 
 use std::collections::BTreeMap;
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
+use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use landlock::{
@@ -45,7 +53,7 @@ use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
 };
 
-use super::{Sandbox, SYSTEM_READABLE, SYSTEM_WRITABLE_DEVICES};
+use super::{Root, Sandbox, SYSTEM_READABLE, SYSTEM_READABLE_DEVICES, SYSTEM_SECRETS, SYSTEM_WRITABLE_DEVICES};
 
 /// The most processes a command may have at once when the host's user is not
 /// root (the kernel does not bound root's).
@@ -54,13 +62,25 @@ const MAX_PROCESSES: u64 = 512;
 /// One command's confinement, made before its fork; consumed by the child.
 pub(crate) struct Confinement {
     ruleset: Option<RulesetCreated>,
-    filter: Option<BpfProgram>,
+    filter: BpfProgram,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
     network: bool,
     bound_processes: bool,
+    /// The process the child must die with (ferrule's).
+    host: Pid,
+    /// The writable trees: their paths, and the device and inode the paths
+    /// must still lead to.
+    writable: Vec<(CString, u64, u64)>,
+    /// Room for the child's handles on the writable trees, and its copies of
+    /// them (detached mounts).
+    places: Vec<(RawFd, RawFd)>,
+    /// The system's secret files that exist.
+    secrets: Vec<&'static CStr>,
     /// Where the child says which step failed: the read end stays here.
     failed_step: Option<(OwnedFd, OwnedFd)>,
+    /// Keeps the trees' descriptors open until the spawn.
+    _trees: Vec<std::sync::Arc<File>>,
 }
 
 /// The steps of [`Confinement::enter`], as the child reports a failure.
@@ -70,7 +90,9 @@ enum Step {
     Namespaces = 1,
     UserMap,
     Fork,
+    Trees,
     Mounts,
+    Descriptors,
     ProcessLimit,
     Landlock,
     Seccomp,
@@ -78,9 +100,19 @@ enum Step {
 
 impl Step {
     fn from_byte(byte: u8) -> Option<Self> {
-        [Step::Namespaces, Step::UserMap, Step::Fork, Step::Mounts, Step::ProcessLimit, Step::Landlock, Step::Seccomp]
-            .into_iter()
-            .find(|step| *step as u8 == byte)
+        [
+            Step::Namespaces,
+            Step::UserMap,
+            Step::Fork,
+            Step::Trees,
+            Step::Mounts,
+            Step::Descriptors,
+            Step::ProcessLimit,
+            Step::Landlock,
+            Step::Seccomp,
+        ]
+        .into_iter()
+        .find(|step| *step as u8 == byte)
     }
 
     /// What the kernel refused, for the model.
@@ -89,7 +121,11 @@ impl Step {
             Step::Namespaces => "new user, PID and mount namespaces (unprivileged user namespaces may be disabled)",
             Step::UserMap => "a user namespace mapping the host's user",
             Step::Fork => "a process in the new PID namespace",
-            Step::Mounts => "a /proc of the sandbox's own (mounting proc in the new namespaces)",
+            Step::Trees => "its writable trees where the agent was built with them (one was moved or replaced since)",
+            Step::Mounts => {
+                "the sandbox's mounts (a /proc of its own, read-only mounts: mount_setattr, open_tree, move_mount)"
+            }
+            Step::Descriptors => "closing the host's file descriptors (close_range)",
             Step::ProcessLimit => "a bound on the number of processes",
             Step::Landlock => "Landlock's restrictions",
             Step::Seccomp => "the seccomp filter",
@@ -99,19 +135,24 @@ impl Step {
 
 impl Confinement {
     /// The confinement of one command of `sandbox`: `temporary` is the
-    /// command's private temporary directory (writable), `extra_readable`
-    /// further trees it may read (the spill files). The error is for the model:
-    /// what the kernel lacks.
-    pub(crate) fn prepare(sandbox: &Sandbox, temporary: &Path, extra_readable: &[&Path]) -> Result<Self, String> {
-        let ruleset = ruleset(sandbox, temporary, extra_readable)?;
-        let filter = match sandbox.network {
-            true => None,
-            false => Some(socket_filter()?),
-        };
+    /// command's private temporary directory (writable, held open),
+    /// `extra_readable` further trees it may read (the spill files). The error
+    /// is for the model: what the kernel lacks.
+    pub(crate) fn prepare(sandbox: &Sandbox, temporary: &Root, extra_readable: &[&Path]) -> Result<Self, String> {
+        let writable: Vec<&Root> = sandbox.writable.iter().chain([temporary]).collect();
+        let ruleset = ruleset(sandbox, &writable, extra_readable)?;
+        let filter = seccomp_filter(sandbox.network)?;
         let uid = nix::unistd::getuid().as_raw();
         let gid = nix::unistd::getgid().as_raw();
         let failed_step = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
             .map_err(|e| format!("The sandbox could not be prepared: {e}."))?;
+        let mut trees = Vec::new();
+        for root in &writable {
+            let held = root.handle.metadata().map_err(|e| format!("The sandbox could not be prepared: {e}."))?;
+            let path = CString::new(root.path.as_os_str().as_bytes())
+                .map_err(|_| "The sandbox could not be prepared: a path holds NUL.".to_owned())?;
+            trees.push((path, held.dev(), held.ino()));
+        }
         Ok(Confinement {
             ruleset: Some(ruleset),
             filter,
@@ -119,7 +160,15 @@ impl Confinement {
             gid_map: format!("{gid} {gid} 1").into_bytes(),
             network: sandbox.network,
             bound_processes: uid != 0,
+            host: Pid::this(),
+            places: vec![(-1, -1); trees.len()],
+            writable: trees,
+            secrets: SYSTEM_SECRETS
+                .into_iter()
+                .filter(|path| Path::new(std::ffi::OsStr::from_bytes(path.to_bytes())).exists())
+                .collect(),
             failed_step: Some(failed_step),
+            _trees: writable.iter().map(|root| root.handle.clone()).collect(),
         })
     }
 
@@ -132,7 +181,7 @@ impl Confinement {
         unsafe {
             command.pre_exec(move || match confinement.take() {
                 Some((mut confinement, report)) => confinement.enter(&report),
-                None => Err(io::Error::other("the confinement was entered twice")),
+                None => Err(io::Error::from_raw_os_error(libc::EINVAL)),
             });
         }
         FailedStep(read)
@@ -142,51 +191,137 @@ impl Confinement {
     /// calls are safe. Returns in the shell's process; the process between
     /// never returns. On failure the step is written to `report`.
     fn enter(&mut self, report: &OwnedFd) -> io::Result<()> {
-        let failed = |step: Step, error: io::Error| {
+        let failed = |step: Step| {
+            let error = io::Error::last_os_error();
             let _ = nix::unistd::write(report.as_fd(), &[step as u8]);
             error
         };
+        // Dies with the thread that spawned it, and at once if that is gone.
+        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| failed(Step::Fork))?;
+        if nix::unistd::getppid() != self.host {
+            return Err(io::Error::from_raw_os_error(libc::ESRCH));
+        }
         let mut namespaces = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
         if !self.network {
             namespaces |= CloneFlags::CLONE_NEWNET;
         }
-        unshare(namespaces).map_err(|e| failed(Step::Namespaces, e.into()))?;
+        unshare(namespaces).map_err(|_| failed(Step::Namespaces))?;
         write_file(c"/proc/self/setgroups", b"deny")
             .and_then(|()| write_file(c"/proc/self/uid_map", &self.uid_map))
             .and_then(|()| write_file(c"/proc/self/gid_map", &self.gid_map))
-            .map_err(|e| failed(Step::UserMap, e))?;
+            .map_err(|_| failed(Step::UserMap))?;
         // This process and the shell's until its exec hold a copy of the
         // host's memory: never in a core dump (exec makes the shell dumpable).
-        nix::sys::prctl::set_dumpable(false).map_err(|e| failed(Step::Fork, e.into()))?;
+        nix::sys::prctl::set_dumpable(false).map_err(|_| failed(Step::Fork))?;
         // SAFETY: the child is single-threaded; both sides go on with system calls only.
-        match unsafe { fork() }.map_err(|e| failed(Step::Fork, e.into()))? {
+        match unsafe { fork() }.map_err(|_| failed(Step::Fork))? {
             ForkResult::Parent { child } => wait_for_shell(child),
             ForkResult::Child => {}
         }
-        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|e| failed(Step::Fork, e.into()))?;
-        mount(None::<&CStr>, c"/", None::<&CStr>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&CStr>)
-            .and_then(|()| {
-                let flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
-                mount(Some(c"proc"), c"/proc", Some(c"proc"), flags, None::<&CStr>)
-            })
-            .map_err(|e| failed(Step::Mounts, e.into()))?;
-        close_inherited_at_exec();
+        nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| failed(Step::Fork))?;
+        nix::unistd::setsid().map_err(|_| failed(Step::Fork))?;
+        self.find_the_writable_trees().map_err(|_| failed(Step::Trees))?;
+        self.mount_the_sandbox().map_err(|_| failed(Step::Mounts))?;
+        // SAFETY: close_range has no memory effects.
+        if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) } != 0 {
+            return Err(failed(Step::Descriptors));
+        }
         if self.bound_processes {
-            setrlimit(Resource::RLIMIT_NPROC, MAX_PROCESSES, MAX_PROCESSES)
-                .map_err(|e| failed(Step::ProcessLimit, e.into()))?;
+            setrlimit(Resource::RLIMIT_NPROC, MAX_PROCESSES, MAX_PROCESSES).map_err(|_| failed(Step::ProcessLimit))?;
         }
         if let Some(ruleset) = self.ruleset.take() {
             // The /proc just mounted is not the one the rules made before
             // the fork name: it is readable by a rule of its own.
             let proc = nix::fcntl::open(c"/proc", OFlag::O_PATH | OFlag::O_CLOEXEC, Mode::empty())
-                .map_err(|e| failed(Step::Landlock, e.into()))?;
+                .map_err(|_| failed(Step::Landlock))?;
             ruleset
                 .add_rule(PathBeneath::new(proc, readable_access()))
                 .and_then(|ruleset| ruleset.restrict_self())
-                .map_err(|e| failed(Step::Landlock, io::Error::other(e)))?;
+                .map_err(|_| failed(Step::Landlock))?;
         }
-        if let Some(filter) = &self.filter {
-            seccompiler::apply_filter(filter).map_err(|e| failed(Step::Seccomp, io::Error::other(e)))?;
+        seccompiler::apply_filter(&self.filter).map_err(|_| failed(Step::Seccomp))?;
+        Ok(())
+    }
+
+    /// Opens each writable tree by its path in the new mount namespace, which
+    /// must still lead to the tree the agent holds (a command may have
+    /// swapped a directory on the way for a link).
+    fn find_the_writable_trees(&mut self) -> nix::Result<()> {
+        for ((path, device, inode), (place, _)) in self.writable.iter().zip(self.places.iter_mut()) {
+            let flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+            let found = nix::fcntl::open(path.as_c_str(), flags, Mode::empty())?;
+            let stat = nix::sys::stat::fstat(&found)?;
+            if stat.st_dev != *device || stat.st_ino != *inode {
+                return Err(nix::errno::Errno::EXDEV);
+            }
+            *place = found.into_raw_fd();
+        }
+        Ok(())
+    }
+
+    /// The shell's mounts: private, its own `/proc`, the secrets covered,
+    /// everything read-only but the writable trees.
+    fn mount_the_sandbox(&mut self) -> nix::Result<()> {
+        mount(None::<&CStr>, c"/", None::<&CStr>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&CStr>)?;
+        let proc_flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+        mount(Some(c"proc"), c"/proc", Some(c"proc"), proc_flags, None::<&CStr>)?;
+        for secret in &self.secrets {
+            mount(Some(c"/dev/null"), *secret, None::<&CStr>, MsFlags::MS_BIND, None::<&CStr>)?;
+        }
+        // Copies of the writable trees, taken while they are writable, go
+        // back over them once everything else is read-only.
+        for (place, copy) in self.places.iter_mut() {
+            let flags =
+                libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as u32;
+            // SAFETY: a system call on a live descriptor and a static empty path.
+            let made = unsafe { libc::syscall(libc::SYS_open_tree, *place, c"".as_ptr(), flags) };
+            if made < 0 {
+                return Err(nix::errno::Errno::last());
+            }
+            *copy = made as RawFd;
+        }
+        let read_only =
+            libc::mount_attr { attr_set: libc::MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
+        // SAFETY: the attribute lives on the stack for the call; its size is given.
+        let made = unsafe {
+            libc::syscall(
+                libc::SYS_mount_setattr,
+                libc::AT_FDCWD,
+                c"/".as_ptr(),
+                libc::AT_RECURSIVE,
+                &read_only as *const libc::mount_attr,
+                std::mem::size_of::<libc::mount_attr>(),
+            )
+        };
+        if made != 0 {
+            return Err(nix::errno::Errno::last());
+        }
+        for (place, copy) in &self.places {
+            // SAFETY: system calls on descriptors made above and static empty paths.
+            let moved = unsafe {
+                libc::syscall(
+                    libc::SYS_move_mount,
+                    *copy,
+                    c"".as_ptr(),
+                    *place,
+                    c"".as_ptr(),
+                    libc::MOVE_MOUNT_F_EMPTY_PATH | libc::MOVE_MOUNT_T_EMPTY_PATH,
+                )
+            };
+            if moved != 0 {
+                return Err(nix::errno::Errno::last());
+            }
+        }
+        // The working directory was entered before the writable copies were
+        // mounted: enter it again by its path, through them.
+        let mut cwd = [0u8; libc::PATH_MAX as usize];
+        // SAFETY: the buffer is on the stack and its length is given.
+        if unsafe { libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()) }.is_null() {
+            return Err(nix::errno::Errno::last());
+        }
+        // SAFETY: getcwd wrote a NUL-terminated path into the buffer.
+        if unsafe { libc::chdir(cwd.as_ptr().cast()) } != 0 {
+            return Err(nix::errno::Errno::last());
         }
         Ok(())
     }
@@ -199,7 +334,7 @@ impl FailedStep {
     /// What to tell the model when the spawn failed with `error`.
     pub(crate) fn explain(self, error: &io::Error) -> String {
         let mut byte = [0u8; 1];
-        let step = match std::fs::File::from(self.0).read(&mut byte) {
+        let step = match File::from(self.0).read(&mut byte) {
             Ok(1) => Step::from_byte(byte[0]),
             _ => None,
         };
@@ -239,13 +374,6 @@ fn wait_for_shell(shell: Pid) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-/// Marks every descriptor past the standard three close-on-exec, so that none
-/// the host left inheritable reaches the shell.
-fn close_inherited_at_exec() {
-    // SAFETY: close_range has no memory effects.
-    unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) };
-}
-
 /// Writes `bytes` to the file at `path` (a file of /proc).
 fn write_file(path: &CStr, bytes: &[u8]) -> io::Result<()> {
     let file = nix::fcntl::open(path, OFlag::O_WRONLY | OFlag::O_CLOEXEC, Mode::empty())?;
@@ -253,12 +381,12 @@ fn write_file(path: &CStr, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Landlock's rules for `sandbox`: reads in the system's trees and the
-/// readable roots, writes in the writable roots and `temporary`, and, without
+/// Landlock's rules for `sandbox`: reads in the system's trees, its devices,
+/// the readable roots and `extra_readable`, writes in `writable`, and, without
 /// network, no TCP bind or connect. Requires Landlock ABI 3 (ABI 4 without
 /// network); later rights (device ioctls, scopes) are added where the kernel
 /// has them.
-fn ruleset(sandbox: &Sandbox, temporary: &Path, extra_readable: &[&Path]) -> Result<RulesetCreated, String> {
+fn ruleset(sandbox: &Sandbox, writable: &[&Root], extra_readable: &[&Path]) -> Result<RulesetCreated, String> {
     let missing = |what: &str, e: landlock::RulesetError| {
         format!("bash cannot run in the sandbox: this kernel does not give {what} ({e}). The command did not run.")
     };
@@ -277,37 +405,91 @@ fn ruleset(sandbox: &Sandbox, temporary: &Path, extra_readable: &[&Path]) -> Res
         .and_then(|r| r.scope(Scope::from_all(ABI::V6)))
         .and_then(|r| r.create())
         .map_err(|e| missing("a Landlock ruleset", e))?;
-    let readable: Vec<PathBuf> = SYSTEM_READABLE
+    let system: Vec<PathBuf> = SYSTEM_READABLE
         .iter()
+        .chain(&SYSTEM_READABLE_DEVICES)
         .map(PathBuf::from)
-        .chain(sandbox.readable.iter().cloned())
         .chain(extra_readable.iter().map(|p| p.to_path_buf()))
         .collect();
-    let writable: Vec<&Path> = sandbox.writable.iter().map(PathBuf::as_path).chain([temporary]).collect();
+    let write = AccessFs::from_all(ABI::V5) & !AccessFs::IoctlDev;
     ruleset
-        .add_rules(path_beneath_rules(&readable, readable_access()))
-        .and_then(|r| r.add_rules(path_beneath_rules(SYSTEM_WRITABLE_DEVICES, AccessFs::from_all(ABI::V5))))
-        .and_then(|r| r.add_rules(path_beneath_rules(&writable, AccessFs::from_all(ABI::V5))))
+        .add_rules(path_beneath_rules(&system, AccessFs::from_read(ABI::V5)))
+        .and_then(|r| r.add_rules(tree_rules(sandbox.readable.iter(), readable_access())))
+        .and_then(|r| r.add_rules(path_beneath_rules(SYSTEM_WRITABLE_DEVICES, write)))
+        .and_then(|r| r.add_rules(tree_rules(writable.iter().copied(), write)))
         .map_err(|e| missing("Landlock rules for the sandbox's paths", e))
 }
 
-/// What a readable tree allows: reading, listing and running, and device
-/// ioctls (on terminals and the like).
-fn readable_access() -> BitFlags<AccessFs> {
-    AccessFs::from_read(ABI::V5) | AccessFs::IoctlDev
+/// Rules giving `access` beneath each of `roots`, as held open (a file's
+/// rule keeps the rights a file can have).
+fn tree_rules<'a>(
+    roots: impl Iterator<Item = &'a Root>,
+    access: BitFlags<AccessFs>,
+) -> impl Iterator<Item = Result<PathBeneath<BorrowedFd<'a>>, landlock::RulesetError>> {
+    roots.map(move |root| {
+        let access = match root.handle.metadata() {
+            Ok(metadata) if !metadata.is_dir() => access & AccessFs::from_file(ABI::V5),
+            _ => access,
+        };
+        Ok(PathBeneath::new(root.handle.as_fd(), access))
+    })
 }
 
-/// A seccomp program refusing (EPERM) sockets of any family but AF_UNIX, and
-/// io_uring (whose operations open and connect sockets outside the filter).
-fn socket_filter() -> Result<BpfProgram, String> {
+/// What a readable tree allows: reading, listing and running.
+fn readable_access() -> BitFlags<AccessFs> {
+    AccessFs::from_read(ABI::V5)
+}
+
+/// A seccomp program refusing (EPERM), always: setting the setuid or setgid
+/// bit, setting extended attributes (file capabilities), and io_uring (whose
+/// operations go around this filter); and without network: sockets of any
+/// family but AF_UNIX, UNIX datagram sockets (which send to any path without
+/// connecting), and connecting (a UNIX socket's path may lead to a service of
+/// the host's).
+fn seccomp_filter(network: bool) -> Result<BpfProgram, String> {
     let missing = |e: &dyn std::fmt::Display| {
-        format!("bash cannot run in the sandbox without network: no seccomp filter for this machine ({e}). The command did not run.")
+        format!("bash cannot run in the sandbox: no seccomp filter for this machine ({e}). The command did not run.")
     };
+    let arg = |index: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value)
+            .and_then(|condition| SeccompRule::new(vec![condition]))
+            .map_err(|e| missing(&e))
+    };
+    let set_id_bits = |mode_arg: u8| -> Result<Vec<SeccompRule>, String> {
+        let set_uid = libc::S_ISUID as u64;
+        let set_gid = libc::S_ISGID as u64;
+        Ok(vec![
+            arg(mode_arg, SeccompCmpOp::MaskedEq(set_uid), set_uid)?,
+            arg(mode_arg, SeccompCmpOp::MaskedEq(set_gid), set_gid)?,
+        ])
+    };
+    let mut rules = BTreeMap::from([
+        (libc::SYS_chmod, set_id_bits(1)?),
+        (libc::SYS_fchmod, set_id_bits(1)?),
+        (libc::SYS_fchmodat, set_id_bits(2)?),
+        (libc::SYS_fchmodat2, set_id_bits(2)?),
+        (libc::SYS_setxattr, vec![]),
+        (libc::SYS_lsetxattr, vec![]),
+        (libc::SYS_fsetxattr, vec![]),
+        (libc::SYS_io_uring_setup, vec![]),
+    ]);
+    if !network {
+        let unix = libc::AF_UNIX as u64;
+        let datagram = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, unix)
+            .and_then(|family| {
+                let kind = SeccompCondition::new(
+                    1,
+                    SeccompCmpArgLen::Dword,
+                    SeccompCmpOp::MaskedEq(0xf),
+                    libc::SOCK_DGRAM as u64,
+                )?;
+                SeccompRule::new(vec![family, kind])
+            })
+            .map_err(|e| missing(&e))?;
+        rules.insert(libc::SYS_socket, vec![arg(0, SeccompCmpOp::Ne, unix)?, datagram]);
+        rules.insert(libc::SYS_connect, vec![]);
+    }
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| missing(&e))?;
-    let not_unix = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, libc::AF_UNIX as u64)
-        .and_then(|condition| SeccompRule::new(vec![condition]))
-        .map_err(|e| missing(&e))?;
-    let rules = BTreeMap::from([(libc::SYS_socket, vec![not_unix]), (libc::SYS_io_uring_setup, vec![])]);
     let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
         .map_err(|e| missing(&e))?;
     filter.try_into().map_err(|e: seccompiler::BackendError| missing(&e))

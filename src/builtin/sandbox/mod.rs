@@ -17,7 +17,9 @@ pub(crate) use linux::{Confinement, FailedStep};
 #[cfg(not(target_os = "linux"))]
 pub(crate) use unsupported::{Confinement, FailedStep};
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -31,7 +33,9 @@ pub struct SandboxConfig {
     /// What bash may change: `workspace_write` (the working directory, the
     /// writable roots and a private temporary directory), `read_only` (only the
     /// private temporary directory) or `off` (bash runs with the host's
-    /// permissions). Absent: `workspace_write` when `confine` is on, else `off`.
+    /// permissions, and no other field may be set). Absent: `workspace_write`
+    /// (the sandbox without `sandbox` is `workspace_write` when `confine` is on,
+    /// `off` otherwise).
     #[serde(default)]
     pub mode: Option<SandboxMode>,
     /// Whether commands may open network sockets (default false).
@@ -62,21 +66,52 @@ pub enum SandboxMode {
 
 /// The trees every confined command may read and run: the system's own.
 /// (`/proc` too, the sandbox's own, made readable where it is mounted.)
-const SYSTEM_READABLE: [&str; 11] =
-    ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys", "/dev"];
+const SYSTEM_READABLE: [&str; 10] =
+    ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys"];
 
-/// Device files every confined command may write (redirections to /dev/null).
+/// The devices every confined command may read; no other device is readable.
+const SYSTEM_READABLE_DEVICES: [&str; 5] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
+
+/// The devices every confined command may write (redirections to /dev/null).
 const SYSTEM_WRITABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
+
+/// Files of the system's readable trees that hold secrets: a confined command
+/// reads them empty.
+const SYSTEM_SECRETS: [&std::ffi::CStr; 4] = [c"/etc/shadow", c"/etc/shadow-", c"/etc/gshadow", c"/etc/gshadow-"];
+
+/// A tree of a sandbox, held open since the agent was built: a command that
+/// replaces its path with a link changes nothing the next command may reach.
+#[derive(Debug, Clone)]
+pub(crate) struct Root {
+    /// Where it was, for messages and the tool's description.
+    pub(crate) path: PathBuf,
+    /// The tree itself (`O_PATH` on Linux).
+    pub(crate) handle: Arc<File>,
+}
+
+impl Root {
+    /// Opens the tree at `path` (real: no link in it), without following a link.
+    pub(crate) fn open(path: PathBuf) -> std::io::Result<Self> {
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_PATH | libc::O_NOFOLLOW);
+        }
+        Ok(Root { handle: Arc::new(options.open(&path)?), path })
+    }
+}
 
 /// A sandbox as the agent was built with it: the mode's roots made absolute and
 /// real. Shared by every bash call of the agent; each call confines its command
 /// with a [`Confinement`] made from it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Sandbox {
     /// Trees commands may write (beside the private temporary directory).
-    pub(crate) writable: Vec<PathBuf>,
+    pub(crate) writable: Vec<Root>,
     /// Trees commands may read and run (beside the system's and the writable ones).
-    pub(crate) readable: Vec<PathBuf>,
+    pub(crate) readable: Vec<Root>,
     /// Whether sockets other than AF_UNIX may be opened.
     pub(crate) network: bool,
 }
@@ -86,12 +121,21 @@ impl Sandbox {
     /// chooses the mode when the configuration gives none. Roots that do not
     /// exist are INVALID_ARG.
     pub(crate) fn from_config(config: Option<&SandboxConfig>, confine: bool, root: &Path) -> Result<Option<Self>> {
+        let mode = match config {
+            Some(config) => config.mode.unwrap_or(SandboxMode::WorkspaceWrite),
+            None if confine => SandboxMode::WorkspaceWrite,
+            None => SandboxMode::Off,
+        };
         let default = SandboxConfig::default();
         let config = config.unwrap_or(&default);
-        let mode = config.mode.unwrap_or(if confine { SandboxMode::WorkspaceWrite } else { SandboxMode::Off });
         let writable_roots = resolve_roots(&config.writable_roots, root, "writable_roots")?;
         let readable_roots = resolve_roots(&config.readable_roots, root, "readable_roots")?;
         let writable = match mode {
+            SandboxMode::Off if config.network || !writable_roots.is_empty() || !readable_roots.is_empty() => {
+                return Err(Error::invalid_arg(
+                    "builtin_tools.sandbox: mode off takes no network or roots (bash runs with the host's permissions)",
+                ))
+            }
             SandboxMode::Off => return Ok(None),
             SandboxMode::ReadOnly if !writable_roots.is_empty() => {
                 return Err(Error::invalid_arg(
@@ -102,17 +146,27 @@ impl Sandbox {
             SandboxMode::WorkspaceWrite => std::iter::once(root.to_path_buf()).chain(writable_roots).collect(),
         };
         let readable = std::iter::once(root.to_path_buf()).chain(readable_roots).collect();
-        Ok(Some(Sandbox { writable, readable, network: config.network }))
+        let open = |paths: Vec<PathBuf>| -> Result<Vec<Root>> {
+            paths
+                .into_iter()
+                .map(|path| {
+                    Root::open(path.clone()).map_err(|e| {
+                        Error::invalid_arg(format!("builtin_tools.sandbox: {} cannot be used: {e}", path.display()))
+                    })
+                })
+                .collect()
+        };
+        Ok(Some(Sandbox { writable: open(writable)?, readable: open(readable)?, network: config.network }))
     }
 
     /// Whether commands may read `path` (the system's trees aside).
     pub(crate) fn may_read(&self, path: &Path) -> bool {
-        self.readable.iter().chain(&self.writable).any(|root| path.starts_with(root))
+        self.readable.iter().chain(&self.writable).any(|root| path.starts_with(&root.path))
     }
 
     /// The rules as the model is told them, for the bash tool's description.
     pub(crate) fn rules(&self) -> String {
-        let listed = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ");
+        let listed = |roots: &[Root]| roots.iter().map(|r| r.path.display().to_string()).collect::<Vec<_>>().join(", ");
         let writes = match self.writable.is_empty() {
             true => "only in $TMPDIR".to_owned(),
             false => format!("only in {} and $TMPDIR", listed(&self.writable)),
@@ -122,7 +176,7 @@ impl Sandbox {
             false => "There is no network: connections and name lookups fail.",
         };
         format!(
-            "Commands run in a sandbox: they can write {writes} (anything else fails with \"Permission denied\"), read only the system's directories and {}, and see only their own processes; background processes end with the command. {network}",
+            "Commands run in a sandbox: they can write {writes} (anything else fails with \"Read-only file system\" or \"Permission denied\"), read only the system's directories and {}, and see only their own processes; background processes end with the command. {network}",
             listed(&self.readable)
         )
     }

@@ -190,7 +190,7 @@ final class RunTests: XCTestCase {
         }
         let refused = try await bash("echo x > inside.txt", Sandbox(mode: "read_only"))
         XCTAssertEqual(refused?.isError, true)
-        XCTAssertTrue(refused?.text.contains("Permission denied") ?? false, refused?.text ?? "no result")
+        XCTAssertTrue(refused?.text.contains("Read-only file system") ?? false, refused?.text ?? "no result")
         XCTAssertFalse(FileManager.default.fileExists(atPath: dir.appendingPathComponent("inside.txt").path))
         let written = try await bash("echo x > inside.txt && cat inside.txt", Sandbox(mode: "workspace_write"))
         XCTAssertEqual(written?.isError, false)

@@ -150,7 +150,7 @@ class RunTest {
                 return Agent(config).use { agent -> agent.run(RunInput.prompt("go")).messages[2] }
             }
             val refused = bash("echo x > inside.txt", Sandbox(mode = "read_only"))
-            assertTrue(refused.isError && "Permission denied" in refused.text, refused.text)
+            assertTrue(refused.isError && "Read-only file system" in refused.text, refused.text)
             assertTrue(!dir.resolve("inside.txt").exists(), "read_only let the command write")
             val written = bash("echo x > inside.txt && cat inside.txt", Sandbox(mode = "workspace_write"))
             assertTrue(!written.isError && written.text.startsWith("x\n"), written.text)
