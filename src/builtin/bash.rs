@@ -37,7 +37,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 
 use super::object_schema;
-use super::sandbox::{Confinement, Root, Sandbox};
+use super::sandbox::{Confined, Confinement, Root, Sandbox};
 use super::workspace::Workspace;
 use crate::error::Result;
 use crate::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
@@ -128,7 +128,7 @@ async fn run(
     };
     let deadline = timeout.and_then(|t| tokio::time::Instant::now().checked_add(t));
     let (reader, writer) = std::io::pipe().map_err(|e| format!("Could not start bash: {e}"))?;
-    let mut child = {
+    let (mut child, confined) = {
         let mut bash = tokio::process::Command::new("bash");
         bash.arg("-c")
             .arg(command)
@@ -140,7 +140,7 @@ async fn run(
         for name in &settings.hidden_variables {
             bash.env_remove(name);
         }
-        let failed_step = match &settings.sandbox {
+        let confined = match &settings.sandbox {
             Some(sandbox) => Some(confine(&mut bash, sandbox, directories)?),
             None => None,
         };
@@ -148,9 +148,9 @@ async fn run(
         // `bash` goes here, closing ferrule's copies of the pipe's write end
         // (and of the confinement's).
         drop(bash);
-        match (spawned, failed_step) {
-            (Ok(child), _) => child,
-            (Err(e), Some(failed_step)) => return Err(failed_step.explain(&e)),
+        match (spawned, confined) {
+            (Ok(child), confined) => (child, confined),
+            (Err(e), Some(confined)) => return Err(confined.explain(&e)),
             (Err(e), None) => return Err(format!("Could not start bash: {e}")),
         }
     };
@@ -193,6 +193,9 @@ async fn run(
     }
     let past_deadline = deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline);
     group.disarm(matches!(ending, Ending::Exited(_)) && !past_deadline);
+    if let Some(confined) = confined {
+        confined.release().await;
+    }
     Ok(output.result(&ending))
 }
 
@@ -202,7 +205,7 @@ fn confine(
     bash: &mut tokio::process::Command,
     sandbox: &Sandbox,
     directories: &Directories,
-) -> Result<super::sandbox::FailedStep, String> {
+) -> Result<Confined, String> {
     let temporary =
         directories.temporary.root().map_err(|e| format!("Could not make the sandbox's temporary directory: {e}"))?;
     let spills = directories.spills.existing();

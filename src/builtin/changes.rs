@@ -178,7 +178,9 @@ impl Journal<'_> {
                 // Only a privileged process may give a file away; others keep theirs.
                 let _ = fchown(&file, Some(original.uid()), Some(original.gid()));
             }
-            file.set_permissions(std::fs::Permissions::from_mode(original.mode() & 0o7777))?;
+            // Without the setuid and setgid bits, as the kernel clears them on
+            // a write: new content never inherits a privilege of the old.
+            file.set_permissions(std::fs::Permissions::from_mode(original.mode() & 0o1777))?;
         }
         file.write_all(content)?;
         Ok(staged)

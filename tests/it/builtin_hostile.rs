@@ -166,6 +166,14 @@ fn a_successful_patch_keeps_modes_and_leaves_no_side_files() {
     let replaced = std::fs::symlink_metadata(work.path().join("dangling")).unwrap();
     assert!(replaced.is_file());
     assert_eq!(replaced.permissions().mode() & 0o002, 0, "the new file is world-writable");
+    // A replaced file keeps its mode but a set-id bit, as a write clears it:
+    // new content never inherits the old's privilege.
+    std::fs::set_permissions(work.path().join("run.sh"), std::fs::Permissions::from_mode(0o6755)).unwrap();
+    let results =
+        outcomes(work.path(), vec![call("w", "write", json!({"path": "run.sh", "content": "id\n"}))], json!({}));
+    assert!(!results[0].1, "{}", results[0].0);
+    let mode = std::fs::metadata(work.path().join("run.sh")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o7777, 0o755);
 }
 
 #[test]

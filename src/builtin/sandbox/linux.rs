@@ -31,7 +31,7 @@
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString};
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::{AsFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -53,20 +53,27 @@ use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule, TargetArch,
 };
 
+use super::process_cgroup::ProcessCgroup;
 use super::{Root, Sandbox, SYSTEM_READABLE, SYSTEM_READABLE_DEVICES, SYSTEM_SECRETS, SYSTEM_WRITABLE_DEVICES};
 
-/// The most processes a command may have at once when the host's user is not
-/// root (the kernel does not bound root's).
+/// The most processes a command may have at once (by `RLIMIT_NPROC`, or for a
+/// root host, whose count the kernel does not bound, by a cgroup).
 const MAX_PROCESSES: u64 = 512;
 
 /// One command's confinement, made before its fork; consumed by the child.
 pub(crate) struct Confinement {
     ruleset: Option<RulesetCreated>,
-    filter: BpfProgram,
+    filters: Vec<BpfProgram>,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
     network: bool,
     bound_processes: bool,
+    /// The highest capability number this kernel has.
+    last_capability: u32,
+    /// The command's cgroup when the host is root, and the file its first
+    /// process writes itself into.
+    cgroup: Option<ProcessCgroup>,
+    cgroup_procs: Option<CString>,
     /// The process the child must die with (ferrule's).
     host: Pid,
     /// The writable trees: their paths, and the device and inode the paths
@@ -90,10 +97,10 @@ enum Step {
     Namespaces = 1,
     UserMap,
     Fork,
-    Trees,
     Mounts,
     Descriptors,
     ProcessLimit,
+    Capabilities,
     Landlock,
     Seccomp,
 }
@@ -104,10 +111,10 @@ impl Step {
             Step::Namespaces,
             Step::UserMap,
             Step::Fork,
-            Step::Trees,
             Step::Mounts,
             Step::Descriptors,
             Step::ProcessLimit,
+            Step::Capabilities,
             Step::Landlock,
             Step::Seccomp,
         ]
@@ -121,12 +128,12 @@ impl Step {
             Step::Namespaces => "new user, PID and mount namespaces (unprivileged user namespaces may be disabled)",
             Step::UserMap => "a user namespace mapping the host's user",
             Step::Fork => "a process in the new PID namespace",
-            Step::Trees => "its writable trees where the agent was built with them (one was moved or replaced since)",
             Step::Mounts => {
                 "the sandbox's mounts (a /proc of its own, read-only mounts: mount_setattr, open_tree, move_mount)"
             }
             Step::Descriptors => "closing the host's file descriptors (close_range)",
             Step::ProcessLimit => "a bound on the number of processes",
+            Step::Capabilities => "dropping every capability",
             Step::Landlock => "Landlock's restrictions",
             Step::Seccomp => "the seccomp filter",
         }
@@ -141,7 +148,7 @@ impl Confinement {
     pub(crate) fn prepare(sandbox: &Sandbox, temporary: &Root, extra_readable: &[&Path]) -> Result<Self, String> {
         let writable: Vec<&Root> = sandbox.writable.iter().chain([temporary]).collect();
         let ruleset = ruleset(sandbox, &writable, extra_readable)?;
-        let filter = seccomp_filter(sandbox.network)?;
+        let filters = seccomp_filters(sandbox.network)?;
         let uid = nix::unistd::getuid().as_raw();
         let gid = nix::unistd::getgid().as_raw();
         let failed_step = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
@@ -153,13 +160,23 @@ impl Confinement {
                 .map_err(|_| "The sandbox could not be prepared: a path holds NUL.".to_owned())?;
             trees.push((path, held.dev(), held.ino()));
         }
+        let cgroup = match uid {
+            0 => ProcessCgroup::make(MAX_PROCESSES),
+            _ => None,
+        };
         Ok(Confinement {
+            cgroup_procs: cgroup.as_ref().map(|cgroup| cgroup.procs().clone()),
+            cgroup,
             ruleset: Some(ruleset),
-            filter,
+            filters,
             uid_map: format!("{uid} {uid} 1").into_bytes(),
             gid_map: format!("{gid} {gid} 1").into_bytes(),
             network: sandbox.network,
             bound_processes: uid != 0,
+            last_capability: std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+                .unwrap_or(63),
             host: Pid::this(),
             places: vec![(-1, -1); trees.len()],
             writable: trees,
@@ -173,8 +190,9 @@ impl Confinement {
     }
 
     /// Makes `command` enter this confinement between its fork and its exec.
-    pub(crate) fn install(mut self, command: &mut tokio::process::Command) -> FailedStep {
+    pub(crate) fn install(mut self, command: &mut tokio::process::Command) -> Confined {
         let (read, write) = self.failed_step.take().expect("a confinement is installed once");
+        let cgroup = self.cgroup.take();
         let mut confinement = Some((self, write));
         // SAFETY: the closure runs in the forked child and makes only system
         // calls on memory prepared before the fork (see `enter`).
@@ -184,7 +202,7 @@ impl Confinement {
                 None => Err(io::Error::from_raw_os_error(libc::EINVAL)),
             });
         }
-        FailedStep(read)
+        Confined { failed_step: read, cgroup }
     }
 
     /// Enters the confinement; runs in the forked child, where only system
@@ -196,6 +214,10 @@ impl Confinement {
             let _ = nix::unistd::write(report.as_fd(), &[step as u8]);
             error
         };
+        // Every process of the command counts towards its cgroup's bound.
+        if let Some(procs) = &self.cgroup_procs {
+            write_file(procs, b"0").map_err(|_| failed(Step::ProcessLimit))?;
+        }
         // Dies with the thread that spawned it, and at once if that is gone.
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| failed(Step::Fork))?;
         if nix::unistd::getppid() != self.host {
@@ -220,7 +242,7 @@ impl Confinement {
         }
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| failed(Step::Fork))?;
         nix::unistd::setsid().map_err(|_| failed(Step::Fork))?;
-        self.find_the_writable_trees().map_err(|_| failed(Step::Trees))?;
+        self.find_the_writable_trees().map_err(|_| failed(Step::Mounts))?;
         self.mount_the_sandbox().map_err(|_| failed(Step::Mounts))?;
         // SAFETY: close_range has no memory effects.
         if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) } != 0 {
@@ -229,6 +251,7 @@ impl Confinement {
         if self.bound_processes {
             setrlimit(Resource::RLIMIT_NPROC, MAX_PROCESSES, MAX_PROCESSES).map_err(|_| failed(Step::ProcessLimit))?;
         }
+        self.drop_capabilities().map_err(|_| failed(Step::Capabilities))?;
         if let Some(ruleset) = self.ruleset.take() {
             // The /proc just mounted is not the one the rules made before
             // the fork name: it is readable by a rule of its own.
@@ -239,22 +262,59 @@ impl Confinement {
                 .and_then(|ruleset| ruleset.restrict_self())
                 .map_err(|_| failed(Step::Landlock))?;
         }
-        seccompiler::apply_filter(&self.filter).map_err(|_| failed(Step::Seccomp))?;
+        for filter in &self.filters {
+            seccompiler::apply_filter(filter).map_err(|_| failed(Step::Seccomp))?;
+        }
         Ok(())
     }
 
-    /// Opens each writable tree by its path in the new mount namespace, which
-    /// must still lead to the tree the agent holds (a command may have
-    /// swapped a directory on the way for a link).
+    /// Opens each writable tree by its path in the new mount namespace, if
+    /// that still leads to the tree the agent holds. A command may have moved
+    /// it (within another writable tree: nothing else is writable) and put
+    /// something else there: that path then stays read-only, while the tree,
+    /// wherever it went, is writable through the tree around it.
     fn find_the_writable_trees(&mut self) -> nix::Result<()> {
         for ((path, device, inode), (place, _)) in self.writable.iter().zip(self.places.iter_mut()) {
             let flags = OFlag::O_PATH | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-            let found = nix::fcntl::open(path.as_c_str(), flags, Mode::empty())?;
+            let Ok(found) = nix::fcntl::open(path.as_c_str(), flags, Mode::empty()) else { continue };
             let stat = nix::sys::stat::fstat(&found)?;
-            if stat.st_dev != *device || stat.st_ino != *inode {
-                return Err(nix::errno::Errno::EXDEV);
+            if stat.st_dev == *device && stat.st_ino == *inode {
+                *place = found.into_raw_fd();
             }
-            *place = found.into_raw_fd();
+        }
+        Ok(())
+    }
+
+    /// Leaves the shell no capability in its namespaces, now or after any
+    /// exec: the user namespace gives its first process all of them, and a
+    /// host's root is root inside (the securebits keep exec from granting them
+    /// again; the bounding set keeps file capabilities from it).
+    fn drop_capabilities(&self) -> io::Result<()> {
+        let locked = libc::SECBIT_NOROOT
+            | libc::SECBIT_NOROOT_LOCKED
+            | libc::SECBIT_NO_SETUID_FIXUP
+            | libc::SECBIT_NO_SETUID_FIXUP_LOCKED
+            | libc::SECBIT_KEEP_CAPS_LOCKED
+            | libc::SECBIT_NO_CAP_AMBIENT_RAISE
+            | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+        // SAFETY: prctl and capset with plain values and stack memory.
+        unsafe {
+            if libc::prctl(libc::PR_SET_SECUREBITS, locked as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            for capability in 0..=self.last_capability {
+                if libc::prctl(libc::PR_CAPBSET_DROP, capability as libc::c_ulong, 0, 0, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            }
+            if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let header = CapabilityHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+            let none = [CapabilityData::default(); 2];
+            if libc::syscall(libc::SYS_capset, &header as *const CapabilityHeader, none.as_ptr()) != 0 {
+                return Err(io::Error::last_os_error());
+            }
         }
         Ok(())
     }
@@ -270,7 +330,7 @@ impl Confinement {
         }
         // Copies of the writable trees, taken while they are writable, go
         // back over them once everything else is read-only.
-        for (place, copy) in self.places.iter_mut() {
+        for (place, copy) in self.places.iter_mut().filter(|(place, _)| *place >= 0) {
             let flags =
                 libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as u32;
             // SAFETY: a system call on a live descriptor and a static empty path.
@@ -296,7 +356,7 @@ impl Confinement {
         if made != 0 {
             return Err(nix::errno::Errno::last());
         }
-        for (place, copy) in &self.places {
+        for (place, copy) in self.places.iter().filter(|(place, _)| *place >= 0) {
             // SAFETY: system calls on descriptors made above and static empty paths.
             let moved = unsafe {
                 libc::syscall(
@@ -327,14 +387,37 @@ impl Confinement {
     }
 }
 
-/// The read end of the pipe a confined child reports a failed step into.
-pub(crate) struct FailedStep(OwnedFd);
+/// `capset`'s header (linux/capability.h), version 3: two data sets.
+#[repr(C)]
+struct CapabilityHeader {
+    version: u32,
+    pid: i32,
+}
 
-impl FailedStep {
+/// `capset`'s data (linux/capability.h): one 32-bit half of each set.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct CapabilityData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// What a confined spawn leaves to its call: the pipe the child reports a
+/// failed step into, and the command's cgroup (a root host's), removed when
+/// released.
+pub(crate) struct Confined {
+    failed_step: OwnedFd,
+    cgroup: Option<ProcessCgroup>,
+}
+
+impl Confined {
     /// What to tell the model when the spawn failed with `error`.
-    pub(crate) fn explain(self, error: &io::Error) -> String {
+    pub(crate) fn explain(&self, error: &io::Error) -> String {
         let mut byte = [0u8; 1];
-        let step = match File::from(self.0).read(&mut byte) {
+        let step = match nix::unistd::read(&self.failed_step, &mut byte) {
             Ok(1) => Step::from_byte(byte[0]),
             _ => None,
         };
@@ -344,6 +427,13 @@ impl FailedStep {
                 step.missing()
             ),
             None => format!("Could not start bash in the sandbox: {error}"),
+        }
+    }
+
+    /// Removes the command's cgroup, once its processes are gone.
+    pub(crate) async fn release(self) {
+        if let Some(cgroup) = self.cgroup {
+            cgroup.release().await;
         }
     }
 }
@@ -440,57 +530,74 @@ fn readable_access() -> BitFlags<AccessFs> {
     AccessFs::from_read(ABI::V5)
 }
 
-/// A seccomp program refusing (EPERM), always: setting the setuid or setgid
-/// bit, setting extended attributes (file capabilities), and io_uring (whose
-/// operations go around this filter); and without network: sockets of any
-/// family but AF_UNIX, UNIX datagram sockets (which send to any path without
+/// `setxattrat` (Linux 6.13), the same number on every architecture.
+const SYS_SETXATTRAT: libc::c_long = 463;
+
+/// Two seccomp programs. The first refuses (EPERM), always: a setuid or setgid
+/// bit in a mode (chmod, open, mknod and their kin), extended attributes
+/// (file capabilities, ACLs), and io_uring (whose operations go around this
+/// filter); and without network: sockets of any family but AF_UNIX, UNIX
+/// sockets but stream and seqpacket ones (datagrams go to any path without
 /// connecting), and connecting (a UNIX socket's path may lead to a service of
-/// the host's).
-fn seccomp_filter(network: bool) -> Result<BpfProgram, String> {
+/// the host's). The second answers `openat2`, whose mode this filter cannot
+/// read, ENOSYS, so that callers fall back to `openat`.
+fn seccomp_filters(network: bool) -> Result<Vec<BpfProgram>, String> {
     let missing = |e: &dyn std::fmt::Display| {
         format!("bash cannot run in the sandbox: no seccomp filter for this machine ({e}). The command did not run.")
     };
-    let arg = |index: u8, op: SeccompCmpOp, value: u64| {
-        SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value)
-            .and_then(|condition| SeccompRule::new(vec![condition]))
-            .map_err(|e| missing(&e))
+    let condition = |index: u8, op: SeccompCmpOp, value: u64| {
+        SeccompCondition::new(index, SeccompCmpArgLen::Dword, op, value).map_err(|e| missing(&e))
     };
-    let set_id_bits = |mode_arg: u8| -> Result<Vec<SeccompRule>, String> {
-        let set_uid = libc::S_ISUID as u64;
-        let set_gid = libc::S_ISGID as u64;
-        Ok(vec![
-            arg(mode_arg, SeccompCmpOp::MaskedEq(set_uid), set_uid)?,
-            arg(mode_arg, SeccompCmpOp::MaskedEq(set_gid), set_gid)?,
-        ])
+    let rule = |conditions: Vec<SeccompCondition>| SeccompRule::new(conditions).map_err(|e| missing(&e));
+    let set_id_bits = |mode: u8| -> Result<Vec<SeccompRule>, String> {
+        [libc::S_ISUID as u64, libc::S_ISGID as u64]
+            .into_iter()
+            .map(|bit| rule(vec![condition(mode, SeccompCmpOp::MaskedEq(bit), bit)?]))
+            .collect()
     };
     let mut rules = BTreeMap::from([
-        (libc::SYS_chmod, set_id_bits(1)?),
         (libc::SYS_fchmod, set_id_bits(1)?),
         (libc::SYS_fchmodat, set_id_bits(2)?),
         (libc::SYS_fchmodat2, set_id_bits(2)?),
+        (libc::SYS_openat, set_id_bits(3)?),
+        (libc::SYS_mknodat, set_id_bits(2)?),
         (libc::SYS_setxattr, vec![]),
         (libc::SYS_lsetxattr, vec![]),
         (libc::SYS_fsetxattr, vec![]),
+        (SYS_SETXATTRAT, vec![]),
         (libc::SYS_io_uring_setup, vec![]),
+    ]);
+    #[cfg(target_arch = "x86_64")]
+    rules.extend([
+        (libc::SYS_chmod, set_id_bits(1)?),
+        (libc::SYS_open, set_id_bits(2)?),
+        (libc::SYS_creat, set_id_bits(1)?),
+        (libc::SYS_mknod, set_id_bits(1)?),
     ]);
     if !network {
         let unix = libc::AF_UNIX as u64;
-        let datagram = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, unix)
-            .and_then(|family| {
-                let kind = SeccompCondition::new(
-                    1,
-                    SeccompCmpArgLen::Dword,
-                    SeccompCmpOp::MaskedEq(0xf),
-                    libc::SOCK_DGRAM as u64,
-                )?;
-                SeccompRule::new(vec![family, kind])
-            })
-            .map_err(|e| missing(&e))?;
-        rules.insert(libc::SYS_socket, vec![arg(0, SeccompCmpOp::Ne, unix)?, datagram]);
+        let unix_but_stream = || -> Result<Vec<SeccompRule>, String> {
+            [libc::SOCK_DGRAM, libc::SOCK_RAW, libc::SOCK_RDM]
+                .into_iter()
+                .map(|kind| {
+                    rule(vec![
+                        condition(0, SeccompCmpOp::Eq, unix)?,
+                        condition(1, SeccompCmpOp::MaskedEq(0xf), kind as u64)?,
+                    ])
+                })
+                .collect()
+        };
+        let mut socket = unix_but_stream()?;
+        socket.push(rule(vec![condition(0, SeccompCmpOp::Ne, unix)?])?);
+        rules.insert(libc::SYS_socket, socket);
+        rules.insert(libc::SYS_socketpair, unix_but_stream()?);
         rules.insert(libc::SYS_connect, vec![]);
     }
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(|e| missing(&e))?;
-    let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(libc::EPERM as u32), arch)
-        .map_err(|e| missing(&e))?;
-    filter.try_into().map_err(|e: seccompiler::BackendError| missing(&e))
+    let program = |rules, errno: i32| -> Result<BpfProgram, String> {
+        let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno as u32), arch)
+            .map_err(|e| missing(&e))?;
+        filter.try_into().map_err(|e: seccompiler::BackendError| missing(&e))
+    };
+    Ok(vec![program(rules, libc::EPERM)?, program(BTreeMap::from([(libc::SYS_openat2, vec![])]), libc::ENOSYS)?])
 }

@@ -9,13 +9,15 @@
 
 #[cfg(target_os = "linux")]
 mod linux;
+#[cfg(target_os = "linux")]
+mod process_cgroup;
 #[cfg(not(target_os = "linux"))]
 mod unsupported;
 
 #[cfg(target_os = "linux")]
-pub(crate) use linux::{Confinement, FailedStep};
+pub(crate) use linux::{Confined, Confinement};
 #[cfg(not(target_os = "linux"))]
-pub(crate) use unsupported::{Confinement, FailedStep};
+pub(crate) use unsupported::{Confined, Confinement};
 
 use std::fs::File;
 use std::path::{Path, PathBuf};

@@ -458,8 +458,9 @@ public struct BuiltinTools: Sendable, Hashable, Codable {
 public struct Sandbox: Sendable, Hashable, Codable {
     /// What bash may change: `workspace_write` (the working directory, the writable roots and a
     /// private temporary directory), `read_only` (only the private temporary directory) or `off`
-    /// (bash runs with the host's permissions). Absent: `workspace_write` when `confine` is on,
-    /// else `off`.
+    /// (bash runs with the host's permissions, and no other field may be set). Absent:
+    /// `workspace_write` (the sandbox without `sandbox` is `workspace_write` when `confine` is on,
+    /// `off` otherwise).
     public var mode: String?
     /// Whether commands may open network sockets (default false).
     public var network: Bool?
