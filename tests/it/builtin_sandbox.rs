@@ -467,16 +467,7 @@ fn a_fork_bomb_is_bounded_for_a_root_host_by_a_cgroup_of_its_own() {
         return; // a_fork_bomb_is_bounded_for_a_host_that_is_not_root covers this host
     }
     // Without a pids controller the bomb would be bounded by nothing but the timeout.
-    let membership = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
-    let own = membership.lines().find_map(|line| {
-        let mut fields = line.splitn(3, ':').skip(1);
-        let (controllers, path) = (fields.next()?, fields.next()?);
-        controllers
-            .split(',')
-            .any(|c| c == "pids")
-            .then(|| Path::new("/sys/fs/cgroup/pids").join(path.trim_start_matches('/')))
-    });
-    let Some(own) = own.filter(|own| own.is_dir()) else {
+    let Some(own) = pids_cgroup() else {
         println!("no cgroup v1 pids hierarchy here: not run");
         return;
     };
@@ -512,6 +503,9 @@ fn the_shell_holds_no_capability_even_for_a_root_host() {
         // setxattrat(AT_FDCWD, "f", 0, "user.x", NULL, 0)
         ("setxattrat", format!("{syscall}; open(\"f\", \"w\").close(); r = libc.syscall(463, -100, b\"f\", 0, b\"user.x\", None, 0); print(r, os.strerror(ctypes.get_errno()))")),
         ("creating with set-id bits", format!("{syscall}; r = libc.open(b\"setid\", os.O_CREAT | os.O_WRONLY, 0o6755); print(r, os.strerror(ctypes.get_errno()))")),
+        // getpid by its x32 number: refused before the kernel could say x32 is off (ENOSYS).
+        #[cfg(target_arch = "x86_64")]
+        ("an x32 system call", format!("{syscall}; r = libc.syscall(0x40000000 | 39); print(r, os.strerror(ctypes.get_errno()))")),
     ] {
         let (text, _) = confined(workspace.path(), &python(&code));
         assert!(text.starts_with("-1 Operation not permitted"), "{what}: {text}");
@@ -544,4 +538,66 @@ fn unix_datagrams_go_nowhere_without_network() {
         &python("import socket; a, b = socket.socketpair(); a.send(b\"ok\"); print(b.recv(2).decode())"),
     );
     assert!(!is_error && text.starts_with("ok"), "a stream socketpair still works: {text}");
+}
+
+#[test]
+fn no_keyring_no_user_namespace_and_no_cgroup_of_the_hosts() {
+    let workspace = tempfile::tempdir().unwrap();
+    let syscall = "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True)";
+    // keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0) and add_key("user", "k", "v", 1, session)
+    for (what, code) in [
+        ("keyctl", format!("{syscall}; r = libc.syscall(250, 0, -3, 0); print(r, os.strerror(ctypes.get_errno()))")),
+        ("add_key", format!("{syscall}; r = libc.syscall(248, b\"user\", b\"k\", b\"v\", 1, -3); print(r, os.strerror(ctypes.get_errno()))")),
+    ] {
+        let (text, _) = confined(workspace.path(), &python(&code));
+        assert!(text.starts_with("-1 Operation not permitted"), "{what}: {text}");
+    }
+    let (text, _) = confined(
+        workspace.path(),
+        "unshare --user true || echo no-user-namespace; ls /etc/ssl/private 2>/dev/null | wc -l; grep -c ':/$' /proc/self/cgroup",
+    );
+    assert!(text.contains("no-user-namespace\n0\n"), "{text}");
+    let cgroups: usize = text.lines().rev().nth(1).and_then(|n| n.trim().parse().ok()).unwrap_or(0);
+    let listed = std::fs::read_to_string("/proc/self/cgroup").unwrap().lines().count();
+    assert_eq!(cgroups, listed, "each of the command's cgroups is the root of its namespace: {text}");
+}
+
+/// This process's cgroup in cgroup v1's pids hierarchy, if it has one.
+fn pids_cgroup() -> Option<std::path::PathBuf> {
+    let membership = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let own = membership.lines().find_map(|line| {
+        let mut fields = line.splitn(3, ':').skip(1);
+        let (controllers, path) = (fields.next()?, fields.next()?);
+        let pids = controllers.split(',').any(|c| c == "pids");
+        pids.then(|| Path::new("/sys/fs/cgroup/pids").join(path.trim_start_matches('/')))
+    })?;
+    own.is_dir().then_some(own)
+}
+
+#[test]
+fn a_cancelled_command_leaves_no_cgroup_behind() {
+    if unsafe { libc::geteuid() } != 0 {
+        return; // only a root host's commands have cgroups
+    }
+    let Some(own) = pids_cgroup() else { return };
+    let workspace = tempfile::tempdir().unwrap();
+    let marker = format!("{}.75", 8000 + std::process::id() % 1000);
+    let script =
+        json!([{"tool_calls": [call("b", "bash", json!({"command": format!("sleep {marker}")}))]}, {"text": "done"}]);
+    let builtins =
+        json!({"working_directory": workspace.path().to_str().unwrap(), "allowed": ["bash"], "confine": true});
+    let agent = agent(script, json!({"builtin_tools": builtins}), vec![]);
+    let (run_handle, _) = start(&agent, "go");
+    assert!(eventually(|| running(&marker)), "the command did not start");
+    let ours = || {
+        let prefix = format!("ferrule-bash-{}-", std::process::id());
+        let entries = std::fs::read_dir(&own).unwrap();
+        entries.flatten().filter(|e| e.file_name().to_string_lossy().starts_with(&prefix)).count()
+    };
+    assert!(ours() > 0, "the command has no cgroup");
+    run_handle.cancel();
+    run_handle.wait_blocking().unwrap();
+    assert!(eventually(|| !running(&marker)), "the command outlived the cancel");
+    // Other tests' commands have cgroups of their own for moments.
+    assert!(eventually(|| ours() == 0), "the cancelled command's cgroup was left");
 }

@@ -7,23 +7,26 @@
 //! with many threads, the child makes system calls only
 //! ([`Confinement::enter`]; `fork` is the C library's):
 //!
-//! 1. `unshare` user, mount and PID namespaces (and a network namespace when
-//!    the network is off), the user namespace mapping the host's user to
-//!    itself; this process dies with the thread of ferrule's that started it;
+//! 1. join the command's cgroup (a root host's process bound), then `unshare`
+//!    user, mount, PID and cgroup namespaces (and a network namespace when the
+//!    network is off), the user namespace mapping the host's user to itself;
+//!    this process dies with the thread of ferrule's that started it;
 //! 2. fork again: the new child is the first process of the new PID namespace
 //!    and becomes the shell; the process between stays outside it, waits for
 //!    the shell and ends as it ended (it is what ferrule waits for and kills,
 //!    and when it dies the shell is killed with it, and with the shell every
 //!    process of the namespace); neither dumps core before the exec;
-//! 3. in the shell's process: a session of its own (no controlling terminal),
-//!    mount propagation made private, a `/proc` of the new namespace (so
-//!    `/proc` shows the sandbox's processes alone, never the host's
-//!    environment), the system's secret files covered by `/dev/null`, every
+//! 3. in the shell's process: a session of its own (no controlling terminal)
+//!    and a session keyring of its own (not the host's), mount propagation made
+//!    private, a `/proc` of the new namespace (so `/proc` shows the sandbox's
+//!    processes alone, never the host's environment), no user namespace to be
+//!    made inside, the system's secret files and directories covered, every
 //!    mount made read-only but the writable trees (so no file outside them
 //!    changes mode, owner, times or attributes either), file descriptors other
 //!    than the standard three closed at exec, `RLIMIT_NPROC` bounded for a user
 //!    other than root (counted in the user namespace: the sandbox's processes
-//!    only), then Landlock's rules, `no_new_privs` and the seccomp filter.
+//!    only), every capability dropped for good, then Landlock's rules,
+//!    `no_new_privs` and the seccomp filters.
 //!
 //! When a step fails, the child writes which into a pipe of its own before the
 //! spawn reports the error, so the model is told what is missing.
@@ -82,8 +85,8 @@ pub(crate) struct Confinement {
     /// Room for the child's handles on the writable trees, and its copies of
     /// them (detached mounts).
     places: Vec<(RawFd, RawFd)>,
-    /// The system's secret files that exist.
-    secrets: Vec<&'static CStr>,
+    /// The system's secret files and directories (`true`) that exist.
+    secrets: Vec<(CString, bool)>,
     /// Where the child says which step failed: the read end stays here.
     failed_step: Option<(OwnedFd, OwnedFd)>,
     /// Keeps the trees' descriptors open until the spawn.
@@ -97,6 +100,7 @@ enum Step {
     Namespaces = 1,
     UserMap,
     Fork,
+    Keyring,
     Mounts,
     Descriptors,
     ProcessLimit,
@@ -111,6 +115,7 @@ impl Step {
             Step::Namespaces,
             Step::UserMap,
             Step::Fork,
+            Step::Keyring,
             Step::Mounts,
             Step::Descriptors,
             Step::ProcessLimit,
@@ -128,8 +133,9 @@ impl Step {
             Step::Namespaces => "new user, PID and mount namespaces (unprivileged user namespaces may be disabled)",
             Step::UserMap => "a user namespace mapping the host's user",
             Step::Fork => "a process in the new PID namespace",
+            Step::Keyring => "a session keyring of its own",
             Step::Mounts => {
-                "the sandbox's mounts (a /proc of its own, read-only mounts: mount_setattr, open_tree, move_mount)"
+                "the sandbox's mounts (a /proc of its own with no user namespaces inside, read-only mounts: mount_setattr, open_tree, move_mount)"
             }
             Step::Descriptors => "closing the host's file descriptors (close_range)",
             Step::ProcessLimit => "a bound on the number of processes",
@@ -180,10 +186,7 @@ impl Confinement {
             host: Pid::this(),
             places: vec![(-1, -1); trees.len()],
             writable: trees,
-            secrets: SYSTEM_SECRETS
-                .into_iter()
-                .filter(|path| Path::new(std::ffi::OsStr::from_bytes(path.to_bytes())).exists())
-                .collect(),
+            secrets: system_secrets(),
             failed_step: Some(failed_step),
             _trees: writable.iter().map(|root| root.handle.clone()).collect(),
         })
@@ -223,7 +226,12 @@ impl Confinement {
         if nix::unistd::getppid() != self.host {
             return Err(io::Error::from_raw_os_error(libc::ESRCH));
         }
-        let mut namespaces = CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+        // A cgroup namespace too: the command can name no cgroup outside its
+        // own (clone3's CLONE_INTO_CGROUP would otherwise leave the bound).
+        let mut namespaces = CloneFlags::CLONE_NEWUSER
+            | CloneFlags::CLONE_NEWNS
+            | CloneFlags::CLONE_NEWPID
+            | CloneFlags::CLONE_NEWCGROUP;
         if !self.network {
             namespaces |= CloneFlags::CLONE_NEWNET;
         }
@@ -242,6 +250,10 @@ impl Confinement {
         }
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| failed(Step::Fork))?;
         nix::unistd::setsid().map_err(|_| failed(Step::Fork))?;
+        // SAFETY: keyctl with plain values: join a new, empty session keyring.
+        if unsafe { libc::syscall(libc::SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, 0usize) } < 0 {
+            return Err(failed(Step::Keyring));
+        }
         self.find_the_writable_trees().map_err(|_| failed(Step::Mounts))?;
         self.mount_the_sandbox().map_err(|_| failed(Step::Mounts))?;
         // SAFETY: close_range has no memory effects.
@@ -325,8 +337,16 @@ impl Confinement {
         mount(None::<&CStr>, c"/", None::<&CStr>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&CStr>)?;
         let proc_flags = MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
         mount(Some(c"proc"), c"/proc", Some(c"proc"), proc_flags, None::<&CStr>)?;
-        for secret in &self.secrets {
-            mount(Some(c"/dev/null"), *secret, None::<&CStr>, MsFlags::MS_BIND, None::<&CStr>)?;
+        // No user namespace inside, where a process would hold every
+        // capability again (in this user namespace, for good: /proc is
+        // read-only from below).
+        write_file(c"/proc/sys/user/max_user_namespaces", b"0").map_err(|_| nix::errno::Errno::last())?;
+        let empty = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
+        for (secret, directory) in &self.secrets {
+            match directory {
+                true => mount(Some(c"tmpfs"), secret.as_c_str(), Some(c"tmpfs"), empty, None::<&CStr>)?,
+                false => mount(Some(c"/dev/null"), secret.as_c_str(), None::<&CStr>, MsFlags::MS_BIND, None::<&CStr>)?,
+            }
         }
         // Copies of the writable trees, taken while they are writable, go
         // back over them once everything else is read-only.
@@ -386,6 +406,30 @@ impl Confinement {
         Ok(())
     }
 }
+
+/// The system's files and directories of secrets that exist, the SSH host
+/// keys among them; `true` for a directory.
+fn system_secrets() -> Vec<(CString, bool)> {
+    let host_keys =
+        std::fs::read_dir("/etc/ssh").into_iter().flatten().flatten().map(|entry| entry.path()).filter(|path| {
+            path.file_name().is_some_and(|name| {
+                name.to_string_lossy().starts_with("ssh_host_") && !name.to_string_lossy().ends_with(".pub")
+            })
+        });
+    SYSTEM_SECRETS
+        .iter()
+        .map(PathBuf::from)
+        .chain(host_keys)
+        .filter_map(|path| {
+            let metadata = std::fs::symlink_metadata(&path).ok()?;
+            let path = CString::new(path.as_os_str().as_bytes()).ok()?;
+            (metadata.is_dir() || metadata.is_file()).then_some((path, metadata.is_dir()))
+        })
+        .collect()
+}
+
+/// keyctl's operation joining a new session keyring (linux/keyctl.h).
+const KEYCTL_JOIN_SESSION_KEYRING: libc::c_long = 1;
 
 /// `capset`'s header (linux/capability.h), version 3: two data sets.
 #[repr(C)]
@@ -535,12 +579,13 @@ const SYS_SETXATTRAT: libc::c_long = 463;
 
 /// Two seccomp programs. The first refuses (EPERM), always: a setuid or setgid
 /// bit in a mode (chmod, open, mknod and their kin), extended attributes
-/// (file capabilities, ACLs), and io_uring (whose operations go around this
-/// filter); and without network: sockets of any family but AF_UNIX, UNIX
+/// (file capabilities, ACLs), io_uring (whose operations go around this
+/// filter) and the kernel's keyrings; and without network: sockets of any family but AF_UNIX, UNIX
 /// sockets but stream and seqpacket ones (datagrams go to any path without
 /// connecting), and connecting (a UNIX socket's path may lead to a service of
 /// the host's). The second answers `openat2`, whose mode this filter cannot
-/// read, ENOSYS, so that callers fall back to `openat`.
+/// read, ENOSYS, so that callers fall back to `openat`. On x86_64, a third
+/// refuses x32 system calls.
 fn seccomp_filters(network: bool) -> Result<Vec<BpfProgram>, String> {
     let missing = |e: &dyn std::fmt::Display| {
         format!("bash cannot run in the sandbox: no seccomp filter for this machine ({e}). The command did not run.")
@@ -566,6 +611,9 @@ fn seccomp_filters(network: bool) -> Result<Vec<BpfProgram>, String> {
         (libc::SYS_fsetxattr, vec![]),
         (SYS_SETXATTRAT, vec![]),
         (libc::SYS_io_uring_setup, vec![]),
+        (libc::SYS_keyctl, vec![]),
+        (libc::SYS_add_key, vec![]),
+        (libc::SYS_request_key, vec![]),
     ]);
     #[cfg(target_arch = "x86_64")]
     rules.extend([
@@ -599,5 +647,27 @@ fn seccomp_filters(network: bool) -> Result<Vec<BpfProgram>, String> {
             .map_err(|e| missing(&e))?;
         filter.try_into().map_err(|e: seccompiler::BackendError| missing(&e))
     };
-    Ok(vec![program(rules, libc::EPERM)?, program(BTreeMap::from([(libc::SYS_openat2, vec![])]), libc::ENOSYS)?])
+    let mut filters =
+        vec![program(rules, libc::EPERM)?, program(BTreeMap::from([(libc::SYS_openat2, vec![])]), libc::ENOSYS)?];
+    #[cfg(target_arch = "x86_64")]
+    filters.push(x32_filter());
+    Ok(filters)
+}
+
+/// A program answering every x32 system call (a number with bit 30 set, made
+/// with x86_64's architecture) EPERM: the rules above name x86_64's own
+/// numbers, so without it a kernel with x32 enabled would let each of them
+/// through under its x32 number. (32-bit system calls, of another
+/// architecture, are killed by the first program's check.)
+#[cfg(target_arch = "x86_64")]
+fn x32_filter() -> BpfProgram {
+    use seccompiler::sock_filter;
+    let statement = |code: u32, k: u32| sock_filter { code: code as u16, jt: 0, jf: 0, k };
+    vec![
+        // The system call's number, the first field of seccomp_data.
+        statement(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0),
+        sock_filter { code: (libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K) as u16, jt: 0, jf: 1, k: 0x4000_0000 },
+        statement(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32),
+        statement(libc::BPF_RET | libc::BPF_K, libc::SECCOMP_RET_ALLOW),
+    ]
 }

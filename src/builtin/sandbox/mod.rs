@@ -77,9 +77,9 @@ const SYSTEM_READABLE_DEVICES: [&str; 5] = ["/dev/null", "/dev/zero", "/dev/full
 /// The devices every confined command may write (redirections to /dev/null).
 const SYSTEM_WRITABLE_DEVICES: [&str; 3] = ["/dev/null", "/dev/zero", "/dev/full"];
 
-/// Files of the system's readable trees that hold secrets: a confined command
-/// reads them empty.
-const SYSTEM_SECRETS: [&std::ffi::CStr; 4] = [c"/etc/shadow", c"/etc/shadow-", c"/etc/gshadow", c"/etc/gshadow-"];
+/// Files and directories of the system's readable trees that hold secrets: a
+/// confined command reads them empty (the SSH host keys too).
+const SYSTEM_SECRETS: [&str; 5] = ["/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/ssl/private"];
 
 /// A tree of a sandbox, held open since the agent was built: a command that
 /// replaces its path with a link changes nothing the next command may reach.
