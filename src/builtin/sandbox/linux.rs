@@ -574,7 +574,9 @@ fn readable_access() -> BitFlags<AccessFs> {
     AccessFs::from_read(ABI::V5)
 }
 
-/// `setxattrat` (Linux 6.13), the same number on every architecture.
+/// `fchmodat2` (Linux 6.6) and `setxattrat` (6.13), whose numbers are the
+/// same on every architecture (not every target of the libc crate has them).
+const SYS_FCHMODAT2: libc::c_long = 452;
 const SYS_SETXATTRAT: libc::c_long = 463;
 
 /// Two seccomp programs. The first refuses (EPERM), always: a setuid or setgid
@@ -603,7 +605,7 @@ fn seccomp_filters(network: bool) -> Result<Vec<BpfProgram>, String> {
     let mut rules = BTreeMap::from([
         (libc::SYS_fchmod, set_id_bits(1)?),
         (libc::SYS_fchmodat, set_id_bits(2)?),
-        (libc::SYS_fchmodat2, set_id_bits(2)?),
+        (SYS_FCHMODAT2, set_id_bits(2)?),
         (libc::SYS_openat, set_id_bits(3)?),
         (libc::SYS_mknodat, set_id_bits(2)?),
         (libc::SYS_setxattr, vec![]),
@@ -647,10 +649,10 @@ fn seccomp_filters(network: bool) -> Result<Vec<BpfProgram>, String> {
             .map_err(|e| missing(&e))?;
         filter.try_into().map_err(|e: seccompiler::BackendError| missing(&e))
     };
-    let mut filters =
+    let filters =
         vec![program(rules, libc::EPERM)?, program(BTreeMap::from([(libc::SYS_openat2, vec![])]), libc::ENOSYS)?];
     #[cfg(target_arch = "x86_64")]
-    filters.push(x32_filter());
+    let filters = [filters, vec![x32_filter()]].concat();
     Ok(filters)
 }
 
