@@ -66,8 +66,9 @@ mkdir -p "$ROOT$inside"
 # The command runs in PID and mount namespaces of its own, with its own /proc
 # and the root as the mount namespace's root: when the script ends (a timeout
 # or ^C included), unshare's child, the namespace's first process, is killed,
-# and the kernel ends every process left in the namespace with it (SwiftPM starts test binaries in process groups of their own, which a
-# signal to one group would miss).
+# and the kernel ends every process left in the namespace with it (SwiftPM
+# starts test binaries in process groups of their own, which a signal to one
+# group would miss).
 child=
 cleanup() {
     if [ -n "$child" ]; then

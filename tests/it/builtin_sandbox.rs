@@ -492,24 +492,35 @@ fn python(code: &str) -> String {
     format!("/usr/bin/python3 -c '{code}'")
 }
 
+/// Asserts that each of `calls` fails in the sandbox with EPERM: `what`, and
+/// Python statements that call the C library (`libc`) and leave the result in `r`.
+fn assert_refused(workspace: &Path, calls: &[(&str, &str)]) {
+    for (what, call) in calls {
+        let code = format!(
+            "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True); {call}; print(r, os.strerror(ctypes.get_errno()))"
+        );
+        let (text, _) = confined(workspace, &python(&code));
+        assert!(text.starts_with("-1 Operation not permitted"), "{what}: {text}");
+    }
+}
+
 #[test]
 fn the_shell_holds_no_capability_even_for_a_root_host() {
     let workspace = tempfile::tempdir().unwrap();
-    let syscall = "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True)";
-    for (what, code) in [
-        // open_tree(AT_FDCWD, "/etc", OPEN_TREE_CLONE): a copy of /etc without what covers its secrets.
-        ("open_tree", format!("{syscall}; r = libc.syscall(428, -100, b\"/etc\", 1); print(r, os.strerror(ctypes.get_errno()))")),
-        ("chroot", format!("{syscall}; r = libc.chroot(b\"/usr\"); print(r, os.strerror(ctypes.get_errno()))")),
-        // setxattrat(AT_FDCWD, "f", 0, "user.x", NULL, 0)
-        ("setxattrat", format!("{syscall}; open(\"f\", \"w\").close(); r = libc.syscall(463, -100, b\"f\", 0, b\"user.x\", None, 0); print(r, os.strerror(ctypes.get_errno()))")),
-        ("creating with set-id bits", format!("{syscall}; r = libc.open(b\"setid\", os.O_CREAT | os.O_WRONLY, 0o6755); print(r, os.strerror(ctypes.get_errno()))")),
-        // getpid by its x32 number: refused before the kernel could say x32 is off (ENOSYS).
-        #[cfg(target_arch = "x86_64")]
-        ("an x32 system call", format!("{syscall}; r = libc.syscall(0x40000000 | 39); print(r, os.strerror(ctypes.get_errno()))")),
-    ] {
-        let (text, _) = confined(workspace.path(), &python(&code));
-        assert!(text.starts_with("-1 Operation not permitted"), "{what}: {text}");
-    }
+    assert_refused(
+        workspace.path(),
+        &[
+            // open_tree(AT_FDCWD, "/etc", OPEN_TREE_CLONE): a copy of /etc without what covers its secrets.
+            ("open_tree", "r = libc.syscall(428, -100, b\"/etc\", 1)"),
+            ("chroot", "r = libc.chroot(b\"/usr\")"),
+            // setxattrat(AT_FDCWD, "f", 0, "user.x", NULL, 0)
+            ("setxattrat", "open(\"f\", \"w\").close(); r = libc.syscall(463, -100, b\"f\", 0, b\"user.x\", None, 0)"),
+            ("creating with set-id bits", "r = libc.open(b\"setid\", os.O_CREAT | os.O_WRONLY, 0o6755)"),
+            // getpid by its x32 number: refused before the kernel could say x32 is off (ENOSYS).
+            #[cfg(target_arch = "x86_64")]
+            ("an x32 system call", "r = libc.syscall(0x40000000 | 39)"),
+        ],
+    );
     assert!(!workspace.path().join("setid").exists());
     let (text, _) = confined(workspace.path(), "grep -E '^Cap(Eff|Prm|Bnd|Amb)' /proc/self/status");
     for line in text.lines().filter(|line| line.starts_with("Cap")) {
@@ -543,15 +554,15 @@ fn unix_datagrams_go_nowhere_without_network() {
 #[test]
 fn no_keyring_no_user_namespace_and_no_cgroup_of_the_hosts() {
     let workspace = tempfile::tempdir().unwrap();
-    let syscall = "import ctypes, os; libc = ctypes.CDLL(None, use_errno=True)";
-    // keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0) and add_key("user", "k", "v", 1, session)
-    for (what, code) in [
-        ("keyctl", format!("{syscall}; r = libc.syscall(250, 0, -3, 0); print(r, os.strerror(ctypes.get_errno()))")),
-        ("add_key", format!("{syscall}; r = libc.syscall(248, b\"user\", b\"k\", b\"v\", 1, -3); print(r, os.strerror(ctypes.get_errno()))")),
-    ] {
-        let (text, _) = confined(workspace.path(), &python(&code));
-        assert!(text.starts_with("-1 Operation not permitted"), "{what}: {text}");
-    }
+    assert_refused(
+        workspace.path(),
+        &[
+            // keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0)
+            ("keyctl", "r = libc.syscall(250, 0, -3, 0)"),
+            // add_key("user", "k", "v", 1, KEY_SPEC_SESSION_KEYRING)
+            ("add_key", "r = libc.syscall(248, b\"user\", b\"k\", b\"v\", 1, -3)"),
+        ],
+    );
     let (text, _) = confined(
         workspace.path(),
         "unshare --user true || echo no-user-namespace; ls /etc/ssl/private 2>/dev/null | wc -l; grep -c ':/$' /proc/self/cgroup",

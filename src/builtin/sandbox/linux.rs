@@ -33,7 +33,6 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString};
-use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, IntoRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
@@ -44,6 +43,7 @@ use landlock::{
     path_beneath_rules, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, Ruleset,
     RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
+use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use nix::mount::{mount, MsFlags};
 use nix::sched::{unshare, CloneFlags};
@@ -89,8 +89,6 @@ pub(crate) struct Confinement {
     secrets: Vec<(CString, bool)>,
     /// Where the child says which step failed: the read end stays here.
     failed_step: Option<(OwnedFd, OwnedFd)>,
-    /// Keeps the trees' descriptors open until the spawn.
-    _trees: Vec<std::sync::Arc<File>>,
 }
 
 /// The steps of [`Confinement::enter`], as the child reports a failure.
@@ -188,7 +186,6 @@ impl Confinement {
             writable: trees,
             secrets: system_secrets(),
             failed_step: Some(failed_step),
-            _trees: writable.iter().map(|root| root.handle.clone()).collect(),
         })
     }
 
@@ -251,15 +248,13 @@ impl Confinement {
         nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(|_| failed(Step::Fork))?;
         nix::unistd::setsid().map_err(|_| failed(Step::Fork))?;
         // SAFETY: keyctl with plain values: join a new, empty session keyring.
-        if unsafe { libc::syscall(libc::SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, 0usize) } < 0 {
-            return Err(failed(Step::Keyring));
-        }
+        Errno::result(unsafe { libc::syscall(libc::SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, 0usize) })
+            .map_err(|_| failed(Step::Keyring))?;
         self.find_the_writable_trees().map_err(|_| failed(Step::Mounts))?;
         self.mount_the_sandbox().map_err(|_| failed(Step::Mounts))?;
         // SAFETY: close_range has no memory effects.
-        if unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) } != 0 {
-            return Err(failed(Step::Descriptors));
-        }
+        Errno::result(unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, libc::CLOSE_RANGE_CLOEXEC) })
+            .map_err(|_| failed(Step::Descriptors))?;
         if self.bound_processes {
             setrlimit(Resource::RLIMIT_NPROC, MAX_PROCESSES, MAX_PROCESSES).map_err(|_| failed(Step::ProcessLimit))?;
         }
@@ -301,7 +296,7 @@ impl Confinement {
     /// exec: the user namespace gives its first process all of them, and a
     /// host's root is root inside (the securebits keep exec from granting them
     /// again; the bounding set keeps file capabilities from it).
-    fn drop_capabilities(&self) -> io::Result<()> {
+    fn drop_capabilities(&self) -> nix::Result<()> {
         let locked = libc::SECBIT_NOROOT
             | libc::SECBIT_NOROOT_LOCKED
             | libc::SECBIT_NO_SETUID_FIXUP
@@ -309,24 +304,16 @@ impl Confinement {
             | libc::SECBIT_KEEP_CAPS_LOCKED
             | libc::SECBIT_NO_CAP_AMBIENT_RAISE
             | libc::SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
+        let header = CapabilityHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
+        let none = [CapabilityData::default(); 2];
         // SAFETY: prctl and capset with plain values and stack memory.
         unsafe {
-            if libc::prctl(libc::PR_SET_SECUREBITS, locked as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            Errno::result(libc::prctl(libc::PR_SET_SECUREBITS, locked as libc::c_ulong, 0, 0, 0))?;
             for capability in 0..=self.last_capability {
-                if libc::prctl(libc::PR_CAPBSET_DROP, capability as libc::c_ulong, 0, 0, 0) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
+                Errno::result(libc::prctl(libc::PR_CAPBSET_DROP, capability as libc::c_ulong, 0, 0, 0))?;
             }
-            if libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            let header = CapabilityHeader { version: LINUX_CAPABILITY_VERSION_3, pid: 0 };
-            let none = [CapabilityData::default(); 2];
-            if libc::syscall(libc::SYS_capset, &header as *const CapabilityHeader, none.as_ptr()) != 0 {
-                return Err(io::Error::last_os_error());
-            }
+            Errno::result(libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0))?;
+            Errno::result(libc::syscall(libc::SYS_capset, &header as *const CapabilityHeader, none.as_ptr()))?;
         }
         Ok(())
     }
@@ -340,7 +327,7 @@ impl Confinement {
         // No user namespace inside, where a process would hold every
         // capability again (in this user namespace, for good: /proc is
         // read-only from below).
-        write_file(c"/proc/sys/user/max_user_namespaces", b"0").map_err(|_| nix::errno::Errno::last())?;
+        write_file(c"/proc/sys/user/max_user_namespaces", b"0").map_err(|_| Errno::last())?;
         let empty = MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC;
         for (secret, directory) in &self.secrets {
             match directory {
@@ -355,15 +342,12 @@ impl Confinement {
                 libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC | (libc::AT_EMPTY_PATH | libc::AT_RECURSIVE) as u32;
             // SAFETY: a system call on a live descriptor and a static empty path.
             let made = unsafe { libc::syscall(libc::SYS_open_tree, *place, c"".as_ptr(), flags) };
-            if made < 0 {
-                return Err(nix::errno::Errno::last());
-            }
-            *copy = made as RawFd;
+            *copy = Errno::result(made)? as RawFd;
         }
         let read_only =
             libc::mount_attr { attr_set: libc::MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
         // SAFETY: the attribute lives on the stack for the call; its size is given.
-        let made = unsafe {
+        Errno::result(unsafe {
             libc::syscall(
                 libc::SYS_mount_setattr,
                 libc::AT_FDCWD,
@@ -372,13 +356,10 @@ impl Confinement {
                 &read_only as *const libc::mount_attr,
                 std::mem::size_of::<libc::mount_attr>(),
             )
-        };
-        if made != 0 {
-            return Err(nix::errno::Errno::last());
-        }
+        })?;
         for (place, copy) in self.places.iter().filter(|(place, _)| *place >= 0) {
             // SAFETY: system calls on descriptors made above and static empty paths.
-            let moved = unsafe {
+            Errno::result(unsafe {
                 libc::syscall(
                     libc::SYS_move_mount,
                     *copy,
@@ -387,23 +368,16 @@ impl Confinement {
                     c"".as_ptr(),
                     libc::MOVE_MOUNT_F_EMPTY_PATH | libc::MOVE_MOUNT_T_EMPTY_PATH,
                 )
-            };
-            if moved != 0 {
-                return Err(nix::errno::Errno::last());
-            }
+            })?;
         }
         // The working directory was entered before the writable copies were
         // mounted: enter it again by its path, through them.
         let mut cwd = [0u8; libc::PATH_MAX as usize];
         // SAFETY: the buffer is on the stack and its length is given.
         if unsafe { libc::getcwd(cwd.as_mut_ptr().cast(), cwd.len()) }.is_null() {
-            return Err(nix::errno::Errno::last());
+            return Err(Errno::last());
         }
-        // SAFETY: getcwd wrote a NUL-terminated path into the buffer.
-        if unsafe { libc::chdir(cwd.as_ptr().cast()) } != 0 {
-            return Err(nix::errno::Errno::last());
-        }
-        Ok(())
+        nix::unistd::chdir(CStr::from_bytes_until_nul(&cwd).map_err(|_| Errno::ENAMETOOLONG)?)
     }
 }
 
@@ -500,7 +474,7 @@ fn wait_for_shell(shell: Pid) -> ! {
                 let _ = kill(Pid::this(), killed_by);
                 break 128 + killed_by as i32;
             }
-            Err(nix::errno::Errno::EINTR) | Ok(_) => continue,
+            Err(Errno::EINTR) | Ok(_) => continue,
             Err(_) => break 127,
         }
     };
