@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: all lib dist install install-files notices notices-check setup-packages release-libs release release-go aar test-packages demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
+.PHONY: fuzz all lib dist install install-files notices notices-check setup-packages release-libs release release-go aar test-packages demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
 
 all: lib
 
@@ -390,6 +390,12 @@ bench-go: lib
 		dd if=$(BUILD)/$$b iflag=nocache count=0 status=none || exit 1; done
 	cd bench/go && $(CURDIR)/$(BUILD)/bench_go -test.run '^$$' -test.bench 'W[12]' -test.benchtime 9x
 	cd bench/go && for w in $(GO_W3); do $(CURDIR)/$(BUILD)/bench_go_$${w%%:*} -test.run '^$$' -test.bench "^Benchmark$${w#*:}\$$" -test.benchtime 5x || exit 1; done
+
+# Every fuzz target for FUZZ_SECONDS (60) each, on the pinned nightly toolchain
+# (scripts/fuzz.sh; docs/testing.md, "Fuzzing"); FUZZ_TARGETS names some only.
+FUZZ_TOOLCHAIN = nightly-2026-05-20
+fuzz:
+	FUZZ_TOOLCHAIN=$(FUZZ_TOOLCHAIN) ./scripts/fuzz.sh $(FUZZ_TARGETS)
 
 clean:
 	rm -rf $(BUILD)

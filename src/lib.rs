@@ -12,6 +12,9 @@ pub mod agent;
 pub mod builtin;
 pub mod error;
 pub mod ffi;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod hook;
 mod json;
 pub mod log;
@@ -21,6 +24,11 @@ mod panic;
 pub mod provider;
 pub mod runtime;
 pub mod schema;
+#[cfg(test)]
+#[path = "../tests/it/common/fixtures.rs"]
+mod test_fixtures;
+#[cfg(test)]
+mod test_transcripts;
 pub mod tool;
 pub mod trace;
 

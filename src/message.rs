@@ -289,7 +289,8 @@ pub(crate) fn deserialize_content<'de, D: Deserializer<'de>>(d: D) -> Result<Vec
 
 fn serialize_user_content<S: Serializer>(content: &[Part], s: S) -> Result<S::Ok, S::Error> {
     match content {
-        [Part::Text { text, signature: None }] => s.serialize_str(text),
+        // An empty string reads back as no parts: one empty text part stays a part.
+        [Part::Text { text, signature: None }] if !text.is_empty() => s.serialize_str(text),
         parts => parts.serialize(s),
     }
 }

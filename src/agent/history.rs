@@ -219,4 +219,51 @@ mod tests {
         let budget = HistoryBudget::new(HistoryConfig { max_input_tokens: 10 });
         assert_eq!(budget.select(&transcript, &json_of(&transcript), 0), Some(vec![0, 2, 3]));
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        /// On any transcript, under any budget, with or without a report: the
+        /// kept messages are in order; system messages, the first and latest
+        /// user messages, the live exchange, unanswered injections and lone
+        /// results always stay; an assistant message and its results stay or
+        /// go together; what goes is the oldest of what may go.
+        #[test]
+        fn the_budget_keeps_what_it_must_and_leaves_out_the_oldest(
+            transcript in crate::test_transcripts::transcript(true),
+            max_input_tokens in 0u64..400,
+            report in proptest::option::of(0u64..600),
+        ) {
+            let json = json_of(&transcript);
+            let mut budget = HistoryBudget::new(HistoryConfig { max_input_tokens });
+            if let Some(tokens) = report {
+                budget.reported(tokens, &json, None);
+            }
+            let Some(kept) = budget.select(&transcript, &json, 16) else { return Ok(()) };
+            assert!(kept.windows(2).all(|pair| pair[0] < pair[1]) && kept.iter().all(|&i| i < transcript.len()));
+            let units = droppable_units(&transcript);
+            let droppable: Vec<usize> = units.iter().flatten().copied().collect();
+            for index in (0..transcript.len()).filter(|i| !droppable.contains(i)) {
+                assert!(kept.contains(&index), "message {index} ({:?}) may not go: {kept:?}", transcript[index]);
+            }
+            let is_user = |m: &Message| matches!(m, Message::User(_));
+            let pinned = [transcript.iter().position(is_user), transcript.iter().rposition(is_user)];
+            for index in pinned.into_iter().flatten() {
+                assert!(kept.contains(&index), "the first or latest user message {index} went: {kept:?}");
+            }
+            for (index, message) in transcript.iter().enumerate() {
+                if matches!(message, Message::System(_)) {
+                    assert!(kept.contains(&index), "system message {index} went");
+                }
+                if matches!(message, Message::Tool(_)) {
+                    let owner = transcript[..index].iter().rposition(|m| !matches!(m, Message::Tool(_)));
+                    let owner_kept = owner.is_none_or(|owner| kept.contains(&owner));
+                    assert_eq!(kept.contains(&index), owner_kept, "result {index} parted from its call: {kept:?}");
+                }
+            }
+            let gone: Vec<bool> = units.iter().map(|unit| unit.iter().all(|i| !kept.contains(i))).collect();
+            assert!(gone.windows(2).all(|pair| pair[0] || !pair[1]), "a newer unit went before an older one: {gone:?}");
+            assert!(gone.contains(&true), "a selection that leaves out nothing");
+        }
+    }
 }

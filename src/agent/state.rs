@@ -354,3 +354,82 @@ fn no_waiting_message() -> Error {
 fn refuse(what: impl std::fmt::Display) -> Error {
     Error::invalid_arg(format!("run input: resume: {what}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::message::Usage;
+    use crate::test_transcripts::{assistant, numbered, transcript};
+
+    /// What happened to each call of the waiting message.
+    #[derive(Debug, Clone, Copy)]
+    enum Fate {
+        Waits,
+        Decided(bool),
+        Ran,
+    }
+
+    /// A state as a run writes it: any transcript, then the waiting message,
+    /// whose calls wait, were decided, or ran.
+    fn state() -> impl Strategy<Value = RunState> {
+        let fate =
+            prop_oneof![2 => Just(Fate::Waits), 1 => any::<bool>().prop_map(Fate::Decided), 1 => Just(Fate::Ran)];
+        (transcript(true), assistant(4), proptest::collection::vec(fate, 4), any::<(u32, u64, u64, bool)>())
+            .prop_filter("a waiting message has calls", |(_, waiting, _, _)| !waiting.tool_calls.is_empty())
+            .prop_map(|(mut messages, waiting, fates, (rounds, input_tokens, output_tokens, execute_only))| {
+                messages.push(Message::Assistant(waiting));
+                let messages = numbered(messages);
+                let Some(Message::Assistant(waiting)) = messages.last() else { unreachable!() };
+                let calls: Vec<(usize, &crate::message::ToolCall)> = waiting.tool_calls.iter().enumerate().collect();
+                let fate_of = |i: usize| if i == 0 { Fate::Waits } else { fates[i] };
+                let mut awaiting = Vec::new();
+                let mut decided = BTreeMap::new();
+                let mut ran = BTreeMap::new();
+                for (i, call) in calls {
+                    match fate_of(i) {
+                        Fate::Waits => awaiting.push(call.id.clone()),
+                        Fate::Decided(approve) => {
+                            decided.insert(call.id.clone(), Decision { approve, message: None, always: false });
+                        }
+                        Fate::Ran => {
+                            let result = ToolResultMessage {
+                                tool_call_id: call.id.clone(),
+                                name: call.name.clone(),
+                                content: vec![crate::message::Part::text("ran")],
+                                is_error: false,
+                            };
+                            ran.insert(call.id.clone(), result);
+                        }
+                    }
+                }
+                let progress = RunProgress {
+                    input_messages: 1,
+                    rounds,
+                    usage: Usage { input_tokens, output_tokens, ..Usage::default() },
+                    decided,
+                    execute_only,
+                    messages,
+                    ..RunProgress::default()
+                };
+                RunState { progress, awaiting, carried: CarriedOver { ran, ..CarriedOver::default() } }
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        /// A state a run could write passes the checks, and reads back from
+        /// its JSON text as itself, written the same way again.
+        #[test]
+        fn a_state_reads_back_from_its_json_as_itself(state in state()) {
+            state.check().map_err(|e| TestCaseError::fail(e.message))?;
+            let text = serde_json::to_string(&state).unwrap();
+            let back = RunState::from_value(crate::json::parse_unique(&text).unwrap())
+                .map_err(|e| TestCaseError::fail(e.message))?;
+            prop_assert_eq!(&back, &state);
+            prop_assert_eq!(serde_json::to_string(&back).unwrap(), text);
+        }
+    }
+}

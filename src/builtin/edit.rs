@@ -36,7 +36,7 @@ const BOM: &str = "\u{FEFF}";
 const MOST_COUNTED: usize = 1000;
 /// Most bytes one call's searches may read, all edits together (about 0.5 s on the
 /// project's machine).
-const MAX_SEARCH_BYTES: usize = 256 << 20;
+pub(crate) const MAX_SEARCH_BYTES: usize = 256 << 20;
 /// Building the fuzzy index costs about this many search bytes per byte of file.
 const INDEX_COST: usize = 16;
 
@@ -89,7 +89,7 @@ fn in_convention(text: &str, crlf: bool) -> String {
 
 /// Applies `edits` to `body`; returns the new text and the (zero-based) edits that
 /// matched fuzzily. Errors name the edit and say what to do.
-fn apply(
+pub(crate) fn apply(
     body: &str,
     edits: &[(String, String)],
     shown: &str,

@@ -5,16 +5,16 @@
 //! keeps their paths inside the working directory. Bash runs in the sandbox
 //! `sandbox` describes (sandbox/), on by default when `confine` is.
 
-mod apply_patch;
+pub(crate) mod apply_patch;
 mod bash;
 mod changes;
-mod edit;
+pub(crate) mod edit;
 mod list_files;
-mod matching;
+pub(crate) mod matching;
 mod read;
 mod read_image;
 mod sandbox;
-mod workspace;
+pub(crate) mod workspace;
 mod write;
 
 use std::collections::HashSet;
@@ -191,7 +191,7 @@ impl Stop {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "fuzzing"))]
 impl Stop {
     /// A stop for a call nothing cancels.
     pub(crate) fn never() -> Self {

@@ -4,8 +4,7 @@
 //! bytes as the oracle's body for that prefix, under every model setting that
 //! changes a body.
 
-#[path = "../../tests/it/common/fixtures.rs"]
-mod fixtures;
+use crate::test_fixtures as fixtures;
 
 use serde_json::{json, Value};
 
@@ -355,4 +354,20 @@ fn reasoning_goes_back_only_with_what_followed_it() {
     let body: Value = serde_json::from_slice(&body).unwrap();
     let ids: Vec<&str> = body["input"].as_array().unwrap().iter().filter_map(|item| item["id"].as_str()).collect();
     assert_eq!(ids, ["rs_answered"]);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 96, ..Default::default() })]
+
+    /// Every prefix of a random transcript (calls answered or not), through one
+    /// cache and a fresh one, encodes to the oracle's bytes for every provider
+    /// (or to its error).
+    #[test]
+    fn cached_bodies_match_the_oracle_on_random_transcripts(messages in crate::test_transcripts::transcript(false)) {
+        compare(&ChatCompletions { is_openai: true }, chat_oracle, &messages);
+        compare(&ChatCompletions { is_openai: false }, compatible_oracle, &messages);
+        compare(&Responses, responses_oracle, &messages);
+        compare(&Messages, anthropic_oracle, &messages);
+        compare(&Gemini, gemini_oracle, &messages);
+    }
 }

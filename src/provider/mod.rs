@@ -28,6 +28,8 @@ use serde_json::Value;
 pub use config::{ModelConfig, ProviderKind, RecordConfig, RecordMode, Thinking, ThinkingLevel, Timeouts};
 pub use http::{UnusedExchange, UnusedRecordings};
 pub use scripted::{ScriptCall, ScriptError, ScriptTurn, ScriptedGenerator};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use select::decode_pieces;
 pub use select::decode_recorded;
 pub(crate) use select::generator_for;
 

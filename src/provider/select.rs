@@ -150,14 +150,23 @@ fn gemini_endpoint(config: &ModelConfig, name: &str) -> Result<Endpoint> {
 /// No network; for replaying recordings and measuring the parsers. The scripted
 /// provider has no wire format and is refused.
 pub fn decode_recorded(provider: ProviderKind, body: &[u8], stream: bool) -> Result<crate::message::AssistantMessage> {
+    decode_pieces(provider, &[body], stream)
+}
+
+/// [`decode_recorded`] of a body that arrived in `pieces`, as a stream arrives in
+/// chunks of any size.
+pub(crate) fn decode_pieces(
+    provider: ProviderKind,
+    pieces: &[&[u8]],
+    stream: bool,
+) -> Result<crate::message::AssistantMessage> {
+    use super::http::decode_recorded;
     match provider {
-        ProviderKind::Openai => super::http::decode_recorded(&ChatCompletions { is_openai: true }, body, stream),
-        ProviderKind::OpenaiCompatible => {
-            super::http::decode_recorded(&ChatCompletions { is_openai: false }, body, stream)
-        }
-        ProviderKind::OpenaiResponses => super::http::decode_recorded(&Responses, body, stream),
-        ProviderKind::Anthropic => super::http::decode_recorded(&Messages, body, stream),
-        ProviderKind::Gemini => super::http::decode_recorded(&Gemini, body, stream),
+        ProviderKind::Openai => decode_recorded(&ChatCompletions { is_openai: true }, pieces, stream),
+        ProviderKind::OpenaiCompatible => decode_recorded(&ChatCompletions { is_openai: false }, pieces, stream),
+        ProviderKind::OpenaiResponses => decode_recorded(&Responses, pieces, stream),
+        ProviderKind::Anthropic => decode_recorded(&Messages, pieces, stream),
+        ProviderKind::Gemini => decode_recorded(&Gemini, pieces, stream),
         ProviderKind::Scripted | ProviderKind::Host => {
             Err(Error::invalid_arg("the scripted and host providers have no wire format to decode"))
         }

@@ -7,7 +7,7 @@ mod cassette;
 mod error;
 mod redirect;
 mod reply;
-mod sse;
+pub(crate) mod sse;
 mod transcript;
 
 use std::sync::Arc;
@@ -486,7 +486,7 @@ impl<D: Decoder> StreamDecoding<D> {
     /// Takes the next chunk (`None` at the end of the stream); `Ok(true)` once the
     /// response is complete.
     fn push(&mut self, chunk: Option<&[u8]>, out: &mut ResponseBuilder) -> Result<bool, Error> {
-        match chunk {
+        let parsed = match chunk {
             Some(bytes) => {
                 self.bytes += bytes.len();
                 if self.bytes > MAX_STREAM_BYTES {
@@ -495,15 +495,19 @@ impl<D: Decoder> StreamDecoding<D> {
                         format!("the response stream is larger than {MAX_STREAM_BYTES} bytes"),
                     ));
                 }
-                self.parser.feed(bytes, &mut self.events)?;
+                self.parser.feed(bytes, &mut self.events)
             }
-            None => self.parser.finish(&mut self.events)?,
-        }
+            None => self.parser.finish(&mut self.events),
+        };
+        // The events before a fault in the stream are decoded first: the end of
+        // the response, or an earlier fault, comes before it whatever chunks
+        // the stream arrived in.
         for event in self.events.drain(..) {
             if self.decoder.event(&event, out)? {
                 return Ok(true);
             }
         }
+        parsed?;
         if chunk.is_none() && !self.decoder.complete_at_end() {
             return Err(Error::new(
                 ErrorCode::ProviderNetwork,
@@ -519,16 +523,24 @@ fn decode_whole<D: Decoder>(provider: &str, body: &[u8], out: &mut ResponseBuild
     D::default().whole(&value, out)
 }
 
-/// Decodes a recorded response body offline (see [`crate::provider::decode_recorded`]).
-pub(crate) fn decode_recorded<P: Protocol>(protocol: &P, body: &[u8], stream: bool) -> Result<AssistantMessage, Error> {
+/// Decodes a recorded response body offline (see [`crate::provider::decode_recorded`]),
+/// given as the pieces it arrived in.
+pub(crate) fn decode_recorded<P: Protocol>(
+    protocol: &P,
+    pieces: &[&[u8]],
+    stream: bool,
+) -> Result<AssistantMessage, Error> {
     let mut out = ResponseBuilder::default();
     if stream {
         let mut decoding = StreamDecoding::<P::Decoder>::new(protocol.name());
-        if !decoding.push(Some(body), &mut out)? {
-            decoding.push(None, &mut out)?;
+        for piece in pieces {
+            if decoding.push(Some(piece), &mut out)? {
+                return Ok(out.finish());
+            }
         }
+        decoding.push(None, &mut out)?;
     } else {
-        decode_whole::<P::Decoder>(protocol.name(), body, &mut out)?;
+        decode_whole::<P::Decoder>(protocol.name(), &pieces.concat(), &mut out)?;
     }
     Ok(out.finish())
 }
@@ -587,6 +599,30 @@ fn source_chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stream_fails_or_ends_where_its_bytes_do_whatever_its_chunks() {
+        let chat = super::super::openai_chat::ChatCompletions { is_openai: true };
+        let answer = concat!(
+            r#"data: {"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}"#,
+            "\n\ndata: [DONE]\n\n"
+        );
+        // What follows the end of the response is never read, even a fault.
+        let complete = [answer.as_bytes(), b"\xff\xfe\n\n"].concat();
+        // A fault in an event before a line that is no UTF-8: the event's is the error.
+        let faulty = b"data: {\"choices\": [\x01]}\n\n\xff\n\n".to_vec();
+        for body in [complete, faulty] {
+            let whole = decode_recorded(&chat, &[&body], true);
+            for piece in 1..body.len() {
+                let pieces: Vec<&[u8]> = body.chunks(piece).collect();
+                assert_eq!(decode_recorded(&chat, &pieces, true), whole, "in pieces of {piece}");
+            }
+            match whole {
+                Ok(message) => assert_eq!(message.content, [crate::message::Part::text("Hi")]),
+                Err(error) => assert!(error.message.contains("not valid JSON"), "{}", error.message),
+            }
+        }
+    }
 
     #[test]
     fn backoff_doubles_with_jitter_and_stays_capped() {

@@ -10,6 +10,8 @@
 
 use crate::error::{Error, ErrorCode};
 
+const BYTE_ORDER_MARK: &[u8] = b"\xEF\xBB\xBF";
+
 /// One event: its `event:` name (if any) and its `data:` lines joined by `\n`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SseEvent {
@@ -61,12 +63,21 @@ impl SseParser {
     /// Parses `chunk`, appending every event it completes to `events`.
     pub(crate) fn feed(&mut self, mut chunk: &[u8], events: &mut Vec<SseEvent>) -> Result<(), Error> {
         if self.at_start {
-            if chunk.is_empty() {
-                return Ok(());
+            // A UTF-8 byte order mark may open the stream, split over chunks too:
+            // the bytes of one held so far wait in `line`.
+            let held = self.line.len();
+            let wanted = (BYTE_ORDER_MARK.len() - held).min(chunk.len());
+            if chunk[..wanted] != BYTE_ORDER_MARK[held..held + wanted] {
+                self.at_start = false;
+            } else {
+                self.line.extend_from_slice(&chunk[..wanted]);
+                chunk = &chunk[wanted..];
+                if self.line.len() < BYTE_ORDER_MARK.len() {
+                    return Ok(());
+                }
+                self.line.clear();
+                self.at_start = false;
             }
-            // A UTF-8 byte order mark may open the stream.
-            chunk = chunk.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(chunk);
-            self.at_start = false;
         }
         if self.after_cr {
             self.after_cr = false;
@@ -180,6 +191,14 @@ mod tests {
             for piece in 1..=text.len() {
                 assert_eq!(parse_in_pieces(text.as_bytes(), piece), expected, "{text:?} in pieces of {piece}");
             }
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_however_the_chunks_split_it() {
+        let text = b"\xEF\xBB\xBFdata: one\n\n";
+        for piece in 1..=text.len() {
+            assert_eq!(parse_in_pieces(text, piece), vec![event(None, "one")], "in pieces of {piece}");
         }
     }
 
