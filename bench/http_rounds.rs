@@ -12,6 +12,7 @@
 //! concurrent runs of 5 rounds with a 10 ms server delay (wall time, peak RSS).
 //! Run with `make bench`; nothing is asserted.
 
+mod common;
 #[path = "../tests/it/common/wire.rs"]
 mod wire;
 
@@ -21,6 +22,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::http::Requests;
 use ferrule::agent::{Agent, AgentBuilder, RunInput, RunStatus};
 use ferrule::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
 use serde_json::json;
@@ -291,7 +293,6 @@ fn serve(rounds: usize, delay_ms: u64, setup: Setup) {
         let (bodies, connections) = (bodies.clone(), connections.clone());
         std::thread::spawn(move || {
             for socket in listener.incoming().map_while(Result::ok) {
-                let _ = socket.set_nodelay(true);
                 *connections.lock().unwrap() += 1;
                 let bodies = bodies.clone();
                 std::thread::spawn(move || connection(socket, rounds, delay_ms, setup, &bodies));
@@ -306,32 +307,9 @@ fn serve(rounds: usize, delay_ms: u64, setup: Setup) {
     let _ = writeln!(out, "connections {}", connections.lock().unwrap());
 }
 
-fn connection(mut socket: TcpStream, rounds: usize, delay_ms: u64, setup: Setup, bodies: &Mutex<Vec<usize>>) {
-    let mut buffer = Vec::new();
-    let mut chunk = vec![0u8; 64 << 10];
-    loop {
-        let head_end = loop {
-            if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-                break end;
-            }
-            match socket.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-            }
-        };
-        let head = String::from_utf8_lossy(&buffer[..head_end]).to_ascii_lowercase();
-        let length: usize = head
-            .lines()
-            .find_map(|line| line.strip_prefix("content-length:"))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0);
-        while buffer.len() < head_end + 4 + length {
-            match socket.read(&mut chunk) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-            }
-        }
-        let body: Vec<u8> = buffer.drain(..head_end + 4 + length).skip(head_end + 4).collect();
+fn connection(socket: TcpStream, rounds: usize, delay_ms: u64, setup: Setup, bodies: &Mutex<Vec<usize>>) {
+    let mut requests = Requests::new(socket);
+    while let Some(body) = requests.next_body() {
         bodies.lock().unwrap().push(body.len());
         let round = round_of(&body, setup);
         std::thread::sleep(Duration::from_millis(delay_ms));
@@ -343,15 +321,7 @@ fn connection(mut socket: TcpStream, rounds: usize, delay_ms: u64, setup: Setup,
             _ => wire::chat(text, calls),
         };
         let keep_alive = setup != Setup::Closing;
-        let mut response = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: {}\r\n\r\n",
-            reply.len(),
-            if keep_alive { "keep-alive" } else { "close" }
-        )
-        .into_bytes();
-        response.extend_from_slice(&reply);
-        // One write: a second small one would wait for the client's delayed ACK.
-        if socket.write_all(&response).is_err() || !keep_alive {
+        if !requests.reply(&reply, keep_alive) || !keep_alive {
             return;
         }
     }

@@ -3,6 +3,8 @@
 //! a program of its own and uses some of these.
 #![allow(dead_code)]
 
+pub mod http;
+
 use std::time::{Duration, Instant};
 
 use ferrule::agent::{Agent, AgentBuilder, EventSink, RunInput, RunStatus};
