@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: fuzz all lib dist install install-files notices notices-check setup-packages release-libs release release-go aar test-packages demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
+.PHONY: fuzz soak test-miri all lib dist install install-files notices notices-check setup-packages release-libs release release-go aar test-packages demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
 
 all: lib
 
@@ -77,7 +77,7 @@ demo-approval: $(BUILD)/approval
 
 # Every suite, in order, each one's wall time printed after it and all of them
 # at the end.
-SUITES = test-rust test-mcp-conformance test-header test-c test-go test-swift test-kotlin test-packages
+SUITES = test-rust test-miri test-mcp-conformance test-header test-c test-go test-swift test-kotlin test-packages
 test: setup
 	@mkdir -p $(BUILD); : > $(BUILD)/suite-times.txt
 	@for suite in $(SUITES); do \
@@ -391,11 +391,30 @@ bench-go: lib
 	cd bench/go && $(CURDIR)/$(BUILD)/bench_go -test.run '^$$' -test.bench 'W[12]' -test.benchtime 9x
 	cd bench/go && for w in $(GO_W3); do $(CURDIR)/$(BUILD)/bench_go_$${w%%:*} -test.run '^$$' -test.bench "^Benchmark$${w#*:}\$$" -test.benchtime 5x || exit 1; done
 
-# Every fuzz target for FUZZ_SECONDS (60) each, on the pinned nightly toolchain
-# (scripts/fuzz.sh; docs/testing.md, "Fuzzing"); FUZZ_TARGETS names some only.
-FUZZ_TOOLCHAIN = nightly-2026-05-20
+# The soak (bench/soak.rs; docs/performance.md, "The soak"): FERRULE_SOAK_RUNS
+# (10,000,000) runs of mixed workloads through the C ABI with the resident set,
+# descriptors and threads sampled every second into build/soak.csv, then
+# FERRULE_SOAK_CEILING (100,000) concurrent runs. Not part of make test.
+soak:
+	$(CARGO) bench --bench soak
+
+# The nightly toolchain of the fuzzer and miri, pinned.
+NIGHTLY = nightly-2026-05-20
+
+# Every fuzz target for FUZZ_SECONDS (60) each (scripts/fuzz.sh;
+# docs/testing.md, "Fuzzing"); FUZZ_TARGETS names some only.
 fuzz:
-	FUZZ_TOOLCHAIN=$(FUZZ_TOOLCHAIN) ./scripts/fuzz.sh $(FUZZ_TARGETS)
+	FUZZ_TOOLCHAIN=$(NIGHTLY) ./scripts/fuzz.sh $(FUZZ_TARGETS)
+
+# The C ABI driven as a C host drives it, the handle table, the JSON reader and
+# the SSE parser under miri, which fails on undefined behaviour, with strict
+# provenance; ferrule's runtime threads live as long as the process, so they
+# are not leaks (docs/testing.md, "Miri").
+MIRI_TESTS = ffi:: json:: provider::http::sse
+test-miri:
+	rustup toolchain list | grep -q '^$(NIGHTLY)' || rustup toolchain install $(NIGHTLY) --profile minimal
+	rustup component add miri rust-src --toolchain $(NIGHTLY)
+	MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-ignore-leaks" $(CARGO) +$(NIGHTLY) miri test --lib -- $(MIRI_TESTS)
 
 clean:
 	rm -rf $(BUILD)

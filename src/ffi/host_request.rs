@@ -219,12 +219,13 @@ impl<T: Answerable> Handle<T> {
         if pointer.is_null() {
             return Err(null_arg(name));
         }
-        Ok(Handle(pointer as usize, std::marker::PhantomData))
+        Ok(Handle(pointer.addr(), std::marker::PhantomData))
     }
 
-    /// The handle as the host's pointer type.
+    /// The handle as the host's pointer type: an address without provenance,
+    /// since nothing ever dereferences it.
     pub(crate) fn as_ptr<P>(self) -> *mut P {
-        self.0 as *mut P
+        std::ptr::without_provenance_mut(self.0)
     }
 
     /// The request, while the host has not answered it.

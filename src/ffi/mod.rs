@@ -28,6 +28,9 @@ mod tool_call;
 mod tracer;
 mod version;
 
+#[cfg(test)]
+mod abi_tests;
+
 pub use agent::*;
 pub use agent_tool::*;
 pub use debug::*;
