@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::http::Requests;
+use common::proc_status;
 use ferrule::agent::{Agent, AgentBuilder, RunInput, RunStatus};
 use ferrule::tool::{Invocation, Tool, ToolOptions, ToolOutcome, ToolResult};
 use serde_json::json;
@@ -168,7 +169,7 @@ fn one_run(setup: Setup) -> RunFigures {
 fn concurrent() {
     let server = Server::start(CONCURRENT_ROUNDS, SERVER_DELAY_MS, Setup::KeepAlive);
     let agent = agent(&server, Setup::KeepAlive, Arc::new(Mutex::new(Vec::new())));
-    let before = rss_kib("VmRSS:");
+    let before = proc_status("VmRSS:");
     let started = Instant::now();
     let runs: Vec<_> =
         (0..CONCURRENT_RUNS).map(|_| agent.start(RunInput::prompt("Go."), None).expect("start")).collect();
@@ -185,7 +186,7 @@ fn concurrent() {
         CONCURRENT_ROUNDS as u64 * SERVER_DELAY_MS,
         stats.connections,
         before / 1024,
-        rss_kib("VmHWM:") / 1024
+        proc_status("VmHWM:") / 1024
     );
 }
 
@@ -227,14 +228,6 @@ fn process_cpu() -> Duration {
     // SAFETY: `now` is a valid timespec for the call to fill.
     unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) };
     Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
-}
-
-/// A line of /proc/self/status, in KiB.
-fn rss_kib(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| status.lines().find(|l| l.starts_with(field))?.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
 }
 
 /// The server child process.

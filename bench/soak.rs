@@ -31,6 +31,7 @@ mod common;
 mod wire;
 
 use common::http::Requests;
+use common::proc_status;
 
 fn main() {
     let setting = |name: &str, default: u64| std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default);
@@ -97,9 +98,9 @@ impl Sampler {
                 let sample = (
                     started.elapsed().as_secs(),
                     done.load(Ordering::Relaxed),
-                    status("VmRSS:"),
+                    proc_status("VmRSS:"),
                     std::fs::read_dir("/proc/self/fd").map_or(0, |dir| dir.count() as u64),
-                    status("Threads:"),
+                    proc_status("Threads:"),
                 );
                 let (seconds, runs, rss, fds, threads) = sample;
                 writeln!(file, "{seconds},{runs},{rss},{fds},{threads}").unwrap();
@@ -141,14 +142,6 @@ fn print_curve(samples: &[Sample]) {
         threads.0,
         threads.1
     );
-}
-
-/// A line of /proc/self/status, as a number (KiB for sizes).
-fn status(field: &str) -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|status| status.lines().find(|l| l.starts_with(field))?.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0)
 }
 
 /// The agents of the mix, built once through the C ABI.
@@ -362,7 +355,7 @@ fn concurrency_ceiling(runs: usize) {
         {"tool_calls": [call("a", "lookup")], "delay_ms": 10, "repeat": 4},
         {"text": "done", "delay_ms": 10}]}});
     let agent = Agent::new(&config, &[("lookup", "{}", complete)], false);
-    let before = status("VmRSS:");
+    let before = proc_status("VmRSS:");
     let input = r#"{"prompt": "go"}"#;
     let started = Instant::now();
     let handles: Vec<*mut ferrule_run> = (0..runs)
@@ -382,7 +375,7 @@ fn concurrency_ceiling(runs: usize) {
             run
         })
         .collect();
-    let threads_waiting = status("Threads:");
+    let threads_waiting = proc_status("Threads:");
     for run in handles {
         let (mut json, mut len) = (std::ptr::null_mut(), 0);
         ok(unsafe { ferrule_run_wait(run, &mut json, &mut len) });
@@ -396,8 +389,8 @@ fn concurrency_ceiling(runs: usize) {
          ({:.1} KB a run), {} threads while they ran",
         started.elapsed().as_secs_f64() * 1e3,
         before / 1024,
-        status("VmHWM:") / 1024,
-        (status("VmHWM:").saturating_sub(before)) as f64 * 1.024 / runs as f64,
+        proc_status("VmHWM:") / 1024,
+        (proc_status("VmHWM:").saturating_sub(before)) as f64 * 1.024 / runs as f64,
         threads_waiting
     );
 }

@@ -49,8 +49,14 @@ pub fn median(mut measure: impl FnMut() -> Duration) -> Duration {
 
 /// The process's peak resident set (VmHWM), in KiB.
 pub fn peak_rss_kib() -> u64 {
+    proc_status("VmHWM:")
+}
+
+/// A line of /proc/self/status (`VmRSS:`, `Threads:`, ...) as a number, in
+/// KiB for sizes; 0 when it cannot be read.
+pub fn proc_status(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|status| status.lines().find(|l| l.starts_with("VmHWM:"))?.split_whitespace().nth(1)?.parse().ok())
+        .and_then(|status| status.lines().find(|l| l.starts_with(field))?.split_whitespace().nth(1)?.parse().ok())
         .unwrap_or(0)
 }
