@@ -7,7 +7,8 @@
 //! The mix, by run number modulo 100: 70 runs of two rounds of two tool calls
 //! (a blocking tool and a `nonblocking` one, each completing at once), 10 with a
 //! hook consulted on every call, 8 that stop for approval and are resumed from
-//! their state, 6 cancelled while their tool waits, 4 whose tool times out and
+//! their state, 6 cancelled a millisecond after they start (mostly while their
+//! tool waits), 4 whose tool times out and
 //! completes late, and 2 of two HTTP rounds against a local OpenAI-compatible
 //! server on 127.0.0.1. Then the concurrency ceiling: that many runs of a C tool
 //! at once, each model turn taking 10 ms, with the peak resident set.
@@ -39,6 +40,8 @@ fn main() {
     let workers = setting("FERRULE_SOAK_WORKERS", 16);
     let ceiling = setting("FERRULE_SOAK_CEILING", 100_000);
     let samples = std::env::var("FERRULE_SOAK_SAMPLES").unwrap_or_else(|_| "build/soak.csv".to_owned());
+    // Before any thread of the soak's starts.
+    std::env::set_var("FERRULE_SOAK_KEY", "sk-soak");
     let server = serve();
     let agents = Agents::build(&server);
     println!("soak: {runs} runs of the mix on {workers} threads; samples every second in {samples}");
@@ -167,7 +170,6 @@ impl Agents {
             {"tool_calls": [call("a", "waits")]}, {"text": "done"}]}});
         let late = json!({"model": {"provider": "scripted", "script": [
             {"tool_calls": [call("a", "slow")]}, {"text": "done"}]}, "tool_timeout_ms": 1});
-        std::env::set_var("FERRULE_SOAK_KEY", "sk-soak");
         let http = json!({"model": {"provider": "openai", "name": "soak", "base_url": format!("{server}/v1"),
             "api_key_env": "FERRULE_SOAK_KEY"}, "max_rounds": 4});
         Agents {
@@ -262,13 +264,15 @@ impl Agent {
         Agent(agent)
     }
 
-    /// Runs `input` to its end (cancelled first when `cancel`); the result.
+    /// Runs `input` to its end (cancelled a millisecond after it starts, by
+    /// then mostly while its tool waits, when `cancel`); the result.
     fn run(&self, input: &str, cancel: bool) -> Value {
         let mut run = std::ptr::null_mut();
         ok(unsafe {
             ferrule_agent_start(self.0, input.as_ptr().cast(), input.len(), None, std::ptr::null_mut(), None, &mut run)
         });
         if cancel {
+            std::thread::sleep(Duration::from_millis(1));
             unsafe { ferrule_run_cancel(run) };
         }
         let (mut json, mut len) = (std::ptr::null_mut(), 0);
@@ -355,6 +359,8 @@ fn concurrency_ceiling(runs: usize) {
         {"tool_calls": [call("a", "lookup")], "delay_ms": 10, "repeat": 4},
         {"text": "done", "delay_ms": 10}]}});
     let agent = Agent::new(&config, &[("lookup", "{}", complete)], false);
+    // The peak so far is the mix's: the ceiling's own starts from here.
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
     let before = proc_status("VmRSS:");
     let input = r#"{"prompt": "go"}"#;
     let started = Instant::now();

@@ -31,13 +31,18 @@ if [ -d "$fixtures/providers" ]; then
 import json, pathlib, sys
 providers, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
 for number, name in enumerate(["openai-chat", "openai-compatible", "openai-responses", "anthropic", "gemini"]):
+    if not (providers / name).is_dir():
+        continue
     for path in sorted((providers / name).iterdir()):
         body = path.read_bytes()
         if path.name.endswith(".chunks.jsonl"):
             events = []
             for line in body.decode().splitlines():
                 if line.strip():
-                    kind = json.loads(line).get("type")
+                    try:
+                        kind = json.loads(line).get("type")
+                    except (ValueError, AttributeError):
+                        kind = None
                     events.append((f"event: {kind}\n" if isinstance(kind, str) else "") + f"data: {line}\n\n")
             if name in ("openai-chat", "openai-compatible"):
                 events.append("data: [DONE]\n\n")
@@ -58,14 +63,15 @@ for target in "${targets[@]}"; do
     extra=()
     [ -d "$recorded/$target" ] && extra+=("$recorded/$target")
     # -timeout: one input that takes longer is a failure (a hang); -rss_limit_mb: so is memory past it.
-    if ! cargo "+$toolchain" fuzz run --fuzz-dir fuzz -O "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" "${extra[@]}" -- \
+    # -O -a: optimized, with debug assertions and overflow checks.
+    if ! cargo "+$toolchain" fuzz run --fuzz-dir fuzz -O -a "$target" "fuzz/corpus/$target" "fuzz/seeds/$target" "${extra[@]}" -- \
         -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 -print_final_stats=1 > "build/fuzz/$target.log" 2>&1; then
         failed+=("$target")
         # What failed, and where its input is (the log also prints the whole input).
-        grep -m 1 -A 4 -E "panicked at|ERROR: (libFuzzer|AddressSanitizer)" "build/fuzz/$target.log" | cut -c 1-400
-        grep -m 1 "Test unit written to" "build/fuzz/$target.log"
+        grep -m 1 -A 4 -E "panicked at|ERROR: (libFuzzer|AddressSanitizer)|^error" "build/fuzz/$target.log" | cut -c 1-400 || true
+        grep -m 1 "Test unit written to" "build/fuzz/$target.log" || true
     fi
-    grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb)|cov:" "build/fuzz/$target.log" | tail -n 3
+    grep -E "^(stat::number_of_executed_units|stat::peak_rss_mb)|cov:" "build/fuzz/$target.log" | tail -n 3 || true
 done
 if [ ${#failed[@]} -gt 0 ]; then
     echo "fuzz: failed: ${failed[*]} (inputs in fuzz/artifacts, logs in build/fuzz)" >&2

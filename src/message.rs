@@ -35,7 +35,8 @@ pub struct SystemMessage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UserMessage {
-    /// The content; serialised as a plain string when it is a single text part.
+    /// The content; serialised as a plain string when it is a single non-empty
+    /// text part without a signature.
     #[serde(serialize_with = "serialize_user_content", deserialize_with = "deserialize_content")]
     #[schemars(with = "Content")]
     pub content: Vec<Part>,

@@ -1,5 +1,5 @@
 //! The C ABI driven as a C host drives it, small enough to run under miri
-//! (`make miri`): every pointer ferrule hands out and takes back, the handles
+//! (`make test-miri`): every pointer ferrule hands out and takes back, the handles
 //! of tool calls used after they were answered, errors read and freed.
 
 use std::ffi::c_void;

@@ -501,7 +501,7 @@ impl<D: Decoder> StreamDecoding<D> {
         };
         // The events before a fault in the stream are decoded first: the end of
         // the response, or an earlier fault, comes before it whatever chunks
-        // the stream arrived in.
+        // the stream arrived in (below the stream's size bound).
         for event in self.events.drain(..) {
             if self.decoder.event(&event, out)? {
                 return Ok(true);
