@@ -14,7 +14,8 @@ type Message struct {
 	// Role is "system", "user", "assistant" or "tool".
 	Role string
 	// system: The instructions. user: The content; serialised as a plain string when it is a single
-	// text part. assistant: Text (and later thinking) parts, in order. tool: What the model sees.
+	// non-empty text part without a signature. assistant: Text (and later thinking) parts, in
+	// order. tool: What the model sees.
 	Content []Part
 	// Where the message came from, when not from the run's input. One of `injection`. (system,
 	// user)

@@ -19,8 +19,8 @@ public struct Message: Sendable, Hashable, Codable {
 
     public var role: Role
     /// system: The instructions. user: The content; serialised as a plain string when it is a
-    /// single text part. assistant: Text (and later thinking) parts, in order. tool: What the model
-    /// sees.
+    /// single non-empty text part without a signature. assistant: Text (and later thinking) parts,
+    /// in order. tool: What the model sees.
     public var content: [Part]
     /// Where the message came from, when not from the run's input. One of `injection`. (system,
     /// user)

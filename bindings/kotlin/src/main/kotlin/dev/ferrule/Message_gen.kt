@@ -22,7 +22,8 @@ data class Message(
     val role: String,
     /**
      * system: The instructions. user: The content; serialised as a plain string when it is a single
-     * text part. assistant: Text (and later thinking) parts, in order. tool: What the model sees.
+     * non-empty text part without a signature. assistant: Text (and later thinking) parts, in
+     * order. tool: What the model sees.
      */
     val content: List<Part> = emptyList(),
     /**
