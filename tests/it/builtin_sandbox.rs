@@ -182,10 +182,17 @@ fn eventually(condition: impl Fn() -> bool) -> bool {
 fn background_processes_end_with_the_call_even_in_a_session_of_their_own() {
     let workspace = tempfile::tempdir().unwrap();
     let seconds = 7000 + std::process::id() % 1000;
-    let command = format!("setsid sleep {seconds}.5 > /dev/null 2>&1 < /dev/null & echo started");
+    // The call answers only once the background process has left the
+    // call's session (it touches `ready` after `setsid`), so the unconfined
+    // call's end cannot catch it before.
+    let command = format!(
+        "setsid sh -c 'touch ready; exec sleep {seconds}.5' > /dev/null 2>&1 < /dev/null & \
+         while [ ! -e ready ]; do sleep 0.01; done; echo started"
+    );
     let (text, is_error) = confined(workspace.path(), &command);
     assert!(!is_error && text.starts_with("started"), "{text}");
     assert!(eventually(|| !running(&format!("{seconds}.5"))), "the background process outlived the call");
+    std::fs::remove_file(workspace.path().join("ready")).expect("the confined process was ready");
 
     let (text, _) = unconfined(workspace.path(), &command.replace(".5", ".25"));
     assert!(text.starts_with("started"), "{text}");
