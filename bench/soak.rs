@@ -363,6 +363,7 @@ fn concurrency_ceiling(runs: usize) {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let before = proc_status("VmRSS:");
     let input = r#"{"prompt": "go"}"#;
+    let pools = PoolSampler::start();
     let started = Instant::now();
     let handles: Vec<*mut ferrule_run> = (0..runs)
         .map(|_| {
@@ -399,4 +400,45 @@ fn concurrency_ceiling(runs: usize) {
         (proc_status("VmHWM:").saturating_sub(before)) as f64 * 1.024 / runs as f64,
         threads_waiting
     );
+    let pools: Vec<String> = pools.stop().iter().map(|(name, most)| format!("{name} {most}")).collect();
+    println!("ceiling: most threads of each kind while the runs ran: {}", pools.join(", "));
+}
+
+/// Samples the process's threads by kind every 10 ms: the name without its
+/// number (`ferrule-cb-7` is one of `ferrule-cb`, the tool callback pool;
+/// `ferrule-ev` the event threads; `ferrule` the runtime's workers and
+/// blocking threads), keeping each kind's most.
+struct PoolSampler {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<std::collections::BTreeMap<String, usize>>,
+}
+
+impl PoolSampler {
+    fn start() -> PoolSampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut most = std::collections::BTreeMap::new();
+            while !stopped.load(Ordering::Relaxed) {
+                let mut now = std::collections::BTreeMap::<String, usize>::new();
+                for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+                    let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+                    let kind = name.trim_end().trim_end_matches(|c: char| c.is_ascii_digit()).trim_end_matches('-');
+                    *now.entry(kind.to_owned()).or_default() += 1;
+                }
+                for (kind, count) in now {
+                    let seen = most.entry(kind).or_default();
+                    *seen = count.max(*seen);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            most
+        });
+        PoolSampler { stop, thread }
+    }
+
+    fn stop(self) -> std::collections::BTreeMap<String, usize> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().expect("the pool sampler")
+    }
 }

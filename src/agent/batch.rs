@@ -33,6 +33,7 @@ use super::validation::{check_calls, ValidCall};
 use crate::message::ToolCall;
 use crate::tool::{Caller, Execution, Invocation, OnError, ToolOutcome, ToolResult, UpdateSink};
 use crate::trace::{CallTrace, ToolSource};
+use crate::BoxFuture;
 
 /// What a batch needs from its run.
 pub(crate) struct BatchContext<'a> {
@@ -50,8 +51,9 @@ pub(crate) struct BatchContext<'a> {
 enum Finish {
     /// It ended; a `tool_result` hook may have stopped the run.
     Ended(CallEnd, Option<HookStop>),
-    /// Its agent stopped for approval: its state and interruptions.
-    Stopped(RunState, Vec<Interruption>),
+    /// Its agent stopped for approval: its state (boxed: rare, and every
+    /// call's future keeps room for a `Finish`) and interruptions.
+    Stopped(Box<RunState>, Vec<Interruption>),
 }
 
 /// How the response that made the batch ended.
@@ -142,7 +144,9 @@ pub(crate) async fn execute(
         || checked.iter().any(|c| matches!(c, Ok(v) if v.tool.options().execution == Execution::Sequential));
     let bound = if sequential { 1 } else { agent.config.max_concurrent_tools };
 
-    let mut running = FuturesUnordered::new();
+    // Boxed calls: the set's own stub task (one per batch) would otherwise be
+    // as large as a call's future.
+    let mut running: FuturesUnordered<BoxFuture<'_, (usize, Finish)>> = FuturesUnordered::new();
     let mut in_flight = vec![false; calls.len()];
     let mut progress: Vec<Option<Arc<CallProgress>>> = vec![None; calls.len()];
     let mut pending = calls.iter().zip(checked).enumerate();
@@ -174,14 +178,16 @@ pub(crate) async fn execute(
                     let decisions = carried.nested_decided.remove(&call.id).unwrap_or_default();
                     let resume = carried.nested.remove(&call.id).map(|state| (state, decisions.into_iter().collect()));
                     let (launched, site) = launch(context, call, valid, call_progress, resume, traced);
-                    running.push(async move {
-                        let end = call_end(call, launched.await);
+                    // `then`, not an `async` block awaiting `launched`: that
+                    // would keep room for the function's future twice.
+                    running.push(Box::pin(launched.then(move |ending| async move {
+                        let end = call_end(call, ending);
                         if let Some((state, interruptions)) = site.and_then(|site| site.take_stopped()) {
-                            return (index, Finish::Stopped(state, interruptions));
+                            return (index, Finish::Stopped(Box::new(state), interruptions));
                         }
                         let (end, stop) = hook_stages::tool_result(context.hooks, context.turn, call, end).await;
                         (index, Finish::Ended(end, stop))
-                    });
+                    })));
                     in_flight[index] = true;
                 }
             }
@@ -205,7 +211,7 @@ pub(crate) async fn execute(
             Finish::Ended(end, stop) => (end, stop),
             Finish::Stopped(state, interruptions) => {
                 // Still open: it ends if the run ends instead.
-                carried.nested.insert(calls[index].id.clone(), state);
+                carried.nested.insert(calls[index].id.clone(), *state);
                 stopped.push((index, interruptions));
                 continue;
             }

@@ -51,7 +51,9 @@ pub(crate) async fn run_batch(
         turn,
         approvals: Approvals { decided: &progress.decided, standing: &progress.standing, continued: &continued },
     };
-    let outcome = batch::execute(&context, &message.tool_calls, response, carried).await;
+    // Boxed, as the model's request is: a waiting run holds the room of the one
+    // under way, not of both.
+    let outcome = Box::pin(batch::execute(&context, &message.tool_calls, response, carried)).await;
     run.nesting.take_uncounted(&mut progress.usage);
     for added in outcome.added_tools {
         if tools.get(&added).is_some_and(|(_, tool)| tool.options().deferred) {

@@ -71,6 +71,13 @@ impl RunContext {
 
     /// Moves `injected` into `messages`, each with its `message_injected` event.
     pub(crate) async fn admit(&self, injected: Vec<Message>, messages: &mut Vec<Message>) {
+        if !injected.is_empty() {
+            // Boxed: every turn's future would otherwise keep room for it.
+            Box::pin(self.admit_each(injected, messages)).await;
+        }
+    }
+
+    async fn admit_each(&self, injected: Vec<Message>, messages: &mut Vec<Message>) {
         for message in injected {
             self.events.emit(EventKind::MessageInjected { message: message.clone() }).await;
             messages.push(message);

@@ -72,6 +72,18 @@ impl HookCaller<'_> {
         stage: HookStage,
         subject: &mut S,
         payload: impl Fn(&S, &str, Carry<'_>) -> serde_json::Result<String>,
+        apply: impl FnMut(&mut S, HookDecision) -> Result<Flow, Error>,
+    ) -> Result<(), HookStop> {
+        // Boxed: every run's future would otherwise keep room for a
+        // consultation (most of a kilobyte) whether its agent has hooks or not.
+        Box::pin(self.consult_in_order(stage, subject, payload, apply)).await
+    }
+
+    async fn consult_in_order<S>(
+        &self,
+        stage: HookStage,
+        subject: &mut S,
+        payload: impl Fn(&S, &str, Carry<'_>) -> serde_json::Result<String>,
         mut apply: impl FnMut(&mut S, HookDecision) -> Result<Flow, Error>,
     ) -> Result<(), HookStop> {
         for (hook, state) in self.hooks.iter().zip(self.states).filter(|(hook, _)| hook.at(stage)) {

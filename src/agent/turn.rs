@@ -102,15 +102,21 @@ pub(crate) async fn turn(
     };
     // A request that leaves messages out is not a prefix of the next one: it is
     // encoded on its own, and the next request anew.
-    let mut fresh_wire = WireCache::default();
-    let wire = match compacted {
-        Some(_) => {
-            caches.wire = WireCache::default();
-            &mut fresh_wire
-        }
-        None => &mut caches.wire,
+    // What only the request needs lives in this block, so the turn's future
+    // does not keep room for it while the batch runs.
+    let generated = {
+        let mut fresh_wire = WireCache::default();
+        let wire = match compacted {
+            Some(_) => {
+                caches.wire = WireCache::default();
+                &mut fresh_wire
+            }
+            None => &mut caches.wire,
+        };
+        // Boxed, as the batch is: a waiting run holds the room of the one under way.
+        Box::pin(model_request::generate(run, request, wire, turn)).await
     };
-    let mut message = match model_request::generate(run, request, wire, turn).await {
+    let mut message = match generated {
         Ok(message) => message,
         Err(ending) => return NextStep::End(ending),
     };

@@ -210,7 +210,9 @@ pub trait Generator: Send + Sync + 'static {
 /// is started over; the content of messages already encoded is not checked again.
 #[derive(Debug, Default)]
 pub struct WireCache {
-    transcript: Option<http::EncodedTranscript>,
+    /// Boxed: runs of models that encode no transcript (scripted, host
+    /// models) keep a pointer, not its room.
+    transcript: Option<Box<http::EncodedTranscript>>,
     /// The last response, when the server keeps the history.
     stored_response: Option<http::StoredResponse>,
     /// A host model's: the messages its previous request held.

@@ -51,7 +51,7 @@ impl EncodedTranscript {
     /// `cached` brought up to `messages` (started over when it belongs to another
     /// wire format or to a longer transcript). On an error the cache is emptied.
     pub(crate) fn update<'c>(
-        cached: &'c mut Option<EncodedTranscript>,
+        cached: &'c mut Option<Box<EncodedTranscript>>,
         protocol: &impl WireFormat,
         model: &ModelSettings,
         messages: &[Message],
@@ -59,7 +59,7 @@ impl EncodedTranscript {
         let reusable = cached.as_ref().is_some_and(|t| t.format == protocol.name() && t.starts.len() <= messages.len());
         let mut transcript = match cached.take() {
             Some(transcript) if reusable => transcript,
-            _ => EncodedTranscript::new(protocol.name(), protocol.user_parts_key()),
+            _ => Box::new(EncodedTranscript::new(protocol.name(), protocol.user_parts_key())),
         };
         for message in &messages[transcript.starts.len()..] {
             if !matches!(message, Message::Tool(_)) {
