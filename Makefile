@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: fuzz soak test-miri all lib dist install install-files notices notices-check setup-packages release-libs release release-go aar test-packages demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
+.PHONY: fuzz soak test-miri test-loom all lib dist install install-files notices notices-check setup-packages release-libs release release-go aar test-packages demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
 
 all: lib
 
@@ -77,7 +77,7 @@ demo-approval: $(BUILD)/approval
 
 # Every suite, in order, each one's wall time printed after it and all of them
 # at the end.
-SUITES = test-rust test-miri test-mcp-conformance test-header test-c test-go test-swift test-kotlin test-packages
+SUITES = test-rust test-miri test-loom test-mcp-conformance test-header test-c test-go test-swift test-kotlin test-packages
 test: setup
 	@mkdir -p $(BUILD); : > $(BUILD)/suite-times.txt
 	@for suite in $(SUITES); do \
@@ -415,6 +415,11 @@ test-miri:
 	rustup toolchain list | grep -q '^$(NIGHTLY)' || rustup toolchain install $(NIGHTLY) --profile minimal
 	rustup component add miri rust-src --toolchain $(NIGHTLY)
 	MIRIFLAGS="-Zmiri-strict-provenance -Zmiri-ignore-leaks" $(CARGO) +$(NIGHTLY) miri test --lib -- $(MIRI_TESTS)
+
+# Sources whose concurrency loom can express, compiled in loom/ against its
+# primitives and checked in every interleaving (docs/testing.md, "Loom").
+test-loom:
+	cd loom && $(CARGO) test --release --locked
 
 clean:
 	rm -rf $(BUILD)

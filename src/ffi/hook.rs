@@ -2,7 +2,7 @@
 //! hook answers through (DESIGN section 10).
 
 use std::ffi::{c_char, c_void};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use futures_util::FutureExt;
 
@@ -35,7 +35,8 @@ pub struct ferrule_hook {
 pub type ferrule_hook_fn = Option<unsafe extern "C" fn(user_data: *mut c_void, hook: *mut ferrule_hook)>;
 
 /// Every consultation whose host has not responded yet.
-static LIVE_HOOKS: HandleTable<ForeignConsultation> = HandleTable::new(HandleKind::HookConsultation);
+static LIVE_HOOKS: LazyLock<HandleTable<ForeignConsultation>> =
+    LazyLock::new(|| HandleTable::new(HandleKind::HookConsultation));
 
 /// A consultation as ferrule keeps it while the host decides.
 struct ForeignConsultation {

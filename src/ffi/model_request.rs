@@ -7,7 +7,7 @@
 //! `_is_cancelled` returns true, and `_json` returns an empty string.
 
 use std::ffi::{c_char, c_void};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use super::boundary::{arg_str, guard};
 use super::error::ferrule_error;
@@ -26,7 +26,8 @@ pub struct ferrule_model_request {
 }
 
 /// Every request whose host has not answered it yet.
-static LIVE_REQUESTS: HandleTable<ForeignModelRequest> = HandleTable::new(HandleKind::ModelRequest);
+static LIVE_REQUESTS: LazyLock<HandleTable<ForeignModelRequest>> =
+    LazyLock::new(|| HandleTable::new(HandleKind::ModelRequest));
 
 /// A request as ferrule keeps it while the host answers it.
 pub(crate) struct ForeignModelRequest {

@@ -9,6 +9,7 @@
 //! are valid until the call is completed or failed.
 
 use std::ffi::{c_char, c_void};
+use std::sync::LazyLock;
 
 use super::boundary::{arg_str, guard};
 use super::error::ferrule_error;
@@ -26,7 +27,7 @@ pub struct ferrule_tool_call {
 }
 
 /// Every call whose host has not completed it yet.
-static LIVE_CALLS: HandleTable<ForeignCall> = HandleTable::new(HandleKind::ToolCall);
+static LIVE_CALLS: LazyLock<HandleTable<ForeignCall>> = LazyLock::new(|| HandleTable::new(HandleKind::ToolCall));
 
 /// A call as ferrule keeps it while the host works on it.
 pub(crate) struct ForeignCall {
