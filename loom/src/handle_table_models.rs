@@ -1,7 +1,8 @@
 //! What the handle table promises hosts that race it (see its module doc),
 //! checked in every interleaving: of two removers exactly one gets the object;
 //! a lookup racing a removal and the slot's reuse sees the old object or
-//! nothing, never the new one; threads inserting at once, making the first
+//! nothing, never the new one; a stale removal racing the slot's reuse (a
+//! host answering twice) never takes the new object; threads inserting at once, making the first
 //! chunk together, get slots of their own.
 
 use std::sync::Arc;
@@ -54,6 +55,26 @@ fn a_lookup_racing_removal_and_reuse_never_sees_the_new_object() {
         assert!(matches!(seen.as_deref(), None | Some(&"old")), "{seen:?}");
         assert_ne!(new, old);
         assert!(table.get(old).is_none() && table.remove(old).is_none());
+        assert_eq!(table.get(new).as_deref(), Some(&"new"));
+    });
+}
+
+#[test]
+fn a_stale_removal_racing_the_slots_reuse_never_takes_the_new_object() {
+    check(|| {
+        let table = table();
+        let old = table.insert(Arc::new("old")).unwrap();
+        let reuser = {
+            let table = table.clone();
+            thread::spawn(move || {
+                let removed = table.remove(old);
+                (removed.is_some(), table.insert(Arc::new("new")).unwrap())
+            })
+        };
+        let removed_here = table.remove(old);
+        let (removed_there, new) = reuser.join().unwrap();
+        assert!(matches!(removed_here.as_deref(), None | Some(&"old")), "{removed_here:?}");
+        assert!(removed_here.is_some() != removed_there);
         assert_eq!(table.get(new).as_deref(), Some(&"new"));
     });
 }

@@ -102,8 +102,8 @@ pub(crate) async fn turn(
     };
     // A request that leaves messages out is not a prefix of the next one: it is
     // encoded on its own, and the next request anew.
-    // What only the request needs lives in this block, so the turn's future
-    // does not keep room for it while the batch runs.
+    // The fresh wire cache lives in this block, so the turn's future does not
+    // keep room for it while the batch runs.
     let generated = {
         let mut fresh_wire = WireCache::default();
         let wire = match compacted {

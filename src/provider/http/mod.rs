@@ -540,7 +540,15 @@ pub(crate) fn decode_recorded<P: Protocol>(
         }
         decoding.push(None, &mut out)?;
     } else {
-        decode_whole::<P::Decoder>(protocol.name(), &pieces.concat(), &mut out)?;
+        let joined;
+        let body = match pieces {
+            [whole] => *whole,
+            _ => {
+                joined = pieces.concat();
+                &joined
+            }
+        };
+        decode_whole::<P::Decoder>(protocol.name(), body, &mut out)?;
     }
     Ok(out.finish())
 }
