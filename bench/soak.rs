@@ -17,6 +17,7 @@
 //! runs, 16), `FERRULE_SOAK_CEILING` (100,000 concurrent runs; 0 skips it),
 //! `FERRULE_SOAK_SAMPLES` (the samples as CSV, `build/soak.csv`).
 
+use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::io::Write;
 use std::net::TcpListener;
@@ -46,7 +47,7 @@ fn main() {
     let agents = Agents::build(&server);
     println!("soak: {runs} runs of the mix on {workers} threads; samples every second in {samples}");
     let done = Arc::new(AtomicU64::new(0));
-    let sampler = Sampler::start(&samples, done.clone());
+    let sampler = sample_process(&samples, done.clone());
     let started = Instant::now();
     let next = Arc::new(AtomicU64::new(0));
     std::thread::scope(|scope| {
@@ -78,46 +79,53 @@ fn main() {
 /// descriptors, threads.
 type Sample = (u64, u64, u64, u64, u64);
 
-/// The sampler thread: a line of CSV every second.
-struct Sampler {
+/// A thread that takes a step every `period` until it is stopped, then hands
+/// back what its steps kept.
+struct Periodic<T> {
     stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<Vec<Sample>>,
+    thread: std::thread::JoinHandle<T>,
 }
 
-impl Sampler {
-    fn start(path: &str, done: Arc<AtomicU64>) -> Sampler {
-        if let Some(dir) = std::path::Path::new(path).parent() {
-            std::fs::create_dir_all(dir).expect("the samples' directory");
-        }
-        let mut file = std::fs::File::create(path).expect("the samples' file");
-        writeln!(file, "seconds,runs,rss_kib,fds,threads").unwrap();
+impl<T: Send + 'static> Periodic<T> {
+    fn start(period: Duration, mut kept: T, mut step: impl FnMut(&mut T) + Send + 'static) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = stop.clone();
         let thread = std::thread::spawn(move || {
-            let mut samples = Vec::new();
-            let started = Instant::now();
             while !stopped.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_secs(1));
-                let sample = (
-                    started.elapsed().as_secs(),
-                    done.load(Ordering::Relaxed),
-                    proc_status("VmRSS:"),
-                    std::fs::read_dir("/proc/self/fd").map_or(0, |dir| dir.count() as u64),
-                    proc_status("Threads:"),
-                );
-                let (seconds, runs, rss, fds, threads) = sample;
-                writeln!(file, "{seconds},{runs},{rss},{fds},{threads}").unwrap();
-                samples.push(sample);
+                std::thread::sleep(period);
+                step(&mut kept);
             }
-            samples
+            kept
         });
-        Sampler { stop, thread }
+        Periodic { stop, thread }
     }
 
-    fn stop(self) -> Vec<Sample> {
+    fn stop(self) -> T {
         self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().expect("the sampler")
+        self.thread.join().expect("the sampling thread")
     }
+}
+
+/// Samples the process every second, each a line of CSV in `path` too.
+fn sample_process(path: &str, done: Arc<AtomicU64>) -> Periodic<Vec<Sample>> {
+    if let Some(dir) = std::path::Path::new(path).parent() {
+        std::fs::create_dir_all(dir).expect("the samples' directory");
+    }
+    let mut file = std::fs::File::create(path).expect("the samples' file");
+    writeln!(file, "seconds,runs,rss_kib,fds,threads").unwrap();
+    let started = Instant::now();
+    Periodic::start(Duration::from_secs(1), Vec::new(), move |samples| {
+        let sample = (
+            started.elapsed().as_secs(),
+            done.load(Ordering::Relaxed),
+            proc_status("VmRSS:"),
+            std::fs::read_dir("/proc/self/fd").map_or(0, |dir| dir.count() as u64),
+            proc_status("Threads:"),
+        );
+        let (seconds, runs, rss, fds, threads) = sample;
+        writeln!(file, "{seconds},{runs},{rss},{fds},{threads}").unwrap();
+        samples.push(sample);
+    })
 }
 
 /// The curve at each tenth of the samples, and the spread after the first tenth.
@@ -172,17 +180,11 @@ impl Agents {
             {"tool_calls": [call("a", "slow")]}, {"text": "done"}]}, "tool_timeout_ms": 1});
         let http = json!({"model": {"provider": "openai", "name": "soak", "base_url": format!("{server}/v1"),
             "api_key_env": "FERRULE_SOAK_KEY"}, "max_rounds": 4});
+        let both: &[(&str, &str, ToolFn)] =
+            &[("lookup", "{}", complete), ("quick", r#"{"nonblocking": true}"#, complete)];
         Agents {
-            tools: Agent::new(
-                &tools,
-                &[("lookup", "{}", complete), ("quick", r#"{"nonblocking": true}"#, complete)],
-                false,
-            ),
-            hooked: Agent::new(
-                &tools,
-                &[("lookup", "{}", complete), ("quick", r#"{"nonblocking": true}"#, complete)],
-                true,
-            ),
+            tools: Agent::new(&tools, both, false),
+            hooked: Agent::new(&tools, both, true),
             gated: Agent::new(&gated, &[("gated", r#"{"needs_approval": true}"#, complete)], false),
             waiting: Agent::new(&waiting, &[("waits", "{}", wait_for_cancel)], false),
             late: Agent::new(&late, &[("slow", "{}", complete_late)], false),
@@ -363,7 +365,7 @@ fn concurrency_ceiling(runs: usize) {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
     let before = proc_status("VmRSS:");
     let input = r#"{"prompt": "go"}"#;
-    let pools = PoolSampler::start();
+    let pools = sample_pools();
     let started = Instant::now();
     let handles: Vec<*mut ferrule_run> = (0..runs)
         .map(|_| {
@@ -408,37 +410,17 @@ fn concurrency_ceiling(runs: usize) {
 /// number (`ferrule-cb-7` is one of `ferrule-cb`, the tool callback pool;
 /// `ferrule-ev` the event threads; `ferrule` the runtime's workers and
 /// blocking threads), keeping each kind's most.
-struct PoolSampler {
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<std::collections::BTreeMap<String, usize>>,
-}
-
-impl PoolSampler {
-    fn start() -> PoolSampler {
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopped = stop.clone();
-        let thread = std::thread::spawn(move || {
-            let mut most = std::collections::BTreeMap::new();
-            while !stopped.load(Ordering::Relaxed) {
-                let mut now = std::collections::BTreeMap::<String, usize>::new();
-                for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
-                    let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-                    let kind = name.trim_end().trim_end_matches(|c: char| c.is_ascii_digit()).trim_end_matches('-');
-                    *now.entry(kind.to_owned()).or_default() += 1;
-                }
-                for (kind, count) in now {
-                    let seen = most.entry(kind).or_default();
-                    *seen = count.max(*seen);
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            most
-        });
-        PoolSampler { stop, thread }
-    }
-
-    fn stop(self) -> std::collections::BTreeMap<String, usize> {
-        self.stop.store(true, Ordering::Relaxed);
-        self.thread.join().expect("the pool sampler")
-    }
+fn sample_pools() -> Periodic<BTreeMap<String, usize>> {
+    Periodic::start(Duration::from_millis(10), BTreeMap::new(), |most| {
+        let mut now = BTreeMap::<String, usize>::new();
+        for task in std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten() {
+            let name = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            let kind = name.trim_end().trim_end_matches(|c: char| c.is_ascii_digit()).trim_end_matches('-');
+            *now.entry(kind.to_owned()).or_default() += 1;
+        }
+        for (kind, count) in now {
+            let seen = most.entry(kind).or_default();
+            *seen = count.max(*seen);
+        }
+    })
 }

@@ -18,8 +18,16 @@ fn check(model: impl Fn() + Sync + Send + 'static) {
     builder.check(model);
 }
 
-fn table() -> Arc<HandleTable<&'static str>> {
+type Table = HandleTable<&'static str>;
+
+fn table() -> Arc<Table> {
     Arc::new(HandleTable::new(HandleKind::ToolCall))
+}
+
+/// Runs `work` with the table on a thread of the model's beside this one.
+fn beside<R: 'static>(table: &Arc<Table>, work: impl FnOnce(&Table) -> R + 'static) -> thread::JoinHandle<R> {
+    let table = table.clone();
+    thread::spawn(move || work(&table))
 }
 
 #[test]
@@ -27,10 +35,7 @@ fn of_two_removers_exactly_one_gets_the_object() {
     check(|| {
         let table = table();
         let handle = table.insert(Arc::new("object")).unwrap();
-        let racer = {
-            let table = table.clone();
-            thread::spawn(move || table.remove(handle).is_some())
-        };
+        let racer = beside(&table, move |table| table.remove(handle).is_some());
         let removed_here = table.remove(handle).is_some();
         let removed_there = racer.join().unwrap();
         assert!(removed_here != removed_there, "here {removed_here}, there {removed_there}");
@@ -43,13 +48,10 @@ fn a_lookup_racing_removal_and_reuse_never_sees_the_new_object() {
     check(|| {
         let table = table();
         let old = table.insert(Arc::new("old")).unwrap();
-        let reuser = {
-            let table = table.clone();
-            thread::spawn(move || {
-                assert_eq!(table.remove(old).as_deref(), Some(&"old"));
-                table.insert(Arc::new("new")).unwrap()
-            })
-        };
+        let reuser = beside(&table, move |table| {
+            assert_eq!(table.remove(old).as_deref(), Some(&"old"));
+            table.insert(Arc::new("new")).unwrap()
+        });
         let seen = table.get(old);
         let new = reuser.join().unwrap();
         assert!(matches!(seen.as_deref(), None | Some(&"old")), "{seen:?}");
@@ -64,13 +66,10 @@ fn a_stale_removal_racing_the_slots_reuse_never_takes_the_new_object() {
     check(|| {
         let table = table();
         let old = table.insert(Arc::new("old")).unwrap();
-        let reuser = {
-            let table = table.clone();
-            thread::spawn(move || {
-                let removed = table.remove(old);
-                (removed.is_some(), table.insert(Arc::new("new")).unwrap())
-            })
-        };
+        let reuser = beside(&table, move |table| {
+            let removed = table.remove(old);
+            (removed.is_some(), table.insert(Arc::new("new")).unwrap())
+        });
         let removed_here = table.remove(old);
         let (removed_there, new) = reuser.join().unwrap();
         assert!(matches!(removed_here.as_deref(), None | Some(&"old")), "{removed_here:?}");
@@ -83,10 +82,7 @@ fn a_stale_removal_racing_the_slots_reuse_never_takes_the_new_object() {
 fn threads_inserting_at_once_get_slots_of_their_own() {
     check(|| {
         let table = table();
-        let other = {
-            let table = table.clone();
-            thread::spawn(move || table.insert(Arc::new("theirs")).unwrap())
-        };
+        let other = beside(&table, move |table| table.insert(Arc::new("theirs")).unwrap());
         let mine = table.insert(Arc::new("mine")).unwrap();
         let theirs = other.join().unwrap();
         assert_ne!(mine, theirs);
@@ -102,10 +98,7 @@ fn a_removal_racing_an_insert_into_the_freed_slots_keeps_both_apart() {
         let first = table.insert(Arc::new("first")).unwrap();
         let second = table.insert(Arc::new("second")).unwrap();
         table.remove(first);
-        let inserter = {
-            let table = table.clone();
-            thread::spawn(move || table.insert(Arc::new("third")).unwrap())
-        };
+        let inserter = beside(&table, move |table| table.insert(Arc::new("third")).unwrap());
         let removed = table.remove(second);
         let third = inserter.join().unwrap();
         assert_eq!(removed.as_deref(), Some(&"second"));
