@@ -763,6 +763,13 @@ struct ferrule_str ferrule_tool_call_arguments(const struct ferrule_tool_call *c
 // until the call is completed or failed. Any thread.
 struct ferrule_str ferrule_tool_call_traceparent(const struct ferrule_tool_call *call);
 
+// Which time the call runs: 1, unless the host runs a call that a run
+// returned (run input `"calls": "return"`) and says it runs it again
+// (`invoke` with `attempt`), as after a crash. A tool that must not do its
+// work twice keys it by the call id and looks for an earlier attempt's. 0 for
+// NULL and for a call that was already completed. Any thread.
+uint32_t ferrule_tool_call_attempt(const struct ferrule_tool_call *call);
+
 // The call id, the tool name and the arguments at once, each written where
 // its pointer points unless that pointer is NULL: what `ferrule_tool_call_id`,
 // `_name` and `_arguments` return, in one call (for a binding whose foreign

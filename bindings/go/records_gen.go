@@ -34,6 +34,12 @@ type Result struct {
 	// The agent answering when the run stopped, by the name of the handoff that gave it the run;
 	// null when no handoff was made.
 	Agent string `json:"agent"`
+	// The calls an `interrupted` run returned for the host to run (run input `"calls": "return"`),
+	// with the arguments their function gets, in call order; empty otherwise.
+	Calls []ToolCall `json:"calls,omitempty"`
+	// How the call of an `invoke` run ended, for the resume's `results`; absent otherwise, and when
+	// the run was cancelled first.
+	Outcome json.RawMessage `json:"outcome,omitempty"`
 }
 
 // UnmarshalJSON reads the JSON (decodeFrom); a null value becomes nil.
@@ -67,8 +73,12 @@ func (r *Result) decodeField(key []byte, field *fastjson.Value) error {
 		return decodeValue(field, &r.State, "Result.state")
 	case "agent":
 		return decodeValue(field, &r.Agent, "Result.agent")
+	case "calls":
+		return decodeValue(field, &r.Calls, "Result.calls")
+	case "outcome":
+		return decodeValue(field, &r.Outcome, "Result.outcome")
 	}
-	if known := foldedKey(key, "status", "final", "messages", "usage", "rounds", "error", "output", "interruptions", "state", "agent"); known != "" {
+	if known := foldedKey(key, "status", "final", "messages", "usage", "rounds", "error", "output", "interruptions", "state", "agent", "calls", "outcome"); known != "" {
 		return r.decodeField([]byte(known), field)
 	}
 	return nil

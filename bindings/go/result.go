@@ -16,7 +16,8 @@ func Output[T any](res *Result) (T, error) {
 	return out, nil
 }
 
-// Input is what a run starts from: Prompt, Messages, Execute or Resume.
+// Input is what a run starts from: Prompt, Messages, Execute, Resume,
+// ResumeWithResults or Invoke.
 type Input struct {
 	json []byte
 	err  error // why the input cannot be made; Start returns it
@@ -31,6 +32,14 @@ type Input struct {
 	// for Execute and for the Resume of an execute-only run, whose results
 	// are their Messages.
 	WithoutMessages bool
+	// ReturnCalls makes the run stop, StatusInterrupted, where it would start
+	// the calls of a batch that passed validation, hooks and approval, and
+	// return them in Result.Calls instead (at most as many as would run at
+	// once; one for a sequential batch), for the host to run: each with an
+	// Invoke run, or code of its own. ResumeWithResults goes on. Calls of
+	// agents and handoffs still run inside the run. Not for Execute or
+	// Invoke.
+	ReturnCalls bool
 }
 
 // withField is input JSON (an object this package wrote, without key) with
@@ -115,6 +124,73 @@ func Resume(state json.RawMessage, decisions map[string]Decision) Input {
 		return Input{err: &Error{Code: CodeInvalidJSON, Message: "run input: resume: the state is not JSON: " + err.Error()}}
 	}
 	return Input{json: data}
+}
+
+// ResumeWithResults goes on with a run that returned calls (Input.ReturnCalls),
+// from its state (Result.State), with how each returned call ended, by call
+// id: an Invoke run's Result.Outcome, or ResultOutcome or FailedOutcome for a
+// call the host ran with code of its own. Every returned call needs one.
+func ResumeWithResults(state json.RawMessage, results map[string]json.RawMessage) Input {
+	if results == nil {
+		results = map[string]json.RawMessage{}
+	}
+	if len(state) == 0 {
+		state = json.RawMessage("null")
+	}
+	data, err := json.Marshal(struct {
+		Resume  json.RawMessage            `json:"resume"`
+		Results map[string]json.RawMessage `json:"results"`
+	}{state, results})
+	if err != nil {
+		return Input{err: &Error{Code: CodeInvalidJSON, Message: "run input: resume: the state or a result is not JSON: " + err.Error()}}
+	}
+	return Input{json: data}
+}
+
+// Invoke runs one call a run returned (Result.Calls) by its tool alone: the
+// arguments are checked against the tool's schema, no hook or approval is
+// asked (the returning run asked them), and the function runs bounded by the
+// tool's timeout, with its updates as events; cancelling the run cancels the
+// call. attempt is which time the host runs the call (1 the first time; 0
+// means 1), which the tool reads with Call.Attempt to do its work once. The
+// result's Outcome is what ResumeWithResults takes for the call.
+func Invoke(call ToolCall, attempt int) Input {
+	if attempt == 0 {
+		attempt = 1
+	}
+	data, err := json.Marshal(struct {
+		Invoke  ToolCall `json:"invoke"`
+		Attempt int      `json:"attempt"`
+	}{call, attempt})
+	if err != nil {
+		panic(err) // a ToolCall always marshals
+	}
+	return Input{json: data}
+}
+
+// ResultOutcome is the outcome of a call the host ran that produced result
+// (which may be an error result the model sees), for ResumeWithResults.
+func ResultOutcome(result ToolResult) json.RawMessage {
+	data, err := json.Marshal(struct {
+		Result ToolResult `json:"result"`
+	}{result})
+	if err != nil {
+		panic(err) // a ToolResult always marshals
+	}
+	return data
+}
+
+// FailedOutcome is the outcome of a call whose tool failed, why written for
+// the model, for ResumeWithResults: the tool's FailureIsFatal decides what it
+// means for the run.
+func FailedOutcome(why string) json.RawMessage {
+	data, err := json.Marshal(struct {
+		Failed string `json:"failed"`
+	}{why})
+	if err != nil {
+		panic(err) // a string always marshals
+	}
+	return data
 }
 
 // Text joins the result's text parts.

@@ -190,6 +190,9 @@ func start(ctx context.Context, agent *C.ferrule_agent, in Input, events bool) (
 	if in.WithoutMessages {
 		in.json = withField(in.json, "result_messages", []byte(`"none"`))
 	}
+	if in.ReturnCalls {
+		in.json = withField(in.json, "calls", []byte(`"return"`))
+	}
 	if events {
 		// One call into Go per burst of events, not per event.
 		in.json = withField(in.json, "event_bursts", []byte("true"))

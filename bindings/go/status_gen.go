@@ -11,7 +11,8 @@ const (
 	StatusCompleted Status = "completed"
 	// StatusTerminated: Every call of the last batch returned a successful terminating result.
 	StatusTerminated Status = "terminated"
-	// StatusInterrupted: The run paused for the host (approvals); it can be resumed.
+	// StatusInterrupted: The run paused for the host (approvals, or calls it returned for the host
+	// to run); it can be resumed.
 	StatusInterrupted Status = "interrupted"
 	// StatusCancelled: The host cancelled the run.
 	StatusCancelled Status = "cancelled"

@@ -265,6 +265,19 @@ func (c *Call) Name() string { return c.name }
 // Arguments are the arguments as the model wrote them.
 func (c *Call) Arguments() json.RawMessage { return c.arguments }
 
+// Attempt is which time the call runs: 1, unless the host runs a call a run
+// returned again and says so (Invoke with an attempt), as a durable workflow
+// does after a crash. A tool that must not do its work twice keys it by the
+// call id and looks for an earlier attempt's. 0 once the call is over.
+func (c *Call) Attempt() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.handle == nil {
+		return 0
+	}
+	return int(C.ferrule_tool_call_attempt(c.handle))
+}
+
 // Traceparent is the W3C traceparent of the call's execute_tool span, for the
 // tool's own spans to go under it (see the otel package's ContextOf); empty
 // when the run records no spans, or once the call is over.

@@ -20,6 +20,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("RunResult", "*Result"),
     ("RunStatus", "Status"),
     ("RunState", "json.RawMessage"),
+    ("CallOutcome", "json.RawMessage"),
     ("HookToolCall", "PayloadCall"),
     ("AgentConfig", "Config"),
     ("ModelConfig", "Model"),

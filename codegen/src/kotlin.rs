@@ -18,6 +18,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("RunResult", "RunResult"),
     ("RunStatus", "Status"),
     ("RunState", "JsonElement"),
+    ("CallOutcome", "JsonElement"),
     ("HookToolCall", "PayloadCall"),
     ("AgentConfig", "AgentConfig"),
     ("ModelConfig", "ModelConfig"),

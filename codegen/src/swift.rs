@@ -17,6 +17,7 @@ const REFERENCES: &[(&str, &str)] = &[
     ("RunResult", "RunResult"),
     ("RunStatus", "Status"),
     ("RunState", "JSONValue"),
+    ("CallOutcome", "JSONValue"),
     ("HookToolCall", "PayloadCall"),
     ("AgentConfig", "AgentConfig"),
     ("ModelConfig", "ModelConfig"),

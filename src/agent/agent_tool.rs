@@ -75,7 +75,9 @@ impl ToolFunction for AgentCall {
         Box::pin(async move {
             let site = invocation.caller().cloned().and_then(|caller| caller.downcast::<AgentCallSite>().ok());
             let input = match site.as_ref().and_then(|site| site.take_resume()) {
-                Some((state, decisions)) => RunSource::Resume { state: Box::new(state), decisions }.into(),
+                Some((state, decisions)) => {
+                    RunSource::Resume { state: Box::new(state), decisions, results: Default::default() }.into()
+                }
                 None => RunInput::prompt(prompt),
             };
             let started = crate::runtime::threads().and_then(|threads| {

@@ -26,6 +26,7 @@ use super::context::RunContext;
 use super::eager::eager_next;
 use super::hook_caller::{HookCaller, HookStop};
 use super::hook_stages;
+use super::host_calls::CallMode;
 use super::recorder::{BatchEnd, BatchOutcome, CallEnd, Recorder};
 use super::state::{CarriedOver, RunState};
 use super::tool_scope::ToolScope;
@@ -66,7 +67,7 @@ pub(crate) enum ResponseEnd {
 }
 
 /// How a launched tool function ended, seen from the runner.
-enum FunctionEnd {
+pub(crate) enum FunctionEnd {
     Returned(ToolOutcome),
     TimedOut(Duration),
     Panicked,
@@ -77,8 +78,14 @@ enum FunctionEnd {
 /// When a valid call needs a decision that no approval gives, nothing runs and no
 /// event is sent: the outcome lists the interruptions.
 ///
+/// When the host runs the calls (run input `"calls": "return"`), a call that
+/// would start (not an agent's or a handoff's) is returned instead, taking its
+/// place among the calls running at once: the outcome lists the returned
+/// calls, with the arguments their function would get.
+///
 /// A call takes what `carried` holds for it: its result from the run that
-/// stopped (kept without events), or its agent's state and decisions. When an
+/// stopped (kept without events), the outcome of its run by the host (which
+/// ends it as its function would have), or its agent's state and decisions. When an
 /// agent the batch called stops for approval, its state goes into `carried`,
 /// no call starts after it (those running finish), the call gets no end
 /// event, and the outcome lists its interruptions in call order, with the
@@ -152,8 +159,9 @@ pub(crate) async fn execute(
     let mut pending = calls.iter().zip(checked).enumerate();
     let mut hook_stop = None;
     let mut stopped: Vec<(usize, Vec<Interruption>)> = Vec::new();
+    let mut returned: Vec<ToolCall> = Vec::new();
     let cancelled = loop {
-        while running.len() < bound && !run.cancel.is_cancelled() && stopped.is_empty() {
+        while running.len() + returned.len() < bound && !run.cancel.is_cancelled() && stopped.is_empty() {
             let Some((index, (call, check))) = pending.next() else { break };
             // The first call with an id takes what was kept for it (a later
             // one repeating the id is invalid, as it was then).
@@ -163,6 +171,20 @@ pub(crate) async fn execute(
                 continue;
             }
             let source = check.as_ref().map_or(ToolSource::Function, |valid| valid.tool.function().source());
+            if let Some(outcome) = carried.results.remove(&call.id) {
+                // The host ran it: it ends as its function would have.
+                let _ = recorder.start(index, call, source).await;
+                let ending = std::future::ready(FunctionEnd::Returned(outcome.into_tool_outcome()));
+                running.push(finished(context, index, call, ending, None));
+                in_flight[index] = true;
+                continue;
+            }
+            if let Ok(valid) = &check {
+                if returns(context, call, valid) {
+                    returned.push(as_invoked(call, valid));
+                    continue;
+                }
+            }
             let traced = recorder.start(index, call, source).await;
             match check {
                 Err(problem) => {
@@ -177,17 +199,8 @@ pub(crate) async fn execute(
                     progress[index] = call_progress.clone();
                     let decisions = carried.nested_decided.remove(&call.id).unwrap_or_default();
                     let resume = carried.nested.remove(&call.id).map(|state| (state, decisions.into_iter().collect()));
-                    let (launched, site) = launch(context, call, valid, call_progress, resume, traced);
-                    // `then`, not an `async` block awaiting `launched`: that
-                    // would keep room for the function's future twice.
-                    running.push(Box::pin(launched.then(move |ending| async move {
-                        let end = call_end(call, ending);
-                        if let Some((state, interruptions)) = site.and_then(|site| site.take_stopped()) {
-                            return (index, Finish::Stopped(Box::new(state), interruptions));
-                        }
-                        let (end, stop) = hook_stages::tool_result(context.hooks, context.turn, call, end).await;
-                        (index, Finish::Ended(end, stop))
-                    })));
+                    let (launched, site) = launch(run, call, valid, call_progress, resume, traced, 1);
+                    running.push(finished(context, index, call, launched, site));
                     in_flight[index] = true;
                 }
             }
@@ -271,8 +284,52 @@ pub(crate) async fn execute(
             stopped.sort_by_key(|(index, _)| *index);
             recorder.interrupted(stopped.into_iter().flat_map(|(_, interruptions)| interruptions).collect())
         }
+        // Unless the run ends first: then, never started, they leave the
+        // transcript.
+        None if !returned.is_empty() && !cancelled && !recorder.failed() => recorder.returned(returned),
         None => recorder.finish(if cancelled { BatchEnd::Cancelled } else { BatchEnd::Done }),
     }
+}
+
+/// Whether the host runs `call` instead of the batch: it asked to run the
+/// calls, and the call is not an agent's (whose run is this run's) or a
+/// handoff's (which this run makes).
+fn returns(context: &BatchContext<'_>, call: &ToolCall, valid: &ValidCall<'_>) -> bool {
+    context.run.calls == CallMode::Return
+        && !valid.tool.function().starts_runs()
+        && !context.run.agent().handoffs.contains_key(&call.name)
+}
+
+/// `call` as its function would get it: with the arguments a `tool_call` hook
+/// put in place of the model's.
+fn as_invoked(call: &ToolCall, valid: &ValidCall<'_>) -> ToolCall {
+    let mut call = call.clone();
+    if valid.replaced {
+        call.arguments = valid.arguments.to_string();
+    }
+    call
+}
+
+/// How call `index` finishes once its function's future (or the host's
+/// outcome) `ending` ends: its result checked, unless its agent stopped for
+/// approval, then judged by the `tool_result` hooks.
+fn finished<'a>(
+    context: &'a BatchContext<'a>,
+    index: usize,
+    call: &'a ToolCall,
+    ending: impl std::future::Future<Output = FunctionEnd> + Send + 'a,
+    site: Option<Arc<AgentCallSite>>,
+) -> BoxFuture<'a, (usize, Finish)> {
+    // `then`, not an `async` block awaiting `ending`: that would keep room for
+    // the function's future twice.
+    Box::pin(ending.then(move |ending| async move {
+        let end = call_end(call, ending);
+        if let Some((state, interruptions)) = site.and_then(|site| site.take_stopped()) {
+            return (index, Finish::Stopped(Box::new(state), interruptions));
+        }
+        let (end, stop) = hook_stages::tool_result(context.hooks, context.turn, call, end).await;
+        (index, Finish::Ended(end, stop))
+    }))
 }
 
 /// Records the results the calls that ran before the run stopped keep, for
@@ -285,19 +342,19 @@ fn keep_ran(recorder: &mut Recorder<'_>, calls: &[ToolCall], carried: &mut Carri
     }
 }
 
-/// Starts the tool function for a valid call, bounded by the tool's timeout. On
-/// timeout the call's token is cancelled so the function can see it. A
-/// function that starts runs gets the call's site (which it is returned
-/// with), going on from `resume` when given.
-fn launch(
-    context: &BatchContext<'_>,
+/// Starts the tool function for a valid call of `run`, the `attempt`th time
+/// it runs, bounded by the tool's timeout. On timeout the call's token is
+/// cancelled so the function can see it. A function that starts runs gets the
+/// call's site (which it is returned with), going on from `resume` when given.
+pub(crate) fn launch(
+    run: &RunContext,
     call: &ToolCall,
     valid: ValidCall<'_>,
     progress: Option<Arc<CallProgress>>,
     resume: Option<(RunState, HashMap<String, Decision>)>,
     trace: Option<CallTrace>,
+    attempt: u32,
 ) -> (impl std::future::Future<Output = FunctionEnd> + Send + 'static, Option<Arc<AgentCallSite>>) {
-    let run = context.run;
     let tool = valid.tool;
     let cancel = run.cancel.child_token();
     let timeout_ms = match tool.options().timeout_ms {
@@ -313,12 +370,10 @@ fn launch(
         Some(progress) => UpdateSink::new(CallUpdates::new(call, progress, run.events.clone())),
         None => UpdateSink::discard(),
     };
-    let mut call = call.clone();
-    if valid.replaced {
-        call.arguments = valid.arguments.to_string();
-    }
-    let invocation =
-        Invocation::in_run(call, valid.arguments, cancel.clone(), updates, run.serial, caller).with_trace(trace);
+    let call = as_invoked(call, &valid);
+    let invocation = Invocation::in_run(call, valid.arguments, cancel.clone(), updates, run.serial, caller)
+        .with_trace(trace)
+        .with_attempt(attempt);
     let bounded = async move {
         let returned = function.invoke(invocation);
         if timeout_ms == 0 {
@@ -338,7 +393,7 @@ fn launch(
 
 /// What a call's function ending records: its result, and whether it counts as
 /// the tool's failure.
-fn call_end(call: &ToolCall, ending: FunctionEnd) -> CallEnd {
+pub(crate) fn call_end(call: &ToolCall, ending: FunctionEnd) -> CallEnd {
     let name = &call.name;
     let (result, tool_failed) = match ending {
         FunctionEnd::Returned(ToolOutcome::Completed(result)) => match result.check() {

@@ -60,17 +60,21 @@ pub(crate) async fn run_batch(
             progress.disclosed.insert(added);
         }
     }
-    if !outcome.interruptions.is_empty() {
-        // The message waits, whole, for decisions, in the turn's tool set; the
-        // decisions given so far stay with it, and so do the results of calls
-        // that ran before an agent it called stopped (the first call with an
-        // id has it; a later one repeating the id is answered again).
+    if !outcome.interruptions.is_empty() || !outcome.returned.is_empty() {
+        // The message waits, whole, for decisions or for the host to run its
+        // returned calls, in the turn's tool set; the decisions given so far
+        // stay with it, and so do the results of calls that ran before (the
+        // first call with an id has it; a later one repeating the id is
+        // answered again).
         let mut ids = HashSet::new();
         let firsts = message.tool_calls.iter().zip(outcome.results).filter(|(call, _)| ids.insert(call.id.as_str()));
         carried.ran.extend(firsts.filter_map(|(call, result)| Some((call.id.clone(), result?))));
         progress.messages.push(Message::Assistant(message));
         progress.turn_tools = turn_tools;
-        return NextStep::Interrupt(outcome.interruptions);
+        return match outcome.returned.is_empty() {
+            true => NextStep::Interrupt(outcome.interruptions),
+            false => NextStep::Return(outcome.returned),
+        };
     }
     // What was kept for this batch is spent: it has run.
     progress.decided.clear();

@@ -11,6 +11,7 @@ use super::event::EventKind;
 use super::event_queue::EventEmitter;
 use super::handle::RunShared;
 use super::hook_caller::HookCaller;
+use super::host_calls::CallMode;
 use super::nesting::RunNesting;
 use crate::hook::HookRunState;
 use crate::message::Message;
@@ -41,6 +42,8 @@ pub(crate) struct RunContext {
     /// What the hooks of the agents the run handed off from kept: let go of
     /// with the others when the run ends.
     pub(crate) retired_hook_states: Vec<Arc<HookRunState>>,
+    /// Who runs the calls of the run's batches.
+    pub(crate) calls: CallMode,
 }
 
 impl RunContext {

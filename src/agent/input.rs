@@ -6,10 +6,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::approval::Decision;
+use super::host_calls::{CallMode, CallOutcome};
 use super::state::RunState;
 use super::transcript::{check_messages, check_parts};
 use crate::error::{Error, Result};
-use crate::message::{AssistantMessage, Message};
+use crate::message::{AssistantMessage, Message, ToolCall};
 use crate::trace::{SpanContext, TraceContext};
 
 /// What a run starts from, and the tools it may use.
@@ -28,6 +29,8 @@ pub struct RunInput {
     pub result_messages: ResultMessages,
     /// The host's span the run's spans go under (run input `trace_context`).
     pub trace_parent: Option<SpanContext>,
+    /// Who runs the calls of the run's batches (run input `calls`).
+    pub calls: CallMode,
 }
 
 /// Whether a run's result carries its transcript (run input
@@ -75,18 +78,33 @@ pub enum RunSource {
         execute: AssistantMessage,
     },
     /// An interrupted run going on: its `state`, and a decision for every call
-    /// it waits on, keyed by call id.
+    /// it waits on, keyed by call id, or the outcome of every call it
+    /// returned for the host to run.
     Resume {
         /// The interrupted run's state, as its result gave it.
         state: Box<RunState>,
         /// The host's decisions.
         decisions: HashMap<String, Decision>,
+        /// How the calls the host ran ended, by call id.
+        results: HashMap<String, CallOutcome>,
+    },
+    /// One call a run returned (run input `"calls": "return"`), run by its
+    /// tool: its arguments checked against the tool's schema, then its
+    /// function, bounded by the tool's timeout, with no hook and no approval
+    /// (the run that returned it asked them), no model and no transcript.
+    Invoke {
+        /// The call, as the run returned it.
+        call: ToolCall,
+        /// Which time the host runs the call (1 the first time), for a tool
+        /// that must not do its work twice.
+        attempt: u32,
     },
 }
 
 /// The run input document (`ferrule_agent_start`): exactly one of `prompt`,
-/// `messages`, `execute` (with `messages` as its context) and `resume` (with
-/// `decisions`); the first three may carry `tools`. Every field may be absent;
+/// `messages`, `execute` (with `messages` as its context), `resume` (with
+/// `decisions` or `results`) and `invoke` (with `attempt`); the first three
+/// may carry `tools`. Every field may be absent;
 /// one that is there must have its type (null too is refused, rather than read
 /// as absent).
 #[derive(Deserialize, JsonSchema)]
@@ -115,6 +133,30 @@ pub(crate) struct InputRepr {
     #[serde(default, deserialize_with = "given")]
     #[schemars(with = "HashMap<String, Decision>")]
     decisions: Option<HashMap<String, Decision>>,
+    /// How each call the resumed run returned (`"calls": "return"`) ended when
+    /// the host ran it, by call id: `{"result": <tool result>}` or
+    /// `{"failed": "<why>"}`.
+    #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "HashMap<String, CallOutcome>")]
+    results: Option<HashMap<String, CallOutcome>>,
+    /// One call a run returned, to run by its tool alone: its arguments are
+    /// checked, no hook or approval is asked, and the result's `outcome` is
+    /// what the resume's `results` take for it.
+    #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "ToolCall")]
+    invoke: Option<ToolCall>,
+    /// With `invoke`: which time the host runs the call (1, the default, the
+    /// first time), which the tool can read to do its work once.
+    #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "u32")]
+    attempt: Option<u32>,
+    /// Who runs the calls of the run's batches: `run` (ferrule, the default)
+    /// or `return` (the run stops where it would start them, status
+    /// `interrupted`, and lists them in its result's `calls`, for the host
+    /// to run and resume with `results`).
+    #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "CallMode")]
+    calls: Option<CallMode>,
     /// The only tools (host and built-in) the run may offer and call.
     #[serde(default, deserialize_with = "given")]
     #[schemars(with = "Vec<String>")]
@@ -160,6 +202,7 @@ impl From<RunSource> for RunInput {
             event_bursts: false,
             result_messages: ResultMessages::All,
             trace_parent: None,
+            calls: CallMode::Run,
         }
     }
 }
@@ -180,13 +223,35 @@ impl RunInput {
         let event_bursts = repr.event_bursts.take().unwrap_or(false);
         let result_messages = repr.result_messages.take().unwrap_or_default();
         let trace_parent = repr.trace_context.take().map(|context| context.parent()).transpose()?;
+        let calls = repr.calls.take().unwrap_or_default();
         let source = RunSource::from_repr(repr)?;
-        Ok(RunInput { source, tools, events, event_bursts, result_messages, trace_parent })
+        if calls == CallMode::Return && matches!(source, RunSource::Execute { .. } | RunSource::Invoke { .. }) {
+            return Err(Error::invalid_arg(
+                "run input: \"calls\": \"return\" goes with \"prompt\", \"messages\" or \"resume\"",
+            ));
+        }
+        Ok(RunInput { source, tools, events, event_bursts, result_messages, trace_parent, calls })
     }
 }
 
 impl RunSource {
     fn from_repr(repr: InputRepr) -> Result<Self> {
+        if repr.attempt.is_some() && repr.invoke.is_none() {
+            return Err(Error::invalid_arg("run input: \"attempt\" goes with \"invoke\""));
+        }
+        if repr.results.is_some() && repr.resume.is_none() {
+            return Err(Error::invalid_arg("run input: \"results\" go with \"resume\""));
+        }
+        if let Some(call) = repr.invoke {
+            if repr.prompt.is_some() || repr.messages.is_some() || repr.execute.is_some() || repr.resume.is_some() {
+                return Err(Error::invalid_arg("run input: \"invoke\" takes \"attempt\" only"));
+            }
+            let attempt = repr.attempt.unwrap_or(1);
+            if attempt == 0 {
+                return Err(Error::invalid_arg("run input: attempt counts from 1"));
+            }
+            return Ok(RunSource::Invoke { call, attempt });
+        }
         if let Some(state) = repr.resume {
             if repr.prompt.is_some() || repr.messages.is_some() || repr.execute.is_some() {
                 return Err(Error::invalid_arg(
@@ -194,7 +259,8 @@ impl RunSource {
                 ));
             }
             let state = Box::new(RunState::from_value(state)?);
-            return Ok(RunSource::Resume { state, decisions: repr.decisions.unwrap_or_default() });
+            let (decisions, results) = (repr.decisions.unwrap_or_default(), repr.results.unwrap_or_default());
+            return Ok(RunSource::Resume { state, decisions, results });
         }
         if repr.decisions.is_some() {
             return Err(Error::invalid_arg("run input: \"decisions\" go with \"resume\""));
@@ -220,7 +286,7 @@ impl RunSource {
                 Ok(RunSource::Messages(messages))
             }
             _ => Err(Error::invalid_arg(
-                "run input: give exactly one of \"prompt\", \"messages\", \"execute\" and \"resume\"",
+                "run input: give exactly one of \"prompt\", \"messages\", \"execute\", \"resume\" and \"invoke\"",
             )),
         }
     }

@@ -1,9 +1,11 @@
 //! What a step of the run loop leads to: another round, an interruption for the
-//! host's decisions, or the end, where only a failed end carries an error.
+//! host's decisions or for the host to run calls, or the end, where only a
+//! failed end carries an error.
 
 use super::approval::Interruption;
 use super::result::RunStatus;
 use crate::error::Error;
+use crate::message::ToolCall;
 
 /// What the loop does after a step.
 pub(crate) enum NextStep {
@@ -11,6 +13,8 @@ pub(crate) enum NextStep {
     RunAgain,
     /// The run stops until the host decides on these calls; it can be resumed.
     Interrupt(Vec<Interruption>),
+    /// The run stops until the host has run these calls; it can be resumed.
+    Return(Vec<ToolCall>),
     /// The run goes on with the agent the call `call_id` of the handoff tool
     /// `tool` handed it to.
     Handoff { call_id: String, tool: String },
@@ -37,6 +41,8 @@ pub(crate) enum Ending {
 pub(crate) enum Stop {
     /// It waits for the host's decisions on these calls.
     Interrupted(Vec<Interruption>),
+    /// It waits for the host to run these calls.
+    Returned(Vec<ToolCall>),
     /// It is over.
     Ended(Ending),
 }
@@ -45,7 +51,7 @@ impl Stop {
     /// The run result's status.
     pub(crate) fn status(&self) -> RunStatus {
         match self {
-            Stop::Interrupted(_) => RunStatus::Interrupted,
+            Stop::Interrupted(_) | Stop::Returned(_) => RunStatus::Interrupted,
             Stop::Ended(Ending::Completed) => RunStatus::Completed,
             Stop::Ended(Ending::Terminated) => RunStatus::Terminated,
             Stop::Ended(Ending::Cancelled) => RunStatus::Cancelled,

@@ -2,7 +2,9 @@
 //! starts with and the batch it runs first.
 
 use super::built::Agent;
+use super::host_calls::CallMode;
 use super::input::{EventSelection, ResultMessages, RunInput, RunSource};
+use super::invoke::Invoked;
 use super::progress::RunProgress;
 use super::state::CarriedOver;
 use crate::error::{Error, Result};
@@ -30,6 +32,10 @@ pub(crate) struct RunOrigin {
     pub(crate) result_messages: ResultMessages,
     /// The host's span the run goes under.
     pub(crate) trace_parent: Option<SpanContext>,
+    /// Who runs the calls of the run's batches.
+    pub(crate) calls: CallMode,
+    /// The one call an `invoke` run runs (boxed: rare).
+    pub(crate) invoke: Option<Box<Invoked>>,
 }
 
 impl RunOrigin {
@@ -46,6 +52,8 @@ impl RunOrigin {
             events: EventSelection::All,
             result_messages: ResultMessages::All,
             trace_parent: None,
+            calls: CallMode::Run,
+            invoke: None,
         }
     }
 }
@@ -58,9 +66,30 @@ impl Agent {
             RunSource::Prompt(prompt) => RunOrigin::fresh(self, vec![Message::User(UserMessage::text(prompt))], None),
             RunSource::Messages(messages) => RunOrigin::fresh(self, messages, None),
             RunSource::Execute { messages, execute } => RunOrigin::fresh(self, messages, Some(execute)),
-            RunSource::Resume { state, decisions } => {
+            RunSource::Invoke { call, attempt } => {
+                if input.tools.is_some() {
+                    return Err(Error::invalid_arg("run input: \"invoke\" takes no \"tools\": it runs the call's"));
+                }
+                let invoked = Invoked::new(call, attempt);
+                let (parts, tool) = (self.parts(), invoked.tool());
+                if !parts.may_offer(tool) {
+                    return Err(Error::invalid_arg(format!(
+                        "run input: invoke: the agent has no tool \"{tool}\" (it has {})",
+                        self.tool_names().join(", ")
+                    )));
+                }
+                if parts.called.contains_key(tool) || parts.handoffs.contains_key(tool) {
+                    return Err(Error::invalid_arg(format!(
+                        "run input: invoke: \"{tool}\" is an agent or a handoff, whose calls run inside the run that made them"
+                    )));
+                }
+                let mut origin = RunOrigin::fresh(self, Vec::new(), None);
+                origin.invoke = Some(Box::new(invoked));
+                origin
+            }
+            RunSource::Resume { state, decisions, results } => {
                 let agent = self.handed_to(state.handed_to())?;
-                let (progress, pending, carried) = state.resume(decisions, agent.parts())?;
+                let (progress, pending, carried) = state.resume(decisions, results, agent.parts())?;
                 check_nested(&agent, &pending, &carried)?;
                 RunOrigin {
                     agent,
@@ -71,10 +100,13 @@ impl Agent {
                     events: EventSelection::All,
                     result_messages: ResultMessages::All,
                     trace_parent: None,
+                    calls: CallMode::Run,
+                    invoke: None,
                 }
             }
         };
         origin.events = input.events;
+        origin.calls = input.calls;
         origin.trace_parent = input.trace_parent;
         if origin.progress.execute_only && input.result_messages == ResultMessages::None {
             return Err(Error::invalid_arg(
@@ -138,7 +170,7 @@ fn check_nested(agent: &Agent, pending: &AssistantMessage, carried: &CarriedOver
             return Err(refuse("this agent has no agent of that name; resume with an agent built from the same configuration, tools and agents"));
         };
         let decisions = carried.nested_decided.get(id).cloned().unwrap_or_default().into_iter().collect();
-        let input = RunSource::Resume { state: Box::new(state.clone()), decisions }.into();
+        let input = RunSource::Resume { state: Box::new(state.clone()), decisions, results: Default::default() }.into();
         called.begin(input).map_err(|e| refuse(e.message.trim_start_matches("run input: resume: ")))?;
     }
     Ok(())

@@ -31,6 +31,8 @@ pub(crate) struct BatchOutcome {
     /// The calls the batch waits on a decision for; when there are any, no call
     /// ran and `results` are all `None`.
     pub(crate) interruptions: Vec<Interruption>,
+    /// The calls the batch returned for the host to run, in call order.
+    pub(crate) returned: Vec<ToolCall>,
 }
 
 /// A call's result as the batch will record it, and whether it is the tool's
@@ -196,6 +198,12 @@ impl<'a> Recorder<'a> {
         BatchOutcome { interruptions, ..self.finish(BatchEnd::Done) }
     }
 
+    /// The outcome of a batch that returned `calls` for the host to run (the
+    /// results so far kept).
+    pub(crate) fn returned(self, calls: Vec<ToolCall>) -> BatchOutcome {
+        BatchOutcome { returned: calls, ..self.finish(BatchEnd::Done) }
+    }
+
     /// What the recorded results add up to.
     pub(crate) fn finish(self, end: BatchEnd) -> BatchOutcome {
         let cancelled = end == BatchEnd::Cancelled;
@@ -207,6 +215,7 @@ impl<'a> Recorder<'a> {
             cancelled,
             added_tools: self.added_tools,
             interruptions: Vec::new(),
+            returned: Vec::new(),
             hook_failure: None,
         }
     }

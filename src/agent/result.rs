@@ -4,9 +4,10 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::approval::Interruption;
+use super::host_calls::CallOutcome;
 use super::state::RunState;
 use crate::error::Error;
-use crate::message::{Message, Usage};
+use crate::message::{Message, ToolCall, Usage};
 
 /// How a run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
@@ -16,7 +17,8 @@ pub enum RunStatus {
     Completed,
     /// Every call of the last batch returned a successful terminating result.
     Terminated,
-    /// The run paused for the host (approvals); it can be resumed.
+    /// The run paused for the host (approvals, or calls it returned for the
+    /// host to run); it can be resumed.
     Interrupted,
     /// The host cancelled the run.
     Cancelled,
@@ -49,6 +51,15 @@ pub struct RunResult {
     pub output: Option<serde_json::Value>,
     /// The calls an `interrupted` run waits on a decision for; empty otherwise.
     pub interruptions: Vec<Interruption>,
+    /// The calls an `interrupted` run returned for the host to run (run input
+    /// `"calls": "return"`), with the arguments their function gets, in call
+    /// order; empty otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<ToolCall>,
+    /// How the call of an `invoke` run ended, for the resume's `results`;
+    /// absent otherwise, and when the run was cancelled first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<CallOutcome>,
     /// What an `interrupted` run needs to go on (run input `resume`); null
     /// otherwise.
     pub state: Option<RunState>,

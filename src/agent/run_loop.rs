@@ -12,6 +12,7 @@ use super::final_answer::FinalAnswer;
 use super::handoff;
 use super::hook_stages;
 use super::input::ResultMessages;
+use super::invoke::{invoke, Invoked};
 use super::next_step::{Ending, NextStep, Stop};
 use super::progress::RunProgress;
 use super::request_caches::RequestCaches;
@@ -46,6 +47,8 @@ pub(crate) struct RunLoop {
     pub(crate) handed_from: Vec<Agent>,
     /// Whether the result carries the transcript.
     pub(crate) result_messages: ResultMessages,
+    /// The call an `invoke` run runs, and its outcome.
+    pub(crate) invoke: Option<Box<Invoked>>,
 }
 
 impl NextStep {
@@ -54,6 +57,7 @@ impl NextStep {
         match self {
             NextStep::RunAgain => None,
             NextStep::Interrupt(interruptions) => Some(Stop::Interrupted(interruptions)),
+            NextStep::Return(calls) => Some(Stop::Returned(calls)),
             NextStep::End(ending) => Some(Stop::Ended(ending)),
             // Made by the loop before it asks.
             NextStep::Handoff { .. } => None,
@@ -65,6 +69,14 @@ impl RunLoop {
     /// Runs until the run stops.
     pub(crate) async fn drive(&mut self) -> Stop {
         self.run.events.emit(EventKind::RunStart).await;
+        if let Some(invoked) = &mut self.invoke {
+            // Part of the run that returned the call: no hook, no turn.
+            let ending = match self.tools.refresh(&self.run).await {
+                Ok(()) => invoke(&self.run, self.tools.current(), invoked).await,
+                Err(ending) => ending,
+            };
+            return Stop::Ended(ending);
+        }
         // A resumed run's run_start hooks ran when it started.
         if !self.resumed {
             if let Err(stop) = hook_stages::run_start(&self.run.hooks(), &mut self.progress.messages).await {
@@ -180,13 +192,17 @@ impl RunLoop {
                 .find(|m| matches!(m, Message::Assistant(_)))
                 .cloned(),
         };
-        let (interruptions, state, error): (_, _, Option<Error>) = match stop {
+        let (interruptions, calls, state, error): (_, _, _, Option<Error>) = match stop {
             Stop::Interrupted(interruptions) => {
                 let state = RunState::capture(&progress, &interruptions, self.carried);
-                (interruptions, Some(state), None)
+                (interruptions, Vec::new(), Some(state), None)
             }
-            Stop::Ended(Ending::Failed(error)) => (Vec::new(), None, Some(error)),
-            Stop::Ended(_) => (Vec::new(), None, None),
+            Stop::Returned(calls) => {
+                let state = RunState::returning(&progress, &calls, self.carried);
+                (Vec::new(), calls, Some(state), None)
+            }
+            Stop::Ended(Ending::Failed(error)) => (Vec::new(), Vec::new(), None, Some(error)),
+            Stop::Ended(_) => (Vec::new(), Vec::new(), None, None),
         };
         let messages = match self.result_messages {
             ResultMessages::All => progress.messages,
@@ -201,6 +217,8 @@ impl RunLoop {
             error,
             output: self.answer.output,
             interruptions,
+            calls,
+            outcome: self.invoke.and_then(|invoked| invoked.outcome),
             state,
             agent: progress.handed_to.last().cloned(),
         };

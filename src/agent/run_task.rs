@@ -92,8 +92,18 @@ impl RunOrigin {
     }
 
     fn launch(self, threads: &'static Threads, place: RunPlace, sink_gone: Option<oneshot::Receiver<()>>) -> Run {
-        let RunOrigin { agent, mut progress, pending, resumed, carried, events: _, result_messages, trace_parent: _ } =
-            self;
+        let RunOrigin {
+            agent,
+            mut progress,
+            pending,
+            resumed,
+            carried,
+            events: _,
+            result_messages,
+            trace_parent: _,
+            calls,
+            invoke,
+        } = self;
         let RunPlace { serial, id, events, nesting, cancel, name, parent } = place;
         let name = name.as_deref().or(agent.config().name.as_deref());
         let trace = RunTrace::start(&agent.parts().tracer, parent.as_ref(), name, &id, &agent.config().model);
@@ -114,6 +124,7 @@ impl RunOrigin {
             trace,
             hook_states,
             retired_hook_states: Vec::new(),
+            calls,
         };
         let answer = FinalAnswer::default();
         let handed_from = Vec::new();
@@ -132,6 +143,7 @@ impl RunOrigin {
             carried,
             handed_from,
             result_messages,
+            invoke,
         });
         // The run's future (kilobytes) is made on a runtime thread, at its first
         // poll, not on the thread starting the run: a host starting runs from
@@ -201,7 +213,7 @@ async fn supervise(mut run: Box<RunLoop>, sink_gone: Option<oneshot::Receiver<()
     };
     match stop {
         // They wait in the state, for the resumed run's next request.
-        Stop::Interrupted(_) => run.progress.injections = late_injections,
+        Stop::Interrupted(_) | Stop::Returned(_) => run.progress.injections = late_injections,
         // Nothing is lost: they end the transcript.
         Stop::Ended(_) => run.run.admit(late_injections, &mut run.progress.messages).await,
     }

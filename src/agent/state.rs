@@ -3,9 +3,9 @@
 //! The state is plain JSON with a version, so a host can store it anywhere and
 //! resume in another process with an agent built from the same configuration and
 //! tools: the run's [progress](RunProgress), field for field, with the state's
-//! `version`, the calls that wait for a decision (`awaiting`) and what the
-//! waiting batch carries over when an agent it called stopped for approval
-//! ([`CarriedOver`]).
+//! `version`, the calls that wait for a decision (`awaiting`) or for the host
+//! to run them (`returned`), and what the waiting batch carries over when an
+//! agent it called stopped for approval ([`CarriedOver`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -15,11 +15,12 @@ use serde_json::{Map, Value};
 
 use super::approval::{self, split_key, Decision, Interruption};
 use super::built::AgentInner;
+use super::host_calls::CallOutcome;
 use super::nesting::MAX_AGENT_DEPTH;
 use super::progress::RunProgress;
 use super::transcript;
 use crate::error::{Error, Result};
-use crate::message::{AssistantMessage, Message, StopReason, ToolResultMessage};
+use crate::message::{AssistantMessage, Message, StopReason, ToolCall, ToolResultMessage};
 
 /// The version of the state this ferrule writes and reads.
 const STATE_VERSION: u64 = 1;
@@ -33,6 +34,10 @@ pub struct RunState {
     /// The keys of the calls that wait for a decision, in call order (those
     /// of an agent the run called after that call's).
     awaiting: Vec<String>,
+    /// The ids of the calls the run returned for the host to run, in call
+    /// order (run input `"calls": "return"`); none while calls wait for a
+    /// decision.
+    returned: Vec<String>,
     /// What the waiting batch carries over from the run that stopped.
     carried: CarriedOver,
 }
@@ -54,13 +59,18 @@ pub(crate) struct CarriedOver {
     /// then by the calls' keys inside its run.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) nested_decided: BTreeMap<String, BTreeMap<String, Decision>>,
+    /// How the calls the run returned ended when the host ran them, by call
+    /// id: given when resuming, and taken when the batch runs again (never in
+    /// a state).
+    #[serde(skip)]
+    pub(crate) results: BTreeMap<String, CallOutcome>,
 }
 
 impl CarriedOver {
     /// The ids of the calls that go on from the run that stopped: they were
     /// let run then, so they are not asked about again.
     pub(crate) fn calls(&self) -> BTreeSet<String> {
-        self.ran.keys().chain(self.nested.keys()).cloned().collect()
+        self.ran.keys().chain(self.nested.keys()).chain(self.results.keys()).cloned().collect()
     }
 }
 
@@ -71,14 +81,16 @@ struct Written<'a> {
     #[serde(flatten)]
     progress: &'a RunProgress,
     awaiting: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    returned: &'a [String],
     #[serde(flatten)]
     carried: &'a CarriedOver,
 }
 
 impl Serialize for RunState {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let RunState { progress, awaiting, carried } = self;
-        Written { version: STATE_VERSION, progress, awaiting, carried }.serialize(s)
+        let RunState { progress, awaiting, returned, carried } = self;
+        Written { version: STATE_VERSION, progress, awaiting, returned, carried }.serialize(s)
     }
 }
 
@@ -107,6 +119,11 @@ impl JsonSchema for RunState {
                 "awaiting".to_owned(),
                 serde_json::json!({"type": "array", "items": {"type": "string"},
                                    "description": "The keys of the calls that wait for a decision (an interruption's `key`), in call order."}),
+            );
+            properties.insert(
+                "returned".to_owned(),
+                serde_json::json!({"type": "array", "items": {"type": "string"},
+                                   "description": "The ids of the calls the run returned for the host to run (run input `\"calls\": \"return\"`), in call order."}),
             );
             let result = generator.subschema_for::<ToolResultMessage>();
             let decision = generator.subschema_for::<Decision>();
@@ -143,7 +160,15 @@ impl RunState {
     /// of the agents it called that wait.
     pub(crate) fn capture(progress: &RunProgress, interruptions: &[Interruption], carried: CarriedOver) -> Self {
         let awaiting = interruptions.iter().map(|i| i.key.clone()).collect();
-        RunState { progress: progress.clone(), awaiting, carried }
+        RunState { progress: progress.clone(), awaiting, returned: Vec::new(), carried }
+    }
+
+    /// The state of a run that returned `calls` for the host to run: its
+    /// progress (the transcript ending with their message) and the results
+    /// of the calls of that message that ran.
+    pub(crate) fn returning(progress: &RunProgress, calls: &[ToolCall], carried: CarriedOver) -> Self {
+        let returned = calls.iter().map(|call| call.id.clone()).collect();
+        RunState { progress: progress.clone(), awaiting: Vec::new(), returned, carried }
     }
 
     /// The handoffs the run had made, by name, in order.
@@ -182,6 +207,7 @@ impl RunState {
         }
         let awaiting = fields.remove("awaiting").ok_or_else(|| refuse("state: missing field `awaiting`"))?;
         let awaiting = serde_json::from_value(awaiting).map_err(|e| refuse(format!("state: awaiting: {e}")))?;
+        let returned = take_field(&mut fields, "returned")?;
         let ran = take_field(&mut fields, "ran")?;
         let nested_decided = take_field(&mut fields, "nested_decided")?;
         let mut nested = BTreeMap::new();
@@ -198,14 +224,17 @@ impl RunState {
             Some(other) => return Err(refuse(format!("state: nested must be an object, not {other}"))),
         }
         let progress = serde_json::from_value(Value::Object(fields)).map_err(|e| refuse(format!("state: {e}")))?;
-        Ok(RunState { progress, awaiting, carried: CarriedOver { ran, nested, nested_decided } })
+        let carried = CarriedOver { ran, nested, nested_decided, results: BTreeMap::new() };
+        Ok(RunState { progress, awaiting, returned, carried })
     }
 
     fn check(&self) -> Result<()> {
         let (progress, carried) = (&self.progress, &self.carried);
         let Some(Message::Assistant(pending)) = progress.messages.last() else { return Err(no_waiting_message()) };
-        if self.awaiting.is_empty() {
-            return Err(refuse("state: no call waits for a decision"));
+        match (self.awaiting.is_empty(), self.returned.is_empty()) {
+            (true, true) => return Err(refuse("state: no call waits for a decision or a result")),
+            (false, false) => return Err(refuse("state: calls wait for decisions and for results at once")),
+            _ => {}
         }
         if !progress.execute_only && !matches!(pending.stop_reason, StopReason::ToolUse | StopReason::EndTurn) {
             return Err(refuse("state: the waiting message did not end normally, so its calls never run"));
@@ -226,6 +255,12 @@ impl RunState {
             };
             if settled || carried.ran.contains_key(&id) || !approval::is_canonical(key) {
                 return Err(refuse(format!("state: the call \"{key}\" does not wait as the state says")));
+            }
+        }
+        for (i, id) in self.returned.iter().enumerate() {
+            let twice = self.returned[..i].contains(id);
+            if twice || !in_message(id) || carried.ran.contains_key(id) || carried.nested.contains_key(id) {
+                return Err(refuse(format!("state: the returned call \"{id}\" does not wait as the state says")));
             }
         }
         for (id, state) in &carried.nested {
@@ -274,22 +309,45 @@ impl RunState {
             .map_err(|e| refuse(format!("state: messages[{waiting}]: {e}")))
     }
 
-    /// Resumes with the host's `decisions` (by interruption key) on `agent`:
-    /// every waiting call needs one, every decision must be for a waiting call,
-    /// and the agent must have every tool the state names. The progress to go
-    /// on from, the message whose batch runs first, and the states of the
-    /// agents its calls go on from (their decisions in the progress).
+    /// Resumes with the host's `decisions` (by interruption key) and `results`
+    /// (by returned call id) on `agent`: every waiting call needs one, every
+    /// decision and result must be for a call that waits for it, and the agent
+    /// must have every tool the state names. The progress to go on from, the
+    /// message whose batch runs first, and what its calls go on from (the
+    /// states of agents, the host's results; decisions in the progress).
     pub(crate) fn resume(
         self,
         decisions: HashMap<String, Decision>,
+        results: HashMap<String, CallOutcome>,
         agent: &AgentInner,
     ) -> Result<(RunProgress, AssistantMessage, CarriedOver)> {
         // Checked again: a state deserialized directly (not through run input)
         // was never checked.
         self.check()?;
-        let RunState { mut progress, awaiting, mut carried } = self;
+        let RunState { mut progress, awaiting, returned, mut carried } = self;
         let Some(Message::Assistant(pending)) = progress.messages.pop() else { return Err(no_waiting_message()) };
         let tool_of = |id: &str| pending.tool_calls.iter().find(|c| c.id == id).map(|c| c.name.clone());
+        for id in &returned {
+            let tool = tool_of(id).unwrap_or_default();
+            if !agent.may_offer(&tool) {
+                return Err(refuse(format!(
+                    "the agent has no tool \"{tool}\", which call \"{id}\" was returned to run; resume with an agent built from the same configuration and tools"
+                )));
+            }
+            if !results.contains_key(id) {
+                return Err(refuse(format!(
+                    "no result for call \"{id}\" ({tool}); every returned call needs one (returned: {})",
+                    listed(&returned)
+                )));
+            }
+        }
+        if let Some(id) = results.keys().find(|id| !returned.contains(id)) {
+            return Err(refuse(format!(
+                "\"results\" has call \"{id}\", which the run did not return to run (returned: {})",
+                listed(&returned)
+            )));
+        }
+        carried.results = results.into_iter().collect();
         for id in &awaiting {
             let tool = tool_of(&split_key(id).0).unwrap_or_default();
             if !agent.may_offer(&tool) {
@@ -300,7 +358,7 @@ impl RunState {
             if !decisions.contains_key(id) {
                 return Err(refuse(format!(
                     "no decision for call \"{id}\" ({tool}); every interrupted call needs one (waiting: {})",
-                    awaiting.join(", ")
+                    listed(&awaiting)
                 )));
             }
         }
@@ -308,7 +366,7 @@ impl RunState {
             let already = if progress.decided.contains_key(id) { ", it was decided already" } else { "" };
             return Err(refuse(format!(
                 "there is no interrupted call \"{id}\"{already} (waiting: {})",
-                awaiting.join(", ")
+                listed(&awaiting)
             )));
         }
         let named = progress
@@ -336,6 +394,14 @@ impl RunState {
         approval::adopt(&mut progress.standing, &mut progress.decided, own, |id| tool_of(id).unwrap_or_default())
             .map_err(refuse)?;
         Ok((progress, pending, carried))
+    }
+}
+
+/// Ids or keys as an error message lists them.
+fn listed(ids: &[String]) -> String {
+    match ids.is_empty() {
+        true => "none".to_owned(),
+        false => ids.join(", "),
     }
 }
 
@@ -413,7 +479,8 @@ mod tests {
                     messages,
                     ..RunProgress::default()
                 };
-                RunState { progress, awaiting, carried: CarriedOver { ran, ..CarriedOver::default() } }
+                let carried = CarriedOver { ran, ..CarriedOver::default() };
+                RunState { progress, awaiting, returned: Vec::new(), carried }
             })
     }
 

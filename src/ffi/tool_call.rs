@@ -11,7 +11,7 @@
 use std::ffi::{c_char, c_void};
 use std::sync::LazyLock;
 
-use super::boundary::{arg_str, guard};
+use super::boundary::{arg_str, guard, guard_or};
 use super::error::ferrule_error;
 use super::foreign_data::ferrule_free_fn;
 use super::handle_table::{HandleKind, HandleTable};
@@ -36,6 +36,8 @@ pub(crate) struct ForeignCall {
     arguments: NulTerminated,
     /// The `traceparent` of the call's span, when its run is traced.
     traceparent: Option<NulTerminated>,
+    /// Which time the call runs (1 the first time).
+    attempt: u32,
     updates: UpdateSink,
     request: HostRequest<ToolOutcome>,
 }
@@ -59,6 +61,7 @@ type CallHandle = Handle<ForeignCall>;
 /// with the future of its outcome. `None` when the table is full.
 pub(crate) fn begin(invocation: Invocation) -> Option<(CallTicket, PendingCall)> {
     let traceparent = invocation.trace().map(|trace| NulTerminated::from_string(trace.traceparent()));
+    let attempt = invocation.attempt();
     let (call, cancel, updates, run_serial) = invocation.into_parts();
     let (request, outcome) = HostRequest::new(cancel, run_serial);
     let call = ForeignCall {
@@ -66,6 +69,7 @@ pub(crate) fn begin(invocation: Invocation) -> Option<(CallTicket, PendingCall)>
         name: NulTerminated::from_string(call.name),
         arguments: NulTerminated::from_string(call.arguments),
         traceparent,
+        attempt,
         updates,
         request,
     };
@@ -115,6 +119,16 @@ pub unsafe extern "C" fn ferrule_tool_call_traceparent(call: *const ferrule_tool
     host_request::borrow_string::<ForeignCall, _>(call, |c| {
         c.traceparent.as_ref().map_or(ferrule_str::EMPTY, NulTerminated::as_ferrule_str)
     })
+}
+
+/// Which time the call runs: 1, unless the host runs a call that a run
+/// returned (run input `"calls": "return"`) and says it runs it again
+/// (`invoke` with `attempt`), as after a crash. A tool that must not do its
+/// work twice keys it by the call id and looks for an earlier attempt's. 0 for
+/// NULL and for a call that was already completed. Any thread.
+#[no_mangle]
+pub unsafe extern "C" fn ferrule_tool_call_attempt(call: *const ferrule_tool_call) -> u32 {
+    guard_or(0, || Handle::<ForeignCall>::from_ptr(call, "call").and_then(Handle::live).map_or(0, |c| c.attempt))
 }
 
 /// The call id, the tool name and the arguments at once, each written where

@@ -36,6 +36,7 @@ pub struct Invocation {
     run_serial: u64,
     caller: Option<Caller>,
     trace: Option<CallTrace>,
+    attempt: u32,
 }
 
 /// The calling run's side of a call, for a function that
@@ -55,6 +56,7 @@ impl Invocation {
             run_serial: 0,
             caller: None,
             trace: None,
+            attempt: 1,
         }
     }
 
@@ -81,13 +83,27 @@ impl Invocation {
         run_serial: u64,
         caller: Option<Caller>,
     ) -> Self {
-        Invocation { call, arguments, cancel, updates, run_serial, caller, trace: None }
+        Invocation { call, arguments, cancel, updates, run_serial, caller, trace: None, attempt: 1 }
     }
 
     /// The call's span, when its run is traced.
     pub(crate) fn with_trace(mut self, trace: Option<CallTrace>) -> Self {
         self.trace = trace;
         self
+    }
+
+    /// Which time the call runs: 1, unless the host runs a call a run
+    /// returned again (run input `invoke` with `attempt`).
+    pub(crate) fn with_attempt(mut self, attempt: u32) -> Self {
+        self.attempt = attempt;
+        self
+    }
+
+    /// Which time the call runs (1 the first time): a host that runs a call
+    /// again, after a crash, says so, and a tool that must not do its work
+    /// twice reads it with the call id.
+    pub fn attempt(&self) -> u32 {
+        self.attempt
     }
 
     /// The call's span, when its run is traced: its `traceparent`, for the

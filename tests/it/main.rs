@@ -18,6 +18,7 @@ mod conformance;
 mod events;
 mod ffi_providers;
 mod hooks;
+mod host_calls;
 mod host_json;
 mod invocation;
 mod logs;

@@ -26,6 +26,12 @@ public struct RunResult: Sendable, Hashable, Codable {
     /// The agent answering when the run stopped, by the name of the handoff that gave it the run;
     /// null when no handoff was made.
     public var agent: String?
+    /// The calls an `interrupted` run returned for the host to run (run input `"calls": "return"`),
+    /// with the arguments their function gets, in call order; empty otherwise.
+    public var calls: [ToolCallRequest]
+    /// How the call of an `invoke` run ended, for the resume's `results`; absent otherwise, and
+    /// when the run was cancelled first.
+    public var outcome: JSONValue?
 
     public init(
         status: Status,
@@ -37,7 +43,9 @@ public struct RunResult: Sendable, Hashable, Codable {
         output: JSONValue,
         interruptions: [Interruption],
         state: JSONValue?,
-        agent: String?
+        agent: String?,
+        calls: [ToolCallRequest] = [],
+        outcome: JSONValue? = nil
     ) {
         self.status = status
         self.final = final
@@ -49,6 +57,8 @@ public struct RunResult: Sendable, Hashable, Codable {
         self.interruptions = interruptions
         self.state = state
         self.agent = agent
+        self.calls = calls
+        self.outcome = outcome
     }
 
     enum CodingKeys: String, CodingKey {
@@ -62,6 +72,8 @@ public struct RunResult: Sendable, Hashable, Codable {
         case interruptions
         case state
         case agent
+        case calls
+        case outcome
     }
 
     public init(from decoder: Decoder) throws {
@@ -80,6 +92,8 @@ public struct RunResult: Sendable, Hashable, Codable {
         interruptions = try container.decode([Interruption].self, forKey: .interruptions)
         state = try container.decodeIfPresent(JSONValue.self, forKey: .state)
         agent = try container.decodeIfPresent(String.self, forKey: .agent)
+        calls = try container.decodeIfPresent([ToolCallRequest].self, forKey: .calls) ?? []
+        outcome = try container.decodeIfPresent(JSONValue.self, forKey: .outcome)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -94,6 +108,8 @@ public struct RunResult: Sendable, Hashable, Codable {
         try container.encode(interruptions, forKey: .interruptions)
         try container.encodeIfPresent(state, forKey: .state)
         try container.encodeIfPresent(agent, forKey: .agent)
+        if calls != [] { try container.encode(calls, forKey: .calls) }
+        try container.encodeIfPresent(outcome, forKey: .outcome)
     }
 }
 

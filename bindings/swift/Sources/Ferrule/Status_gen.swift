@@ -6,7 +6,8 @@ public enum Status: String, Sendable, Codable {
     case completed
     /// Every call of the last batch returned a successful terminating result.
     case terminated
-    /// The run paused for the host (approvals); it can be resumed.
+    /// The run paused for the host (approvals, or calls it returned for the host to run); it can be
+    /// resumed.
     case interrupted
     /// The host cancelled the run.
     case cancelled

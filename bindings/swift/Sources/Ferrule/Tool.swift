@@ -116,6 +116,12 @@ public final class ToolCall: Sendable {
         }
     }
 
+    /// Which time the call runs: 1, unless the host runs a call a run returned
+    /// again and says so (run input `invoke` with `attempt`), as after a
+    /// crash. A tool that must not do its work twice keys it by `id` and looks
+    /// for an earlier attempt's. 0 once the call was answered.
+    public var attempt: Int { Int(ferrule_tool_call_attempt(handle)) }
+
     /// Whether the call timed out or its run was cancelled (its task is cancelled too).
     public var isCancelled: Bool { ferrule_tool_call_is_cancelled(handle) }
 

@@ -55,6 +55,7 @@ internal class FerruleLibrary {
 
     external fun ferrule_tool_call_strings(call: Pointer?, id: Pointer?, name: Pointer?, arguments: Pointer?)
     external fun ferrule_tool_call_traceparent(call: Pointer?): FerruleStr.ByValue
+    external fun ferrule_tool_call_attempt(call: Pointer?): Int
     /** C's `bool` is one byte, of which JNA's `Boolean` would read four. */
     external fun ferrule_tool_call_is_cancelled(call: Pointer?): Byte
     external fun ferrule_tool_call_update(call: Pointer, json: ByteArray, len: NativeLong): Pointer?

@@ -45,6 +45,16 @@ data class RunResult(
      * null when no handoff was made.
      */
     val agent: String?,
+    /**
+     * The calls an `interrupted` run returned for the host to run (run input `"calls": "return"`),
+     * with the arguments their function gets, in call order; empty otherwise.
+     */
+    val calls: List<ToolCallRequest> = emptyList(),
+    /**
+     * How the call of an `invoke` run ended, for the resume's `results`; absent otherwise, and when
+     * the run was cancelled first.
+     */
+    val outcome: JsonElement? = null,
 )
 
 /**

@@ -11,7 +11,10 @@ enum class Status {
     @SerialName("completed") COMPLETED,
     /** Every call of the last batch returned a successful terminating result. */
     @SerialName("terminated") TERMINATED,
-    /** The run paused for the host (approvals); it can be resumed. */
+    /**
+     * The run paused for the host (approvals, or calls it returned for the host to run); it can be
+     * resumed.
+     */
     @SerialName("interrupted") INTERRUPTED,
     /** The host cancelled the run. */
     @SerialName("cancelled") CANCELLED,

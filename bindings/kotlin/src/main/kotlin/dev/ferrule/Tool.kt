@@ -99,6 +99,14 @@ class ToolCall internal constructor(internal val handle: Pointer) {
 
     private val lent = LentStrings(handle)
 
+    /**
+     * Which time the call runs: 1, unless the host runs a call a run returned
+     * again and says so (run input `invoke` with `attempt`), as after a crash.
+     * A tool that must not do its work twice keys it by [id] and looks for an
+     * earlier attempt's. 0 once the call was answered.
+     */
+    val attempt: Int get() = Native.lib.ferrule_tool_call_attempt(handle)
+
     /** Whether the call timed out or its run was cancelled (true as well once the call was answered). */
     val isCancelled: Boolean get() = Native.lib.ferrule_tool_call_is_cancelled(handle) != 0.toByte()
 
