@@ -152,16 +152,19 @@ func ResumeWithResults(state json.RawMessage, results map[string]json.RawMessage
 // asked (the returning run asked them), and the function runs bounded by the
 // tool's timeout, with its updates as events; cancelling the run cancels the
 // call. attempt is which time the host runs the call (1 the first time; 0
-// means 1), which the tool reads with Call.Attempt to do its work once. The
-// result's Outcome is what ResumeWithResults takes for the call.
-func Invoke(call ToolCall, attempt int) Input {
+// means 1), which the tool reads with Call.Attempt to do its work once.
+// handedTo are the handoffs the returning run had made (its state's
+// "handed_to"), which lead to the agent whose tool the call is. The result's
+// Outcome is what ResumeWithResults takes for the call.
+func Invoke(call ToolCall, attempt int, handedTo ...string) Input {
 	if attempt == 0 {
 		attempt = 1
 	}
 	data, err := json.Marshal(struct {
-		Invoke  ToolCall `json:"invoke"`
-		Attempt int      `json:"attempt"`
-	}{call, attempt})
+		Invoke   ToolCall `json:"invoke"`
+		Attempt  int      `json:"attempt"`
+		HandedTo []string `json:"handed_to,omitempty"`
+	}{call, attempt, handedTo})
 	if err != nil {
 		panic(err) // a ToolCall always marshals
 	}

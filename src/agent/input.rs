@@ -98,6 +98,9 @@ pub enum RunSource {
         /// Which time the host runs the call (1 the first time), for a tool
         /// that must not do its work twice.
         attempt: u32,
+        /// The handoffs the returning run had made (its state's
+        /// `handed_to`): the call is a tool's of the agent they lead to.
+        handed_to: Vec<String>,
     },
 }
 
@@ -150,6 +153,12 @@ pub(crate) struct InputRepr {
     #[serde(default, deserialize_with = "given")]
     #[schemars(with = "u32")]
     attempt: Option<u32>,
+    /// With `invoke`: the handoffs the run that returned the call had made,
+    /// in order (its state's `handed_to`); the call is then a tool's of the
+    /// agent they lead to.
+    #[serde(default, deserialize_with = "given")]
+    #[schemars(with = "Vec<String>")]
+    handed_to: Option<Vec<String>>,
     /// Who runs the calls of the run's batches: `run` (ferrule, the default)
     /// or `return` (the run stops where it would start them, status
     /// `interrupted`, and lists them in its result's `calls`, for the host
@@ -236,21 +245,21 @@ impl RunInput {
 
 impl RunSource {
     fn from_repr(repr: InputRepr) -> Result<Self> {
-        if repr.attempt.is_some() && repr.invoke.is_none() {
-            return Err(Error::invalid_arg("run input: \"attempt\" goes with \"invoke\""));
+        if (repr.attempt.is_some() || repr.handed_to.is_some()) && repr.invoke.is_none() {
+            return Err(Error::invalid_arg("run input: \"attempt\" and \"handed_to\" go with \"invoke\""));
         }
         if repr.results.is_some() && repr.resume.is_none() {
             return Err(Error::invalid_arg("run input: \"results\" go with \"resume\""));
         }
         if let Some(call) = repr.invoke {
             if repr.prompt.is_some() || repr.messages.is_some() || repr.execute.is_some() || repr.resume.is_some() {
-                return Err(Error::invalid_arg("run input: \"invoke\" takes \"attempt\" only"));
+                return Err(Error::invalid_arg("run input: \"invoke\" takes \"attempt\" and \"handed_to\" only"));
             }
             let attempt = repr.attempt.unwrap_or(1);
             if attempt == 0 {
                 return Err(Error::invalid_arg("run input: attempt counts from 1"));
             }
-            return Ok(RunSource::Invoke { call, attempt });
+            return Ok(RunSource::Invoke { call, attempt, handed_to: repr.handed_to.unwrap_or_default() });
         }
         if let Some(state) = repr.resume {
             if repr.prompt.is_some() || repr.messages.is_some() || repr.execute.is_some() {

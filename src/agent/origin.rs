@@ -66,16 +66,17 @@ impl Agent {
             RunSource::Prompt(prompt) => RunOrigin::fresh(self, vec![Message::User(UserMessage::text(prompt))], None),
             RunSource::Messages(messages) => RunOrigin::fresh(self, messages, None),
             RunSource::Execute { messages, execute } => RunOrigin::fresh(self, messages, Some(execute)),
-            RunSource::Invoke { call, attempt } => {
+            RunSource::Invoke { call, attempt, handed_to } => {
                 if input.tools.is_some() {
                     return Err(Error::invalid_arg("run input: \"invoke\" takes no \"tools\": it runs the call's"));
                 }
+                let agent = self.handed_to(&handed_to)?;
                 let invoked = Invoked::new(call, attempt);
-                let (parts, tool) = (self.parts(), invoked.tool());
+                let (parts, tool) = (agent.parts(), invoked.tool());
                 if !parts.may_offer(tool) {
                     return Err(Error::invalid_arg(format!(
                         "run input: invoke: the agent has no tool \"{tool}\" (it has {})",
-                        self.tool_names().join(", ")
+                        agent.tool_names().join(", ")
                     )));
                 }
                 if parts.called.contains_key(tool) || parts.handoffs.contains_key(tool) {
@@ -83,7 +84,8 @@ impl Agent {
                         "run input: invoke: \"{tool}\" is an agent or a handoff, whose calls run inside the run that made them"
                     )));
                 }
-                let mut origin = RunOrigin::fresh(self, Vec::new(), None);
+                let mut origin = RunOrigin::fresh(&agent, Vec::new(), None);
+                origin.progress.handed_to = handed_to;
                 origin.invoke = Some(Box::new(invoked));
                 origin
             }
@@ -148,7 +150,7 @@ impl Agent {
                 Some(handoff) => handoff.agent.clone(),
                 None => {
                     return Err(Error::invalid_arg(format!(
-                        "run input: resume: the state's run was handed to \"{name}\", which the agent answering before it cannot hand off to; resume with an agent built from the same configuration, tools and agents"
+                        "run input: the run was handed to \"{name}\", which the agent answering before it cannot hand off to; start it on an agent built from the same configuration, tools and agents"
                     )))
                 }
             };

@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::common::agents::{as_tool, with_agents};
 use crate::common::*;
 use ferrule::agent::{Agent, RunInput, RunResult, RunStatus};
 use ferrule::tool::{Invocation, Tool, ToolOutcome, ToolResult};
@@ -194,8 +195,8 @@ fn an_invoke_run_checks_the_arguments_tells_the_attempt_and_asks_no_approval() {
     for (json, says) in [
         (json!({"invoke": {"id": "c1", "name": "nope", "arguments": "{}"}}), "has no tool \"nope\""),
         (json!({"invoke": call, "attempt": 0}), "attempt counts from 1"),
-        (json!({"prompt": "a", "attempt": 2}), "\"attempt\" goes with \"invoke\""),
-        (json!({"invoke": call, "prompt": "a"}), "\"invoke\" takes \"attempt\" only"),
+        (json!({"prompt": "a", "attempt": 2}), "\"attempt\" and \"handed_to\" go with \"invoke\""),
+        (json!({"invoke": call, "prompt": "a"}), "\"invoke\" takes \"attempt\" and \"handed_to\" only"),
         (json!({"invoke": call, "tools": ["add"]}), "takes no \"tools\""),
         (json!({"invoke": call, "calls": "return"}), "goes with \"prompt\""),
         (json!({"execute": {"tool_calls": []}, "calls": "return"}), "goes with \"prompt\""),
@@ -295,4 +296,40 @@ fn cancelling_an_invoke_run_reaches_the_tool_and_leaves_no_outcome() {
     let events = events.lock().unwrap();
     let end = of_type(&events, "tool_execution_end")[0];
     assert!(end["result"]["content"][0]["text"].as_str().unwrap().contains("cancelled"), "{end}");
+}
+
+#[test]
+fn after_a_handoff_a_returned_call_is_invoked_on_the_agent_it_was_handed_to() {
+    use ferrule::agent::{AgentToolMode, AgentToolOptions, AgentToolSpec, HandoffMessages};
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let billing = agent(
+        json!([{}, {"tool_calls": [call("b1", "invoice", json!({}))]}, {"text": "invoiced"}]),
+        json!({}),
+        vec![logged("invoice", json!({}), &log)],
+    );
+    let options = AgentToolOptions { handoff_messages: Some(HandoffMessages::All), ..AgentToolOptions::default() };
+    let handoff = AgentToolSpec { mode: AgentToolMode::Handoff, options, ..as_tool("billing", &billing) };
+    let front = with_agents(
+        json!([{"tool_calls": [call("h1", "transfer_to_billing", json!({}))]}]),
+        json!({}),
+        vec![],
+        vec![handoff],
+    );
+    let first = run_input(&front, input(json!({"prompt": "my bill", "calls": "return"}))).0;
+    let json = json_of(&first);
+    assert_eq!(ids(&json["calls"]), ["b1"], "the handoff itself ran inside the run");
+    assert_eq!(json["state"]["handed_to"], json!(["billing"]));
+    let call = &json["calls"][0];
+    let error = front.start(input(json!({"invoke": call})), None).err().expect("refused");
+    assert!(error.message.contains("has no tool \"invoice\""), "{}", error.message);
+    let invoked = run_input(&front, input(json!({"invoke": call, "handed_to": ["billing"]}))).0;
+    assert_eq!(invoked.agent.as_deref(), Some("billing"));
+    let outcome = json_of(&invoked)["outcome"].clone();
+    let done = run_input(&front, resumed(&first, json!({"b1": outcome}))).0;
+    assert_eq!(done.status, RunStatus::Completed, "{:?}", done.error);
+    assert_eq!(json_of(&done)["final"]["content"][0]["text"], "invoiced");
+    assert_eq!(log.lock().unwrap().len(), 1);
+    let nowhere = input(json!({"invoke": call, "handed_to": ["nowhere"]}));
+    let error = front.start(nowhere, None).err().expect("refused");
+    assert!(error.message.contains("handed to \"nowhere\""), "{}", error.message);
 }
