@@ -11,7 +11,7 @@ VERSION  := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 ABI_VERSION := $(shell sed -n 's/^\#define FERRULE_ABI_VERSION //p' include/ferrule.h)
 CFLAGS_EXAMPLE := -std=c11 -Wall -Wextra -Werror -pedantic -O2 -Iinclude
 
-.PHONY: fuzz soak test-miri test-loom all lib dist install install-files notices notices-check setup-packages release-libs release release-go aar test-packages demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
+.PHONY: test-temporal demo-temporal temporal-server fuzz soak test-miri test-loom all lib dist install install-files notices notices-check setup-packages release-libs release release-go aar test-packages demo demo-approval demo-go demo-swift test-swift test-kotlin test-mcp-conformance demo-kotlin kotlin-jar kotlin-native bench-kotlin bench bench-mcp bench-go bench-swift xcframework setup test test-rust test-header test-c test-go header header-check judge schema generate clean
 
 all: lib
 
@@ -77,7 +77,7 @@ demo-approval: $(BUILD)/approval
 
 # Every suite, in order, each one's wall time printed after it and all of them
 # at the end.
-SUITES = test-rust test-miri test-loom test-mcp-conformance test-header test-c test-go test-swift test-kotlin test-packages
+SUITES = test-rust test-miri test-loom test-mcp-conformance test-header test-c test-go test-temporal test-swift test-kotlin test-packages
 test: setup
 	@mkdir -p $(BUILD); : > $(BUILD)/suite-times.txt
 	@for suite in $(SUITES); do \
@@ -188,6 +188,27 @@ test-go: lib judge
 	cd bindings/go && PKG_CONFIG_PATH=$(CURDIR)/$(BUILD)/prefix/lib/pkgconfig \
 		LD_LIBRARY_PATH=$(CURDIR)/$(BUILD)/prefix/lib FERRULE_OBSERVATIONS=$(CURDIR)/$(BUILD)/conformance/go-system PATH=$(MCP_TEST_PATH) \
 		go test -tags ferrule_system -count=1 -run Conformance ./...
+
+# Durable runs on Temporal (bindings/go/temporal, a Go module of its own): its
+# tests against a real Temporal server in a process of their own (the
+# testserver module: go.temporal.io/server's temporaltest, on 127.0.0.1, which
+# needs a newer Go than the machine's, fetched once as a toolchain module),
+# under the race detector, and the example against the same server.
+TEMPORAL_SERVER = $(BUILD)/temporal-test-server
+TEMPORAL_GO = go1.27.3
+temporal-server:
+	cd bindings/go/temporal/testserver && GOTOOLCHAIN=$(TEMPORAL_GO) go build -o $(CURDIR)/$(TEMPORAL_SERVER) .
+test-temporal: lib temporal-server
+	cd bindings/go/temporal && go vet $(GO_LOCAL) ./... && \
+		FERRULE_TEMPORAL_SERVER=$(CURDIR)/$(TEMPORAL_SERVER) go test $(GO_LOCAL) -race -count=1 ./...
+	cd examples/go/temporal && go vet $(GO_LOCAL) ./...
+	out=$$(cd examples/go/temporal && $(CURDIR)/scripts/temporal-dev.sh $(CURDIR)/$(TEMPORAL_SERVER) go run $(GO_LOCAL) . demo) || { echo "$$out"; exit 1; }; \
+		echo "$$out" && echo "$$out" | grep -q "answer: C-100 is on the Gold plan; I emailed them."
+
+# The Temporal example's demo beside a throwaway server (README, "Durable runs
+# on Temporal").
+demo-temporal: lib temporal-server
+	cd examples/go/temporal && $(CURDIR)/scripts/temporal-dev.sh $(CURDIR)/$(TEMPORAL_SERVER) go run $(GO_LOCAL) . demo
 
 # The Swift binding, built and tested inside a Debian trixie root (scripts/swift.sh):
 # swift-format's lint (bindings/swift/.swift-format), its tests, the same under

@@ -1,0 +1,157 @@
+package ferruletemporal
+
+import (
+	"encoding/json"
+	"fmt"
+
+	ferrule "github.com/ferrule-dev/ferrule/bindings/go"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+)
+
+// Request starts an agent run workflow: the agent's name (as the workers
+// registered it), a prompt or a transcript, and the options.
+type Request struct {
+	// Agent is the name the workers registered the agent under.
+	Agent string `json:"agent"`
+	// Prompt starts the run from one user message, unless Messages is given.
+	Prompt string `json:"prompt,omitempty"`
+	// Messages starts the run from a transcript.
+	Messages []ferrule.Message `json:"messages,omitempty"`
+	// Options bound the activities and the workflow's growth.
+	Options Options `json:"options"`
+	// Carried is what a run that continued as new carries over; nil when a
+	// client starts it.
+	Carried *Carried `json:"carried,omitempty"`
+}
+
+// Carried is what one workflow run hands the next when it continues as new:
+// the step to go on with, and what the queries answer.
+type Carried struct {
+	Next       StepInput                   `json:"next"`
+	Usage      ferrule.Usage               `json:"usage"`
+	Rounds     int                         `json:"rounds"`
+	Steps      int                         `json:"steps"`
+	Events     []json.RawMessage           `json:"events,omitempty"`
+	EventCount int                         `json:"event_count"`
+	Decisions  map[string]ferrule.Decision `json:"decisions,omitempty"`
+}
+
+// Response is how the run ended (any status but interrupted, which the
+// workflow waits through).
+type Response struct {
+	Status   ferrule.Status    `json:"status"`
+	Final    *ferrule.Message  `json:"final,omitempty"`
+	Output   json.RawMessage   `json:"output,omitempty"`
+	Usage    ferrule.Usage     `json:"usage"`
+	Rounds   int               `json:"rounds"`
+	Error    *ferrule.Error    `json:"error,omitempty"`
+	Agent    string            `json:"agent,omitempty"`
+	Messages []ferrule.Message `json:"messages,omitempty"`
+	// Steps counts the workflow's steps, across continue-as-new.
+	Steps int `json:"steps"`
+}
+
+// Events answers QueryEvents: the latest events (up to Options.EventsKept),
+// and how many the run has sent in all.
+type Events struct {
+	Events []json.RawMessage `json:"events"`
+	Count  int               `json:"count"`
+}
+
+// AgentRun is the workflow: step after step, each an activity, until the run
+// ends. A step that returns calls runs each as an activity, all at once (the
+// run returns no more than may run together); a step that stops for approval
+// waits for SignalDecide until every waiting call has a decision. It reads
+// nothing but its input, its activities' results and its signals, so it
+// replays the same.
+func AgentRun(ctx workflow.Context, req Request) (*Response, error) {
+	options := req.Options.withDefaults()
+	run := newProgress(req, options)
+	if err := run.answerQueries(ctx); err != nil {
+		return nil, err
+	}
+	decisions := workflow.GetSignalChannel(ctx, SignalDecide)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var given map[string]ferrule.Decision
+			decisions.Receive(ctx, &given)
+			run.take(given)
+		}
+	})
+	stepCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: options.StepTimeout,
+		HeartbeatTimeout:    options.Heartbeat,
+		RetryPolicy:         options.StepRetry,
+		WaitForCancellation: true,
+	})
+	callCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: options.CallTimeout,
+		HeartbeatTimeout:    options.Heartbeat,
+		RetryPolicy:         options.CallRetry,
+		WaitForCancellation: true,
+	})
+	next := run.first(req)
+	for steps := 0; ; steps++ {
+		if steps > 0 && (steps >= options.StepsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
+			// Decisions signalled but not yet taken go along too.
+			var given map[string]ferrule.Decision
+			for decisions.ReceiveAsync(&given) {
+				run.take(given)
+			}
+			req.Carried = run.carry(next)
+			return nil, workflow.NewContinueAsNewError(ctx, WorkflowName, req)
+		}
+		var out StepOutput
+		if err := workflow.ExecuteActivity(stepCtx, StepActivityName, next).Get(ctx, &out); err != nil {
+			return nil, err
+		}
+		result := out.Result
+		if result == nil {
+			return nil, temporal.NewNonRetryableApplicationError("a step returned no result", "ferrule.NoResult", nil)
+		}
+		run.record(out)
+		switch {
+		case result.Status != ferrule.StatusInterrupted:
+			return run.response(result), nil
+		case len(result.Interruptions) > 0:
+			decisions, err := run.decide(ctx, result.Interruptions)
+			if err != nil {
+				return nil, err
+			}
+			next = run.resume(result.State, nil, decisions)
+		default:
+			results, err := runCalls(ctx, callCtx, req.Agent, out.HandedTo, result.Calls)
+			if err != nil {
+				return nil, err
+			}
+			next = run.resume(result.State, results, nil)
+		}
+	}
+}
+
+// runCalls runs each call as an activity, all at once, and gathers their
+// outcomes by call id. A call whose activity failed for good (its retries
+// spent) is answered as its tool's failure, for the model to see; a
+// cancelled workflow stops here.
+func runCalls(ctx, callCtx workflow.Context, agent string, handedTo []string, calls []ferrule.ToolCall) (map[string]json.RawMessage, error) {
+	futures := make([]workflow.Future, len(calls))
+	for i, call := range calls {
+		input := CallInput{Agent: agent, Call: call, HandedTo: handedTo}
+		futures[i] = workflow.ExecuteActivity(callCtx, CallActivityName, input)
+	}
+	results := make(map[string]json.RawMessage, len(calls))
+	for i, future := range futures {
+		var outcome json.RawMessage
+		err := future.Get(ctx, &outcome)
+		switch {
+		case err == nil:
+			results[calls[i].ID] = outcome
+		case temporal.IsCanceledError(err) || ctx.Err() != nil:
+			return nil, err
+		default:
+			results[calls[i].ID] = ferrule.FailedOutcome(fmt.Sprintf("The call to %q could not be run: %v", calls[i].Name, err))
+		}
+	}
+	return results, nil
+}
