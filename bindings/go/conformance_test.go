@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +42,12 @@ type scenario struct {
 		Tools      []scenarioTool      `json:"tools"`
 		StatePatch map[string]any      `json:"state_patch"`
 		Decisions  map[string]Decision `json:"decisions"`
-		Expect     expectation         `json:"expect"`
+		// RunReturned runs the calls the last run returned, each an Invoke
+		// run (the attempt given), and resumes with their outcomes.
+		RunReturned *struct {
+			Attempt int `json:"attempt"`
+		} `json:"run_returned"`
+		Expect expectation `json:"expect"`
 	} `json:"resumes"`
 }
 
@@ -80,6 +86,7 @@ type behaviour struct {
 	Result           json.RawMessage   `json:"result"`
 	ResultJSON       *string           `json:"result_json"`
 	Echo             bool              `json:"echo"`
+	Attempt          bool              `json:"attempt"`
 	Fail             *string           `json:"fail"`
 	NeverComplete    bool              `json:"never_complete"`
 	CompleteOnCancel bool              `json:"complete_on_cancel"`
@@ -247,6 +254,8 @@ func perform(b behaviour, s *scenarioRun) func(context.Context, *Call, json.RawM
 			return RawResult(*b.ResultJSON), nil
 		case b.Echo:
 			return string(args), nil
+		case b.Attempt:
+			return fmt.Sprintf("attempt %d", call.Attempt()), nil
 		default:
 			return RawResult(b.Result), nil
 		}
@@ -380,7 +389,12 @@ func runScenario(t *testing.T, path, name string, hostModel bool) observation {
 				break
 			}
 		}
-		step, next := runStep(t, on, Resume(state, resume.Decisions), resume.Expect, shared)
+		input := Resume(state, resume.Decisions)
+		if resume.RunReturned != nil {
+			input = ResumeWithResults(state, runReturned(t, on, result.Calls, resume.RunReturned.Attempt))
+			input.ReturnCalls = true
+		}
+		step, next := runStep(t, on, input, resume.Expect, shared)
 		seen.Steps = append(seen.Steps, step)
 		if next != nil {
 			result = next
@@ -390,6 +404,20 @@ func runScenario(t *testing.T, path, name string, hostModel bool) observation {
 		}
 	}
 	return seen
+}
+
+// runReturned runs each of calls (a result's returned calls) as an Invoke run
+// on agent, the attempt-th time: their outcomes by call id.
+func runReturned(t *testing.T, agent *Agent, calls []ToolCall, attempt int) map[string]json.RawMessage {
+	outcomes := map[string]json.RawMessage{}
+	for _, call := range calls {
+		result, err := agent.Run(context.Background(), Invoke(call, attempt))
+		if err != nil {
+			t.Fatalf("invoke %s: %v", call.ID, err)
+		}
+		outcomes[call.ID] = result.Outcome
+	}
+	return outcomes
 }
 
 // buildAgent builds an agent of config with tools made from specs, hooks, and
@@ -468,8 +496,9 @@ func withCassetteInScenariosDir(t *testing.T, config json.RawMessage) json.RawMe
 	return rewritten
 }
 
-// scenarioInput is the scenario's input, its "tools" given as Input.Tools and
-// its "result_messages": "none" as Input.WithoutMessages.
+// scenarioInput is the scenario's input, its "tools" given as Input.Tools,
+// its "result_messages": "none" as Input.WithoutMessages and its "calls":
+// "return" as Input.ReturnCalls.
 func scenarioInput(t *testing.T, raw json.RawMessage) Input {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
@@ -490,8 +519,16 @@ func scenarioInput(t *testing.T, raw json.RawMessage) Input {
 		without = true
 		delete(fields, "result_messages")
 	}
+	returning := false
+	if value, ok := fields["calls"]; ok {
+		if string(value) != `"return"` {
+			t.Fatalf("the runner gives calls only as ReturnCalls, not %s", value)
+		}
+		returning = true
+		delete(fields, "calls")
+	}
 	data, _ := json.Marshal(fields)
-	return Input{json: data, Tools: tools, WithoutMessages: without}
+	return Input{json: data, Tools: tools, WithoutMessages: without, ReturnCalls: returning}
 }
 
 // runStep starts input on agent and observes the run: its events and result as

@@ -165,9 +165,9 @@ pub(crate) async fn execute(
             let Some((index, (call, check))) = pending.next() else { break };
             // The first call with an id takes what was kept for it (a later
             // one repeating the id is invalid, as it was then).
-            if let Some(result) = carried.ran.remove(&call.id) {
+            if let Some(ran) = carried.take_ran(&call.id) {
                 // It ran (with its events) in the run that stopped.
-                recorder.keep(index, result);
+                recorder.keep(index, ran);
                 continue;
             }
             let source = check.as_ref().map_or(ToolSource::Function, |valid| valid.tool.function().source());
@@ -336,8 +336,8 @@ fn finished<'a>(
 /// those the batch did not reach (the first call with an id takes it).
 fn keep_ran(recorder: &mut Recorder<'_>, calls: &[ToolCall], carried: &mut CarriedOver) {
     for (index, call) in calls.iter().enumerate() {
-        if let Some(result) = carried.ran.remove(&call.id) {
-            recorder.keep(index, result);
+        if let Some(ran) = carried.take_ran(&call.id) {
+            recorder.keep(index, ran);
         }
     }
 }

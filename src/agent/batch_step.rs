@@ -67,8 +67,16 @@ pub(crate) async fn run_batch(
         // first call with an id has it; a later one repeating the id is
         // answered again).
         let mut ids = HashSet::new();
-        let firsts = message.tool_calls.iter().zip(outcome.results).filter(|(call, _)| ids.insert(call.id.as_str()));
-        carried.ran.extend(firsts.filter_map(|(call, result)| Some((call.id.clone(), result?))));
+        let results = outcome.results.into_iter().zip(outcome.terminating);
+        let firsts = message.tool_calls.iter().zip(results).filter(|(call, _)| ids.insert(call.id.as_str()));
+        for (call, (result, terminating)) in firsts {
+            if let Some(result) = result {
+                carried.ran.insert(call.id.clone(), result);
+                if terminating {
+                    carried.terminating.insert(call.id.clone());
+                }
+            }
+        }
         progress.messages.push(Message::Assistant(message));
         progress.turn_tools = turn_tools;
         return match outcome.returned.is_empty() {

@@ -6,6 +6,7 @@
 //! the resume of that run takes for the call.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::batch::{call_end, launch};
@@ -71,14 +72,22 @@ pub(crate) async fn invoke(run: &RunContext, tools: &ToolSet, invoked: &mut Invo
             match ending {
                 Some(ending) => (call_end(call, ending), progress),
                 None => {
-                    let message = format!("The call to \"{}\" was cancelled because the run was cancelled.", call.name);
+                    let why = match run.timed_out.load(Ordering::SeqCst) {
+                        true => "the run ran out of time",
+                        false => "the run was cancelled",
+                    };
+                    let message = format!("The call to \"{}\" was cancelled because {why}.", call.name);
                     recorder.record(0, call, ToolResult::error(message), OnError::Feed, progress.as_ref()).await;
                     return Ending::Cancelled;
                 }
             }
         }
     };
-    let CallEnd { result, tool_failed } = end;
+    let CallEnd { mut result, tool_failed } = end;
+    // Cut as the resumed run will cut it: what the host carries is no more.
+    if config.max_tool_result_bytes > 0 {
+        result.truncate_text(config.max_tool_result_bytes);
+    }
     invoked.outcome = Some(CallOutcome::of(result.clone(), tool_failed));
     // The tool's `on_error` is for the run that resumes with the outcome.
     recorder.record(0, call, result, OnError::Feed, progress.as_ref()).await;

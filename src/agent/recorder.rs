@@ -20,6 +20,8 @@ pub(crate) struct BatchOutcome {
     pub(crate) results: Vec<Option<ToolResultMessage>>,
     /// Every call returned a successful terminating result.
     pub(crate) terminate: bool,
+    /// Which calls returned one, in call order.
+    pub(crate) terminating: Vec<bool>,
     /// A tool with `on_error: fatal` failed.
     pub(crate) fatal: Option<Error>,
     /// The run was cancelled during the batch.
@@ -173,9 +175,11 @@ impl<'a> Recorder<'a> {
         self.fatal.is_some()
     }
 
-    /// Keeps call `index`'s result from before: no event, nothing it adds up to.
-    pub(crate) fn keep(&mut self, index: usize, result: ToolResultMessage) {
+    /// Keeps call `index`'s result from before, and whether it asked the run
+    /// to end: no event, nothing else it adds up to (it did then).
+    pub(crate) fn keep(&mut self, index: usize, (result, terminating): (ToolResultMessage, bool)) {
         self.results[index] = Some(result);
+        self.terminating[index] = terminating;
     }
 
     /// The outcome of a batch that a hook ended (or the run's cancellation while
@@ -211,6 +215,7 @@ impl<'a> Recorder<'a> {
         BatchOutcome {
             results: self.results,
             terminate,
+            terminating: self.terminating,
             fatal: self.fatal,
             cancelled,
             added_tools: self.added_tools,

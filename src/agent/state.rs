@@ -52,6 +52,10 @@ pub(crate) struct CarriedOver {
     /// Results of calls that ran, by call id.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) ran: BTreeMap<String, ToolResultMessage>,
+    /// The calls of `ran` whose result asked the run to end (`terminate`),
+    /// which counts when the batch ends.
+    #[serde(rename = "ran_terminating", skip_serializing_if = "BTreeSet::is_empty")]
+    pub(crate) terminating: BTreeSet<String>,
     /// States of the agents that wait, by the id of the call that runs them.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) nested: BTreeMap<String, RunState>,
@@ -71,6 +75,13 @@ impl CarriedOver {
     /// let run then, so they are not asked about again.
     pub(crate) fn calls(&self) -> BTreeSet<String> {
         self.ran.keys().chain(self.nested.keys()).chain(self.results.keys()).cloned().collect()
+    }
+
+    /// The result the call `id` ran to before the run stopped, and whether
+    /// it asked the run to end: taken, once.
+    pub(crate) fn take_ran(&mut self, id: &str) -> Option<(ToolResultMessage, bool)> {
+        let result = self.ran.remove(id)?;
+        Some((result, self.terminating.remove(id)))
     }
 }
 
@@ -131,6 +142,11 @@ impl JsonSchema for RunState {
                 "ran".to_owned(),
                 serde_json::json!({"type": "object", "additionalProperties": result,
                                    "description": "Results of calls of the waiting batch that ran before an agent it called stopped for approval, by call id."}),
+            );
+            properties.insert(
+                "ran_terminating".to_owned(),
+                serde_json::json!({"type": "array", "items": {"type": "string"},
+                                   "description": "The calls of `ran` whose result asked the run to end (`terminate`)."}),
             );
             properties.insert(
                 "nested".to_owned(),
@@ -209,6 +225,7 @@ impl RunState {
         let awaiting = serde_json::from_value(awaiting).map_err(|e| refuse(format!("state: awaiting: {e}")))?;
         let returned = take_field(&mut fields, "returned")?;
         let ran = take_field(&mut fields, "ran")?;
+        let terminating = take_field(&mut fields, "ran_terminating")?;
         let nested_decided = take_field(&mut fields, "nested_decided")?;
         let mut nested = BTreeMap::new();
         match fields.remove("nested") {
@@ -224,7 +241,7 @@ impl RunState {
             Some(other) => return Err(refuse(format!("state: nested must be an object, not {other}"))),
         }
         let progress = serde_json::from_value(Value::Object(fields)).map_err(|e| refuse(format!("state: {e}")))?;
-        let carried = CarriedOver { ran, nested, nested_decided, results: BTreeMap::new() };
+        let carried = CarriedOver { ran, terminating, nested, nested_decided, results: BTreeMap::new() };
         Ok(RunState { progress, awaiting, returned, carried })
     }
 
@@ -289,6 +306,9 @@ impl RunState {
             if !agrees || carried.nested.contains_key(id) {
                 return Err(refuse(format!("state: the result of call \"{id}\" does not fit the waiting message")));
             }
+        }
+        if let Some(id) = carried.terminating.iter().find(|id| !carried.ran.contains_key(*id)) {
+            return Err(refuse(format!("state: call \"{id}\" asks to end the run with no result of its own")));
         }
         if let Some(id) = carried.nested_decided.keys().find(|id| !carried.nested.contains_key(*id)) {
             return Err(refuse(format!("state: decisions are kept for call \"{id}\", which no agent waits in")));

@@ -83,6 +83,12 @@ static void do_work(cJSON *behaviour, ferrule_tool_call *call) {
         cJSON *text = cJSON_CreateString(args.ptr);
         complete_with(call, text);
         cJSON_Delete(text);
+    } else if (cJSON_IsTrue(cJSON_GetObjectItem(behaviour, "attempt"))) {
+        char said[32];
+        snprintf(said, sizeof said, "attempt %u", (unsigned)ferrule_tool_call_attempt(call));
+        cJSON *text = cJSON_CreateString(said);
+        complete_with(call, text);
+        cJSON_Delete(text);
     } else {
         complete_with(call, cJSON_GetObjectItem(behaviour, "result"));
     }
@@ -586,9 +592,38 @@ static cJSON *run_step(ferrule_agent *agent, const cJSON *input, const cJSON *ex
     return step;
 }
 
-/* The input that resumes from `state` with the step's decisions; the step's
- * `state_patch` fields replace the state's. */
-static cJSON *resume_input(const cJSON *state, const cJSON *step) {
+/* Runs each of `calls` (a result's returned calls) as an `invoke` run on
+ * `agent`, the `attempt`th time: their outcomes by call id. */
+static cJSON *run_returned(ferrule_agent *agent, const cJSON *calls, int attempt) {
+    cJSON *outcomes = cJSON_CreateObject();
+    const cJSON *call;
+    cJSON_ArrayForEach(call, calls) {
+        cJSON *input = cJSON_CreateObject();
+        cJSON_AddItemToObject(input, "invoke", cJSON_Duplicate(call, 1));
+        cJSON_AddNumberToObject(input, "attempt", attempt);
+        char *text = print_json(input);
+        cJSON_Delete(input);
+        ferrule_run *run = NULL;
+        cJSON *result = NULL;
+        if (harness_expect_ok(ferrule_agent_start(agent, STR(text), NULL, NULL, NULL, &run), __FILE__, __LINE__)) {
+            char *result_text = harness_wait(run);
+            result = result_text ? cJSON_Parse(result_text) : NULL;
+            ferrule_string_free(result_text);
+            ferrule_run_free(run);
+        }
+        free(text);
+        cJSON *outcome = cJSON_DetachItemFromObject(result, "outcome");
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItem(call, "id"));
+        cJSON_AddItemToObject(outcomes, id ? id : "", outcome ? outcome : cJSON_CreateNull());
+        cJSON_Delete(result);
+    }
+    return outcomes;
+}
+
+/* The input that resumes from `state` with the step's decisions, or with
+ * `run_returned` the outcomes of the calls the last run returned (`calls`),
+ * run on `agent`; the step's `state_patch` fields replace the state's. */
+static cJSON *resume_input(ferrule_agent *agent, const cJSON *state, const cJSON *calls, const cJSON *step) {
     cJSON *copy = cJSON_Duplicate(state, 1);
     const cJSON *field;
     cJSON_ArrayForEach(field, cJSON_GetObjectItem(step, "state_patch")) {
@@ -597,6 +632,14 @@ static cJSON *resume_input(const cJSON *state, const cJSON *step) {
     }
     cJSON *input = cJSON_CreateObject();
     cJSON_AddItemToObject(input, "resume", copy);
+    const cJSON *run = cJSON_GetObjectItem(step, "run_returned");
+    if (run) {
+        const cJSON *attempt = cJSON_GetObjectItem(run, "attempt");
+        int n = cJSON_IsNumber(attempt) ? attempt->valueint : 1;
+        cJSON_AddItemToObject(input, "results", run_returned(agent, calls, n));
+        cJSON_AddStringToObject(input, "calls", "return");
+        return input;
+    }
     const cJSON *decisions = cJSON_GetObjectItem(step, "decisions");
     cJSON_AddItemToObject(input, "decisions", decisions ? cJSON_Duplicate(decisions, 1) : cJSON_CreateObject());
     return input;
@@ -632,22 +675,27 @@ static cJSON *run_scenario(const char *name, const cJSON *doc) {
     cJSON *last = run_step(agent, cJSON_GetObjectItem(doc, "input"), cJSON_GetObjectItem(doc, "expect"));
     cJSON_AddItemToArray(steps, last);
     const cJSON *state = cJSON_GetObjectItem(cJSON_GetObjectItem(last, "result"), "state");
+    const cJSON *calls = cJSON_GetObjectItem(cJSON_GetObjectItem(last, "result"), "calls");
     const cJSON *resume;
     cJSON_ArrayForEach(resume, cJSON_GetObjectItem(doc, "resumes")) {
         if (!cJSON_IsObject(state)) break;
-        cJSON *input = resume_input(state, resume);
         ferrule_agent *on = agent;
         cJSON *step = NULL;
         if (cJSON_IsTrue(cJSON_GetObjectItem(resume, "new_agent"))) {
             const cJSON *resume_tools = cJSON_GetObjectItem(resume, "tools");
             on = build_agent(doc, resume_tools ? resume_tools : tools, &step);
         }
-        if (on) step = run_step(on, input, cJSON_GetObjectItem(resume, "expect"));
+        if (on) {
+            cJSON *input = resume_input(on, state, calls, resume);
+            step = run_step(on, input, cJSON_GetObjectItem(resume, "expect"));
+            cJSON_Delete(input);
+        }
         if (on && on != agent) ferrule_agent_free(on);
-        cJSON_Delete(input);
         cJSON_AddItemToArray(steps, step);
-        const cJSON *next = cJSON_GetObjectItem(cJSON_GetObjectItem(step, "result"), "state");
+        const cJSON *result = cJSON_GetObjectItem(step, "result");
+        const cJSON *next = cJSON_GetObjectItem(result, "state");
         if (next) state = next;
+        calls = cJSON_GetObjectItem(result, "calls");
     }
     ferrule_agent_free(agent);
     if (cJSON_IsTrue(cJSON_GetObjectItem(doc, "trace"))) {

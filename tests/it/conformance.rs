@@ -102,6 +102,9 @@ async fn behave(behaviour: Value, call: Invocation, shared: Arc<Shared>) -> Tool
     if behaviour["echo"] == true {
         return ToolOutcome::Completed(ToolResult::text(call.arguments_json()));
     }
+    if behaviour["attempt"] == true {
+        return ToolOutcome::Completed(ToolResult::text(format!("attempt {}", call.attempt())));
+    }
     result_of(&behaviour["result"])
 }
 
@@ -277,6 +280,20 @@ fn observe(agent: &Agent, input: &Value, expect: &Value, shared: &Arc<Shared>, t
     step
 }
 
+/// Runs each of `calls` (a result's returned calls) as an `invoke` run on
+/// `agent`, the `attempt`th time: their outcomes by call id.
+fn run_returned(agent: &Agent, calls: &Value, attempt: u64) -> Value {
+    let mut outcomes = serde_json::Map::new();
+    for call in calls.as_array().into_iter().flatten() {
+        let input =
+            RunInput::from_json(&json!({"invoke": call, "attempt": attempt}).to_string()).expect("invoke input");
+        let result = agent.start(input, None).expect("invoke").wait_blocking().expect("the invoke run ends");
+        let outcome = serde_json::to_value(&result.outcome).unwrap();
+        outcomes.insert(call["id"].as_str().unwrap_or_default().to_owned(), outcome);
+    }
+    Value::Object(outcomes)
+}
+
 /// Runs one scenario: its first run, then each resume from the last state.
 fn run_scenario(scenario: &Scenario, mode: ModelMode) -> Value {
     let document = scenario.document();
@@ -291,25 +308,36 @@ fn run_scenario(scenario: &Scenario, mode: ModelMode) -> Value {
     let tracer = tracer.as_ref();
     let first = observe(&agent, &document["input"], &document["expect"], &shared, tracer);
     let mut state = first.pointer("/result/state").cloned();
+    let mut calls = first.pointer("/result/calls").cloned().unwrap_or(Value::Null);
     steps.push(first);
     for resume in document["resumes"].as_array().into_iter().flatten() {
         let Some(mut from) = state.clone().filter(Value::is_object) else { break };
         for (key, value) in resume["state_patch"].as_object().into_iter().flatten() {
             from[key] = value.clone();
         }
-        let input = json!({"resume": from, "decisions": resume.get("decisions").cloned().unwrap_or(json!({}))});
-        let step = if resume["new_agent"] == true {
-            let tools = resume.get("tools").unwrap_or(&document["tools"]);
-            match self::agent(document, tools, &shared, mode) {
-                Ok(other) => observe(&other, &input, &resume["expect"], &shared, tracer),
-                Err(error) => json!({"runner_error": error}),
-            }
-        } else {
-            observe(&agent, &input, &resume["expect"], &shared, tracer)
+        let other = match resume["new_agent"] == true {
+            true => match self::agent(document, resume.get("tools").unwrap_or(&document["tools"]), &shared, mode) {
+                Ok(other) => Some(other),
+                Err(error) => {
+                    steps.push(json!({"runner_error": error}));
+                    break;
+                }
+            },
+            false => None,
         };
+        let on = other.as_ref().unwrap_or(&agent);
+        let input = match resume.get("run_returned") {
+            Some(how) => {
+                let results = run_returned(on, &calls, how["attempt"].as_u64().unwrap_or(1));
+                json!({"resume": from, "results": results, "calls": "return"})
+            }
+            None => json!({"resume": from, "decisions": resume.get("decisions").cloned().unwrap_or(json!({}))}),
+        };
+        let step = observe(on, &input, &resume["expect"], &shared, tracer);
         if let Some(next) = step.pointer("/result/state") {
             state = Some(next.clone());
         }
+        calls = step.pointer("/result/calls").cloned().unwrap_or(Value::Null);
         steps.push(step);
     }
     json!({"runner": "rust", "scenario": scenario.name(), "steps": steps})

@@ -333,3 +333,38 @@ fn after_a_handoff_a_returned_call_is_invoked_on_the_agent_it_was_handed_to() {
     let error = front.start(nowhere, None).err().expect("refused");
     assert!(error.message.contains("handed to \"nowhere\""), "{}", error.message);
 }
+
+#[test]
+fn a_batch_returned_call_by_call_still_terminates_when_every_result_asks() {
+    let ending = tool("finish", json!({"execution": "sequential"}), |_: Invocation| async move {
+        ToolOutcome::Completed(ToolResult { terminate: true, ..ToolResult::text("finished") })
+    });
+    let script = json!([{"tool_calls": [call("c1", "finish", json!({})), call("c2", "finish", json!({}))]},
+                        {"text": "never asked"}]);
+    let agent = agent(script, json!({}), vec![ending]);
+    let mut result = run_input(&agent, input(json!({"prompt": "end", "calls": "return"}))).0;
+    let mut states = Vec::new();
+    while result.status == RunStatus::Interrupted {
+        states.push(json_of(&result)["state"].clone());
+        let (outcomes, _) = invoke_each(&agent, &result, 1);
+        result = run_input(&agent, resumed(&result, outcomes)).0;
+    }
+    assert_eq!(result.status, RunStatus::Terminated, "{:?}", result.error);
+    assert_eq!(result.rounds, 1, "no model request after the batch");
+    assert_eq!(states[1]["ran_terminating"], json!(["c1"]), "the state keeps what c1 asked");
+}
+
+#[test]
+fn an_outcome_is_cut_as_the_transcript_will_be() {
+    let long =
+        tool(
+            "long",
+            json!({}),
+            |_: Invocation| async move { ToolOutcome::Completed(ToolResult::text("x".repeat(5000))) },
+        );
+    let agent = agent(json!([]), json!({"max_tool_result_bytes": 100}), vec![long]);
+    let call = json!({"id": "c1", "name": "long", "arguments": "{}"});
+    let ran = run_input(&agent, input(json!({"invoke": call}))).0;
+    let text = json_of(&ran)["outcome"]["result"]["content"][0]["text"].as_str().unwrap().to_owned();
+    assert!(text.len() < 400, "{} bytes", text.len());
+}

@@ -1,7 +1,8 @@
 import Foundation
 
-/// What a run starts from: a prompt, a transcript, an execute-only batch, or an
-/// interrupted run's state with decisions.
+/// What a run starts from: a prompt, a transcript, an execute-only batch, an
+/// interrupted run's state with decisions or results, or one call a run
+/// returned.
 public struct RunInput: Sendable {
     private var fields: [String: JSONValue]
 
@@ -44,6 +45,42 @@ public struct RunInput: Sendable {
             (try? JSONCoding.decode(JSONValue.self, from: stateJSON))
             ?? .string(String(decoding: stateJSON, as: UTF8.self))
         return resume(state: state, decisions: decisions)
+    }
+
+    /// Goes on with a run that returned calls (`returningCalls()`), from its
+    /// `RunResult.state`, with how each returned call ended, by call id: an
+    /// `invoke` run's `RunResult.outcome`, or `{"result": <tool result>}` /
+    /// `{"failed": "why"}` for a call run by code of the host's own. Every
+    /// returned call needs one.
+    public static func resume(state: JSONValue, results: [String: JSONValue]) -> RunInput {
+        RunInput(["resume": state, "results": .object(results)])
+    }
+
+    /// Runs one call a run returned (`RunResult.calls`) by its tool alone: the
+    /// arguments checked, no hook or approval asked, the function bounded by
+    /// the tool's timeout, its updates as events, cancelled with the run.
+    /// `attempt` is which time the host runs the call (the tool reads
+    /// `ToolCall.attempt`); `handedTo` are the handoffs the returning run had
+    /// made (its state's `handed_to`). The result's `outcome` is what
+    /// `resume(state:results:)` takes for the call.
+    public static func invoke(_ call: ToolCallRequest, attempt: Int = 1, handedTo: [String] = []) -> RunInput {
+        RunInput([
+            "invoke": JSONValue(encoding: call), "attempt": .integer(Int64(attempt)),
+            "handed_to": .array(handedTo.map(JSONValue.string)),
+        ])
+    }
+
+    /// The input of a run that returns the calls it would start instead of
+    /// running them: it stops, status interrupted, where a batch's calls passed
+    /// validation, hooks and approval, with them in `RunResult.calls` (at most
+    /// as many as would run at once; one for a sequential batch). Run each
+    /// with `invoke` (or code of your own) and go on with
+    /// `resume(state:results:)`. Calls of agents and handoffs still run inside
+    /// the run. Not for `execute` or `invoke`.
+    public func returningCalls() -> RunInput {
+        var input = self
+        input.fields["calls"] = "return"
+        return input
     }
 
     /// The input with `tools` limiting the run to these tools (host and built-in):

@@ -130,7 +130,17 @@ private final class Scenario: Sendable {
                 resume["new_agent"] == true
                 ? try build(config, tools: resume["tools"] ?? spec["tools"], agents: spec["agents"], hooks: hooks())
                 : agent
-            let input = RunInput.resume(state: .object(state), decisions: decisions)
+            var input = RunInput.resume(state: .object(state), decisions: decisions)
+            if let returned = resume["run_returned"] {
+                // Each returned call as an invoke run, the attempt given; their outcomes resume the run.
+                var attempt = 1
+                if case .integer(let given) = returned["attempt"] { attempt = Int(given) }
+                var outcomes: [String: JSONValue] = [:]
+                for call in result?.calls ?? [] {
+                    outcomes[call.id] = try await on.run(.invoke(call, attempt: attempt)).outcome ?? .null
+                }
+                input = RunInput.resume(state: .object(state), results: outcomes).returningCalls()
+            }
             let (next, nextResult) = try await self.step(on, input: input, expect: resume["expect"])
             steps.append(next)
             if let nextResult { result = nextResult }
@@ -237,6 +247,7 @@ private final class Scenario: Sendable {
             }
             if let text = behaviour["result_json"]?.stringValue { return .json(text) }
             if behaviour["echo"] == true { return ToolResult(text: call.argumentsJSON) }
+            if behaviour["attempt"] == true { return ToolResult(text: "attempt \(call.attempt)") }
             return .json((behaviour["result"] ?? .null).json)
         }
     }
@@ -256,6 +267,11 @@ private final class Scenario: Sendable {
         if let traceparent = input["trace_context"]?["traceparent"]?.stringValue {
             base = base.withTraceContext(
                 traceparent: traceparent, tracestate: input["trace_context"]?["tracestate"]?.stringValue)
+        }
+        switch input["calls"] {
+        case nil: break
+        case .string("return"): base = base.returningCalls()
+        case let other?: throw FerruleError(code: .invalidArg, message: "calls \(other) has no RunInput form")
         }
         switch input["result_messages"] {
         case nil: return base

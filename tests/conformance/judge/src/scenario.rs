@@ -322,7 +322,7 @@ pub(crate) fn check_expectations(expect: &Value, result: &Value, events: &[Value
             }
         }
     }
-    for field in ["interruptions", "usage", "rounds", "output", "agent"] {
+    for field in ["interruptions", "calls", "usage", "rounds", "output", "agent"] {
         if let Some(want) = expect.get(field) {
             let got = result.get(field).unwrap_or(&Value::Null);
             if !equal(want, got) {

@@ -6,7 +6,10 @@ import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.encodeToJsonElement
 
-/** What a run starts from: a prompt, a transcript, an execute-only batch, or an interrupted run's state. */
+/**
+ * What a run starts from: a prompt, a transcript, an execute-only batch, an
+ * interrupted run's state, or one call a run returned.
+ */
 class RunInput private constructor(private val fields: Map<String, JsonElement>) {
     /** The input limited to [tools] (host and built-in); null keeps the agent's. */
     fun limitedTo(tools: List<String>?): RunInput =
@@ -33,6 +36,17 @@ class RunInput private constructor(private val fields: Map<String, JsonElement>)
         return with("trace_context", JsonObject(context))
     }
 
+    /**
+     * The input of a run that returns the calls it would start instead of
+     * running them: it stops, status interrupted, where a batch's calls
+     * passed validation, hooks and approval, with them in [RunResult.calls]
+     * (at most as many as would run at once; one for a sequential batch). Run
+     * each with [invoke] (or code of your own) and go on with
+     * [resumeWithResults]. Calls of agents and handoffs still run inside the
+     * run. Not for [execute] or [invoke].
+     */
+    fun returningCalls(): RunInput = with("calls", JsonPrimitive("return"))
+
     internal val json: String get() = JsonObject(fields).toString()
 
     /** The input with [key] set to [value]. */
@@ -47,6 +61,30 @@ class RunInput private constructor(private val fields: Map<String, JsonElement>)
         fun execute(message: Message, context: List<Message> = emptyList()) = RunInput(mapOf(
             "execute" to FerruleJson.encodeToJsonElement(message.copy(role = "assistant")),
             "messages" to FerruleJson.encodeToJsonElement(context)))
+
+        /**
+         * Runs one call a run returned ([RunResult.calls]) by its tool alone:
+         * the arguments checked, no hook or approval asked, the function bounded
+         * by the tool's timeout, its updates as events, cancelled with the run.
+         * [attempt] is which time the host runs the call (the tool reads
+         * [ToolCall.attempt]); [handedTo] are the handoffs the returning run had
+         * made (its state's `handed_to`). The result's [RunResult.outcome] is
+         * what [resumeWithResults] takes for the call.
+         */
+        fun invoke(call: ToolCallRequest, attempt: Int = 1, handedTo: List<String> = emptyList()) = RunInput(mapOf(
+            "invoke" to FerruleJson.encodeToJsonElement(call),
+            "attempt" to JsonPrimitive(attempt),
+            "handed_to" to JsonArray(handedTo.map(::JsonPrimitive))))
+
+        /**
+         * Goes on with a run that returned calls, from its state JSON, with how
+         * each ended by call id: an [invoke] run's [RunResult.outcome], or
+         * `{"result": <tool result>}` / `{"failed": "why"}` for a call run by code
+         * of your own. Every returned call needs one.
+         */
+        fun resumeWithResults(stateJson: String, results: Map<String, JsonElement>) = RunInput(mapOf(
+            "resume" to runCatching { FerruleJson.parseToJsonElement(stateJson) }.getOrElse { JsonPrimitive(stateJson) },
+            "results" to JsonObject(results)))
 
         /** Goes on with an interrupted run from its state JSON, with a decision per interrupted call id. */
         fun resume(stateJson: String, decisions: Map<String, Decision>) = RunInput(mapOf(

@@ -127,7 +127,18 @@ private class Scenario(val name: String, val spec: JsonObject, val hostModel: Bo
             val decisions = FerruleJson.decodeFromJsonElement(
                 MapSerializer(String.serializer(), Decision.serializer()), resume["decisions"] ?: JsonObject(emptyMap()))
             val on = if (resume["new_agent"].isTrue) build(config, resume["tools"] ?: spec["tools"], spec["agents"], hooks()) else agent
-            val (next, nextResult) = step(on, RunInput.resume(patched.toString(), decisions), resume["expect"]?.jsonObject)
+            val returned = resume["run_returned"]?.jsonObject
+            val input = if (returned == null) {
+                RunInput.resume(patched.toString(), decisions)
+            } else {
+                // Each returned call as an invoke run, the attempt given; their outcomes resume the run.
+                val attempt = returned["attempt"]?.jsonPrimitive?.intOrNull ?: 1
+                val outcomes = result.calls.associate { call ->
+                    call.id to (on.run(RunInput.invoke(call, attempt)).outcome ?: JsonNull)
+                }
+                RunInput.resumeWithResults(patched.toString(), outcomes).returningCalls()
+            }
+            val (next, nextResult) = step(on, input, resume["expect"]?.jsonObject)
             steps += next
             if (nextResult != null) result = nextResult
             if (on !== agent) on.close()
@@ -219,6 +230,8 @@ private class Scenario(val name: String, val spec: JsonObject, val hostModel: Bo
                 behaviour["result_json"].text
                     ?: if (behaviour["echo"].isTrue) {
                         JsonPrimitive(call.arguments).toString()
+                    } else if (behaviour["attempt"].isTrue) {
+                        JsonPrimitive("attempt ${call.attempt}").toString()
                     } else {
                         (behaviour["result"] ?: JsonNull).toString()
                     }
@@ -239,9 +252,14 @@ private class Scenario(val name: String, val spec: JsonObject, val hostModel: Bo
         val context = input["trace_context"]?.jsonObject
         val traced = context?.let { base.withTraceContext(it["traceparent"].text!!, it["tracestate"].text) } ?: base
         val limited = traced.limitedTo(tools)
-        return when (val messages = input["result_messages"]) {
+        val returning = when (val calls = input["calls"]) {
             null -> limited
-            JsonPrimitive("none") -> limited.withoutMessages()
+            JsonPrimitive("return") -> limited.returningCalls()
+            else -> error("calls $calls has no RunInput form")
+        }
+        return when (val messages = input["result_messages"]) {
+            null -> returning
+            JsonPrimitive("none") -> returning.withoutMessages()
             else -> error("result_messages $messages has no RunInput form")
         }
     }
