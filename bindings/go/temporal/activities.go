@@ -30,8 +30,8 @@ type StepInput struct {
 	Results      map[string]json.RawMessage  `json:"results,omitempty"`
 	Decisions    map[string]ferrule.Decision `json:"decisions,omitempty"`
 	WithMessages bool                        `json:"with_messages,omitempty"`
-	// StateLimit is Options.StateLimit.
-	StateLimit int `json:"state_limit"`
+	// PayloadLimit is Options.PayloadLimit.
+	PayloadLimit int `json:"payload_limit"`
 }
 
 // StepOutput is how a step stopped: the ferrule result (calls returned,
@@ -50,6 +50,8 @@ type CallInput struct {
 	Agent    string           `json:"agent"`
 	Call     ferrule.ToolCall `json:"call"`
 	HandedTo []string         `json:"handed_to,omitempty"`
+	// PayloadLimit is Options.PayloadLimit.
+	PayloadLimit int `json:"payload_limit"`
 }
 
 // Step runs the run one step: the input's ferrule run, with its calls
@@ -76,7 +78,7 @@ func (a *Activities) Step(ctx context.Context, in StepInput) (*StepOutput, error
 	input.ReturnCalls = true
 	input.WithoutMessages = !in.WithMessages
 	var events []json.RawMessage
-	result, err := runBeating(ctx, agent, input, func(event ferrule.Event) {
+	result, err := runBeating(ctx, agent, input, func(event ferrule.Event, _ *heartbeat) {
 		if kept(event) {
 			if data, err := json.Marshal(ferrule.NestedEvent{Event: event}); err == nil {
 				events = append(events, data)
@@ -89,12 +91,6 @@ func (a *Activities) Step(ctx context.Context, in StepInput) (*StepOutput, error
 	if result.Status == ferrule.StatusFailed && result.Error != nil && worthRetrying(result.Error.Code) {
 		return nil, temporal.NewApplicationError(result.Error.Message, "ferrule."+result.Error.Code.String())
 	}
-	if in.StateLimit > 0 && len(result.State) > in.StateLimit {
-		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"the run's state is %d bytes, over its limit of %d (Options.StateLimit): keep the transcript shorter "+
-				"(a turn_start hook may replace the history) or compress payloads (DataConverter)",
-			len(result.State), in.StateLimit), "ferrule.StateTooLarge", nil)
-	}
 	var handoffs struct {
 		HandedTo []string `json:"handed_to"`
 	}
@@ -103,7 +99,30 @@ func (a *Activities) Step(ctx context.Context, in StepInput) (*StepOutput, error
 			return nil, temporal.NewNonRetryableApplicationError("the run's state is not JSON: "+err.Error(), "ferrule.BadState", err)
 		}
 	}
-	return &StepOutput{Result: result, HandedTo: handoffs.HandedTo, Events: events}, nil
+	out := &StepOutput{Result: result, HandedTo: handoffs.HandedTo, Events: events}
+	if err := withinLimit(out, in.PayloadLimit, "the step's output (the run's state and events)"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// withinLimit fails for good when output's JSON takes more than limit bytes
+// (none when limit is 0).
+func withinLimit(output any, limit int, what string) error {
+	if limit <= 0 {
+		return nil
+	}
+	data, err := json.Marshal(output)
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(what+" is not JSON: "+err.Error(), "ferrule.BadOutput", err)
+	}
+	if len(data) <= limit {
+		return nil
+	}
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+		"%s takes %d bytes, over the limit of %d (Options.PayloadLimit): keep the transcript shorter "+
+			"(a turn_start hook may replace the history), keep tool results shorter (max_tool_result_bytes) "+
+			"or compress payloads (DataConverter)", what, len(data), limit), "ferrule.PayloadTooLarge", nil)
 }
 
 // Call runs one returned call (a ferrule.Invoke run, told which attempt this
@@ -116,9 +135,9 @@ func (a *Activities) Call(ctx context.Context, in CallInput) (json.RawMessage, e
 		return nil, err
 	}
 	attempt := int(activity.GetInfo(ctx).Attempt)
-	result, err := runBeating(ctx, agent, ferrule.Invoke(in.Call, attempt, in.HandedTo...), func(event ferrule.Event) {
+	result, err := runBeating(ctx, agent, ferrule.Invoke(in.Call, attempt, in.HandedTo...), func(event ferrule.Event, beat *heartbeat) {
 		if update, ok := event.(*ferrule.ToolExecutionUpdateEvent); ok {
-			activity.RecordHeartbeat(ctx, update.Partial)
+			beat.record(update.Partial)
 		}
 	})
 	if err != nil {
@@ -128,6 +147,9 @@ func (a *Activities) Call(ctx context.Context, in CallInput) (json.RawMessage, e
 		return nil, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("the call %s (%s) ended %s", in.Call.ID, in.Call.Name, result.Status), "ferrule.CallEnded", nil)
 	}
+	if err := withinLimit(result.Outcome, in.PayloadLimit, fmt.Sprintf("the outcome of call %s (%s)", in.Call.ID, in.Call.Name)); err != nil {
+		return nil, err
+	}
 	return result.Outcome, nil
 }
 
@@ -135,21 +157,25 @@ func (a *Activities) Call(ctx context.Context, in CallInput) (json.RawMessage, e
 // at least every third of the heartbeat timeout, so that a worker that dies
 // is noticed and one that lives hears of the activity's cancellation (which
 // cancels the run, and its tools). A cancelled activity returns its
-// context's error.
-func runBeating(ctx context.Context, agent *ferrule.Agent, input ferrule.Input, see func(ferrule.Event)) (*ferrule.Result, error) {
+// context's error; a start ferrule refuses for the input fails for good, one
+// it refuses for want of threads or while shutting down is tried again.
+func runBeating(ctx context.Context, agent *ferrule.Agent, input ferrule.Input, see func(ferrule.Event, *heartbeat)) (*ferrule.Result, error) {
 	run, err := agent.Start(ctx, input)
 	if err != nil {
 		var ferr *ferrule.Error
-		if errors.As(err, &ferr) && ferr.Code == ferrule.CodeCancelled {
+		switch {
+		case errors.As(err, &ferr) && ferr.Code == ferrule.CodeCancelled:
 			return nil, ctx.Err()
+		case errors.As(err, &ferr) && (ferr.Code == ferrule.CodeResourceExhausted || ferr.Code == ferrule.CodeShutdown):
+			return nil, temporal.NewApplicationError(err.Error(), "ferrule."+ferr.Code.String())
 		}
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "ferrule.StartRefused", err)
 	}
 	defer run.Close()
-	stop := beat(ctx)
-	defer stop()
+	beat := startBeating(ctx)
+	defer beat.stop()
 	for event := range run.Events() {
-		see(event)
+		see(event, beat)
 	}
 	result, err := run.Wait()
 	if err != nil {
@@ -161,35 +187,64 @@ func runBeating(ctx context.Context, agent *ferrule.Agent, input ferrule.Input, 
 	return result, nil
 }
 
-// beat heartbeats every third of the activity's heartbeat timeout (every
-// second without one) until stopped.
-func beat(ctx context.Context) (stop func()) {
+// heartbeat heartbeats an activity every third of its heartbeat timeout
+// (every second without one), with the details last recorded, until stopped.
+type heartbeat struct {
+	ctx     context.Context
+	mu      sync.Mutex
+	details any
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func startBeating(ctx context.Context) *heartbeat {
 	every := activity.GetInfo(ctx).HeartbeatTimeout / 3
 	if every <= 0 {
 		every = time.Second
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
+	h := &heartbeat{ctx: ctx, done: make(chan struct{})}
+	h.wg.Add(1)
 	go func() {
-		defer wg.Done()
+		defer h.wg.Done()
 		ticker := time.NewTicker(every)
 		defer ticker.Stop()
 		for {
 			select {
 			case <-ticker.C:
-				activity.RecordHeartbeat(ctx)
-			case <-done:
+				h.mu.Lock()
+				details := h.details
+				h.mu.Unlock()
+				h.send(details)
+			case <-h.done:
 				return
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
-	return func() {
-		close(done)
-		wg.Wait()
+	return h
+}
+
+// record heartbeats now with details, which the later beats repeat.
+func (h *heartbeat) record(details any) {
+	h.mu.Lock()
+	h.details = details
+	h.mu.Unlock()
+	h.send(details)
+}
+
+func (h *heartbeat) send(details any) {
+	if details == nil {
+		activity.RecordHeartbeat(h.ctx)
+		return
 	}
+	activity.RecordHeartbeat(h.ctx, details)
+}
+
+// stop ends the beats and waits for the goroutine.
+func (h *heartbeat) stop() {
+	close(h.done)
+	h.wg.Wait()
 }
 
 // kept says which of a step's events the workflow keeps for QueryEvents:

@@ -8,16 +8,21 @@ import (
 )
 
 // Start starts an agent run workflow; options name its id and task queue.
-// Wait for its end with the returned run's Get (into a Response).
+// The request's options are written out whole (defaults filled in), so that
+// a later version of this package, with other defaults, replays the run
+// unchanged. Wait for its end with the returned run's Get (into a Response).
 func Start(ctx context.Context, c client.Client, options client.StartWorkflowOptions, req Request) (client.WorkflowRun, error) {
+	req.Options = req.Options.withDefaults()
 	return c.ExecuteWorkflow(ctx, options, WorkflowName, req)
 }
 
 // Decide signals decisions for calls that wait for approval, keyed by the
-// interruptions' keys (QueryPending lists them). A decision may come before
-// its call waits, or long after: the workflow keeps it until a step takes
-// it, whichever worker holds the run by then. An empty runID means the
-// workflow's latest run.
+// interruptions' keys (Pending lists them). It may come long after the call
+// began to wait, with no worker up: the server keeps the signal for
+// whichever worker holds the run by then. A decision for a call that does
+// not wait when the workflow reads it (one decided already, a key mistyped)
+// is dropped, and logged by the worker. An empty runID means the workflow's
+// latest run.
 func Decide(ctx context.Context, c client.Client, workflowID, runID string, decisions map[string]ferrule.Decision) error {
 	return c.SignalWorkflow(ctx, workflowID, runID, SignalDecide, decisions)
 }

@@ -9,7 +9,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,7 +52,13 @@ func TestMain(m *testing.M) {
 // standard input, which ends it, and waits for it.
 func startServer(path string) (stop func(), err error) {
 	cmd := exec.Command(path)
-	cmd.Stderr = io.Discard
+	// What it says goes to a file, shown when it does not start.
+	logFile, err := os.CreateTemp("", "temporal-test-server-*.log")
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd.Stderr = logFile
 	// It ends with this process, however this process ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	stdin, err := cmd.StdinPipe()
@@ -82,8 +87,13 @@ func startServer(path string) (stop func(), err error) {
 	fields := strings.Fields(line)
 	if err != nil || len(fields) != 2 {
 		stop()
-		return nil, fmt.Errorf("its first line was %q (%v)", line, err)
+		said, _ := os.ReadFile(logFile.Name())
+		if len(said) > 4000 {
+			said = said[len(said)-4000:]
+		}
+		return nil, fmt.Errorf("its first line was %q (%v); it said:\n%s", line, err, said)
 	}
+	os.Remove(logFile.Name())
 	server.hostPort, server.namespace = fields[0], fields[1]
 	return stop, nil
 }

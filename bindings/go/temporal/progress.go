@@ -2,14 +2,14 @@ package ferruletemporal
 
 import (
 	"encoding/json"
+	"sort"
 
 	ferrule "github.com/ferrule-dev/ferrule/bindings/go"
 	"go.temporal.io/sdk/workflow"
 )
 
 // progress is what the workflow knows of its run between steps: what the
-// queries answer, and the decisions signals brought. Only the workflow's
-// coroutines touch it, one at a time.
+// queries answer. Only the workflow's coroutine touches it.
 type progress struct {
 	usage      ferrule.Usage
 	rounds     int
@@ -19,8 +19,6 @@ type progress struct {
 	eventsKept int
 	// pending are the calls that wait for a decision, while the run waits.
 	pending []ferrule.Interruption
-	// decisions are those signals gave that no step took yet.
-	decisions map[string]ferrule.Decision
 	// step is what every step input carries.
 	step StepInput
 }
@@ -28,15 +26,11 @@ type progress struct {
 func newProgress(req Request, options Options) *progress {
 	run := &progress{
 		eventsKept: options.EventsKept,
-		decisions:  map[string]ferrule.Decision{},
-		step:       StepInput{Agent: req.Agent, WithMessages: options.WithMessages, StateLimit: options.StateLimit},
+		step:       StepInput{Agent: req.Agent, WithMessages: options.WithMessages, PayloadLimit: options.PayloadLimit},
 	}
 	if carried := req.Carried; carried != nil {
 		run.usage, run.rounds, run.steps = carried.Usage, carried.Rounds, carried.Steps
 		run.events, run.eventCount = carried.Events, carried.EventCount
-		for key, decision := range carried.Decisions {
-			run.decisions[key] = decision
-		}
 	}
 	return run
 }
@@ -83,43 +77,76 @@ func (p *progress) record(out StepOutput) {
 	}
 }
 
-// take keeps the decisions a signal gave.
-func (p *progress) take(given map[string]ferrule.Decision) {
-	for key, decision := range given {
-		p.decisions[key] = decision
-	}
-}
-
-// decide waits until every call in waiting has a decision, and returns them
-// (the others stay for a later interruption); an error when the workflow is
-// cancelled meanwhile.
-func (p *progress) decide(ctx workflow.Context, waiting []ferrule.Interruption) (map[string]ferrule.Decision, error) {
+// decide waits until every call in waiting has a decision, taking each
+// signal as it comes, and returns them; an error when the workflow is
+// cancelled meanwhile. A decision for a call that does not wait is dropped,
+// and logged.
+func (p *progress) decide(ctx workflow.Context, signals workflow.ReceiveChannel, waiting []ferrule.Interruption) (map[string]ferrule.Decision, error) {
 	p.pending = waiting
 	defer func() { p.pending = nil }()
-	decided := func() bool {
-		for _, call := range waiting {
-			if _, ok := p.decisions[call.Key]; !ok {
-				return false
-			}
-		}
-		return true
-	}
-	if err := workflow.Await(ctx, decided); err != nil {
-		return nil, err
+	waits := make(map[string]bool, len(waiting))
+	for _, call := range waiting {
+		waits[call.Key] = true
 	}
 	decisions := make(map[string]ferrule.Decision, len(waiting))
-	for _, call := range waiting {
-		decisions[call.Key] = p.decisions[call.Key]
-		delete(p.decisions, call.Key)
+	for len(decisions) < len(waits) {
+		var given map[string]ferrule.Decision
+		selector := workflow.NewSelector(ctx)
+		selector.AddReceive(signals, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, &given) })
+		selector.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) {})
+		selector.Select(ctx)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var dropped []string
+		for key, decision := range given {
+			if waits[key] {
+				decisions[key] = decision
+			} else {
+				dropped = append(dropped, key)
+			}
+		}
+		logDropped(ctx, dropped)
 	}
 	return decisions, nil
 }
 
-// carry is what the next workflow run needs to go on with next.
-func (p *progress) carry(next StepInput) *Carried {
+// dropStale reads the decisions signalled while no call waited, and drops
+// them: they are for no call (one decided already, or a key mistyped).
+func (p *progress) dropStale(ctx workflow.Context, signals workflow.ReceiveChannel) {
+	var given map[string]ferrule.Decision
+	for signals.ReceiveAsync(&given) {
+		keys := make([]string, 0, len(given))
+		for key := range given {
+			keys = append(keys, key)
+		}
+		logDropped(ctx, keys)
+		given = nil
+	}
+}
+
+// logDropped logs the keys of decisions dropped, in order.
+func logDropped(ctx workflow.Context, keys []string) {
+	if len(keys) == 0 {
+		return
+	}
+	sort.Strings(keys)
+	workflow.GetLogger(ctx).Warn("ferrule: decisions for calls that do not wait were dropped", "keys", keys)
+}
+
+// carry is what the next workflow run needs to go on with next: the latest
+// events as many as fit in a quarter of limit bytes, with the rest.
+func (p *progress) carry(next StepInput, limit int) *Carried {
+	events, size := p.events, 0
+	for i := len(events) - 1; i >= 0; i-- {
+		if size += len(events[i]); size > limit/4 {
+			events = events[i+1:]
+			break
+		}
+	}
 	return &Carried{
 		Next: next, Usage: p.usage, Rounds: p.rounds, Steps: p.steps,
-		Events: p.events, EventCount: p.eventCount, Decisions: p.decisions,
+		Events: events, EventCount: p.eventCount,
 	}
 }
 

@@ -49,8 +49,11 @@ func TestAWorkerKilledInABatchAndTheRunFinishingOnAnother(t *testing.T) {
 	c, queue, log := dial(t, nil), testQueue(t), newLog(t)
 	first := startWorkerProcess(t, queue, log)
 	run := startRun(t, c, queue, Request{Agent: "batch", Prompt: "Four steps.", Options: short})
+	// Killed once the server has the step's and three calls' completions:
+	// a call whose tool ended but whose completion never reached the
+	// server runs again, as Temporal promises.
 	waitFor(t, "the batch under way", func() bool {
-		return log.count("start", "c3") == 1 && log.count("done", "c1")+log.count("done", "c2")+log.count("done", "c4") == 3
+		return log.count("start", "c3") == 1 && completedActivities(t, c, queue, run.GetRunID()) == 4
 	})
 	first.kill()
 	startWorkerProcess(t, queue, log)
@@ -156,6 +159,36 @@ func TestFiveHundredRoundsAcrossContinueAsNew(t *testing.T) {
 	if err != nil || len(events.Events) != 10 || events.Count < 4*rounds {
 		t.Errorf("%d events of %d (%v)", len(events.Events), events.Count, err)
 	}
+	// Payloads went compressed.
+	history := c.GetWorkflowHistory(context.Background(), queue, firstRun, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for history.HasNext() {
+		event, err := history.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if scheduled := event.GetActivityTaskScheduledEventAttributes(); scheduled != nil {
+			if encoding := string(scheduled.Input.Payloads[0].Metadata["encoding"]); encoding != "binary/zlib" {
+				t.Errorf("a step's input went as %q", encoding)
+			}
+			break
+		}
+	}
+}
+
+// completedActivities counts the activity completions in a run's history.
+func completedActivities(t *testing.T, c client.Client, workflowID, runID string) int {
+	history := c.GetWorkflowHistory(context.Background(), workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	n := 0
+	for history.HasNext() {
+		event, err := history.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if event.GetEventType() == enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED {
+			n++
+		}
+	}
+	return n
 }
 
 // The workflow replays the history of a run with calls, an approval and an
@@ -165,6 +198,10 @@ func TestTheWorkflowReplaysItsHistory(t *testing.T) {
 	c, queue, log := dial(t, nil), testQueue(t), newLog(t)
 	inProcessWorker(t, c, queue, log)
 	run := startRun(t, c, queue, Request{Agent: "approval", Prompt: "Send it."})
+	waitFor(t, "the call to wait for approval", func() bool {
+		pending, err := Pending(context.Background(), c, queue, "")
+		return err == nil && len(pending) == 1
+	})
 	if err := Decide(context.Background(), c, queue, "", map[string]ferrule.Decision{"a1": {Approve: false}}); err != nil {
 		t.Fatal(err)
 	}
@@ -200,17 +237,46 @@ func TestTheWorkflowReplaysItsHistory(t *testing.T) {
 	}
 }
 
-// A state over its limit fails the run at once, saying what to do.
-func TestAStateOverItsLimitFailsTheRunSayingSo(t *testing.T) {
+// A step's output over the payload limit fails the run at once, saying
+// what to do.
+func TestAPayloadOverItsLimitFailsTheRunSayingSo(t *testing.T) {
 	c, queue, log := dial(t, nil), testQueue(t), newLog(t)
 	inProcessWorker(t, c, queue, log)
-	run := startRun(t, c, queue, Request{Agent: "approval", Prompt: "Send it.", Options: Options{StateLimit: 100}})
+	run := startRun(t, c, queue, Request{Agent: "approval", Prompt: "Send it.", Options: Options{PayloadLimit: 100}})
 	var res Response
 	err := run.Get(context.Background(), &res)
 	var failed *temporal.ApplicationError
-	if !errors.As(err, &failed) || failed.Type() != "ferrule.StateTooLarge" ||
-		!strings.Contains(failed.Error(), "over its limit of 100 (Options.StateLimit)") {
+	if !errors.As(err, &failed) || failed.Type() != "ferrule.PayloadTooLarge" ||
+		!strings.Contains(failed.Error(), "over the limit of 100 (Options.PayloadLimit)") {
 		t.Fatalf("the run ended %v", err)
+	}
+}
+
+// A run that continues as new while it waits for approval: a decision for
+// no waiting call is dropped, the one for the call is taken after the
+// continue-as-new, and the run ends.
+func TestAnApprovalAcrossContinueAsNew(t *testing.T) {
+	c, queue, log := dial(t, nil), testQueue(t), newLog(t)
+	inProcessWorker(t, c, queue, log)
+	run := startRun(t, c, queue, Request{Agent: "approval", Prompt: "Send it.", Options: Options{StepsPerRun: 1}})
+	firstRun := run.GetRunID()
+	if err := Decide(context.Background(), c, queue, "", map[string]ferrule.Decision{"zz": {Approve: true}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the call to wait for approval", func() bool {
+		pending, err := Pending(context.Background(), c, queue, "")
+		return err == nil && len(pending) == 1
+	})
+	if err := Decide(context.Background(), c, queue, "", map[string]ferrule.Decision{"a1": {Approve: false}}); err != nil {
+		t.Fatal(err)
+	}
+	res := finished(t, run)
+	if res.Status != ferrule.StatusCompleted || res.Steps != 3 || log.count("done", "a1") != 0 || log.count("done", "a2") != 1 {
+		t.Fatalf("%+v, %v", res, log.lines())
+	}
+	described, err := c.DescribeWorkflowExecution(context.Background(), queue, firstRun)
+	if err != nil || described.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW {
+		t.Fatalf("the first run: %v (%v)", described, err)
 	}
 }
 

@@ -28,13 +28,12 @@ type Request struct {
 // Carried is what one workflow run hands the next when it continues as new:
 // the step to go on with, and what the queries answer.
 type Carried struct {
-	Next       StepInput                   `json:"next"`
-	Usage      ferrule.Usage               `json:"usage"`
-	Rounds     int                         `json:"rounds"`
-	Steps      int                         `json:"steps"`
-	Events     []json.RawMessage           `json:"events,omitempty"`
-	EventCount int                         `json:"event_count"`
-	Decisions  map[string]ferrule.Decision `json:"decisions,omitempty"`
+	Next       StepInput         `json:"next"`
+	Usage      ferrule.Usage     `json:"usage"`
+	Rounds     int               `json:"rounds"`
+	Steps      int               `json:"steps"`
+	Events     []json.RawMessage `json:"events,omitempty"`
+	EventCount int               `json:"event_count"`
 }
 
 // Response is how the run ended (any status but interrupted, which the
@@ -53,7 +52,7 @@ type Response struct {
 }
 
 // Events answers QueryEvents: the latest events (up to Options.EventsKept),
-// and how many the run has sent in all.
+// and how many events the run's steps have reported in all.
 type Events struct {
 	Events []json.RawMessage `json:"events"`
 	Count  int               `json:"count"`
@@ -71,14 +70,9 @@ func AgentRun(ctx workflow.Context, req Request) (*Response, error) {
 	if err := run.answerQueries(ctx); err != nil {
 		return nil, err
 	}
-	decisions := workflow.GetSignalChannel(ctx, SignalDecide)
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		for {
-			var given map[string]ferrule.Decision
-			decisions.Receive(ctx, &given)
-			run.take(given)
-		}
-	})
+	// Read only here, in this coroutine: a signal not yet read stays in the
+	// channel, where a continue-as-new does not lose it unread.
+	signals := workflow.GetSignalChannel(ctx, SignalDecide)
 	stepCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: options.StepTimeout,
 		HeartbeatTimeout:    options.Heartbeat,
@@ -93,13 +87,13 @@ func AgentRun(ctx workflow.Context, req Request) (*Response, error) {
 	})
 	next := run.first(req)
 	for steps := 0; ; steps++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		// Decisions that came while no call waited are for no call.
+		run.dropStale(ctx, signals)
 		if steps > 0 && (steps >= options.StepsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
-			// Decisions signalled but not yet taken go along too.
-			var given map[string]ferrule.Decision
-			for decisions.ReceiveAsync(&given) {
-				run.take(given)
-			}
-			req.Carried = run.carry(next)
+			req.Carried = run.carry(next, options.PayloadLimit)
 			return nil, workflow.NewContinueAsNewError(ctx, WorkflowName, req)
 		}
 		var out StepOutput
@@ -115,13 +109,13 @@ func AgentRun(ctx workflow.Context, req Request) (*Response, error) {
 		case result.Status != ferrule.StatusInterrupted:
 			return run.response(result), nil
 		case len(result.Interruptions) > 0:
-			decisions, err := run.decide(ctx, result.Interruptions)
+			decisions, err := run.decide(ctx, signals, result.Interruptions)
 			if err != nil {
 				return nil, err
 			}
 			next = run.resume(result.State, nil, decisions)
 		default:
-			results, err := runCalls(ctx, callCtx, req.Agent, out.HandedTo, result.Calls)
+			results, err := runCalls(ctx, callCtx, req.Agent, out.HandedTo, result.Calls, options.PayloadLimit)
 			if err != nil {
 				return nil, err
 			}
@@ -131,16 +125,17 @@ func AgentRun(ctx workflow.Context, req Request) (*Response, error) {
 }
 
 // runCalls runs each call as an activity, all at once, and gathers their
-// outcomes by call id. A call whose activity failed for good (its retries
-// spent) is answered as its tool's failure, for the model to see; a
-// cancelled workflow stops here.
-func runCalls(ctx, callCtx workflow.Context, agent string, handedTo []string, calls []ferrule.ToolCall) (map[string]json.RawMessage, error) {
+// outcomes by call id once every one has ended. A call whose activity failed
+// for good (its retries spent) is answered as its tool's failure, for the
+// model to see; a cancelled workflow ends once its calls have.
+func runCalls(ctx, callCtx workflow.Context, agent string, handedTo []string, calls []ferrule.ToolCall, limit int) (map[string]json.RawMessage, error) {
 	futures := make([]workflow.Future, len(calls))
 	for i, call := range calls {
-		input := CallInput{Agent: agent, Call: call, HandedTo: handedTo}
+		input := CallInput{Agent: agent, Call: call, HandedTo: handedTo, PayloadLimit: limit}
 		futures[i] = workflow.ExecuteActivity(callCtx, CallActivityName, input)
 	}
 	results := make(map[string]json.RawMessage, len(calls))
+	var cancelled error
 	for i, future := range futures {
 		var outcome json.RawMessage
 		err := future.Get(ctx, &outcome)
@@ -148,10 +143,13 @@ func runCalls(ctx, callCtx workflow.Context, agent string, handedTo []string, ca
 		case err == nil:
 			results[calls[i].ID] = outcome
 		case temporal.IsCanceledError(err) || ctx.Err() != nil:
-			return nil, err
+			cancelled = err
 		default:
 			results[calls[i].ID] = ferrule.FailedOutcome(fmt.Sprintf("The call to %q could not be run: %v", calls[i].Name, err))
 		}
+	}
+	if cancelled != nil {
+		return nil, cancelled
 	}
 	return results, nil
 }
