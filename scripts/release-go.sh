@@ -4,8 +4,10 @@
 # requirements set to the release's version, the licences and third-party
 # notices in every Go module,
 # and, when APPLE_FRAMEWORK_URL and APPLE_FRAMEWORK_CHECKSUM are set, the
-# XCFramework named in Package.swift. It is tagged X.Y.Z (SwiftPM's version)
-# and for every Go module (bindings/go/vX.Y.Z, bindings/go/lib/<os>-<arch>/vX.Y.Z).
+# XCFramework named in Package.swift. The Temporal module (bindings/go/temporal)
+# requires the binding and its libraries at the release's version too. It is
+# tagged X.Y.Z (SwiftPM's version) and for every Go module (bindings/go/vX.Y.Z,
+# bindings/go/lib/<os>-<arch>/vX.Y.Z, bindings/go/temporal/vX.Y.Z).
 # The branch, the index and the work tree are left as they are: the libraries
 # live only in release commits. Pushing the tags publishes the release.
 #
@@ -67,9 +69,13 @@ for platform in "${required[@]}"; do
 done
 [ ${#library[@]} -eq ${#required[@]} ] || fail "given ${!library[*]}, but the Go module requires ${required[*]}"
 
+# The Temporal module, when HEAD has it.
+temporal_mod=$(git -C "$repo" show HEAD:bindings/go/temporal/go.mod 2>/dev/null || true)
+
 # SwiftPM takes X.Y.Z; a root vX.Y.Z would make Go see a module at the root.
 tags=("${version#v}" "bindings/go/$version")
 for platform in "${required[@]}"; do tags+=("bindings/go/lib/$platform/$version"); done
+[ -z "$temporal_mod" ] || tags+=("bindings/go/temporal/$version")
 for tag in "${tags[@]}"; do
     ! git -C "$repo" rev-parse --verify -q "refs/tags/$tag" >/dev/null || fail "tag $tag exists already"
 done
@@ -86,10 +92,20 @@ done
 blob=$(sed "s|^\([[:space:]]*$module/lib/[a-z0-9-]*\) v[^[:space:]]*|\1 $version|" <<<"$gomod" |
     git -C "$repo" hash-object -w --stdin)
 git -C "$repo" update-index --cacheinfo "100644,$blob,bindings/go/go.mod"
+go_modules=(bindings/go "${required[@]/#/bindings/go/lib/}")
+if [ -n "$temporal_mod" ]; then
+    # The binding and its libraries at this version (a module depending on
+    # this one ignores its replace lines).
+    released=$(sed "s|^\([[:space:]]*$module\(/lib/[a-z0-9-]*\)\{0,1\}\) v[^[:space:]]*|\1 $version|" <<<"$temporal_mod")
+    grep -q "^[[:space:]]*$module $version\$" <<<"$released" || fail "bindings/go/temporal/go.mod does not require $module"
+    blob=$(git -C "$repo" hash-object -w --stdin <<<"$released")
+    git -C "$repo" update-index --cacheinfo "100644,$blob,bindings/go/temporal/go.mod"
+    go_modules+=(bindings/go/temporal)
+fi
 # Each Go module carries the licences (a module holds only its own directory).
 for licence in LICENSE-MIT LICENSE-APACHE THIRD-PARTY-NOTICES; do
     blob=$(git -C "$repo" rev-parse -q --verify "HEAD:$licence") || fail "HEAD has no $licence"
-    for dir in bindings/go "${required[@]/#/bindings/go/lib/}"; do
+    for dir in "${go_modules[@]}"; do
         git -C "$repo" update-index --add --cacheinfo "100644,$blob,$dir/$licence"
     done
 done

@@ -49,7 +49,7 @@ func goSpan(userData unsafe.Pointer, json *C.char, length C.size_t) {
 
 //export goCancel
 func goCancel(userData unsafe.Pointer) {
-	cancelCall(uintptr(userData))
+	cancelCall(uintptr(dataHandle(userData)))
 }
 
 //export goFree

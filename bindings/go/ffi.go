@@ -11,6 +11,7 @@ import "C"
 
 import (
 	"fmt"
+	"math/bits"
 	"runtime/cgo"
 	"unsafe"
 )
@@ -72,14 +73,21 @@ func cBytes(b []byte) (*C.char, C.size_t, func()) {
 	return (*C.char)(p), C.size_t(len(b)), func() { C.free(p) }
 }
 
+// handleTag marks a cgo handle carried as user data. Handles are small
+// numbers, and an unsafe.Pointer below 4096 found on a goroutine's stack when
+// the runtime moves it is a fatal "invalid pointer found on stack"; with the
+// top bit set the value is no address of Go's heap or stacks (nor a
+// canonical one), which the runtime leaves alone.
+const handleTag = uintptr(1) << (bits.UintSize - 1)
+
 // handleData turns a cgo handle into the user data C passes back.
 func handleData(h cgo.Handle) unsafe.Pointer {
-	return C.ferrule_go_handle_data(C.uintptr_t(h))
+	return C.ferrule_go_handle_data(C.uintptr_t(uintptr(h) | handleTag))
 }
 
 // dataHandle is the cgo handle behind user data.
 func dataHandle(p unsafe.Pointer) cgo.Handle {
-	return cgo.Handle(uintptr(p))
+	return cgo.Handle(uintptr(p) &^ handleTag)
 }
 
 // takeError turns a ferrule error into a Go one (nil for NULL) and frees it.

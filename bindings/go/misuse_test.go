@@ -509,3 +509,18 @@ func TestAgentCloseWhileRunsStart(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// User data carrying a cgo handle is never a small number: the runtime
+// kills the process when it finds an unsafe.Pointer below 4096 on a stack it
+// moves.
+func TestHandleDataIsNeverASmallPointer(t *testing.T) {
+	for _, h := range []uintptr{1, 2, 470, 4095} {
+		data := handleData(cgo.Handle(h))
+		if uintptr(data) < 4096 {
+			t.Fatalf("handle %d is the user data %#x", h, uintptr(data))
+		}
+		if back := dataHandle(data); uintptr(back) != h {
+			t.Fatalf("handle %d came back as %d", h, back)
+		}
+	}
+}

@@ -116,8 +116,8 @@ pub(crate) async fn run_batch(
 /// others leave it.
 pub(crate) fn abandon(progress: &mut RunProgress, mut message: AssistantMessage, carried: &mut CarriedOver) {
     let mut results = Vec::new();
-    message.tool_calls.retain(|call| match carried.ran.remove(&call.id) {
-        Some(result) => {
+    message.tool_calls.retain(|call| match carried.take_ran(&call.id) {
+        Some((result, _)) => {
             results.push(Message::Tool(result));
             true
         }

@@ -307,7 +307,9 @@ impl RunState {
                 return Err(refuse(format!("state: the result of call \"{id}\" does not fit the waiting message")));
             }
         }
-        if let Some(id) = carried.terminating.iter().find(|id| !carried.ran.contains_key(*id)) {
+        if let Some(id) =
+            carried.terminating.iter().find(|id| carried.ran.get(*id).is_none_or(|result| result.is_error))
+        {
             return Err(refuse(format!("state: call \"{id}\" asks to end the run with no result of its own")));
         }
         if let Some(id) = carried.nested_decided.keys().find(|id| !carried.nested.contains_key(*id)) {

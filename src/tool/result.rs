@@ -104,11 +104,18 @@ impl ToolResult {
     }
 
     /// Cuts the text parts so that together they hold at most `max_bytes` bytes
-    /// (on a character boundary), and says so in the text.
+    /// (on a character boundary), and says so in the text. A result cut
+    /// before is not cut again to the same bound: the note an earlier cut
+    /// left does not count.
     pub fn truncate_text(&mut self, max_bytes: usize) {
-        let total: usize = self.content.iter().map(text_len).sum();
+        let noted = matches!(self.content.last(), Some(Part::Text { text, .. }) if text.starts_with(TRUNCATION_NOTE));
+        let counted = self.content.len() - usize::from(noted);
+        let total: usize = self.content[..counted].iter().map(text_len).sum();
         if total <= max_bytes {
             return;
+        }
+        if noted {
+            self.content.pop();
         }
         let mut budget = max_bytes;
         for part in &mut self.content {
@@ -122,7 +129,7 @@ impl ToolResult {
             }
         }
         self.content.retain(|part| !matches!(part, Part::Text { text, .. } if text.is_empty()));
-        self.content.push(Part::text(format!("\n[result truncated: {max_bytes} of {total} bytes shown]")));
+        self.content.push(Part::text(format!("{TRUNCATION_NOTE}{max_bytes} of {total} bytes shown]")));
     }
 
     /// Checks the parts (see [`Part::check`]).
@@ -130,6 +137,9 @@ impl ToolResult {
         self.content.iter().try_for_each(Part::check)
     }
 }
+
+/// How the note a cut result ends with begins.
+const TRUNCATION_NOTE: &str = "\n[result truncated: ";
 
 fn text_len(part: &Part) -> usize {
     match part {
@@ -181,6 +191,18 @@ mod tests {
         let mut result = ToolResult::text("héllo world");
         result.truncate_text(2);
         assert_eq!(crate::message::text_of(&result.content), "h\n[result truncated: 2 of 12 bytes shown]");
+    }
+
+    #[test]
+    fn a_result_cut_before_is_not_cut_again_to_the_same_bound() {
+        let mut result = ToolResult::text("x".repeat(5000));
+        result.truncate_text(100);
+        let once = result.clone();
+        result.truncate_text(100);
+        assert_eq!(result, once);
+        result.truncate_text(10);
+        let text = crate::message::text_of(&result.content);
+        assert_eq!(text, format!("{}\n[result truncated: 10 of 100 bytes shown]", "x".repeat(10)));
     }
 
     #[test]

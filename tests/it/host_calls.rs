@@ -355,16 +355,19 @@ fn a_batch_returned_call_by_call_still_terminates_when_every_result_asks() {
 }
 
 #[test]
-fn an_outcome_is_cut_as_the_transcript_will_be() {
+fn an_outcome_is_cut_as_the_transcript_will_be_and_once() {
     let long =
         tool(
             "long",
             json!({}),
             |_: Invocation| async move { ToolOutcome::Completed(ToolResult::text("x".repeat(5000))) },
         );
-    let agent = agent(json!([]), json!({"max_tool_result_bytes": 100}), vec![long]);
-    let call = json!({"id": "c1", "name": "long", "arguments": "{}"});
-    let ran = run_input(&agent, input(json!({"invoke": call}))).0;
-    let text = json_of(&ran)["outcome"]["result"]["content"][0]["text"].as_str().unwrap().to_owned();
-    assert!(text.len() < 400, "{} bytes", text.len());
+    let script = json!([{"tool_calls": [call("c1", "long", json!({}))]}, {"text": "read it"}]);
+    let agent = agent(script, json!({"max_tool_result_bytes": 100}), vec![long]);
+    let first = run_input(&agent, input(json!({"prompt": "read", "calls": "return"}))).0;
+    let (outcomes, _) = invoke_each(&agent, &first, 1);
+    let cut = format!("{}\n[result truncated: 100 of 5000 bytes shown]", "x".repeat(100));
+    assert_eq!(text(&outcomes["c1"]["result"]), cut);
+    let done = run_input(&agent, resumed(&first, outcomes)).0;
+    assert_eq!(text(&tool_results(&done)[0]), cut, "the transcript holds the result cut once");
 }

@@ -72,6 +72,22 @@ out=$(./agent-amd64) || fail "the amd64 program failed: $out"
 echo "$out" | grep -q "answer: C-100 is on the Gold plan." || fail "the amd64 program did not answer: $out"
 echo "packages/go: linux/amd64 built (fetching only its own library) and ran from $version by version only"
 
+# The Temporal module by version: its example builds against it (running it
+# needs a Temporal server, beside which make test-temporal runs it).
+temporal=$work/temporal-consumer
+mkdir -p "$temporal"
+cp "$root/examples/go/temporal/main.go" "$temporal/"
+(
+    cd "$temporal"
+    go mod init example.com/temporal-consumer
+    go get "$module/temporal@$version"
+    go mod tidy
+    go build -o temporal-example .
+) > "$temporal/go.log" 2>&1 || { cat "$temporal/go.log"; fail "the Temporal example did not build against $module/temporal@$version"; }
+grep -q "^require $module/temporal $version\$\|^[[:space:]]$module/temporal $version\$" "$temporal/go.mod" ||
+    fail "the Temporal example does not require $module/temporal@$version"
+echo "packages/go: the Temporal module built from $version by version only"
+
 CGO_ENABLED=1 GOARCH=arm64 CC=aarch64-linux-gnu-gcc go build -o agent-arm64 .
 downloaded linux-arm64 || fail "the arm64 build did not download the linux-arm64 library's module"
 file agent-arm64 | grep -q "ARM aarch64" || fail "agent-arm64 is not an arm64 program"

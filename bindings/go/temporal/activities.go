@@ -121,8 +121,8 @@ func withinLimit(output any, limit int, what string) error {
 	}
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 		"%s takes %d bytes, over the limit of %d (Options.PayloadLimit): keep the transcript shorter "+
-			"(a turn_start hook may replace the history), keep tool results shorter (max_tool_result_bytes) "+
-			"or compress payloads (DataConverter)", what, len(data), limit), "ferrule.PayloadTooLarge", nil)
+			"(a turn_start hook may replace the history), keep tool results shorter (max_tool_result_bytes), "+
+			"or compress payloads (DataConverter) and raise the limit", what, len(data), limit), "ferrule.PayloadTooLarge", nil)
 }
 
 // Call runs one returned call (a ferrule.Invoke run, told which attempt this
@@ -164,7 +164,7 @@ func runBeating(ctx context.Context, agent *ferrule.Agent, input ferrule.Input, 
 	if err != nil {
 		var ferr *ferrule.Error
 		switch {
-		case errors.As(err, &ferr) && ferr.Code == ferrule.CodeCancelled:
+		case errors.As(err, &ferr) && ferr.Code == ferrule.CodeCancelled && ctx.Err() != nil:
 			return nil, ctx.Err()
 		case errors.As(err, &ferr) && (ferr.Code == ferrule.CodeResourceExhausted || ferr.Code == ferrule.CodeShutdown):
 			return nil, temporal.NewApplicationError(err.Error(), "ferrule."+ferr.Code.String())
@@ -211,13 +211,13 @@ func startBeating(ctx context.Context) *heartbeat {
 		for {
 			select {
 			case <-ticker.C:
+				// Under the lock: a newer update is not overtaken by an older.
 				h.mu.Lock()
-				details := h.details
+				h.send(h.details)
 				h.mu.Unlock()
-				h.send(details)
 			case <-h.done:
-				return
-			case <-ctx.Done():
+				// Not on cancellation: the run ends its tools first, and the
+				// server waits for the activity meanwhile.
 				return
 			}
 		}
@@ -228,8 +228,8 @@ func startBeating(ctx context.Context) *heartbeat {
 // record heartbeats now with details, which the later beats repeat.
 func (h *heartbeat) record(details any) {
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	h.details = details
-	h.mu.Unlock()
 	h.send(details)
 }
 
@@ -260,9 +260,10 @@ func kept(event ferrule.Event) bool {
 
 // worthRetrying says which failures of a model request Temporal retries.
 func worthRetrying(code ferrule.Code) bool {
+	// Not TIMEOUT: a run's or a hook's timeout comes again on every attempt.
 	switch code {
 	case ferrule.CodeProviderRateLimited, ferrule.CodeProviderOverloaded, ferrule.CodeProviderServer,
-		ferrule.CodeProviderNetwork, ferrule.CodeTimeout:
+		ferrule.CodeProviderNetwork:
 		return true
 	}
 	return false

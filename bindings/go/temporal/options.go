@@ -15,8 +15,9 @@ type Options struct {
 	StepTimeout time.Duration `json:",omitempty"`
 	// StepRetry retries a step whose worker died or whose model failed in a
 	// way worth trying again (rate limits, overload, server and network
-	// errors, timeouts); default Temporal's own: unlimited attempts, backing
-	// off from 1 second to 1 minute (a run waits out an outage).
+	// errors, ferrule short of threads); default Temporal's own: unlimited
+	// attempts, backing off from 1 second to 1 minute (a run waits out an
+	// outage).
 	StepRetry *temporal.RetryPolicy `json:",omitempty"`
 	// CallTimeout bounds one call (StartToCloseTimeout); default 1 hour. The
 	// tool's own timeout bounds it inside ferrule as always.

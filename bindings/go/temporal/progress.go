@@ -135,11 +135,13 @@ func logDropped(ctx workflow.Context, keys []string) {
 }
 
 // carry is what the next workflow run needs to go on with next: the latest
-// events as many as fit in a quarter of limit bytes, with the rest.
+// events as many as fit beside it in limit bytes (a quarter at most), with
+// the rest.
 func (p *progress) carry(next StepInput, limit int) *Carried {
+	room := min(limit/4, limit-stepSize(next))
 	events, size := p.events, 0
 	for i := len(events) - 1; i >= 0; i-- {
-		if size += len(events[i]); size > limit/4 {
+		if size += len(events[i]); size > room {
 			events = events[i+1:]
 			break
 		}

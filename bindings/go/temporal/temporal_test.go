@@ -252,9 +252,9 @@ func TestAPayloadOverItsLimitFailsTheRunSayingSo(t *testing.T) {
 	}
 }
 
-// A run that continues as new while it waits for approval: a decision for
-// no waiting call is dropped, the one for the call is taken after the
-// continue-as-new, and the run ends.
+// A run that continues as new after an approval: a decision sent before
+// the call waited is dropped, the call's own is taken, the run continues as
+// new with the step that goes on from it, and ends.
 func TestAnApprovalAcrossContinueAsNew(t *testing.T) {
 	c, queue, log := dial(t, nil), testQueue(t), newLog(t)
 	inProcessWorker(t, c, queue, log)

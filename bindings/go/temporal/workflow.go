@@ -70,8 +70,8 @@ func AgentRun(ctx workflow.Context, req Request) (*Response, error) {
 	if err := run.answerQueries(ctx); err != nil {
 		return nil, err
 	}
-	// Read only here, in this coroutine: a signal not yet read stays in the
-	// channel, where a continue-as-new does not lose it unread.
+	// Read only in this coroutine, and only while calls wait: a decision
+	// signalled at any other time is for no call, and dropped.
 	signals := workflow.GetSignalChannel(ctx, SignalDecide)
 	stepCtx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: options.StepTimeout,
@@ -90,9 +90,11 @@ func AgentRun(ctx workflow.Context, req Request) (*Response, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		// Decisions that came while no call waited are for no call.
-		run.dropStale(ctx, signals)
+		if err := withinStepLimit(next, options.PayloadLimit); err != nil {
+			return nil, err
+		}
 		if steps > 0 && (steps >= options.StepsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested()) {
+			run.dropStale(ctx, signals)
 			req.Carried = run.carry(next, options.PayloadLimit)
 			return nil, workflow.NewContinueAsNewError(ctx, WorkflowName, req)
 		}
@@ -109,6 +111,9 @@ func AgentRun(ctx workflow.Context, req Request) (*Response, error) {
 		case result.Status != ferrule.StatusInterrupted:
 			return run.response(result), nil
 		case len(result.Interruptions) > 0:
+			// Decisions that came before the calls waited are for no call
+			// (a repeated one for an earlier call of the same id).
+			run.dropStale(ctx, signals)
 			decisions, err := run.decide(ctx, signals, result.Interruptions)
 			if err != nil {
 				return nil, err
@@ -149,7 +154,32 @@ func runCalls(ctx, callCtx workflow.Context, agent string, handedTo []string, ca
 		}
 	}
 	if cancelled != nil {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		return nil, cancelled
 	}
 	return results, nil
+}
+
+// stepSize is how many bytes of JSON a step's input takes, near enough: its
+// state and the calls' outcomes.
+func stepSize(step StepInput) int {
+	size := len(step.State) + len(step.Prompt)
+	for _, outcome := range step.Results {
+		size += len(outcome)
+	}
+	return size
+}
+
+// withinStepLimit fails the run for good when the next step's input would
+// be over limit (the server would refuse it, obscurely).
+func withinStepLimit(step StepInput, limit int) error {
+	if size := stepSize(step); size > limit {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			"the next step's input (the run's state and the calls' outcomes) takes %d bytes, over the limit of %d "+
+				"(Options.PayloadLimit): keep the transcript and tool results shorter, or compress payloads "+
+				"(DataConverter) and raise the limit", size, limit), "ferrule.PayloadTooLarge", nil)
+	}
+	return nil
 }
